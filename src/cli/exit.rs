@@ -1,0 +1,72 @@
+//! The exit-code table (docs/exit-codes.md) and the one CLI error type.
+
+use std::fmt;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Every code kapi exits with. Findings are not errors: a failing check and a
+/// stale artifact have codes of their own, distinct from bad usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    /// Success; `check`: nothing fails; `verify-context`: current.
+    Ok = 0,
+    /// `check`: a finding fails; `verify-context`: stale.
+    Failed = 1,
+    /// Bad usage or configuration: flags, `kapi.toml`, unknown or ambiguous ids.
+    Usage = 2,
+    /// `verify-context`: the artifact is refused; `compile-context`: refused.
+    Refused = 3,
+    /// The policy refused the operation (only a person may do this).
+    NotPermitted = 4,
+    /// The store or the repository could not be read or written.
+    Store = 5,
+    /// A bug in kapi.
+    Internal = 70,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit as u8)
+    }
+}
+
+/// An error the CLI reports on stderr before exiting with its code.
+#[derive(Debug)]
+pub struct CliError {
+    pub exit: Exit,
+    pub message: String,
+}
+
+impl CliError {
+    pub fn new(exit: Exit, message: impl Into<String>) -> Self {
+        Self { exit, message: message.into() }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(Exit::Usage, message)
+    }
+
+    pub fn store(message: impl Into<String>) -> Self {
+        Self::new(Exit::Store, message)
+    }
+
+    /// Print `error: ...` to stderr and turn the error into its exit code.
+    pub fn report(self) -> ExitCode {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "error: {}", self.message);
+        self.exit.into()
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(err: std::io::Error) -> Self {
+        CliError::new(Exit::Internal, format!("I/O error: {err}"))
+    }
+}

@@ -1,0 +1,68 @@
+//! `kapi.toml`: the project's own settings, read from the top of the work
+//! tree. Every section is optional; a missing file means all defaults.
+//!
+//! Each concern owns its section: `[vault]` and `[[compile]]` belong to the
+//! compiled context, `[check]`, `[[points]]` and `[context]` to the operation
+//! log and the checker.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub const FILE_NAME: &str = "kapi.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+}
+
+/// The whole of `kapi.toml`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The project key; defaults to the name of the work tree's folder.
+    pub project: Option<String>,
+    #[serde(default)]
+    pub vault: VaultConfig,
+    #[serde(default)]
+    pub compile: Vec<toml::Table>,
+    #[serde(default)]
+    pub check: toml::Table,
+    #[serde(default)]
+    pub points: Vec<toml::Table>,
+    #[serde(default)]
+    pub context: toml::Table,
+}
+
+/// `[vault]`: where the decision records live.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VaultConfig {
+    /// The vault folder, relative to the work tree; default `decisions`.
+    pub root: Option<PathBuf>,
+}
+
+impl Config {
+    /// Read `kapi.toml` in `root`, or defaults when there is none.
+    pub fn load(root: &Path) -> Result<Self, ConfigError> {
+        let path = root.join(FILE_NAME);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Self::parse(&text).map_err(|message| ConfigError::Parse { path, message })
+    }
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The vault folder relative to the work tree.
+    pub fn vault_root(&self) -> PathBuf {
+        self.vault.root.clone().unwrap_or_else(|| PathBuf::from("decisions"))
+    }
+}

@@ -1,0 +1,7 @@
+//! kapi: a git-native context ledger.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod config;
+
+#[allow(clippy::print_stdout, clippy::print_stderr)]
+pub mod cli;
