@@ -5,3 +5,6 @@ pub mod config;
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
+pub mod context;
+pub mod ops;
+pub mod store;

@@ -1,10 +1,36 @@
-use super::Ctx;
+//! `kapi context`: a person's verbs (review, and what applies at a path) and,
+//! for assistants, `note` and `log`.
+
+use clap::Subcommand;
+
+use super::{Ctx, context_log, context_note, context_review};
 use crate::cli::exit::{CliError, Exit};
 
-/// (being built)
+/// Record, read and review the project's context.
+///
+/// For assistants: `kapi context note` records what you noticed, `kapi
+/// context log` reads it back. For people: `kapi context review` keeps or
+/// drops what was suggested.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub command: ContextCommand,
+}
 
-pub fn run(_args: Args, _ctx: &Ctx) -> Result<Exit, CliError> {
-    Err(CliError::usage("not built yet"))
+#[derive(Debug, Subcommand)]
+pub enum ContextCommand {
+    /// (For assistants) Record a term rule, a note, a person's correction, or withdraw your own suggestion.
+    Note(context_note::Args),
+    /// (For assistants) List every operation, folded: status, contests, standing.
+    Log(context_log::Args),
+    /// (For people) Keep or drop suggestions and rules; without flags, list what awaits a decision.
+    Review(context_review::Args),
+}
+
+pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    match args.command {
+        ContextCommand::Note(a) => context_note::run(a, ctx),
+        ContextCommand::Log(a) => context_log::run(a, ctx),
+        ContextCommand::Review(a) => context_review::run(a, ctx),
+    }
 }

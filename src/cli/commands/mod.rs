@@ -5,11 +5,20 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 
 use super::exit::{CliError, Exit};
+use crate::context::{ContextError, Session};
+use crate::ops::actor;
+use crate::store::StoreError;
 
 pub mod check;
 pub mod compile_context;
 pub mod context;
+pub mod context_log;
+pub mod context_note;
+pub mod context_review;
 pub mod store;
+pub mod store_doctor;
+pub mod store_export;
+pub mod store_import;
 pub mod verify_context;
 
 #[derive(Debug, Subcommand)]
@@ -35,14 +44,21 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn from_env(dir: Option<&Path>) -> Result<Self, CliError> {
-        let base = std::env::current_dir()
-            .map_err(|e| CliError::new(Exit::Usage, format!("cannot read the current directory: {e}")))?;
+        let base = std::env::current_dir().map_err(|e| {
+            CliError::new(
+                Exit::Usage,
+                format!("cannot read the current directory: {e}"),
+            )
+        })?;
         let cwd = match dir {
             Some(d) => base.join(d),
             None => base,
         };
         if !cwd.is_dir() {
-            return Err(CliError::usage(format!("{} is not a directory", cwd.display())));
+            return Err(CliError::usage(format!(
+                "{} is not a directory",
+                cwd.display()
+            )));
         }
         Ok(Self { cwd })
     }
@@ -50,6 +66,116 @@ impl Ctx {
     /// An environment variable, if set and valid UTF-8.
     pub fn var(&self, name: &str) -> Option<String> {
         std::env::var(name).ok()
+    }
+
+    /// The clock in Unix milliseconds. `KAPI_NOW` (RFC 3339 or Unix
+    /// milliseconds) pins it: a test facility.
+    pub fn now_ms(&self) -> Result<u64, CliError> {
+        match self.var("KAPI_NOW").filter(|v| !v.is_empty()) {
+            Some(text) => parse_now(&text).ok_or_else(|| {
+                CliError::usage(format!(
+                    "KAPI_NOW={text} is neither an RFC 3339 instant nor Unix milliseconds"
+                ))
+            }),
+            None => Ok(std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0)),
+        }
+    }
+
+    /// Randomness for ids. `KAPI_SEED` (an integer) makes it repeatable: a
+    /// test facility; ids still never sort backwards.
+    pub fn random(&self) -> u128 {
+        match self
+            .var("KAPI_SEED")
+            .and_then(|s| s.trim().parse::<u64>().ok())
+        {
+            Some(seed) => {
+                (u128::from(splitmix(seed)) << 64) | u128::from(splitmix(seed ^ 0x9e37_79b9))
+            }
+            None => os_random(),
+        }
+    }
+
+    /// Open the repository, read kapi.toml and name the actor.
+    pub fn session(&self) -> Result<Session, CliError> {
+        let now = self.now_ms()?;
+        let actor = |store: &crate::store::Store| {
+            actor::detect(
+                |name| self.var(name),
+                || {
+                    let config = store.repo().config_snapshot();
+                    (
+                        config.string("user.email").map(|v| v.to_string()),
+                        config.string("user.name").map(|v| v.to_string()),
+                    )
+                },
+            )
+        };
+        Session::open(&self.cwd, actor, now, self.random()).map_err(CliError::from)
+    }
+}
+
+fn parse_now(text: &str) -> Option<u64> {
+    if let Ok(ms) = text.trim().parse::<u64>() {
+        return Some(ms);
+    }
+    let t =
+        time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339)
+            .ok()?;
+    u64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn os_random() -> u128 {
+    use std::io::Read;
+    let mut buf = [0u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .is_ok()
+    {
+        return u128::from_le_bytes(buf);
+    }
+    // No /dev/urandom: mix the clock, the process id and std's random hash keys.
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    (u128::from(h.finish()) << 64) | u128::from(splitmix(h.finish()))
+}
+
+impl From<ContextError> for CliError {
+    fn from(err: ContextError) -> Self {
+        let exit = match &err {
+            ContextError::Policy(_) => Exit::NotPermitted,
+            ContextError::Store(StoreError::NotARepository(_)) => Exit::Usage,
+            ContextError::Store(_) => Exit::Store,
+            ContextError::Refused(_) => Exit::Refused,
+            ContextError::Config(_)
+            | ContextError::Resolve(_)
+            | ContextError::Forms(_)
+            | ContextError::Scope(_)
+            | ContextError::Usage(_) => Exit::Usage,
+        };
+        CliError::new(exit, err.to_string())
+    }
+}
+
+impl From<StoreError> for CliError {
+    fn from(err: StoreError) -> Self {
+        ContextError::Store(err).into()
     }
 }
 

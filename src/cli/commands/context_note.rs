@@ -1,0 +1,126 @@
+//! `kapi context note`
+
+use super::Ctx;
+use crate::cli::exit::{CliError, Exit};
+use crate::cli::output::Out;
+use crate::context::{NoteRequest, NoteWhat, note};
+use crate::ops::record::Kind;
+
+/// Record what you noticed. A term rule or a correction needs evidence:
+/// the file it was seen in (--path) or a quotation (--quote).
+///
+/// Examples:
+///   kapi context note --term Quickcast --instead-of "Quick cast" --path docs/intro.md --quote "Open Quick cast"
+///   kapi context note "The docs address the administrator" --path docs/admin.md
+///   kapi context note --from "Quick cast" --to Quickcast --suggest --path docs/intro.md
+///   kapi context note --withdraw 0n79tw5k9s
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// A note in prose (when no --term, --from/--to or --withdraw is given).
+    #[arg(value_name = "TEXT")]
+    pub text: Option<String>,
+    /// The form the project uses (a term rule).
+    #[arg(long, value_name = "FORM", conflicts_with_all = ["text", "from", "withdraw"])]
+    pub term: Option<String>,
+    /// A form the project avoids instead of --term (repeatable); spacing, hyphen and capitalisation variants are derived.
+    #[arg(long = "instead-of", value_name = "FORM", requires = "term")]
+    pub instead_of: Vec<String>,
+    /// The wording a person changed (a correction).
+    #[arg(long, value_name = "WORDING", requires = "to", conflicts_with_all = ["text", "withdraw"])]
+    pub from: Option<String>,
+    /// The wording the person changed it to.
+    #[arg(long, value_name = "WORDING", requires = "from")]
+    pub to: Option<String>,
+    /// With --from/--to: also suggest the term rule the change implies.
+    #[arg(long, requires = "from")]
+    pub suggest: bool,
+    /// Withdraw one of your own suggestions (an id or an unambiguous prefix).
+    #[arg(long, value_name = "ID", conflicts_with_all = ["text", "path", "quote"])]
+    pub withdraw: Option<String>,
+    /// The file the evidence was seen in (relative to the work tree).
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// A quotation of the evidence.
+    #[arg(long, value_name = "TEXT")]
+    pub quote: Option<String>,
+    /// The unit within the file (a line, a heading, a string key).
+    #[arg(long, value_name = "UNIT")]
+    pub unit: Option<String>,
+    /// Narrow where it holds: axis=value (repeatable). Only narrows the evidence's point.
+    #[arg(long, value_name = "AXIS=VALUE")]
+    pub point: Vec<String>,
+    /// First instant it holds (a date or an RFC 3339 instant), inclusive.
+    #[arg(long, value_name = "WHEN")]
+    pub valid_from: Option<String>,
+    /// Instant it stops holding, exclusive (a date excludes that whole day).
+    #[arg(long, value_name = "WHEN")]
+    pub valid_to: Option<String>,
+    /// Why, in your words.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+    /// Print the recorded operation as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    let what = if let Some(term) = args.term {
+        NoteWhat::Term {
+            term,
+            instead_of: args.instead_of,
+        }
+    } else if let (Some(from), Some(to)) = (args.from, args.to) {
+        NoteWhat::Correction {
+            from,
+            to,
+            suggest: args.suggest,
+        }
+    } else if let Some(target) = args.withdraw {
+        NoteWhat::Withdraw { target }
+    } else if let Some(text) = args.text {
+        NoteWhat::Prose { text }
+    } else {
+        return Err(CliError::usage(
+            "say what to record: a note in prose, --term with --instead-of, --from with --to, or --withdraw <id>",
+        ));
+    };
+    let session = ctx.session()?;
+    let request = NoteRequest {
+        what,
+        path: args.path,
+        quote: args.quote,
+        unit: args.unit,
+        point: args.point,
+        valid_from: args.valid_from,
+        valid_to: args.valid_to,
+        note: args.note,
+    };
+    let record = note(&session, request)?;
+    let mut out = Out::new();
+    if args.json {
+        out.line(record.to_canonical_json())?;
+        return Ok(Exit::Ok);
+    }
+    let what = match (&record.subject, &record.correction) {
+        (Some(subject), _) => subject.describe(),
+        (None, Some(c)) => format!("\"{}\" → \"{}\"", c.from, c.to),
+        (None, None) => record
+            .target
+            .as_deref()
+            .map(|t| format!("#{}", &t[..10]))
+            .unwrap_or_default(),
+    };
+    out.line(format!(
+        "recorded #{} {} {what}",
+        record.short(),
+        record.kind.as_str()
+    ))?;
+    if matches!(record.kind, Kind::Observe | Kind::Correct) && record.subject.is_some() {
+        out.line(format!(
+            "it advises as a suggestion until a person keeps it: kapi context review --keep {}",
+            record.short()
+        ))?;
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,158 @@
+//! The context verbs every surface shares: record a note, a correction or a
+//! withdrawal, and a person's review decisions. Each builds its operation,
+//! asks the policy, and appends it; none prints.
+
+mod note;
+mod points;
+mod review;
+
+use std::path::{Path, PathBuf};
+
+pub use note::{NoteRequest, NoteWhat, note};
+pub use points::{PointMap, point_of};
+pub use review::{ReviewRequest, review};
+
+use crate::config::{Config, ConfigError};
+use crate::ops::forms::FormsError;
+use crate::ops::id::ResolveError;
+use crate::ops::policy::PolicyError;
+use crate::ops::record::{Actor, Basis, FORMAT_VERSION, Kind, Record};
+use crate::ops::scope::ScopeError;
+use crate::ops::{Ledger, fold};
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error("refused by the policy: {0}")]
+    Policy(#[from] PolicyError),
+    #[error(transparent)]
+    Forms(#[from] FormsError),
+    #[error(transparent)]
+    Scope(#[from] ScopeError),
+    /// Bad input the caller can fix; the message says how.
+    #[error("{0}")]
+    Usage(String),
+    /// A decision the state of the log does not allow; the message says why.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Everything a verb needs besides its request: where, who, when.
+pub struct Session {
+    pub store: Store,
+    pub config: Config,
+    pub root: PathBuf,
+    pub actor: Actor,
+    pub project: String,
+    /// The clock, in Unix milliseconds (pinned by `KAPI_NOW` in tests).
+    pub now_ms: u64,
+    /// Randomness for ids (seeded by `KAPI_SEED` in tests).
+    pub random: u128,
+}
+
+impl Session {
+    /// Open the repository at or above `dir` and read `kapi.toml`.
+    pub fn open(
+        dir: &Path,
+        actor: impl FnOnce(&Store) -> Actor,
+        now_ms: u64,
+        random: u128,
+    ) -> Result<Self, ContextError> {
+        let store = Store::discover(dir)?;
+        let root = store
+            .work_tree()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| dir.to_path_buf());
+        let config = Config::load(&root)?;
+        let project = project_key(&config, &store, &root);
+        let actor = actor(&store);
+        Ok(Self {
+            store,
+            config,
+            root,
+            actor,
+            project,
+            now_ms,
+            random,
+        })
+    }
+
+    /// Read and fold the whole log.
+    pub fn ledger(&self) -> Result<Ledger, ContextError> {
+        Ok(fold(self.store.load_all()?.records))
+    }
+
+    /// The commit checked out, recorded as the basis of an operation.
+    fn basis(&self) -> Basis {
+        let commit = self.store.repo().head_id().ok().map(|id| id.to_string());
+        Basis { commit }
+    }
+
+    /// A record with the common fields filled in; the store fills id and at.
+    fn record(&self, kind: Kind) -> Record {
+        Record {
+            v: FORMAT_VERSION,
+            id: String::new(),
+            project: self.project.clone(),
+            actor: self.actor.clone(),
+            kind,
+            subject: None,
+            correction: None,
+            evidence: Vec::new(),
+            basis: self.basis(),
+            scope: Default::default(),
+            target: None,
+            before: None,
+            note: None,
+            at: String::new(),
+            address: None,
+            signal: None,
+            because: Vec::new(),
+            check: None,
+            advisory: false,
+        }
+    }
+
+    /// Append `record` (its id and instant are minted under the store lock).
+    pub fn append(&self, record: Record) -> Result<Record, ContextError> {
+        self.store.append(self.now_ms, self.random, |id, at| {
+            Ok::<_, ContextError>(Record {
+                id: id.to_string(),
+                at,
+                ..record
+            })
+        })
+    }
+}
+
+/// The project key: `project` in kapi.toml, else the name of the `origin`
+/// remote's repository, else the work tree's folder name. A log holds one
+/// project, so the key only labels its operations.
+fn project_key(config: &Config, store: &Store, root: &Path) -> String {
+    if let Some(p) = config.project.as_ref().filter(|p| !p.trim().is_empty()) {
+        return p.trim().to_owned();
+    }
+    let from_remote = store
+        .repo()
+        .config_snapshot()
+        .string("remote.origin.url")
+        .map(|url| url.to_string())
+        .and_then(|url| {
+            let last = url
+                .trim_end_matches('/')
+                .rsplit(['/', ':'])
+                .next()?
+                .trim_end_matches(".git")
+                .to_owned();
+            (!last.is_empty()).then_some(last)
+        });
+    from_remote
+        .or_else(|| root.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "project".to_owned())
+}

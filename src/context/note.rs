@@ -1,0 +1,226 @@
+//! `kapi context note`: what an assistant (or a person) noticed — a term
+//! rule, a note in prose, a person's change of wording — or the withdrawal
+//! of the caller's own suggestion.
+
+use super::{ContextError, Session};
+use crate::ops::forms::avoided_forms;
+use crate::ops::id::resolve;
+use crate::ops::policy::{Transition, person_decides};
+use crate::ops::record::{Correction, Evidence, Kind, Record, Scope, Subject};
+use crate::ops::scope::{Point, check_window, parse_point};
+use crate::ops::{Status, fold};
+
+/// What is being recorded.
+#[derive(Debug, Clone)]
+pub enum NoteWhat {
+    /// A term rule: the form to use and the forms named instead.
+    Term {
+        term: String,
+        instead_of: Vec<String>,
+    },
+    /// A fact in prose.
+    Prose { text: String },
+    /// A person's change of wording, and optionally the rule it implies.
+    Correction {
+        from: String,
+        to: String,
+        suggest: bool,
+    },
+    /// Take back one of the caller's own suggestions (an id or a prefix).
+    Withdraw { target: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct NoteRequest {
+    pub what: NoteWhat,
+    pub path: Option<String>,
+    pub quote: Option<String>,
+    pub unit: Option<String>,
+    /// `axis=value` pairs that narrow the evidence's point.
+    pub point: Vec<String>,
+    pub valid_from: Option<String>,
+    pub valid_to: Option<String>,
+    pub note: Option<String>,
+}
+
+/// Axes that come from the file the evidence is in.
+const FILE_AXES: [&str; 2] = ["product", "channel"];
+
+pub fn note(session: &Session, req: NoteRequest) -> Result<Record, ContextError> {
+    if let NoteWhat::Withdraw { target } = &req.what {
+        return withdraw(session, target, req.note.clone());
+    }
+    let path = req
+        .path
+        .as_deref()
+        .map(|p| relative_path(session, p))
+        .transpose()?;
+    let states_rule = matches!(
+        req.what,
+        NoteWhat::Term { .. } | NoteWhat::Correction { .. }
+    );
+    if states_rule && path.is_none() && req.quote.as_deref().is_none_or(|q| q.trim().is_empty()) {
+        return Err(ContextError::Usage(
+            "evidence is required: name the file it was seen in (--path) or quote it (--quote)"
+                .into(),
+        ));
+    }
+    let mut record = session.record(Kind::Observe);
+    match req.what {
+        NoteWhat::Term { term, instead_of } => {
+            let avoid = avoided_forms(&term, &instead_of)?;
+            record.subject = Some(Subject::Term {
+                preferred: term.split_whitespace().collect::<Vec<_>>().join(" "),
+                avoid,
+            });
+        }
+        NoteWhat::Prose { text } => {
+            if text.trim().is_empty() {
+                return Err(ContextError::Usage("the note is empty".into()));
+            }
+            record.subject = Some(Subject::Note {
+                text: text.trim().to_owned(),
+            });
+        }
+        NoteWhat::Correction { from, to, suggest } => {
+            if from.trim().is_empty() || to.trim().is_empty() || from == to {
+                return Err(ContextError::Usage(
+                    "a correction needs different --from and --to wording".into(),
+                ));
+            }
+            record.kind = Kind::Correct;
+            if suggest {
+                let avoid = avoided_forms(&to, std::slice::from_ref(&from))?;
+                record.subject = Some(Subject::Term {
+                    preferred: to.clone(),
+                    avoid,
+                });
+            }
+            record.correction = Some(Correction { from, to });
+        }
+        NoteWhat::Withdraw { .. } => unreachable!("handled above"),
+    }
+    record.scope = scope(
+        session,
+        path.as_deref(),
+        &req.point,
+        req.valid_from,
+        req.valid_to,
+    )?;
+    if path.is_some() || req.quote.is_some() || req.unit.is_some() {
+        record.evidence.push(Evidence {
+            path,
+            unit: req.unit,
+            quote: req.quote,
+            sha256: None,
+        });
+    }
+    record.note = req.note.filter(|n| !n.trim().is_empty());
+    person_decides(&Transition {
+        actor: &session.actor,
+        kind: record.kind,
+        target: None,
+        widening: false,
+        editing: false,
+    })?;
+    session.append(record)
+}
+
+fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Record, ContextError> {
+    let ledger = fold(session.store.load_all()?.records);
+    let ids = ledger.ids();
+    let id = resolve(target, &ids)?;
+    let target = ledger.get(id.as_str()).expect("resolved ids are held");
+    person_decides(&Transition {
+        actor: &session.actor,
+        kind: Kind::Withdraw,
+        target: Some(target),
+        widening: false,
+        editing: false,
+    })?;
+    match ledger.state(id.as_str()).map(|s| s.status) {
+        Some(Status::Suggested | Status::Contested) => {}
+        Some(status) => {
+            return Err(ContextError::Refused(format!(
+                "refusing to withdraw #{}: it is {} and no longer a suggestion; a person drops it with `kapi context review --drop {}`",
+                id.short(),
+                status.as_str(),
+                id.short()
+            )));
+        }
+        None => {
+            return Err(ContextError::Refused(format!(
+                "refusing to withdraw #{}: it states no rule or note",
+                id.short()
+            )));
+        }
+    }
+    let mut record = session.record(Kind::Withdraw);
+    record.target = Some(id.to_string());
+    record.note = note;
+    session.append(record)
+}
+
+/// A path as the log stores it: relative to the work tree, forward slashes.
+fn relative_path(session: &Session, path: &str) -> Result<String, ContextError> {
+    let p = std::path::Path::new(path);
+    let rel = if p.is_absolute() {
+        p.strip_prefix(&session.root)
+            .map_err(|_| {
+                ContextError::Usage(format!(
+                    "{path} is outside the work tree {}",
+                    session.root.display()
+                ))
+            })?
+            .to_path_buf()
+    } else {
+        p.to_path_buf()
+    };
+    let text = rel.to_string_lossy().replace('\\', "/");
+    let text = text.trim_start_matches("./").to_owned();
+    if text.is_empty() || text.split('/').any(|c| c == "..") {
+        return Err(ContextError::Usage(format!(
+            "{path} is not a path inside the work tree"
+        )));
+    }
+    Ok(text)
+}
+
+/// The scope of a submission: the evidence's point, narrowed by `--point`,
+/// and the window.
+fn scope(
+    session: &Session,
+    path: Option<&str>,
+    narrow: &[String],
+    valid_from: Option<String>,
+    valid_to: Option<String>,
+) -> Result<Scope, ContextError> {
+    let mut point: Point = match path {
+        Some(p) => super::point_of(&session.config, p)
+            .map_err(|e| ContextError::Usage(format!("kapi.toml: {e}")))?,
+        None => Point::new(),
+    };
+    for (axis, value) in parse_point(narrow)? {
+        if FILE_AXES.contains(&axis.as_str()) {
+            return Err(ContextError::Usage(format!(
+                "--point cannot set {axis}: it comes from the file the evidence is in ({}); map files to it with [[points]] in kapi.toml",
+                path.unwrap_or("none given")
+            )));
+        }
+        if let Some(current) = point.get(&axis)
+            && current != &value
+        {
+            return Err(ContextError::Usage(format!(
+                "--point can only narrow where the evidence was seen: {} is at {axis}={current}; a person applies a rule more widely in review (`kapi context review --keep <id> --widen-to {axis}`)",
+                path.unwrap_or("the evidence")
+            )));
+        }
+        point.insert(axis, value);
+    }
+    check_window(valid_from.as_deref(), valid_to.as_deref())?;
+    Ok(Scope {
+        point,
+        valid_from,
+        valid_to,
+    })
+}

@@ -1,0 +1,127 @@
+//! `kapi context review`: a person's decisions. Drops are recorded before
+//! keeps, so a keep never meets a rival the same round drops.
+
+use super::{ContextError, Session};
+use crate::ops::id::{OpId, resolve};
+use crate::ops::policy::{Transition, person_decides};
+use crate::ops::record::{Kind, Record};
+use crate::ops::scope::check_window;
+use crate::ops::{Ledger, Status};
+
+#[derive(Debug, Clone, Default)]
+pub struct ReviewRequest {
+    pub keep: Vec<String>,
+    pub drop: Vec<String>,
+    pub valid_from: Option<String>,
+    pub valid_to: Option<String>,
+    pub advisory: bool,
+    pub note: Option<String>,
+}
+
+/// Record one round of decisions; returns the operations recorded.
+pub fn review(session: &Session, req: ReviewRequest) -> Result<Vec<Record>, ContextError> {
+    if req.keep.is_empty() && req.drop.is_empty() {
+        return Err(ContextError::Usage(
+            "nothing to decide: name operations with --keep <id> or --drop <id>".into(),
+        ));
+    }
+    check_window(req.valid_from.as_deref(), req.valid_to.as_deref())?;
+    let ledger = session.ledger()?;
+    let ids = ledger.ids();
+    // Resolve and check everything before recording anything.
+    let drops: Vec<&OpId> = req
+        .drop
+        .iter()
+        .map(|p| resolve(p, &ids))
+        .collect::<Result<_, _>>()?;
+    let keeps: Vec<&OpId> = req
+        .keep
+        .iter()
+        .map(|p| resolve(p, &ids))
+        .collect::<Result<_, _>>()?;
+    for id in &drops {
+        check(session, &ledger, &req, id, Kind::Drop, &drops)?;
+    }
+    for id in &keeps {
+        check(session, &ledger, &req, id, Kind::Keep, &drops)?;
+    }
+    let mut recorded = Vec::new();
+    for (kind, id) in drops
+        .iter()
+        .map(|id| (Kind::Drop, id))
+        .chain(keeps.iter().map(|id| (Kind::Keep, id)))
+    {
+        let mut record = session.record(kind);
+        record.target = Some(id.to_string());
+        record.note.clone_from(&req.note);
+        if kind == Kind::Keep {
+            record.scope.valid_from.clone_from(&req.valid_from);
+            record.scope.valid_to.clone_from(&req.valid_to);
+            record.advisory = req.advisory;
+        }
+        recorded.push(session.append(record)?);
+    }
+    Ok(recorded)
+}
+
+fn check(
+    session: &Session,
+    ledger: &Ledger,
+    req: &ReviewRequest,
+    id: &OpId,
+    kind: Kind,
+    drops: &[&OpId],
+) -> Result<(), ContextError> {
+    let target = ledger.get(id.as_str()).expect("resolved ids are held");
+    person_decides(&Transition {
+        actor: &session.actor,
+        kind,
+        target: Some(target),
+        widening: false,
+        editing: false,
+    })?;
+    let short = id.short();
+    let Some(state) = ledger.state(id.as_str()) else {
+        return Err(ContextError::Refused(format!(
+            "refusing to {} #{short}: it is a {} and states no rule or note",
+            kind.as_str(),
+            target.kind.as_str()
+        )));
+    };
+    match (kind, state.status) {
+        (_, Status::Reset) => Err(ContextError::Refused(format!(
+            "refusing to {} #{short}: a reset set it aside; reset to before that reset to bring it back",
+            kind.as_str()
+        ))),
+        (Kind::Drop, Status::Dropped) => Err(ContextError::Refused(format!(
+            "#{short} is already dropped"
+        ))),
+        (Kind::Keep, Status::Contested) => {
+            let rivals: Vec<&String> = state
+                .contested_by
+                .iter()
+                .filter(|r| !drops.iter().any(|d| d.as_str() == r.as_str()))
+                .collect();
+            if rivals.is_empty() {
+                return Ok(());
+            }
+            let names: Vec<String> = rivals.iter().map(|r| format!("#{}", &r[..10])).collect();
+            Err(ContextError::Refused(format!(
+                "refusing to keep #{short}: it is contested by {}; drop the other side in the same round (`kapi context review --drop {} --keep {short}`)",
+                names.join(", "),
+                &rivals[0][..10]
+            )))
+        }
+        (Kind::Keep, Status::Established) if !req.changes(state) => Err(ContextError::Refused(
+            format!("#{short} is already established; nothing to record"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl ReviewRequest {
+    /// Whether a keep of an established rule would change its window or advice.
+    fn changes(&self, state: &crate::ops::State) -> bool {
+        self.valid_from.is_some() || self.valid_to.is_some() || self.advisory != state.advisory
+    }
+}

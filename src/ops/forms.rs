@@ -1,0 +1,203 @@
+//! Avoided forms: from the form a project uses and the forms a person or an
+//! agent named, derive every form a term rule avoids, deterministically and
+//! with no model: the `--instead-of` forms, then the spacing, hyphen and
+//! capitalisation variants of a compound.
+//!
+//! - `Quickcast` instead of `Quick cast` avoids Quick cast, Quick-cast, QuickCast.
+//! - `content memory` (a lower-case phrase) avoids only content-memory.
+//! - A word with no parts avoids only what `--instead-of` lists.
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormsError {
+    #[error("the form to use is empty")]
+    EmptyTerm,
+    #[error(
+        "\"{0}\" has no parts to vary and no --instead-of form was given: name the form the project avoids with --instead-of"
+    )]
+    NothingToAvoid(String),
+}
+
+/// Every form a rule preferring `term` avoids, in a stable order.
+pub fn avoided_forms(term: &str, instead_of: &[String]) -> Result<Vec<String>, FormsError> {
+    let term = normalize(term);
+    if term.is_empty() {
+        return Err(FormsError::EmptyTerm);
+    }
+    let given: Vec<String> = instead_of
+        .iter()
+        .map(|f| normalize(f))
+        .filter(|f| !f.is_empty())
+        .collect();
+
+    let mut parts = split_parts(&term);
+    if parts.len() < 2 {
+        // A closed word takes its parts from a given form that breaks it.
+        let folded = fold(&term);
+        if let Some(p) = given
+            .iter()
+            .map(|g| split_parts(g))
+            .find(|p| p.len() >= 2 && fold(&p.concat()) == folded)
+        {
+            parts = p;
+        }
+    }
+
+    let mut forms = given.clone();
+    if parts.len() >= 2 {
+        let open = term.contains([' ', '-']);
+        forms.push(parts.join(" "));
+        forms.push(parts.join("-"));
+        let has_capital = term.chars().any(char::is_uppercase);
+        if !open || has_capital {
+            forms.push(parts.iter().map(|p| capitalize(p)).collect());
+            if open {
+                forms.push(parts.concat());
+            }
+        }
+    }
+
+    let mut out: Vec<String> = Vec::new();
+    for form in forms {
+        if form == term || out.iter().any(|o| same_match(o, &form, &term)) {
+            continue;
+        }
+        out.push(form);
+    }
+    if out.is_empty() {
+        return Err(FormsError::NothingToAvoid(term));
+    }
+    Ok(out)
+}
+
+/// Whether an avoided form differs from the form to use only in case; such a
+/// form matches exactly as written, every other form case-insensitively.
+pub fn is_case_only(avoided: &str, preferred: &str) -> bool {
+    avoided != preferred && fold(avoided) == fold(preferred)
+}
+
+/// Whether `text` is a use of `avoided` under the rule's case logic.
+pub fn form_matches(avoided: &str, preferred: &str, text: &str) -> bool {
+    if is_case_only(avoided, preferred) {
+        avoided == text
+    } else {
+        fold(avoided) == fold(text)
+    }
+}
+
+/// Whether two avoided forms of one rule would match the same text.
+fn same_match(a: &str, b: &str, term: &str) -> bool {
+    if is_case_only(a, term) || is_case_only(b, term) {
+        a == b
+    } else {
+        fold(a) == fold(b)
+    }
+}
+
+/// Unicode lower case, the comparison key for case-insensitive forms.
+pub fn fold(s: &str) -> String {
+    s.to_lowercase()
+}
+
+fn normalize(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn capitalize(part: &str) -> String {
+    let mut chars = part.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The parts of a compound: split at spaces, hyphens and lower→upper case changes.
+pub fn split_parts(s: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut prev: Option<char> = None;
+    for c in s.chars() {
+        if c == ' ' || c == '-' {
+            if !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+            }
+            prev = None;
+            continue;
+        }
+        if c.is_uppercase() && prev.is_some_and(char::is_lowercase) && !current.is_empty() {
+            parts.push(std::mem::take(&mut current));
+        }
+        current.push(c);
+        prev = Some(c);
+    }
+    if !current.is_empty() {
+        parts.push(current);
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forms(term: &str, instead: &[&str]) -> Vec<String> {
+        let instead: Vec<String> = instead.iter().map(|s| s.to_string()).collect();
+        avoided_forms(term, &instead).unwrap()
+    }
+
+    #[test]
+    fn a_closed_word_takes_parts_from_the_form_that_breaks_it() {
+        assert_eq!(
+            forms("Quickcast", &["Quick cast"]),
+            ["Quick cast", "Quick-cast", "QuickCast"]
+        );
+    }
+
+    #[test]
+    fn a_lower_case_phrase_yields_only_its_hyphenated_form() {
+        assert_eq!(forms("content memory", &[]), ["content-memory"]);
+        assert_eq!(forms("content-memory", &[]), ["content memory"]);
+    }
+
+    #[test]
+    fn a_word_with_no_parts_avoids_only_what_is_listed() {
+        assert_eq!(forms("utilize", &["utilise"]), ["utilise"]);
+        assert_eq!(
+            avoided_forms("utilize", &[]),
+            Err(FormsError::NothingToAvoid("utilize".into()))
+        );
+    }
+
+    #[test]
+    fn a_camel_case_term_varies_its_spacing() {
+        assert_eq!(
+            forms("OpenTelemetry", &[]),
+            ["Open Telemetry", "Open-Telemetry"]
+        );
+        assert_eq!(
+            forms("OpenTelemetry", &["Opentelemetry", "opentelemetry"]),
+            [
+                "Opentelemetry",
+                "opentelemetry",
+                "Open Telemetry",
+                "Open-Telemetry"
+            ]
+        );
+    }
+
+    #[test]
+    fn case_only_forms_match_as_written() {
+        assert!(is_case_only("QuickCast", "Quickcast"));
+        assert!(form_matches("QuickCast", "Quickcast", "QuickCast"));
+        assert!(!form_matches("QuickCast", "Quickcast", "quickcast"));
+        assert!(!form_matches("quickcast", "Quickcast", "Quickcast"));
+        assert!(form_matches("Quick cast", "Quickcast", "quick CAST"));
+    }
+
+    #[test]
+    fn duplicates_are_dropped_by_how_they_match() {
+        assert_eq!(
+            forms("Quickcast", &["quick cast", "Quick cast"]),
+            ["quick cast", "Quick-cast", "QuickCast"]
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! Operation ids: 24 characters of lower-case Crockford base32, eight for
+//! the milliseconds since 2026-01-01T00:00Z at which the log accepted the
+//! operation and sixteen random ones. Ids sort in acceptance order; a log
+//! never mints one that sorts before an id it holds.
+
+use std::fmt;
+
+/// Crockford's base32 alphabet, lower case (no i, l, o, u).
+pub const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+/// Characters in an id.
+pub const LEN: usize = 24;
+/// Characters of the time part.
+pub const TIME_LEN: usize = 8;
+/// Characters a log line shows.
+pub const SHORT_LEN: usize = 10;
+/// 2026-01-01T00:00:00Z in milliseconds since the Unix epoch.
+pub const EPOCH_MS: u64 = 1_767_225_600_000;
+/// The largest time part eight characters hold (40 bits).
+const MAX_TIME: u64 = (1 << 40) - 1;
+
+/// A valid operation id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId(String);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    #[error(
+        "`{0}` is not an operation id: ids are 24 characters of 0-9 and a-z without i, l, o, u"
+    )]
+    Invalid(String),
+    #[error("the clock is outside the range an id can hold (2026 to 2060)")]
+    ClockOutOfRange,
+}
+
+impl OpId {
+    /// Parse untrusted text as an id.
+    pub fn parse(text: &str) -> Result<Self, IdError> {
+        if text.len() == LEN && text.bytes().all(is_id_char) {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(IdError::Invalid(text.to_owned()))
+        }
+    }
+
+    /// Mint a new id at `now_ms` (Unix milliseconds) with 80 random bits,
+    /// never sorting before `newest`: when the clock has not moved past it,
+    /// the time part advances one millisecond past the newest id's.
+    pub fn mint(now_ms: u64, random: u128, newest: Option<&OpId>) -> Result<Self, IdError> {
+        let mut time = now_ms
+            .checked_sub(EPOCH_MS)
+            .ok_or(IdError::ClockOutOfRange)?;
+        if let Some(newest) = newest {
+            time = time.max(newest.time_part() + 1);
+        }
+        if time > MAX_TIME {
+            return Err(IdError::ClockOutOfRange);
+        }
+        let mut out = String::with_capacity(LEN);
+        push_base32(&mut out, u128::from(time), TIME_LEN);
+        push_base32(&mut out, random & ((1u128 << 80) - 1), LEN - TIME_LEN);
+        Ok(Self(out))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first ten characters, as a log line shows them.
+    pub fn short(&self) -> &str {
+        &self.0[..SHORT_LEN]
+    }
+
+    /// Milliseconds since 2026-01-01T00:00Z.
+    pub fn time_part(&self) -> u64 {
+        self.0
+            .bytes()
+            .take(TIME_LEN)
+            .fold(0, |acc, c| (acc << 5) | u64::from(value(c)))
+    }
+
+    /// Unix milliseconds at which the log accepted the operation.
+    pub fn unix_ms(&self) -> u64 {
+        self.time_part() + EPOCH_MS
+    }
+}
+
+impl fmt::Display for OpId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn push_base32(out: &mut String, mut n: u128, width: usize) {
+    let mut buf = vec![b'0'; width];
+    for slot in buf.iter_mut().rev() {
+        *slot = ALPHABET[(n & 31) as usize];
+        n >>= 5;
+    }
+    out.push_str(std::str::from_utf8(&buf).expect("alphabet is ASCII"));
+}
+
+fn is_id_char(c: u8) -> bool {
+    ALPHABET.contains(&c)
+}
+
+fn value(c: u8) -> u8 {
+    ALPHABET.iter().position(|&a| a == c).unwrap_or(0) as u8
+}
+
+/// Whether `text` could start an id (used before resolving a prefix).
+pub fn is_prefix(text: &str) -> bool {
+    !text.is_empty() && text.len() <= LEN && text.bytes().all(is_id_char)
+}
+
+/// The result of resolving a prefix against the ids a log holds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("`{0}` is not an operation id or the start of one (0-9 and a-z without i, l, o, u)")]
+    NotAnId(String),
+    #[error("no operation starts with `{0}`; `kapi context log` lists them")]
+    Unknown(String),
+    #[error("`{prefix}` starts {} operations: {}; give more characters", .candidates.len(), .candidates.join(", "))]
+    Ambiguous {
+        prefix: String,
+        candidates: Vec<String>,
+    },
+}
+
+/// Resolve a prefix (a leading `#` is allowed) against sorted ids.
+pub fn resolve<'a>(prefix: &str, sorted_ids: &'a [OpId]) -> Result<&'a OpId, ResolveError> {
+    let prefix = prefix.trim().trim_start_matches('#').to_ascii_lowercase();
+    if !is_prefix(&prefix) {
+        return Err(ResolveError::NotAnId(prefix));
+    }
+    let start = sorted_ids.partition_point(|id| id.as_str() < prefix.as_str());
+    let hits: Vec<&OpId> = sorted_ids[start..]
+        .iter()
+        .take_while(|id| id.as_str().starts_with(&prefix))
+        .collect();
+    match hits.as_slice() {
+        [] => Err(ResolveError::Unknown(prefix)),
+        [one] => Ok(one),
+        many => Err(ResolveError::Ambiguous {
+            prefix,
+            candidates: many.iter().map(|id| id.short().to_owned()).collect(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minted_ids_are_valid_and_ordered() {
+        let a = OpId::mint(EPOCH_MS + 5, 7, None).unwrap();
+        assert_eq!(a.as_str().len(), LEN);
+        assert!(OpId::parse(a.as_str()).is_ok());
+        assert_eq!(a.time_part(), 5);
+        // The clock went backwards: the id still sorts after `a`.
+        let b = OpId::mint(EPOCH_MS + 1, 0, Some(&a)).unwrap();
+        assert!(b > a);
+        assert_eq!(b.time_part(), 6);
+        assert_ne!(a.short(), b.short());
+    }
+
+    #[test]
+    fn time_part_round_trips() {
+        for ms in [0u64, 1, 31, 32, 1_000_000_007, MAX_TIME] {
+            let id = OpId::mint(EPOCH_MS + ms, u128::MAX, None).unwrap();
+            assert_eq!(id.time_part(), ms);
+        }
+        assert_eq!(
+            OpId::mint(EPOCH_MS - 1, 0, None),
+            Err(IdError::ClockOutOfRange)
+        );
+    }
+
+    #[test]
+    fn parse_refuses_bad_text() {
+        assert!(OpId::parse("0n79tw5k9s").is_err());
+        assert!(OpId::parse("0n79tw5k9s00000000000000").is_ok());
+        assert!(OpId::parse("0n79tw5k9s0000000000000i").is_err());
+        assert!(OpId::parse("0N79TW5K9S00000000000000").is_err());
+    }
+
+    #[test]
+    fn prefixes_resolve_or_name_candidates() {
+        let mut ids: Vec<OpId> = [
+            "0a00000000000000000000aa",
+            "0a00000000000000000000ab",
+            "0b00000000000000000000aa",
+        ]
+        .iter()
+        .map(|s| OpId::parse(s).unwrap())
+        .collect();
+        ids.sort();
+        assert_eq!(
+            resolve("#0b", &ids).unwrap().as_str(),
+            "0b00000000000000000000aa"
+        );
+        assert_eq!(resolve("0A00000000000000000000AB", &ids).unwrap(), &ids[1]);
+        match resolve("0a", &ids) {
+            Err(ResolveError::Ambiguous { candidates, .. }) => assert_eq!(candidates.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(resolve("0c", &ids), Err(ResolveError::Unknown(_))));
+        assert!(matches!(resolve("0o", &ids), Err(ResolveError::NotAnId(_))));
+    }
+}

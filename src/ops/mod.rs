@@ -1,0 +1,14 @@
+//! Context operations: the record, its id, the avoided forms of a term rule,
+//! scopes, the policy, the fold, and who is acting.
+
+pub mod actor;
+pub mod fold;
+pub mod forms;
+pub mod id;
+pub mod policy;
+pub mod record;
+pub mod scope;
+
+pub use fold::{Ledger, State, Status, fold};
+pub use id::OpId;
+pub use record::{Actor, ActorKind, Kind, Record, Subject};

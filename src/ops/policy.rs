@@ -1,0 +1,264 @@
+//! The permission policy, `PersonDecides`: one function every writer calls
+//! before anything is appended, and the fold calls again for every
+//! operation it reads (a remote can push anything).
+//!
+//! An agent or a tool may observe and record a correction, each taking
+//! effect as a suggestion, and withdraw its own suggestion in the session
+//! that recorded it. Only a tool records evidence (`signal`) and the
+//! establishments settling derives from it. Any actor records a check run.
+//! Everything that turns advice into a rule, or sets another actor's advice
+//! aside, belongs to a person: keep, edit, import, drop, widen, reset.
+
+use super::record::{Actor, ActorKind, Kind, Record};
+
+/// One proposed change, as the policy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Transition<'a> {
+    pub actor: &'a Actor,
+    pub kind: Kind,
+    /// The operation acted on, for kinds that name one.
+    pub target: Option<&'a Record>,
+    /// The change applies a rule more widely than its evidence (a widen, or a
+    /// keep or note that widens its scope).
+    pub widening: bool,
+    /// The change edits what another actor suggested.
+    pub editing: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{actor} may not {what}: {why}")]
+pub struct PolicyError {
+    pub actor: String,
+    pub what: String,
+    pub why: String,
+}
+
+/// A policy decides whether a transition may be recorded.
+pub type Policy = fn(&Transition<'_>) -> Result<(), PolicyError>;
+
+/// The policy kapi ships.
+pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
+    let refuse = |what: &str, why: &str| {
+        Err(PolicyError {
+            actor: t.actor.label(),
+            what: what.to_owned(),
+            why: why.to_owned(),
+        })
+    };
+    let person = t.actor.kind == ActorKind::Person;
+    if t.kind == Kind::Check {
+        return Ok(());
+    }
+    if t.widening && !person {
+        return refuse(
+            "apply a rule more widely than where it was seen",
+            "only a person widens, in review: `kapi context review --keep <id> --widen-to <where>`",
+        );
+    }
+    if t.editing && !person {
+        return refuse(
+            "edit what another actor suggested",
+            "record a note of your own instead (`kapi context note`)",
+        );
+    }
+    match t.kind {
+        Kind::Observe | Kind::Correct | Kind::Check => Ok(()),
+        Kind::Signal | Kind::Establish if t.actor.kind == ActorKind::Tool => Ok(()),
+        Kind::Signal | Kind::Establish => refuse(
+            &format!("record a {}", t.kind.as_str()),
+            "evidence and the establishments it settles are recorded by kapi's own tools; a statement is a suggestion, never evidence for one",
+        ),
+        Kind::Withdraw => match t.target {
+            Some(target) if target.actor.same_party(t.actor) => Ok(()),
+            Some(target)
+                if target.actor.kind == t.actor.kind && target.actor.name == t.actor.name =>
+            {
+                refuse(
+                    &format!("withdraw #{}", target.short()),
+                    "it was recorded in another session; a person drops it in review: `kapi context review --drop <id>`",
+                )
+            }
+            Some(target) => refuse(
+                &format!("withdraw #{}", target.short()),
+                &format!(
+                    "it was recorded by {}; only its author withdraws it, and a person drops it: `kapi context review --drop {}`",
+                    target.actor.label(),
+                    target.short()
+                ),
+            ),
+            None => refuse("withdraw", "a withdraw names the operation it takes back"),
+        },
+        Kind::Import | Kind::Edit | Kind::Keep | Kind::Drop | Kind::Widen | Kind::Reset
+            if person =>
+        {
+            Ok(())
+        }
+        Kind::Import => refuse(
+            "import context files",
+            "reading a checkout's files puts them in force for everyone; ask a person to run `kapi store import`",
+        ),
+        Kind::Keep | Kind::Drop | Kind::Widen => refuse(
+            &format!("{} a rule", t.kind.as_str()),
+            "a person decides in review: `kapi context review`",
+        ),
+        Kind::Edit | Kind::Reset => refuse(
+            &format!("{} the context", t.kind.as_str()),
+            "only a person writes rules directly or resets the context; record a note instead (`kapi context note`)",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::record::FORMAT_VERSION;
+
+    fn actor(kind: ActorKind, name: &str, session: &str) -> Actor {
+        Actor {
+            kind,
+            name: name.into(),
+            session: Some(session.into()),
+        }
+    }
+
+    fn target_by(actor: Actor) -> Record {
+        Record {
+            v: FORMAT_VERSION,
+            id: "0n79tw5k9s00000000000000".into(),
+            project: "p".into(),
+            actor,
+            kind: Kind::Observe,
+            subject: None,
+            correction: None,
+            evidence: vec![],
+            basis: Default::default(),
+            scope: Default::default(),
+            target: None,
+            before: None,
+            note: None,
+            at: "2026-11-30T00:00:00.000Z".into(),
+            address: None,
+            signal: None,
+            because: vec![],
+            check: None,
+            advisory: false,
+        }
+    }
+
+    /// Every cell of actor kind × operation kind × (own / other's target,
+    /// same / other session, widening). Each string lists eight cells in the
+    /// order: own+same, own+same+widening, own+other-session,
+    /// own+other-session+widening, then the same four for another actor's
+    /// target. `Y` is allowed, `n` refused.
+    const MATRIX: &[(ActorKind, Kind, &str)] = &[
+        (ActorKind::Person, Kind::Observe, "YYYYYYYY"),
+        (ActorKind::Person, Kind::Correct, "YYYYYYYY"),
+        (ActorKind::Person, Kind::Import, "YYYYYYYY"),
+        (ActorKind::Person, Kind::Edit, "YYYYYYYY"),
+        (ActorKind::Person, Kind::Keep, "YYYYYYYY"),
+        (ActorKind::Person, Kind::Drop, "YYYYYYYY"),
+        (ActorKind::Person, Kind::Withdraw, "YYYYnnnn"),
+        (ActorKind::Person, Kind::Reset, "YYYYYYYY"),
+        (ActorKind::Person, Kind::Widen, "YYYYYYYY"),
+        (ActorKind::Person, Kind::Signal, "nnnnnnnn"),
+        (ActorKind::Person, Kind::Establish, "nnnnnnnn"),
+        (ActorKind::Person, Kind::Check, "YYYYYYYY"),
+        (ActorKind::Agent, Kind::Observe, "YnYnYnYn"),
+        (ActorKind::Agent, Kind::Correct, "YnYnYnYn"),
+        (ActorKind::Agent, Kind::Import, "nnnnnnnn"),
+        (ActorKind::Agent, Kind::Edit, "nnnnnnnn"),
+        (ActorKind::Agent, Kind::Keep, "nnnnnnnn"),
+        (ActorKind::Agent, Kind::Drop, "nnnnnnnn"),
+        (ActorKind::Agent, Kind::Withdraw, "Ynnnnnnn"),
+        (ActorKind::Agent, Kind::Reset, "nnnnnnnn"),
+        (ActorKind::Agent, Kind::Widen, "nnnnnnnn"),
+        (ActorKind::Agent, Kind::Signal, "nnnnnnnn"),
+        (ActorKind::Agent, Kind::Establish, "nnnnnnnn"),
+        (ActorKind::Agent, Kind::Check, "YYYYYYYY"),
+        (ActorKind::Tool, Kind::Observe, "YnYnYnYn"),
+        (ActorKind::Tool, Kind::Correct, "YnYnYnYn"),
+        (ActorKind::Tool, Kind::Import, "nnnnnnnn"),
+        (ActorKind::Tool, Kind::Edit, "nnnnnnnn"),
+        (ActorKind::Tool, Kind::Keep, "nnnnnnnn"),
+        (ActorKind::Tool, Kind::Drop, "nnnnnnnn"),
+        (ActorKind::Tool, Kind::Withdraw, "Ynnnnnnn"),
+        (ActorKind::Tool, Kind::Reset, "nnnnnnnn"),
+        (ActorKind::Tool, Kind::Widen, "nnnnnnnn"),
+        (ActorKind::Tool, Kind::Signal, "YnYnYnYn"),
+        (ActorKind::Tool, Kind::Establish, "YnYnYnYn"),
+        (ActorKind::Tool, Kind::Check, "YYYYYYYY"),
+    ];
+
+    #[test]
+    fn every_cell_of_the_matrix() {
+        assert_eq!(MATRIX.len(), 3 * Kind::ALL.len());
+        for &(actor_kind, kind, cells) in MATRIX {
+            let me = actor(actor_kind, "me", "s1");
+            let mut i = 0;
+            for own in [true, false] {
+                for same_session in [true, false] {
+                    for widening in [false, true] {
+                        let author = actor(
+                            actor_kind,
+                            if own { "me" } else { "someone-else" },
+                            if same_session { "s1" } else { "s2" },
+                        );
+                        let target = target_by(author);
+                        let t = Transition {
+                            actor: &me,
+                            kind,
+                            target: Some(&target),
+                            widening,
+                            editing: false,
+                        };
+                        let expected = cells.as_bytes()[i] == b'Y';
+                        assert_eq!(
+                            person_decides(&t).is_ok(),
+                            expected,
+                            "{actor_kind:?} {kind:?} own={own} same_session={same_session} widening={widening}: {:?}",
+                            person_decides(&t)
+                        );
+                        i += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn editing_another_actors_suggestion_is_for_a_person() {
+        let agent = actor(ActorKind::Agent, "a", "s");
+        let t = Transition {
+            actor: &agent,
+            kind: Kind::Observe,
+            target: None,
+            widening: false,
+            editing: true,
+        };
+        assert!(person_decides(&t).is_err());
+        let person = Actor {
+            kind: ActorKind::Person,
+            name: "p@x".into(),
+            session: None,
+        };
+        let t = Transition {
+            actor: &person,
+            ..t
+        };
+        assert!(person_decides(&t).is_ok());
+    }
+
+    #[test]
+    fn refusals_name_the_command_for_a_person() {
+        let agent = actor(ActorKind::Agent, "claude-code", "s");
+        let t = Transition {
+            actor: &agent,
+            kind: Kind::Import,
+            target: None,
+            widening: false,
+            editing: false,
+        };
+        let err = person_decides(&t).unwrap_err().to_string();
+        assert!(err.contains("kapi store import"), "{err}");
+    }
+}

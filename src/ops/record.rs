@@ -1,0 +1,468 @@
+//! The operation record: what one recorded change to the context holds, its
+//! canonical bytes, and the checks every record read from a ref or a file
+//! passes before anyone folds it.
+//!
+//! Status, contested-by, established and standing are folded from the log
+//! (`crate::ops::fold`), never stored.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::id::OpId;
+
+/// The version of the record format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// The largest record kapi accepts, in canonical bytes.
+pub const MAX_RECORD_BYTES: usize = 64 * 1024;
+/// Bounds on untrusted content inside a record.
+const MAX_TEXT: usize = 8 * 1024;
+const MAX_LIST: usize = 256;
+
+/// One recorded change to a project's context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// The format version (`FORMAT_VERSION`).
+    pub v: u32,
+    /// The operation id, the same in every log that holds it.
+    pub id: String,
+    /// The project the operation belongs to.
+    pub project: String,
+    pub actor: Actor,
+    pub kind: Kind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Subject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correction: Option<Correction>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Evidence>,
+    #[serde(default, skip_serializing_if = "Basis::is_empty")]
+    pub basis: Basis,
+    #[serde(default, skip_serializing_if = "Scope::is_empty")]
+    pub scope: Scope,
+    /// The operation this one acts on (keep, drop, withdraw, widen, signal, establish).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The first operation a reset sets aside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// Why, in the recorder's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// When the log accepted it (RFC 3339, UTC, milliseconds).
+    pub at: String,
+    /// A content address: a log holds one operation per address, the older id stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// The evidence a signal carries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<Signal>,
+    /// The signals an establishment rested on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub because: Vec<String>,
+    /// One run of the checks (kind `check`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckRun>,
+    /// A keep that binds as advice only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub advisory: bool,
+}
+
+/// Who recorded an operation. Attribution, not authentication.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Actor {
+    pub kind: ActorKind,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActorKind {
+    Person,
+    Agent,
+    Tool,
+}
+
+impl ActorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActorKind::Person => "person",
+            ActorKind::Agent => "agent",
+            ActorKind::Tool => "tool",
+        }
+    }
+}
+
+impl Actor {
+    /// Whether `self` and `other` are one party: the same kind and name, and
+    /// for agents and tools the same session.
+    pub fn same_party(&self, other: &Actor) -> bool {
+        self.kind == other.kind
+            && self.name == other.name
+            && (self.kind == ActorKind::Person || self.session == other.session)
+    }
+
+    /// `agent claude-code (session 1f3a…)` as a log line shows it.
+    pub fn label(&self) -> String {
+        match &self.session {
+            Some(s) if self.kind != ActorKind::Person => {
+                let s: String = s.chars().take(8).collect();
+                format!("{} {} [{s}]", self.kind.as_str(), self.name)
+            }
+            _ => format!("{} {}", self.kind.as_str(), self.name),
+        }
+    }
+}
+
+/// The twelve kinds of operation, persisted as `context.<kind>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    #[serde(rename = "context.observe")]
+    Observe,
+    #[serde(rename = "context.correct")]
+    Correct,
+    #[serde(rename = "context.import")]
+    Import,
+    #[serde(rename = "context.edit")]
+    Edit,
+    #[serde(rename = "context.keep")]
+    Keep,
+    #[serde(rename = "context.drop")]
+    Drop,
+    #[serde(rename = "context.withdraw")]
+    Withdraw,
+    #[serde(rename = "context.reset")]
+    Reset,
+    #[serde(rename = "context.widen")]
+    Widen,
+    #[serde(rename = "context.signal")]
+    Signal,
+    #[serde(rename = "context.establish")]
+    Establish,
+    #[serde(rename = "context.check")]
+    Check,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 12] = [
+        Kind::Observe,
+        Kind::Correct,
+        Kind::Import,
+        Kind::Edit,
+        Kind::Keep,
+        Kind::Drop,
+        Kind::Withdraw,
+        Kind::Reset,
+        Kind::Widen,
+        Kind::Signal,
+        Kind::Establish,
+        Kind::Check,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Observe => "observe",
+            Kind::Correct => "correct",
+            Kind::Import => "import",
+            Kind::Edit => "edit",
+            Kind::Keep => "keep",
+            Kind::Drop => "drop",
+            Kind::Withdraw => "withdraw",
+            Kind::Reset => "reset",
+            Kind::Widen => "widen",
+            Kind::Signal => "signal",
+            Kind::Establish => "establish",
+            Kind::Check => "check",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Kind> {
+        let text = text.strip_prefix("context.").unwrap_or(text);
+        Kind::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+
+    /// Kinds that name an earlier operation in `target`.
+    pub fn needs_target(self) -> bool {
+        matches!(
+            self,
+            Kind::Keep | Kind::Drop | Kind::Withdraw | Kind::Widen | Kind::Signal | Kind::Establish
+        )
+    }
+
+    /// Kinds that stay on the machine that recorded them (`refs/kapi/local`).
+    pub fn is_local(self) -> bool {
+        self == Kind::Check
+    }
+}
+
+/// What an operation is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Subject {
+    /// A term rule: the form the project uses and every form it avoids.
+    Term {
+        #[serde(rename = "use")]
+        preferred: String,
+        avoid: Vec<String>,
+    },
+    /// A note in prose, such as who the documents address.
+    Note { text: String },
+    /// A content-memory pair: a source segment and the target wording kept for it.
+    Pair { source: String, target: String },
+}
+
+impl Subject {
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Subject::Term { .. } => "term",
+            Subject::Note { .. } => "note",
+            Subject::Pair { .. } => "pair",
+        }
+    }
+
+    /// `"Quickcast", not "Quick cast", "Quick-cast"` or the note's text.
+    pub fn describe(&self) -> String {
+        match self {
+            Subject::Term { preferred, avoid } => {
+                let avoided: Vec<String> = avoid.iter().map(|a| format!("\"{a}\"")).collect();
+                format!("\"{preferred}\", not {}", avoided.join(", "))
+            }
+            Subject::Note { text } => text.clone(),
+            Subject::Pair { source, target } => format!("\"{source}\" → \"{target}\""),
+        }
+    }
+}
+
+/// The wording before and after a person's change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Correction {
+    pub from: String,
+    pub to: String,
+}
+
+/// Where something was seen: a file, a unit within it, a quotation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Evidence {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+    /// The SHA-256 of the bytes read (imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// The governance in force when the operation was recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Basis {
+    /// The commit checked out (HEAD), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+impl Basis {
+    pub fn is_empty(&self) -> bool {
+        self.commit.is_none()
+    }
+}
+
+/// Where a rule applies (a point: axis → value) and for how long
+/// (`valid_from` inclusive, `valid_to` exclusive).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scope {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub point: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<String>,
+}
+
+impl Scope {
+    pub fn is_empty(&self) -> bool {
+        self.point.is_empty() && self.valid_from.is_none() && self.valid_to.is_none()
+    }
+}
+
+/// Evidence nobody wrote down by hand.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signal {
+    pub source: SignalSource,
+    /// Uses of the preferred form counted (added lines, for a merge).
+    #[serde(default)]
+    pub preferred: u64,
+    /// Uses of avoided forms counted (removed lines, for a merge).
+    #[serde(default)]
+    pub avoided: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merger: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalSource {
+    Usage,
+    Merge,
+    Applied,
+}
+
+/// One run of the project's checks for an assistant.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckRun {
+    /// `stop`, `edit` or `manual`.
+    pub hook: String,
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub failing: Vec<CheckFailure>,
+    pub clean: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckFailure {
+    pub path: String,
+    pub rule: String,
+    pub quote: String,
+}
+
+/// Why a record read from a ref or a file was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error("oversized: {bytes} bytes, the limit is {MAX_RECORD_BYTES}")]
+    Oversized { bytes: usize },
+    #[error("malformed: {0}")]
+    Malformed(String),
+    #[error("unknown format version {0} (this kapi reads version {FORMAT_VERSION}; upgrade kapi)")]
+    UnknownVersion(u64),
+    #[error("invalid: {0}")]
+    Invalid(String),
+}
+
+impl Record {
+    /// The canonical bytes: compact JSON, keys sorted, UTF-8, no newline.
+    pub fn to_canonical_json(&self) -> String {
+        // serde_json's Value keeps object keys in a BTreeMap: sorted.
+        let value = serde_json::to_value(self).expect("a record always serializes");
+        serde_json::to_string(&value).expect("a value always serializes")
+    }
+
+    /// Parse and check one untrusted record.
+    pub fn from_untrusted(bytes: &[u8]) -> Result<Record, RecordError> {
+        if bytes.len() > MAX_RECORD_BYTES {
+            return Err(RecordError::Oversized { bytes: bytes.len() });
+        }
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| RecordError::Malformed(e.to_string()))?;
+        match value.get("v").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            Some(v) => return Err(RecordError::UnknownVersion(v)),
+            None => return Err(RecordError::Malformed("no format version `v`".into())),
+        }
+        let record: Record =
+            serde_json::from_value(value).map_err(|e| RecordError::Malformed(e.to_string()))?;
+        record.validate()?;
+        Ok(record)
+    }
+
+    /// The operation id. Valid once `validate` passed.
+    pub fn op_id(&self) -> OpId {
+        OpId::parse(&self.id).expect("validated records carry valid ids")
+    }
+
+    pub fn short(&self) -> &str {
+        &self.id[..self.id.len().min(super::id::SHORT_LEN)]
+    }
+
+    /// The checks a record passes before it is written or folded.
+    pub fn validate(&self) -> Result<(), RecordError> {
+        let invalid = |m: String| Err(RecordError::Invalid(m));
+        if self.v != FORMAT_VERSION {
+            return Err(RecordError::UnknownVersion(u64::from(self.v)));
+        }
+        OpId::parse(&self.id).map_err(|e| RecordError::Invalid(e.to_string()))?;
+        for (what, text) in [("project", &self.project), ("actor name", &self.actor.name)] {
+            if text.is_empty() || text.len() > 256 {
+                return invalid(format!("{what} must have 1 to 256 bytes"));
+            }
+        }
+        if time::OffsetDateTime::parse(&self.at, &time::format_description::well_known::Rfc3339)
+            .is_err()
+        {
+            return invalid(format!("`at` is not an RFC 3339 instant: {:?}", self.at));
+        }
+        for id in self
+            .target
+            .iter()
+            .chain(self.before.iter())
+            .chain(self.because.iter())
+        {
+            OpId::parse(id).map_err(|e| RecordError::Invalid(e.to_string()))?;
+        }
+        if self.kind.needs_target() && self.target.is_none() {
+            return invalid(format!(
+                "a {} names the operation it acts on in `target`",
+                self.kind.as_str()
+            ));
+        }
+        match self.kind {
+            Kind::Observe | Kind::Edit if self.subject.is_none() => {
+                return invalid(format!("a {} carries a subject", self.kind.as_str()));
+            }
+            Kind::Correct if self.correction.is_none() => {
+                return invalid("a correct carries a correction".into());
+            }
+            Kind::Reset if self.before.is_none() => {
+                return invalid("a reset names `before`".into());
+            }
+            Kind::Signal if self.signal.is_none() => {
+                return invalid("a signal carries `signal`".into());
+            }
+            Kind::Check if self.check.is_none() => {
+                return invalid("a check carries `check`".into());
+            }
+            _ => {}
+        }
+        if let Some(Subject::Term { preferred, avoid }) = &self.subject {
+            if preferred.trim().is_empty() || avoid.is_empty() || avoid.len() > MAX_LIST {
+                return invalid("a term rule has a form to use and 1 to 256 forms to avoid".into());
+            }
+            if avoid.iter().any(|a| a.trim().is_empty() || a == preferred) {
+                return invalid("an avoided form is empty or the same as the form to use".into());
+            }
+        }
+        if self.evidence.len() > MAX_LIST || self.because.len() > MAX_LIST {
+            return invalid("too many evidence or because entries".into());
+        }
+        let too_long = self.note.as_ref().is_some_and(|n| n.len() > MAX_TEXT)
+            || self
+                .evidence
+                .iter()
+                .any(|e| e.quote.as_ref().is_some_and(|q| q.len() > MAX_TEXT));
+        if too_long {
+            return invalid(format!("a note or quote is longer than {MAX_TEXT} bytes"));
+        }
+        Ok(())
+    }
+
+    /// Whether the record states something a status belongs to.
+    pub fn has_subject(&self) -> bool {
+        self.subject.is_some() || self.kind == Kind::Correct
+    }
+}

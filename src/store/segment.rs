@@ -1,0 +1,151 @@
+//! Segments: the leaves of the log's tree. A segment is the JSON Lines of
+//! every operation whose id falls in its shard, one canonical record per
+//! line, sorted by id, so a segment's bytes are a pure function of the set
+//! of operations it holds.
+
+use crate::ops::id::{LEN, TIME_LEN};
+use crate::ops::record::{Record, RecordError};
+
+/// The largest segment kapi reads (a remote can push anything).
+pub const MAX_SEGMENT_BYTES: usize = 64 * 1024 * 1024;
+
+/// The shard of an id: the first two characters of its random tail, so the
+/// path of an operation is a pure function of its id. Two levels of 32
+/// give 1,024 shards.
+pub fn shard(id: &str) -> (u8, u8) {
+    let b = id.as_bytes();
+    (b[TIME_LEN], b[TIME_LEN + 1])
+}
+
+/// The id of a canonical line without parsing it: `"id":"…"` occurs once at
+/// the top level of a record and cannot occur inside a JSON string (quotes
+/// there are escaped).
+pub fn line_id(line: &str) -> Option<&str> {
+    let at = line.find("\"id\":\"")? + 6;
+    let id = line.get(at..at + LEN)?;
+    (line.as_bytes().get(at + LEN) == Some(&b'"')).then_some(id)
+}
+
+/// Sort lines by id (then bytes) and drop exact duplicates.
+pub fn normalize(lines: &mut Vec<String>) {
+    lines.sort_by(|a, b| {
+        line_id(a)
+            .unwrap_or("")
+            .cmp(line_id(b).unwrap_or(""))
+            .then_with(|| a.cmp(b))
+    });
+    lines.dedup();
+}
+
+/// Join lines into segment bytes.
+pub fn to_bytes(lines: &[String]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Split segment bytes into lines (kept verbatim, for unions).
+pub fn lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What is wrong with one stored operation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error("misplaced: operation {id} is stored in shard {found}, its id belongs in {expected}")]
+    Misplaced {
+        id: String,
+        found: String,
+        expected: String,
+    },
+    #[error("duplicate id: {id} is stored twice with different bytes; the first is used")]
+    DuplicateId { id: String },
+    #[error("oversized segment: {bytes} bytes, the limit is {MAX_SEGMENT_BYTES}")]
+    OversizedSegment { bytes: usize },
+    #[error("unexpected entry: the log's tree holds `{0}`, which is not a shard")]
+    UnexpectedEntry(String),
+    #[error("not UTF-8")]
+    NotUtf8,
+}
+
+/// A problem found while reading, with where it was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// `refs/kapi/ops:3/k line 2` or `ops.jsonl line 7`.
+    pub location: String,
+    pub error: EntryError,
+}
+
+/// Parse one segment into records, reporting every bad line and skipping it.
+pub fn parse(
+    bytes: &[u8],
+    expected: Option<(u8, u8)>,
+    origin: &str,
+    records: &mut Vec<Record>,
+    problems: &mut Vec<Problem>,
+) {
+    if bytes.len() > MAX_SEGMENT_BYTES {
+        problems.push(Problem {
+            location: origin.to_owned(),
+            error: EntryError::OversizedSegment { bytes: bytes.len() },
+        });
+        return;
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        problems.push(Problem {
+            location: origin.to_owned(),
+            error: EntryError::NotUtf8,
+        });
+        return;
+    };
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let location = || format!("{origin} line {}", n + 1);
+        match Record::from_untrusted(line.as_bytes()) {
+            Ok(record) => {
+                let found = shard(&record.id);
+                if let Some(exp) = expected
+                    && exp != found
+                {
+                    problems.push(Problem {
+                        location: location(),
+                        error: EntryError::Misplaced {
+                            id: record.id.clone(),
+                            found: format!("{}/{}", exp.0 as char, exp.1 as char),
+                            expected: format!("{}/{}", found.0 as char, found.1 as char),
+                        },
+                    });
+                    continue;
+                }
+                records.push(record);
+            }
+            Err(e) => problems.push(Problem {
+                location: location(),
+                error: e.into(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_ids_are_found_without_parsing() {
+        let line = r#"{"actor":{"kind":"agent","name":"a"},"id":"0n79tw5k9s0000000000000a","note":"\"id\":\"x"}"#;
+        assert_eq!(line_id(line), Some("0n79tw5k9s0000000000000a"));
+        assert_eq!(line_id("{}"), None);
+    }
+}
