@@ -6,7 +6,7 @@
 //! applies people's decisions and the establishments settling recorded, and
 //! then marks disagreements. Every reader calls it, so they agree.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -124,19 +124,30 @@ pub struct Ignored {
 pub struct Ledger {
     /// Every record, in id order.
     pub records: Vec<Record>,
-    /// The state of each subject-bearing record, by id.
-    pub states: HashMap<String, State>,
+    /// The state of each subject-bearing record, parallel to `records`.
+    states: Vec<Option<State>>,
     pub ignored: Vec<Ignored>,
-    index: HashMap<String, usize>,
+}
+
+/// The position of `id` in records sorted by id.
+fn position(records: &[Record], id: &str) -> Option<usize> {
+    records.binary_search_by(|r| r.id.as_str().cmp(id)).ok()
 }
 
 impl Ledger {
     pub fn get(&self, id: &str) -> Option<&Record> {
-        self.index.get(id).map(|&i| &self.records[i])
+        position(&self.records, id).map(|i| &self.records[i])
     }
 
     pub fn state(&self, id: &str) -> Option<&State> {
-        self.states.get(id)
+        position(&self.records, id).and_then(|i| self.states[i].as_ref())
+    }
+
+    /// Records with their states, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Record, Option<&State>)> {
+        self.records
+            .iter()
+            .zip(self.states.iter().map(Option::as_ref))
     }
 
     /// The ids the log holds, sorted (for prefix resolution).
@@ -151,8 +162,8 @@ impl Ledger {
         point: &'a Point,
         at: Option<i64>,
     ) -> impl Iterator<Item = (&'a Record, &'a State)> {
-        self.records.iter().filter_map(move |r| {
-            let state = self.states.get(&r.id)?;
+        self.iter().filter_map(move |(r, state)| {
+            let state = state?;
             let is_term = matches!(r.subject, Some(Subject::Term { .. }));
             (is_term
                 && state.status.answers()
@@ -166,7 +177,9 @@ impl Ledger {
 /// Fold records (any order; duplicates by content address are resolved here:
 /// the older id stands).
 pub fn fold(mut records: Vec<Record>) -> Ledger {
-    records.sort_by(|a, b| a.id.cmp(&b.id));
+    if !records.is_sorted_by(|a, b| a.id <= b.id) {
+        records.sort_by(|a, b| a.id.cmp(&b.id));
+    }
     records.dedup_by(|b, a| a.id == b.id);
     let mut ignored = Vec::new();
     let mut seen_addresses = BTreeSet::new();
@@ -180,25 +193,17 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
         }
         _ => true,
     });
-    let index: HashMap<String, usize> = records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.id.clone(), i))
-        .collect();
-    let set_aside = set_aside(&records, &index);
+    let set_aside = set_aside(&records);
 
-    let mut states: HashMap<String, State> = HashMap::new();
-    let mut kept_at: HashMap<String, usize> = HashMap::new();
+    let mut states: Vec<Option<State>> = vec![None; records.len()];
+    // Where each rule was last kept or established (a position in the log).
+    let mut kept_at: Vec<Option<usize>> = vec![None; records.len()];
     for (i, r) in records.iter().enumerate() {
-        let target = r
-            .target
-            .as_ref()
-            .and_then(|t| index.get(t))
-            .map(|&ti| &records[ti]);
+        let target_at = r.target.as_deref().and_then(|t| position(&records, t));
         let transition = Transition {
             actor: &r.actor,
             kind: r.kind,
-            target,
+            target: target_at.map(|t| &records[t]),
             widening: false,
             editing: false,
         };
@@ -211,26 +216,24 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
         }
         if set_aside[i] {
             if r.has_subject() {
-                states.insert(r.id.clone(), new_state(r, Status::Reset));
+                states[i] = Some(new_state(r, Status::Reset));
             }
             continue;
         }
         if r.has_subject() && !r.kind.needs_target() {
             let status = if matches!(r.kind, Kind::Import | Kind::Edit) {
+                kept_at[i] = Some(i);
                 Status::Established
             } else {
                 Status::Suggested
             };
-            states.insert(r.id.clone(), new_state(r, status));
-            if status == Status::Established {
-                kept_at.insert(r.id.clone(), i);
-            }
+            states[i] = Some(new_state(r, status));
             continue;
         }
         let Some(target_id) = r.target.as_deref() else {
             continue;
         };
-        let Some(state) = states.get_mut(target_id) else {
+        let Some((t, state)) = target_at.and_then(|t| states[t].as_mut().map(|s| (t, s))) else {
             if r.kind.needs_target() {
                 ignored.push(Ignored {
                     id: r.id.clone(),
@@ -252,7 +255,7 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
                 }
                 state.advisory = r.advisory;
                 decide(state, Status::Established);
-                kept_at.insert(target_id.to_owned(), i);
+                kept_at[t] = Some(i);
             }
             Kind::Drop => decide(state, Status::Dropped),
             Kind::Withdraw if state.status == Status::Suggested => decide(state, Status::Withdrawn),
@@ -266,7 +269,7 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
             }),
             Kind::Establish if state.status == Status::Suggested => {
                 decide(state, Status::Established);
-                kept_at.insert(target_id.to_owned(), i);
+                kept_at[t] = Some(i);
             }
             Kind::Widen => state.scope.point = r.scope.point.clone(),
             Kind::Signal => {
@@ -284,13 +287,12 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
         }
     }
 
-    mark_disagreements(&records, &mut states, &kept_at, &index);
-    count_sessions(&records, &index, &mut states);
+    mark_disagreements(&records, &mut states, &kept_at);
+    count_sessions(&records, &mut states);
     Ledger {
         records,
         states,
         ignored,
-        index,
     }
 }
 
@@ -310,7 +312,7 @@ fn new_state(r: &Record, status: Status) -> State {
 /// force sets aside every operation from the one it names up to itself, and
 /// reading resumes below that point, so a reset inside the range of a later
 /// reset is itself set aside.
-fn set_aside(records: &[Record], index: &HashMap<String, usize>) -> Vec<bool> {
+fn set_aside(records: &[Record]) -> Vec<bool> {
     let mut aside = vec![false; records.len()];
     let mut i = records.len();
     while i > 0 {
@@ -322,11 +324,8 @@ fn set_aside(records: &[Record], index: &HashMap<String, usize>) -> Vec<bool> {
         let Some(before) = r.before.as_deref() else {
             continue;
         };
-        // The first operation at or after `before` (it may have been named by a prefix of time).
-        let start = index
-            .get(before)
-            .copied()
-            .unwrap_or_else(|| records.partition_point(|x| x.id.as_str() < before));
+        // The first operation at or after `before`.
+        let start = records.partition_point(|x| x.id.as_str() < before);
         if start >= i {
             continue;
         }
@@ -338,7 +337,7 @@ fn set_aside(records: &[Record], index: &HashMap<String, usize>) -> Vec<bool> {
 
 /// A term rule's forms, for disagreement checks.
 struct TermView<'a> {
-    id: &'a str,
+    at: usize,
     preferred: &'a str,
     avoid: &'a [String],
 }
@@ -370,45 +369,32 @@ fn disagree(a: &TermView<'_>, b: &TermView<'_>) -> bool {
 
 /// Mark disagreements between rules that answer and can apply at one point
 /// and instant. Only rules sharing a form are compared.
-fn mark_disagreements(
-    records: &[Record],
-    states: &mut HashMap<String, State>,
-    kept_at: &HashMap<String, usize>,
-    index: &HashMap<String, usize>,
-) {
-    let mut rules: Vec<(TermView<'_>, &Record)> = Vec::new();
-    for r in records {
-        let live = states
-            .get(&r.id)
+fn mark_disagreements(records: &[Record], states: &mut [Option<State>], kept_at: &[Option<usize>]) {
+    let mut rules: Vec<TermView<'_>> = Vec::new();
+    for (at, r) in records.iter().enumerate() {
+        let live = states[at]
+            .as_ref()
             .is_some_and(|s| matches!(s.status, Status::Suggested | Status::Established));
         if !live {
             continue;
         }
         match (&r.subject, &r.correction) {
-            (Some(Subject::Term { preferred, avoid }), _) => {
-                rules.push((
-                    TermView {
-                        id: &r.id,
-                        preferred,
-                        avoid,
-                    },
-                    r,
-                ));
-            }
+            (Some(Subject::Term { preferred, avoid }), _) => rules.push(TermView {
+                at,
+                preferred,
+                avoid,
+            }),
             // A correction stating no rule still states one wording over another.
-            (None, Some(c)) => rules.push((
-                TermView {
-                    id: &r.id,
-                    preferred: &c.to,
-                    avoid: std::slice::from_ref(&c.from),
-                },
-                r,
-            )),
+            (None, Some(c)) => rules.push(TermView {
+                at,
+                preferred: &c.to,
+                avoid: std::slice::from_ref(&c.from),
+            }),
             _ => {}
         }
     }
     let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, (rule, _)) in rules.iter().enumerate() {
+    for (i, rule) in rules.iter().enumerate() {
         let mut keys: BTreeSet<String> = rule.avoid.iter().map(|a| fold_case(a)).collect();
         keys.insert(fold_case(rule.preferred));
         for key in keys {
@@ -423,86 +409,83 @@ fn mark_disagreements(
             }
         }
     }
-    let mut contested: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    // Statuses before any contest is marked, so the result does not depend
+    // on the order pairs are visited in.
+    let established: Vec<bool> = rules
+        .iter()
+        .map(|r| {
+            states[r.at]
+                .as_ref()
+                .is_some_and(|s| s.status == Status::Established)
+        })
+        .collect();
+    let mut named: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
     for (i, j) in pairs {
-        let (a, ra) = &rules[i];
-        let (b, rb) = &rules[j];
-        if !disagree(a, b) || !states[a.id].scope.overlaps(&states[b.id].scope) {
+        let (a, b) = (&rules[i], &rules[j]);
+        let scope = |at: usize| &states[at].as_ref().expect("rules have states").scope;
+        if !disagree(a, b) || !scope(a.at).overlaps(scope(b.at)) {
             continue;
         }
-        let a_est = states[a.id].status == Status::Established;
-        let b_est = states[b.id].status == Status::Established;
-        let reversal = |rule: &Record, rule_id: &str, other: &Record| {
-            // A person's correction reverses an established rule unless a
-            // person kept the rule again after it.
-            other.kind == Kind::Correct
-                && other.actor.kind == ActorKind::Person
-                && kept_at.get(rule_id).copied().unwrap_or(0) < index[&other.id]
-                && rule.id != other.id
+        // A person's correction reverses an established rule unless a person
+        // kept the rule again after it.
+        let reverses = |rule: usize, other: usize| {
+            let o = &records[other];
+            o.kind == Kind::Correct
+                && o.actor.kind == ActorKind::Person
+                && kept_at[rule].unwrap_or(0) < other
         };
-        let (contest_a, contest_b) = match (a_est, b_est) {
-            (true, false) => (reversal(ra, a.id, rb), true),
-            (false, true) => (true, reversal(rb, b.id, ra)),
+        let (contest_a, contest_b) = match (established[i], established[j]) {
+            (true, false) => (reverses(a.at, b.at), true),
+            (false, true) => (true, reverses(b.at, a.at)),
             _ => (true, true),
         };
         if contest_a {
-            contested.entry(a.id).or_default().insert(b.id);
+            named.entry(a.at).or_default().insert(b.at);
         }
         if contest_b {
-            contested.entry(b.id).or_default().insert(a.id);
-        }
-        // The other side names the contester even when it stays in force.
-        if !contest_a {
-            contested.entry(b.id).or_default().insert(a.id);
+            named.entry(b.at).or_default().insert(a.at);
         }
     }
-    for (id, others) in contested {
-        let state = states.get_mut(id).expect("rules come from states");
-        state.status = Status::Contested;
-        state.established = false;
-        state.contested_by = others.into_iter().map(str::to_owned).collect();
+    for (at, others) in named {
+        let s = states[at].as_mut().expect("rules have states");
+        s.contested_by = others.into_iter().map(|o| records[o].id.clone()).collect();
+        s.status = Status::Contested;
+        s.established = false;
     }
 }
 
 /// Standing: how many parties recorded the same rule (same form to use and
 /// a form to avoid in common) while it answers.
-fn count_sessions(
-    records: &[Record],
-    index: &HashMap<String, usize>,
-    states: &mut HashMap<String, State>,
-) {
-    let mut groups: BTreeMap<&str, Vec<(&Record, String)>> = BTreeMap::new();
-    for r in records {
-        if let (Some(Subject::Term { preferred, .. }), Some(s)) = (&r.subject, states.get(&r.id))
+fn count_sessions(records: &[Record], states: &mut [Option<State>]) {
+    let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (at, r) in records.iter().enumerate() {
+        if let (Some(Subject::Term { preferred, .. }), Some(s)) = (&r.subject, &states[at])
             && s.status.answers()
         {
-            let party = format!(
-                "{:?}|{}|{}",
-                r.actor.kind,
-                r.actor.name,
-                r.actor.session.as_deref().unwrap_or("")
-            );
-            groups
-                .entry(preferred.as_str())
-                .or_default()
-                .push((r, party));
+            groups.entry(preferred.as_str()).or_default().push(at);
         }
     }
     for members in groups.values() {
-        for (rule, _) in members {
-            let Some(Subject::Term { avoid, preferred }) = &rule.subject else {
+        for &at in members {
+            let Some(Subject::Term { avoid, preferred }) = &records[at].subject else {
                 continue;
             };
-            let parties: BTreeSet<&str> = members
+            let parties: BTreeSet<(ActorKind, &str, Option<&str>)> = members
                 .iter()
-                .filter(|(other, _)| {
-                    matches!(&other.subject, Some(Subject::Term { avoid: oa, .. })
+                .map(|&o| &records[o])
+                .filter(|o| {
+                    matches!(&o.subject, Some(Subject::Term { avoid: oa, .. })
                         if oa.iter().any(|x| avoid.iter().any(|y| form_matches(y, preferred, x))))
                 })
-                .map(|(_, p)| p.as_str())
+                .map(|o| {
+                    (
+                        o.actor.kind,
+                        o.actor.name.as_str(),
+                        o.actor.session.as_deref(),
+                    )
+                })
                 .collect();
-            debug_assert!(index.contains_key(&rule.id));
-            if let Some(s) = states.get_mut(&rule.id) {
+            if let Some(s) = states[at].as_mut() {
                 s.standing.sessions = parties.len().max(1);
             }
         }

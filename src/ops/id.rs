@@ -99,12 +99,23 @@ fn push_base32(out: &mut String, mut n: u128, width: usize) {
     out.push_str(std::str::from_utf8(&buf).expect("alphabet is ASCII"));
 }
 
+/// Each byte's value in the alphabet, or 255 for bytes outside it.
+const VALUES: [u8; 256] = {
+    let mut table = [255u8; 256];
+    let mut i = 0;
+    while i < 32 {
+        table[ALPHABET[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
 fn is_id_char(c: u8) -> bool {
-    ALPHABET.contains(&c)
+    VALUES[c as usize] != 255
 }
 
 fn value(c: u8) -> u8 {
-    ALPHABET.iter().position(|&a| a == c).unwrap_or(0) as u8
+    VALUES[c as usize] & 31
 }
 
 /// Whether `text` could start an id (used before resolving a prefix).

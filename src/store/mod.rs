@@ -103,7 +103,15 @@ fn signature(seconds: i64) -> gix::actor::Signature {
 impl Store {
     /// Find the repository containing `dir`.
     pub fn discover(dir: &Path) -> Result<Self, StoreError> {
-        let repo = gix::discover(dir).map_err(|_| StoreError::NotARepository(dir.to_owned()))?;
+        let mut repo =
+            gix::discover(dir).map_err(|_| StoreError::NotARepository(dir.to_owned()))?;
+        // Packed segments are deltas of each other: without a cache of delta
+        // bases, reading a log re-inflates every base of every chain.
+        repo.objects.set_pack_cache(|| {
+            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
+                64 * 1024 * 1024,
+            ))
+        });
         Ok(Self { repo })
     }
 
@@ -162,29 +170,25 @@ impl Store {
 
     /// Read every operation of one log.
     pub fn load(&self, which: LogRef) -> Result<Loaded, StoreError> {
-        let mut loaded = Loaded::default();
-        if let Some(tip) = self.tip(which)? {
-            let tree = self.tree_of(tip)?;
-            tree::read_all(
-                &self.repo,
-                tree,
-                which.name(),
-                &mut loaded.records,
-                &mut loaded.problems,
-            )?;
-        }
-        finish(&mut loaded);
-        Ok(loaded)
+        self.load_refs(&[which])
     }
 
     /// Read both logs: what the fold reads.
     pub fn load_all(&self) -> Result<Loaded, StoreError> {
-        let mut shared = self.load(LogRef::Shared)?;
-        let local = self.load(LogRef::Local)?;
-        shared.records.extend(local.records);
-        shared.problems.extend(local.problems);
-        finish(&mut shared);
-        Ok(shared)
+        self.load_refs(&[LogRef::Shared, LogRef::Local])
+    }
+
+    fn load_refs(&self, refs: &[LogRef]) -> Result<Loaded, StoreError> {
+        let mut segments = Vec::new();
+        for &which in refs {
+            if let Some(tip) = self.tip(which)? {
+                let tree = self.tree_of(tip)?;
+                tree::read_segments(&self.repo, tree, which.name(), &mut segments)?;
+            }
+        }
+        let mut loaded = parse_segments(segments);
+        finish(&mut loaded);
+        Ok(loaded)
     }
 
     /// Find one operation by its full id, reading only its segment.
@@ -366,10 +370,65 @@ impl Store {
     }
 }
 
-/// Sort by id, drop exact repeats, and report a second copy of an id with
-/// different bytes.
+/// Parse segments on every core: decoding JSON is most of a read.
+fn parse_segments(segments: Vec<tree::Segment>) -> Loaded {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
+    let total: usize = segments.iter().map(|s| s.bytes.len()).sum();
+    let parse = |part: &[tree::Segment]| {
+        let mut loaded = Loaded::default();
+        for s in part {
+            loaded.problems.extend(s.problem.clone());
+            segment::parse(
+                &s.bytes,
+                s.shard,
+                &s.location,
+                &mut loaded.records,
+                &mut loaded.problems,
+            );
+        }
+        loaded
+    };
+    if threads == 1 || total < 1 << 20 {
+        return parse(&segments);
+    }
+    let chunk = segments.len().div_ceil(threads);
+    let parts: Vec<Loaded> = std::thread::scope(|scope| {
+        let handles: Vec<_> = segments
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || parse(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a parser thread panicked"))
+            .collect()
+    });
+    let mut loaded = Loaded::default();
+    for part in parts {
+        loaded.records.extend(part.records);
+        loaded.problems.extend(part.problems);
+    }
+    loaded
+}
+
+/// Sort by id (through a permutation: records are large to move), drop
+/// exact repeats, and report a second copy of an id with different bytes.
 fn finish(loaded: &mut Loaded) {
-    loaded.records.sort_by(|a, b| a.id.cmp(&b.id));
+    if !loaded.records.is_sorted_by(|a, b| a.id <= b.id) {
+        let mut order: Vec<usize> = (0..loaded.records.len()).collect();
+        order.sort_unstable_by(|&a, &b| {
+            loaded.records[a]
+                .id
+                .cmp(&loaded.records[b].id)
+                .then(a.cmp(&b))
+        });
+        let mut slots: Vec<Option<Record>> = loaded.records.drain(..).map(Some).collect();
+        loaded.records = order
+            .into_iter()
+            .map(|i| slots[i].take().expect("a permutation"))
+            .collect();
+    }
     let mut out: Vec<Record> = Vec::with_capacity(loaded.records.len());
     for r in loaded.records.drain(..) {
         match out.last() {

@@ -10,7 +10,6 @@ use gix::objs::tree::{Entry, EntryKind};
 use super::segment::{self, EntryError, Problem};
 use super::{StoreError, git};
 use crate::ops::id::ALPHABET;
-use crate::ops::record::Record;
 
 type Entries = Vec<Entry>;
 
@@ -73,35 +72,49 @@ fn upsert(entries: &mut Entries, name: u8, kind: EntryKind, oid: ObjectId) {
     });
 }
 
+/// One segment's bytes and where they were read.
+pub struct Segment {
+    pub bytes: Vec<u8>,
+    pub shard: Option<(u8, u8)>,
+    pub location: String,
+    pub problem: Option<Problem>,
+}
+
 /// Read every segment under `root`, reporting what is not a shard.
-pub fn read_all(
+pub fn read_segments(
     repo: &gix::Repository,
     root: ObjectId,
     origin: &str,
-    records: &mut Vec<Record>,
-    problems: &mut Vec<Problem>,
+    out: &mut Vec<Segment>,
 ) -> Result<(), StoreError> {
+    let problem = |location: String, entry: String| Segment {
+        bytes: Vec::new(),
+        shard: None,
+        location: location.clone(),
+        problem: Some(Problem {
+            location,
+            error: EntryError::UnexpectedEntry(entry),
+        }),
+    };
     for top in read_entries(repo, root)? {
         let name = String::from_utf8_lossy(&top.filename).into_owned();
         let Some(a) = single(&top).filter(|_| top.mode.is_tree()) else {
-            problems.push(Problem {
-                location: format!("{origin}:{name}"),
-                error: EntryError::UnexpectedEntry(name),
-            });
+            out.push(problem(format!("{origin}:{name}"), name));
             continue;
         };
         for leaf in read_entries(repo, top.oid)? {
             let leaf_name = String::from_utf8_lossy(&leaf.filename).into_owned();
             let location = format!("{origin}:{name}/{leaf_name}");
             let Some(b) = single(&leaf).filter(|_| leaf.mode.is_blob()) else {
-                problems.push(Problem {
-                    location,
-                    error: EntryError::UnexpectedEntry(format!("{name}/{leaf_name}")),
-                });
+                out.push(problem(location, format!("{name}/{leaf_name}")));
                 continue;
             };
-            let bytes = read_blob(repo, leaf.oid)?;
-            segment::parse(&bytes, Some((a, b)), &location, records, problems);
+            out.push(Segment {
+                bytes: read_blob(repo, leaf.oid)?,
+                shard: Some((a, b)),
+                location,
+                problem: None,
+            });
         }
     }
     Ok(())

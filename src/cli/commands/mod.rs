@@ -22,6 +22,7 @@ pub mod store_import;
 pub mod verify_context;
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
     /// Record, read and review the project's context (rules and notes).
     Context(context::Args),
