@@ -162,10 +162,23 @@ impl Store {
             .find_commit(tip)
             .map_err(git("reading the log's commit"))?;
         let message = commit.message_raw_sloppy().to_string();
-        Ok(message
+        let noted = message
             .lines()
             .find_map(|l| l.strip_prefix("newest: "))
-            .and_then(|id| OpId::parse(id.trim()).ok()))
+            .and_then(|id| OpId::parse(id.trim()).ok());
+        if noted.is_some() {
+            return Ok(noted);
+        }
+        // A tip kapi did not write (a tool, a hand edit): read the log.
+        let root = self.tree_of(tip)?;
+        let mut segments = Vec::new();
+        tree::read_segments(&self.repo, root, "", &mut segments)?;
+        let newest = segments
+            .iter()
+            .flat_map(|s| segment::lines(&s.bytes))
+            .filter_map(|l| segment::line_id(&l).and_then(|id| OpId::parse(id).ok()))
+            .max();
+        Ok(newest)
     }
 
     /// Read every operation of one log.

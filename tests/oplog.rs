@@ -1,0 +1,817 @@
+//! The operation log through the real binary: record, fold, review, move a
+//! log between repositories, concurrent writers, untrusted operations.
+
+mod common;
+
+use common::Repo;
+use serde_json::Value;
+
+fn note_term(repo: &Repo, session: &str, term: &str, instead: &str) -> String {
+    let run = repo
+        .agent(
+            session,
+            &[
+                "context",
+                "note",
+                "--term",
+                term,
+                "--instead-of",
+                instead,
+                "--path",
+                "docs/intro.md",
+                "--json",
+            ],
+        )
+        .ok();
+    let op: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    op["id"].as_str().unwrap().to_owned()
+}
+
+fn log(repo: &Repo) -> Vec<Value> {
+    repo.kapi(&["context", "log", "--json"]).ok().json_lines()
+}
+
+fn status_of(repo: &Repo, id: &str) -> String {
+    log(repo).into_iter().find(|l| l["id"] == id).unwrap()["status"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[test]
+fn an_agent_suggests_and_a_person_keeps() {
+    let repo = Repo::new();
+    let run = repo
+        .agent(
+            "s1",
+            &[
+                "context",
+                "note",
+                "--term",
+                "Quickcast",
+                "--instead-of",
+                "Quick cast",
+                "--path",
+                "docs/intro.md",
+                "--quote",
+                "Open Quick cast",
+            ],
+        )
+        .ok();
+    assert!(
+        run.stdout
+            .contains("\"Quickcast\", not \"Quick cast\", \"Quick-cast\", \"QuickCast\""),
+        "{}",
+        run.stdout
+    );
+    let lines = log(&repo);
+    assert_eq!(lines.len(), 1);
+    let op = &lines[0];
+    assert_eq!(op["kind"], "observe");
+    assert_eq!(op["status"], "suggested");
+    assert_eq!(op["actor"]["kind"], "agent");
+    assert_eq!(op["actor"]["name"], "claude-code");
+    assert_eq!(op["actor"]["session"], "s1");
+    assert_eq!(
+        op["subject"]["avoid"],
+        serde_json::json!(["Quick cast", "Quick-cast", "QuickCast"])
+    );
+    assert_eq!(op["evidence"][0]["quote"], "Open Quick cast");
+    assert_eq!(op["contested_by"], serde_json::json!([]));
+    let short = op["short"].as_str().unwrap().to_owned();
+    assert_eq!(short.len(), 10);
+    assert!(op["id"].as_str().unwrap().starts_with(&short));
+
+    let human = repo.kapi(&["context", "log"]).ok().stdout;
+    assert!(human.starts_with(&short), "{human}");
+    assert!(
+        human.contains("observe")
+            && human.contains("suggested")
+            && human.contains("seen in 1 session"),
+        "{human}"
+    );
+
+    repo.kapi(&["context", "review", "--keep", &short]).ok();
+    let lines = log(&repo);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["status"], "established");
+    assert_eq!(lines[0]["established"], true);
+    assert_eq!(lines[1]["kind"], "keep");
+    assert_eq!(lines[1]["actor"]["name"], "ada@example.com");
+    assert_eq!(lines[1]["target"], lines[0]["id"]);
+    // Keeping twice records nothing.
+    repo.kapi(&["context", "review", "--keep", &short]).code(3);
+}
+
+#[test]
+fn the_record_is_canonical_and_versioned() {
+    let repo = Repo::new();
+    let out = repo
+        .kapi(&[
+            "context",
+            "note",
+            "The docs address the administrator",
+            "--json",
+        ])
+        .ok()
+        .stdout;
+    let line = out.trim();
+    let value: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(value["v"], 1);
+    assert_eq!(value["kind"], "context.observe");
+    assert_eq!(
+        value["actor"],
+        serde_json::json!({"kind": "person", "name": "ada@example.com"})
+    );
+    assert_eq!(value["at"], "2026-11-30T09:00:00.000Z");
+    // Sorted keys, compact: re-serializing the parsed value gives the same bytes.
+    assert_eq!(serde_json::to_string(&value).unwrap(), line);
+    // And it is what the ref stores.
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    assert_eq!(exported.trim(), line);
+}
+
+#[test]
+fn a_rule_needs_evidence() {
+    let repo = Repo::new();
+    let run = repo
+        .agent(
+            "s1",
+            &[
+                "context",
+                "note",
+                "--term",
+                "Quickcast",
+                "--instead-of",
+                "Quick cast",
+            ],
+        )
+        .code(2);
+    assert!(
+        run.stderr.contains("evidence is required"),
+        "{}",
+        run.stderr
+    );
+    let run = repo
+        .kapi(&[
+            "context",
+            "note",
+            "--from",
+            "Quick cast",
+            "--to",
+            "Quickcast",
+        ])
+        .code(2);
+    assert!(
+        run.stderr.contains("evidence is required"),
+        "{}",
+        run.stderr
+    );
+    // A word with no parts avoids only what --instead-of lists; none given is an error.
+    let run = repo
+        .agent(
+            "s1",
+            &["context", "note", "--term", "utilize", "--quote", "utilise"],
+        )
+        .code(2);
+    assert!(run.stderr.contains("--instead-of"), "{}", run.stderr);
+    assert!(log(&repo).is_empty());
+}
+
+#[test]
+fn only_a_person_decides() {
+    let repo = Repo::new();
+    let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    let run = repo
+        .agent("s1", &["context", "review", "--keep", &id[..10]])
+        .code(4);
+    assert!(run.stderr.contains("kapi context review"), "{}", run.stderr);
+    let run = repo
+        .agent("s1", &["context", "review", "--drop", &id[..10]])
+        .code(4);
+    assert!(run.stderr.contains("may not drop"), "{}", run.stderr);
+    assert_eq!(log(&repo).len(), 1);
+}
+
+#[test]
+fn prefixes_resolve_and_ambiguous_ones_list_candidates() {
+    let repo = Repo::new();
+    let a = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    let b = note_term(&repo, "s1", "Supabase", "Supa base");
+    // The pinned clock and seed make both ids share their first seven characters.
+    assert_eq!(a[..7], b[..7]);
+    let run = repo.kapi(&["context", "review", "--keep", &a[..7]]).code(2);
+    assert!(
+        run.stderr.contains(&a[..10]) && run.stderr.contains(&b[..10]),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("give more characters"),
+        "{}",
+        run.stderr
+    );
+    let run = repo
+        .kapi(&["context", "review", "--keep", "zzzzzzzz"])
+        .code(2);
+    assert!(
+        run.stderr.contains("no operation starts with"),
+        "{}",
+        run.stderr
+    );
+    let run = repo
+        .kapi(&["context", "review", "--keep", "not-an-id"])
+        .code(2);
+    assert!(
+        run.stderr.contains("is not an operation id"),
+        "{}",
+        run.stderr
+    );
+    repo.kapi(&["context", "review", "--keep", &format!("#{}", &b[..12])])
+        .ok();
+    assert_eq!(status_of(&repo, &b), "established");
+    assert_eq!(status_of(&repo, &a), "suggested");
+}
+
+#[test]
+fn an_author_withdraws_only_its_own_suggestion_in_its_session() {
+    let repo = Repo::new();
+    let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    let run = repo
+        .agent("s2", &["context", "note", "--withdraw", &id[..10]])
+        .code(4);
+    assert!(run.stderr.contains("another session"), "{}", run.stderr);
+    repo.agent("s1", &["context", "note", "--withdraw", &id[..10]])
+        .ok();
+    assert_eq!(status_of(&repo, &id), "withdrawn");
+    let run = repo
+        .agent("s1", &["context", "note", "--withdraw", &id[..10]])
+        .code(3);
+    assert!(
+        run.stderr.contains("no longer a suggestion"),
+        "{}",
+        run.stderr
+    );
+    // The log reads back one session's operations.
+    let mine = repo
+        .agent("s1", &["context", "log", "--session", "this", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(mine.len(), 2);
+    assert!(
+        repo.agent("s2", &["context", "log", "--session", "this", "--json"])
+            .ok()
+            .stdout
+            .is_empty()
+    );
+    let withdrawn = repo
+        .kapi(&["context", "log", "--status", "withdrawn", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(withdrawn.len(), 1);
+    let kinds = repo
+        .kapi(&["context", "log", "--kind", "withdraw", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(kinds.len(), 1);
+}
+
+#[test]
+fn disagreeing_suggestions_are_contested_until_a_person_chooses() {
+    let repo = Repo::new();
+    let a = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    let b = note_term(&repo, "s2", "Quick Cast", "Quickcast");
+    let lines = log(&repo);
+    assert_eq!(lines[0]["status"], "contested");
+    assert_eq!(lines[0]["contested_by"], serde_json::json!([b]));
+    assert_eq!(lines[1]["status"], "contested");
+    assert_eq!(lines[1]["contested_by"], serde_json::json!([a]));
+    let human = repo.kapi(&["context", "log"]).ok().stdout;
+    assert!(
+        human.contains(&format!("[contested by #{}]", &b[..10])),
+        "{human}"
+    );
+
+    let run = repo
+        .kapi(&["context", "review", "--keep", &a[..10]])
+        .code(3);
+    assert!(
+        run.stderr.contains(&format!("contested by #{}", &b[..10])),
+        "{}",
+        run.stderr
+    );
+    repo.kapi(&["context", "review", "--keep", &a[..10], "--drop", &b[..10]])
+        .ok();
+    assert_eq!(status_of(&repo, &a), "established");
+    assert_eq!(status_of(&repo, &b), "dropped");
+    // Drops are recorded before keeps.
+    let kinds: Vec<String> = log(&repo)
+        .iter()
+        .map(|l| l["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["observe", "observe", "drop", "keep"]);
+
+    // A later suggestion against the established rule is contested by it; the rule stays.
+    let c = note_term(&repo, "s3", "Quick-Cast", "Quickcast");
+    assert_eq!(status_of(&repo, &c), "contested");
+    assert_eq!(status_of(&repo, &a), "established");
+}
+
+#[test]
+fn rules_in_different_windows_or_points_do_not_disagree() {
+    let repo = Repo::new();
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Quickcast",
+            "--instead-of",
+            "Quick cast",
+            "--quote",
+            "q",
+            "--valid-to",
+            "2026-12-01",
+        ],
+    )
+    .ok();
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Quick Cast",
+            "--instead-of",
+            "Quickcast",
+            "--quote",
+            "q",
+            "--valid-from",
+            "2026-12-01",
+        ],
+    )
+    .ok();
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Flowkit",
+            "--instead-of",
+            "Flow kit",
+            "--quote",
+            "q",
+            "--point",
+            "market=no",
+        ],
+    )
+    .ok();
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Flow Kit",
+            "--instead-of",
+            "Flowkit",
+            "--quote",
+            "q",
+            "--point",
+            "market=de",
+        ],
+    )
+    .ok();
+    for line in log(&repo) {
+        assert_eq!(line["status"], "suggested", "{line}");
+    }
+    let run = repo
+        .agent(
+            "s1",
+            &[
+                "context",
+                "note",
+                "--term",
+                "X Y",
+                "--quote",
+                "q",
+                "--valid-from",
+                "2027-01-01",
+                "--valid-to",
+                "2026-01-01",
+            ],
+        )
+        .code(2);
+    assert!(run.stderr.contains("window is empty"), "{}", run.stderr);
+    let run = repo
+        .agent(
+            "s1",
+            &[
+                "context",
+                "note",
+                "--term",
+                "X Y",
+                "--quote",
+                "q",
+                "--point",
+                "product=a",
+            ],
+        )
+        .code(2);
+    assert!(run.stderr.contains("[[points]]"), "{}", run.stderr);
+}
+
+#[test]
+fn a_persons_correction_reversing_a_rule_contests_it_until_kept_again() {
+    let repo = Repo::new();
+    let rule = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &rule[..10]])
+        .ok();
+    let out = repo
+        .kapi(&[
+            "context",
+            "note",
+            "--from",
+            "Quickcast",
+            "--to",
+            "Quick cast",
+            "--path",
+            "docs/legal.md",
+            "--json",
+        ])
+        .ok()
+        .stdout;
+    let correction: Value = serde_json::from_str(out.trim()).unwrap();
+    let cid = correction["id"].as_str().unwrap();
+    assert_eq!(correction["kind"], "context.correct");
+    assert_eq!(status_of(&repo, &rule), "contested");
+    assert_eq!(status_of(&repo, cid), "contested");
+    // The person keeps the rule again: it binds, the correction stays contested.
+    repo.kapi(&[
+        "context",
+        "review",
+        "--keep",
+        &rule[..10],
+        "--drop",
+        &cid[..10],
+    ])
+    .ok();
+    assert_eq!(status_of(&repo, &rule), "established");
+    assert_eq!(status_of(&repo, cid), "dropped");
+}
+
+#[test]
+fn an_agents_correction_against_a_rule_does_not_unseat_it() {
+    let repo = Repo::new();
+    let rule = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &rule[..10]])
+        .ok();
+    repo.agent(
+        "s2",
+        &[
+            "context",
+            "note",
+            "--from",
+            "Quickcast",
+            "--to",
+            "Quick cast",
+            "--suggest",
+            "--quote",
+            "q",
+        ],
+    )
+    .ok();
+    assert_eq!(status_of(&repo, &rule), "established");
+    let lines = log(&repo);
+    assert_eq!(lines[2]["status"], "contested");
+    assert_eq!(lines[2]["subject"]["use"], "Quick cast");
+}
+
+#[test]
+fn logs_moved_by_file_converge_in_either_order() {
+    let a = Repo::new();
+    let b = Repo::new();
+    note_term(&a, "a1", "Quickcast", "Quick cast");
+    a.kapi(&["context", "note", "Write for administrators"])
+        .ok();
+    // Different seeds and clocks on the two machines.
+    b.kapi_cmd(&[
+        "context",
+        "note",
+        "--term",
+        "Flowkit",
+        "--instead-of",
+        "Flow kit",
+        "--quote",
+        "q",
+    ])
+    .env("KAPI_SEED", "99")
+    .env("KAPI_NOW", "2026-11-29T10:00:00Z")
+    .output()
+    .unwrap();
+    b.kapi_cmd(&["context", "note", "Use the second person"])
+        .env("KAPI_SEED", "98")
+        .output()
+        .unwrap();
+
+    let a_file = a.path().join("a.jsonl");
+    let b_file = b.path().join("b.jsonl");
+    a.kapi(&["store", "export", a_file.to_str().unwrap()]).ok();
+    b.kapi(&["store", "export", b_file.to_str().unwrap()]).ok();
+    let run = b.kapi(&["store", "import", a_file.to_str().unwrap()]).ok();
+    assert!(run.stderr.contains("2 new"), "{}", run.stderr);
+    a.kapi(&["store", "import", b_file.to_str().unwrap()]).ok();
+
+    let tree = |r: &Repo| r.git(&["rev-parse", "refs/kapi/ops^{tree}"]);
+    assert_eq!(tree(&a), tree(&b));
+    let fold = |r: &Repo| r.kapi(&["context", "log", "--json"]).ok().stdout;
+    assert_eq!(fold(&a), fold(&b));
+    assert_eq!(log(&a).len(), 4);
+    // Importing again changes nothing.
+    let run = a.kapi(&["store", "import", b_file.to_str().unwrap()]).ok();
+    assert!(run.stderr.contains("0 new"), "{}", run.stderr);
+    assert_eq!(tree(&a), tree(&b));
+    // New ids on either side still sort after everything either holds.
+    let newest = log(&a).last().unwrap()["id"].as_str().unwrap().to_owned();
+    let next = note_term(&a, "a1", "Supabase", "Supa base");
+    assert!(next > newest);
+}
+
+#[test]
+fn concurrent_writers_lose_nothing() {
+    let repo = Repo::new();
+    let writers = 8;
+    let each = 5;
+    std::thread::scope(|s| {
+        for w in 0..writers {
+            let repo = &repo;
+            s.spawn(move || {
+                for i in 0..each {
+                    let term = format!("Widget{w}x{i}");
+                    let instead = format!("Widget{w} x{i}");
+                    let out = repo
+                        .kapi_cmd(&[
+                            "context",
+                            "note",
+                            "--term",
+                            &term,
+                            "--instead-of",
+                            &instead,
+                            "--quote",
+                            "q",
+                        ])
+                        .env_remove("KAPI_NOW")
+                        .env_remove("KAPI_SEED")
+                        .env("KAPI_AGENT", format!("agent-{w}"))
+                        .output()
+                        .unwrap();
+                    assert!(
+                        out.status.success(),
+                        "{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            });
+        }
+    });
+    let lines = log(&repo);
+    assert_eq!(lines.len(), writers * each);
+    let mut ids: Vec<&str> = lines.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), writers * each);
+    let shorts: std::collections::BTreeSet<&str> =
+        lines.iter().map(|l| l["short"].as_str().unwrap()).collect();
+    assert_eq!(
+        shorts.len(),
+        writers * each,
+        "short ids are unique on one machine"
+    );
+}
+
+#[test]
+fn a_corrupted_operation_on_the_ref_is_named_and_skipped() {
+    let repo = Repo::new();
+    let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    let good = repo.git(&[
+        "show",
+        &format!("refs/kapi/ops:{}/{}", &id[8..9], &id[9..10]),
+    ]);
+    let future = good.replace("\"v\":1", "\"v\":2");
+    let future = future.replacen(&id[20..], "zzzz", 1);
+    let huge = format!("{{\"v\":1,\"note\":\"{}\"}}", "x".repeat(70_000));
+    let segment = format!("{good}\nthis is not json\n{future}\n{huge}\n");
+    let blob = repo.git_stdin(&["hash-object", "-w", "--stdin"], segment.as_bytes());
+    let level = repo.git_stdin(
+        &["mktree"],
+        format!("100644 blob {blob}\t{}\n", &id[9..10]).as_bytes(),
+    );
+    let root = repo.git_stdin(
+        &["mktree"],
+        format!("040000 tree {level}\t{}\n", &id[8..9]).as_bytes(),
+    );
+    let parent = repo.git(&["rev-parse", "refs/kapi/ops"]);
+    let commit = repo.git(&["commit-tree", &root, "-p", &parent, "-m", "tampered"]);
+    repo.git(&["update-ref", "refs/kapi/ops", &commit]);
+
+    // The valid operation still reads, and the rest of kapi keeps working.
+    let lines = log(&repo);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["id"], id);
+    let run = repo.kapi(&["store", "doctor"]).code(1);
+    assert!(run.stdout.contains("line 2: malformed"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("line 3: unknown format version 2"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("line 4: oversized"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("1 operations read, 3 unreadable"),
+        "{}",
+        run.stdout
+    );
+    // Appending still works on top of the damaged segment.
+    note_term(&repo, "s1", "Supabase", "Supa base");
+    assert_eq!(log(&repo).len(), 2);
+}
+
+#[test]
+fn an_import_reports_bad_lines_and_merges_the_valid_ones() {
+    let a = Repo::new();
+    note_term(&a, "s1", "Quickcast", "Quick cast");
+    let exported = a.kapi(&["store", "export", "-"]).ok().stdout;
+    let b = Repo::new();
+    b.write("ops.jsonl", &format!("{{\"v\":1}}\n{exported}not json\n"));
+    let run = b.kapi(&["store", "import", "ops.jsonl"]).code(5);
+    assert!(
+        run.stderr.contains("ops.jsonl line 1: malformed"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("ops.jsonl line 3: malformed"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("1 new"), "{}", run.stderr);
+    assert_eq!(log(&b).len(), 1);
+    // An agent's import of a log file is a merge, not a reading of context files: but a forged
+    // keep by an agent in the file is ignored by the fold.
+    let mut forged: Value = serde_json::from_str(exported.trim()).unwrap();
+    let target = forged["id"].as_str().unwrap().to_owned();
+    forged["id"] = Value::from(format!("{}zzzzzzzzzzzzzz", &target[..10]));
+    forged["kind"] = Value::from("context.keep");
+    forged["target"] = Value::from(target.clone());
+    forged.as_object_mut().unwrap().remove("subject");
+    b.write("forged.jsonl", &format!("{forged}\n"));
+    b.kapi(&["store", "import", "forged.jsonl"]).ok();
+    assert_eq!(status_of(&b, &target), "suggested");
+    let run = b.kapi(&["store", "doctor"]).code(1);
+    assert!(
+        run.stdout.contains("ignored:") && run.stdout.contains("may not keep"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_person_without_git_identity_is_unnamed_and_outside_a_repo_is_an_error() {
+    let repo = Repo::bare_identity();
+    let out = repo
+        .kapi(&["context", "note", "A note", "--json"])
+        .ok()
+        .stdout;
+    assert!(out.contains("\"name\":\"unnamed\""), "{out}");
+    let dir = tempfile::tempdir().unwrap();
+    let run: common::Run = std::process::Command::new(common::kapi_bin())
+        .args(["context", "log"])
+        .current_dir(dir.path())
+        .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("not inside a git repository"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn git_kapi_is_a_git_subcommand() {
+    let repo = Repo::new();
+    let bin_dir = common::kapi_bin().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("git")
+        .args(["kapi", "context", "note", "Via git", "--json"])
+        .current_dir(repo.path())
+        .env("PATH", path)
+        .env("HOME", repo.home.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("CLAUDECODE")
+        .env_remove("KAPI_AGENT")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(log(&repo).len(), 1);
+}
+
+mod union_law {
+    use super::common::Repo;
+    use kapi::ops::record::{Actor, ActorKind, Evidence, FORMAT_VERSION, Kind, Record, Subject};
+    use kapi::store::{LogRef, Store};
+    use proptest::prelude::*;
+
+    fn record(n: u32, term: u8, avoid: u8, session: u8) -> Record {
+        Record {
+            v: FORMAT_VERSION,
+            id: kapi::ops::OpId::mint(
+                kapi::ops::id::EPOCH_MS + 1000 + u64::from(n),
+                u128::from(n) * 7919,
+                None,
+            )
+            .unwrap()
+            .to_string(),
+            project: "p".into(),
+            actor: Actor {
+                kind: ActorKind::Agent,
+                name: "a".into(),
+                session: Some(format!("s{session}")),
+            },
+            kind: Kind::Observe,
+            subject: Some(Subject::Term {
+                preferred: format!("Term{term}"),
+                avoid: vec![format!("Form{avoid}")],
+            }),
+            correction: None,
+            evidence: vec![Evidence {
+                quote: Some("q".into()),
+                ..Default::default()
+            }],
+            basis: Default::default(),
+            scope: Default::default(),
+            target: None,
+            before: None,
+            note: None,
+            at: "2026-01-01T00:00:01.000Z".into(),
+            address: None,
+            signal: None,
+            because: vec![],
+            check: None,
+            advisory: false,
+        }
+    }
+
+    fn statuses(store: &Store) -> Vec<(String, String, Vec<String>)> {
+        let ledger = kapi::ops::fold(store.load_all().unwrap().records);
+        ledger
+            .iter()
+            .map(|(r, s)| {
+                let s = s.unwrap();
+                (
+                    r.id.clone(),
+                    s.status.as_str().to_owned(),
+                    s.contested_by.clone(),
+                )
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #[test]
+        fn merging_in_either_order_gives_one_tree_and_one_fold(
+            ops in proptest::collection::vec((0u8..4, 0u8..4, 0u8..3, any::<bool>(), any::<bool>()), 1..24)
+        ) {
+            let records: Vec<(Record, bool, bool)> = ops
+                .iter()
+                .enumerate()
+                .map(|(n, &(t, a, s, in_a, in_b))| (record(n as u32, t, a, s), in_a, in_b))
+                .collect();
+            let left: Vec<Record> = records.iter().filter(|r| r.1).map(|r| r.0.clone()).collect();
+            let right: Vec<Record> = records.iter().filter(|r| r.2 || !r.1).map(|r| r.0.clone()).collect();
+            let one = Repo::new();
+            let two = Repo::new();
+            let s1 = Store::discover(one.path()).unwrap();
+            let s2 = Store::discover(two.path()).unwrap();
+            s1.merge_records(&left, 0).unwrap();
+            s1.merge_records(&right, 0).unwrap();
+            s2.merge_records(&right, 0).unwrap();
+            s2.merge_records(&left, 0).unwrap();
+            prop_assert_eq!(s1.tree_id(LogRef::Shared).unwrap(), s2.tree_id(LogRef::Shared).unwrap());
+            prop_assert_eq!(statuses(&s1), statuses(&s2));
+            prop_assert_eq!(s1.load_all().unwrap().records.len(), records.len());
+        }
+    }
+}
