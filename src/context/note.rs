@@ -96,7 +96,7 @@ pub fn note(session: &Session, req: NoteRequest) -> Result<Record, ContextError>
                     avoid,
                 });
             }
-            record.correction = Some(Correction { from, to });
+            record.correction = Some(Box::new(Correction { from, to }));
         }
         NoteWhat::Withdraw { .. } => unreachable!("handled above"),
     }

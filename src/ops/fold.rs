@@ -125,7 +125,7 @@ pub struct Ledger {
     /// Every record, in id order.
     pub records: Vec<Record>,
     /// The state of each subject-bearing record, parallel to `records`.
-    states: Vec<Option<State>>,
+    states: Vec<Option<Box<State>>>,
     pub ignored: Vec<Ignored>,
 }
 
@@ -140,14 +140,14 @@ impl Ledger {
     }
 
     pub fn state(&self, id: &str) -> Option<&State> {
-        position(&self.records, id).and_then(|i| self.states[i].as_ref())
+        position(&self.records, id).and_then(|i| self.states[i].as_deref())
     }
 
     /// Records with their states, in id order.
     pub fn iter(&self) -> impl Iterator<Item = (&Record, Option<&State>)> {
         self.records
             .iter()
-            .zip(self.states.iter().map(Option::as_ref))
+            .zip(self.states.iter().map(Option::as_deref))
     }
 
     /// The ids the log holds, sorted (for prefix resolution).
@@ -195,7 +195,7 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
     });
     let set_aside = set_aside(&records);
 
-    let mut states: Vec<Option<State>> = vec![None; records.len()];
+    let mut states: Vec<Option<Box<State>>> = vec![None; records.len()];
     // Where each rule was last kept or established (a position in the log).
     let mut kept_at: Vec<Option<usize>> = vec![None; records.len()];
     for (i, r) in records.iter().enumerate() {
@@ -216,7 +216,7 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
         }
         if set_aside[i] {
             if r.has_subject() {
-                states[i] = Some(new_state(r, Status::Reset));
+                states[i] = Some(Box::new(new_state(r, Status::Reset)));
             }
             continue;
         }
@@ -227,7 +227,7 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
             } else {
                 Status::Suggested
             };
-            states[i] = Some(new_state(r, status));
+            states[i] = Some(Box::new(new_state(r, status)));
             continue;
         }
         let Some(target_id) = r.target.as_deref() else {
@@ -369,7 +369,11 @@ fn disagree(a: &TermView<'_>, b: &TermView<'_>) -> bool {
 
 /// Mark disagreements between rules that answer and can apply at one point
 /// and instant. Only rules sharing a form are compared.
-fn mark_disagreements(records: &[Record], states: &mut [Option<State>], kept_at: &[Option<usize>]) {
+fn mark_disagreements(
+    records: &[Record],
+    states: &mut [Option<Box<State>>],
+    kept_at: &[Option<usize>],
+) {
     let mut rules: Vec<TermView<'_>> = Vec::new();
     for (at, r) in records.iter().enumerate() {
         let live = states[at]
@@ -456,7 +460,7 @@ fn mark_disagreements(records: &[Record], states: &mut [Option<State>], kept_at:
 
 /// Standing: how many parties recorded the same rule (same form to use and
 /// a form to avoid in common) while it answers.
-fn count_sessions(records: &[Record], states: &mut [Option<State>]) {
+fn count_sessions(records: &[Record], states: &mut [Option<Box<State>>]) {
     let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (at, r) in records.iter().enumerate() {
         if let (Some(Subject::Term { preferred, .. }), Some(s)) = (&r.subject, &states[at])

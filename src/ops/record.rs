@@ -34,7 +34,7 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<Subject>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub correction: Option<Correction>,
+    pub correction: Option<Box<Correction>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Evidence>,
     #[serde(default, skip_serializing_if = "Basis::is_empty")]
@@ -57,13 +57,13 @@ pub struct Record {
     pub address: Option<String>,
     /// The evidence a signal carries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<Signal>,
+    pub signal: Option<Box<Signal>>,
     /// The signals an establishment rested on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub because: Vec<String>,
     /// One run of the checks (kind `check`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check: Option<CheckRun>,
+    pub check: Option<Box<CheckRun>>,
     /// A keep that binds as advice only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub advisory: bool,

@@ -173,11 +173,14 @@ impl Store {
         let root = self.tree_of(tip)?;
         let mut segments = Vec::new();
         tree::read_segments(&self.repo, root, "", &mut segments)?;
-        let newest = segments
-            .iter()
-            .flat_map(|s| segment::lines(&s.bytes))
-            .filter_map(|l| segment::line_id(&l).and_then(|id| OpId::parse(id).ok()))
-            .max();
+        let mut newest = None;
+        for blob in segments.iter().filter_map(|s| s.blob) {
+            let lines = segment::lines(&tree::read_blob(&self.repo, blob)?);
+            let ids = lines
+                .iter()
+                .filter_map(|l| segment::line_id(l).and_then(|id| OpId::parse(id).ok()));
+            newest = newest.max(ids.max());
+        }
         Ok(newest)
     }
 
@@ -199,7 +202,7 @@ impl Store {
                 tree::read_segments(&self.repo, tree, which.name(), &mut segments)?;
             }
         }
-        let mut loaded = parse_segments(segments);
+        let mut loaded = parse_segments(&self.repo, segments)?;
         finish(&mut loaded);
         Ok(loaded)
     }
@@ -383,46 +386,71 @@ impl Store {
     }
 }
 
-/// Parse segments on every core: decoding JSON is most of a read.
-fn parse_segments(segments: Vec<tree::Segment>) -> Loaded {
+/// Packed segments are deltas of each other: without a cache of delta
+/// bases, reading a log re-inflates every base of every chain.
+fn with_delta_cache(repo: &mut gix::Repository) {
+    repo.objects.set_pack_cache(|| {
+        Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
+            64 * 1024 * 1024,
+        ))
+    });
+}
+
+/// Inflate and parse segments on every core: decoding is most of a read.
+fn parse_segments(
+    repo: &gix::Repository,
+    segments: Vec<tree::Segment>,
+) -> Result<Loaded, StoreError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
-    let total: usize = segments.iter().map(|s| s.bytes.len()).sum();
-    let parse = |part: &[tree::Segment]| {
+    let parse = |repo: &gix::Repository, part: &[tree::Segment]| -> Result<Loaded, StoreError> {
         let mut loaded = Loaded::default();
         for s in part {
             loaded.problems.extend(s.problem.clone());
-            segment::parse(
-                &s.bytes,
-                s.shard,
-                &s.location,
-                &mut loaded.records,
-                &mut loaded.problems,
-            );
+            if let Some(blob) = s.blob {
+                let bytes = tree::read_blob(repo, blob)?;
+                segment::parse(
+                    &bytes,
+                    s.shard,
+                    &s.location,
+                    &mut loaded.records,
+                    &mut loaded.problems,
+                );
+            }
         }
-        loaded
+        Ok(loaded)
     };
-    if threads == 1 || total < 1 << 20 {
-        return parse(&segments);
+    if threads == 1 || segments.len() < 64 {
+        return parse(repo, &segments);
     }
     let chunk = segments.len().div_ceil(threads);
-    let parts: Vec<Loaded> = std::thread::scope(|scope| {
+    // A repository handle is not shared between threads: each opens its own.
+    let git_dir = repo.git_dir().to_path_buf();
+    let parts: Vec<Result<Loaded, StoreError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = segments
             .chunks(chunk)
-            .map(|part| scope.spawn(move || parse(part)))
+            .map(|part| {
+                let git_dir = &git_dir;
+                scope.spawn(move || {
+                    let mut repo = gix::open(git_dir).map_err(git("opening the repository"))?;
+                    with_delta_cache(&mut repo);
+                    parse(&repo, part)
+                })
+            })
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().expect("a parser thread panicked"))
+            .map(|h| h.join().expect("a reader thread panicked"))
             .collect()
     });
     let mut loaded = Loaded::default();
     for part in parts {
+        let part = part?;
         loaded.records.extend(part.records);
         loaded.problems.extend(part.problems);
     }
-    loaded
+    Ok(loaded)
 }
 
 /// Sort by id (through a permutation: records are large to move), drop

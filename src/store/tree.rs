@@ -45,7 +45,7 @@ fn write_blob(repo: &gix::Repository, bytes: &[u8]) -> Result<ObjectId, StoreErr
         .detach())
 }
 
-fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>, StoreError> {
+pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>, StoreError> {
     Ok(repo
         .find_blob(id)
         .map_err(git("reading a segment of the log"))?
@@ -74,7 +74,8 @@ fn upsert(entries: &mut Entries, name: u8, kind: EntryKind, oid: ObjectId) {
 
 /// One segment's bytes and where they were read.
 pub struct Segment {
-    pub bytes: Vec<u8>,
+    /// The segment's blob; `None` for an entry that is not a shard.
+    pub blob: Option<ObjectId>,
     pub shard: Option<(u8, u8)>,
     pub location: String,
     pub problem: Option<Problem>,
@@ -88,7 +89,7 @@ pub fn read_segments(
     out: &mut Vec<Segment>,
 ) -> Result<(), StoreError> {
     let problem = |location: String, entry: String| Segment {
-        bytes: Vec::new(),
+        blob: None,
         shard: None,
         location: location.clone(),
         problem: Some(Problem {
@@ -110,7 +111,7 @@ pub fn read_segments(
                 continue;
             };
             out.push(Segment {
-                bytes: read_blob(repo, leaf.oid)?,
+                blob: Some(leaf.oid),
                 shard: Some((a, b)),
                 location,
                 problem: None,
