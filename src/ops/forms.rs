@@ -197,7 +197,7 @@ mod tests {
     fn duplicates_are_dropped_by_how_they_match() {
         assert_eq!(
             forms("Quickcast", &["quick cast", "Quick cast"]),
-            ["quick cast", "Quick-cast", "QuickCast"]
+            ["quick cast", "quick-cast", "QuickCast"]
         );
     }
 }
