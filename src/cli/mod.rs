@@ -52,3 +52,12 @@ pub fn main() -> ExitCode {
         Err(err) => err.report(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

@@ -2,12 +2,14 @@
 //! withdrawal, and a person's review decisions. Each builds its operation,
 //! asks the policy, and appends it; none prints.
 
+mod here;
 mod note;
 mod points;
 mod review;
 
 use std::path::{Path, PathBuf};
 
+pub use here::{Here, Item, applies_at};
 pub use note::{NoteRequest, NoteWhat, note};
 pub use points::{PointMap, point_of};
 pub use review::{ReviewRequest, review};

@@ -14,6 +14,7 @@ pub mod compile_context;
 pub mod context;
 pub mod context_log;
 pub mod context_note;
+pub mod context_path;
 pub mod context_review;
 pub mod store;
 pub mod store_doctor;

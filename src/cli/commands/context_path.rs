@@ -1,0 +1,107 @@
+//! `kapi context <path>`
+
+use super::Ctx;
+use crate::cli::exit::{CliError, Exit};
+use crate::cli::output::Out;
+use crate::context::{Item, applies_at, point_of};
+
+/// What applies at a path: the established rules and kept notes in force
+/// at its point, the suggestions there, and the rules held elsewhere in the
+/// project but not there (wording that stays correct).
+#[derive(Debug, clap::Args)]
+#[group(skip)]
+pub struct Args {
+    /// A file or folder in the work tree.
+    #[arg(value_name = "PATH")]
+    pub path: Option<String>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    let Some(path) = args.path else {
+        return Err(CliError::usage(
+            "name a path (`kapi context docs/intro.md`) or a subcommand: note, log, review (see `kapi context --help`)",
+        ));
+    };
+    let session = ctx.session()?;
+    let absolute = ctx.cwd.join(&path);
+    let rel = match absolute.strip_prefix(&session.root) {
+        Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
+        Err(_) => {
+            return Err(CliError::usage(format!(
+                "{path} is outside the work tree {}",
+                session.root.display()
+            )));
+        }
+    };
+    let point =
+        point_of(&session.config, &rel).map_err(|e| CliError::usage(format!("kapi.toml: {e}")))?;
+    let ledger = session.ledger()?;
+    let here = applies_at(&ledger, &point, Some(session.now_ms as i64));
+    let mut out = Out::new();
+    if args.json {
+        let doc = serde_json::json!({"path": rel, "point": point, "rules": here.rules, "notes": here.notes,
+            "suggestions": here.suggestions, "elsewhere": here.elsewhere});
+        out.line(doc.to_string())?;
+        return Ok(Exit::Ok);
+    }
+    let where_ = if point.is_empty() {
+        String::new()
+    } else {
+        let axes: Vec<String> = point.iter().map(|(a, v)| format!("{a}={v}")).collect();
+        format!(" ({})", axes.join(", "))
+    };
+    out.line(format!("{rel}{where_}"))?;
+    section(&mut out, "Rules in force", &here.rules)?;
+    section(&mut out, "Notes a person kept", &here.notes)?;
+    section(
+        &mut out,
+        "Suggestions here (advice, not yet established)",
+        &here.suggestions,
+    )?;
+    section(
+        &mut out,
+        "Wording that stays correct here (rules held elsewhere, not here)",
+        &here.elsewhere,
+    )?;
+    if here.rules.is_empty()
+        && here.notes.is_empty()
+        && here.suggestions.is_empty()
+        && here.elsewhere.is_empty()
+    {
+        out.line("nothing applies here yet")?;
+    }
+    Ok(Exit::Ok)
+}
+
+fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    out.line(format!("{title}:"))?;
+    for item in items {
+        let mut line = format!("  {}  #{}", item.subject.describe(), item.short);
+        if !item.point.is_empty() {
+            let axes: Vec<String> = item.point.iter().map(|(a, v)| format!("{a}={v}")).collect();
+            line.push_str(&format!("  [{}]", axes.join(", ")));
+        }
+        if item.advisory {
+            line.push_str("  (advisory)");
+        }
+        if !item.contested_by.is_empty() {
+            let names: Vec<String> = item
+                .contested_by
+                .iter()
+                .map(|c| format!("#{}", &c[..10]))
+                .collect();
+            line.push_str(&format!("  [contested by {}]", names.join(", ")));
+        }
+        if let Some(standing) = &item.standing {
+            line.push_str(&format!("  · {standing}"));
+        }
+        out.line(line)?;
+    }
+    Ok(())
+}
