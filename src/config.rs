@@ -14,7 +14,10 @@ pub const FILE_NAME: &str = "kapi.toml";
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path} is not valid: {message}")]
     Parse { path: PathBuf, message: String },
 }
@@ -87,6 +90,9 @@ impl Config {
 
     /// The vault folder relative to the work tree.
     pub fn vault_root(&self) -> PathBuf {
-        self.vault.root.clone().unwrap_or_else(|| PathBuf::from("decisions"))
+        self.vault
+            .root
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("decisions"))
     }
 }

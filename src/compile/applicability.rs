@@ -76,7 +76,11 @@ impl Applicability {
         Self {
             state: State::NotDecision,
             local_approval: "not_applicable",
-            validity: Validity { state: "not_applicable", valid_from: None, valid_until: None },
+            validity: Validity {
+                state: "not_applicable",
+                valid_from: None,
+                valid_until: None,
+            },
             reasons: vec![reason],
         }
     }
@@ -126,7 +130,13 @@ impl<'v> Lookups<'v> {
                 approvals_logged.insert(row.target.as_str(), true);
             }
         }
-        Self { ids, successors, evidence, reviews, approvals_logged }
+        Self {
+            ids,
+            successors,
+            evidence,
+            reviews,
+            approvals_logged,
+        }
     }
 
     /// The unique permitted note with this id.
@@ -162,7 +172,11 @@ pub fn validity(note: &Note, today: Date) -> Validity {
         (_, Some(Some(u))) if today >= u => "expired",
         _ => "current",
     };
-    Validity { state, valid_from: from, valid_until: until }
+    Validity {
+        state,
+        valid_from: from,
+        valid_until: until,
+    }
 }
 
 /// Evaluate the note at `index` of the permitted view.
@@ -176,7 +190,11 @@ pub fn evaluate(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: Date)
             return Applicability {
                 state: State::Unknown,
                 local_approval: "not_applicable",
-                validity: Validity { state: "unknown", valid_from: None, valid_until: None },
+                validity: Validity {
+                    state: "unknown",
+                    valid_from: None,
+                    valid_until: None,
+                },
                 reasons: vec!["kind.unknown"],
             };
         }
@@ -201,7 +219,9 @@ pub fn evaluate(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: Date)
     };
     match &note.meta.id {
         None => worsen(State::Unknown, "identity.missing", &mut reasons),
-        Some(id) if lookups.note(id).is_none() => worsen(State::Unknown, "identity.ambiguous", &mut reasons),
+        Some(id) if lookups.note(id).is_none() => {
+            worsen(State::Unknown, "identity.ambiguous", &mut reasons)
+        }
         _ => {}
     }
     match note.meta.status {
@@ -214,7 +234,8 @@ pub fn evaluate(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: Date)
     }
     if let Some(id) = &note.meta.id
         && lookups.successors.get(id.as_str()).is_some_and(|s| {
-            s.iter().any(|&i| vault.notes[i].meta.status == Status::Approved && i != index)
+            s.iter()
+                .any(|&i| vault.notes[i].meta.status == Status::Approved && i != index)
         })
     {
         worsen(State::Reference, "superseded_by.approved", &mut reasons);
@@ -239,35 +260,62 @@ pub fn evaluate(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: Date)
     if vault.review_log.unavailable {
         worsen(State::NeedsReview, "review.unavailable", &mut reasons);
     }
-    match lookups.effective_review(&note.path, &today_s).map(|r| r.outcome.as_str()) {
-        Some("changes_requested") => worsen(State::NeedsReview, "review.changes_requested", &mut reasons),
+    match lookups
+        .effective_review(&note.path, &today_s)
+        .map(|r| r.outcome.as_str())
+    {
+        Some("changes_requested") => {
+            worsen(State::NeedsReview, "review.changes_requested", &mut reasons)
+        }
         Some("rejected") => worsen(State::NeedsReview, "review.rejected", &mut reasons),
         _ => {}
     }
     for link in &note.meta.links {
         if crate::vault::evidence::is_evidence_id(&link.target) {
-            match lookups.evidence.get(link.target.as_str()).map(Vec::as_slice) {
+            match lookups
+                .evidence
+                .get(link.target.as_str())
+                .map(Vec::as_slice)
+            {
                 None | Some([]) => worsen(State::NeedsReview, "evidence.unavailable", &mut reasons),
                 Some([row]) => match row.state {
                     EvidenceState::Active => {}
-                    EvidenceState::Retired => worsen(State::NeedsReview, "evidence.retired", &mut reasons),
-                    EvidenceState::Replaced => worsen(State::NeedsReview, "evidence.replaced", &mut reasons),
-                    EvidenceState::Unknown => worsen(State::NeedsReview, "evidence.unknown_state", &mut reasons),
+                    EvidenceState::Retired => {
+                        worsen(State::NeedsReview, "evidence.retired", &mut reasons)
+                    }
+                    EvidenceState::Replaced => {
+                        worsen(State::NeedsReview, "evidence.replaced", &mut reasons)
+                    }
+                    EvidenceState::Unknown => {
+                        worsen(State::NeedsReview, "evidence.unknown_state", &mut reasons)
+                    }
                 },
                 Some(_) => worsen(State::NeedsReview, "evidence.ambiguous", &mut reasons),
             }
-        } else if matches!(link.rel.as_str(), "source" | "depends_on" | "cites") && lookups.note(&link.target).is_none() {
+        } else if matches!(link.rel.as_str(), "source" | "depends_on" | "cites")
+            && lookups.note(&link.target).is_none()
+        {
             worsen(State::NeedsReview, "source.unavailable", &mut reasons);
         }
     }
     reasons.sort_unstable();
     reasons.dedup();
-    Applicability { state: worst.1, local_approval, validity, reasons }
+    Applicability {
+        state: worst.1,
+        local_approval,
+        validity,
+        reasons,
+    }
 }
 
 /// `matched` when the receipt's SHA-256 equals the current body's.
 pub fn local_approval(note: &Note) -> &'static str {
-    match note.meta.approval.as_ref().and_then(|a| a.sha256.as_deref()) {
+    match note
+        .meta
+        .approval
+        .as_ref()
+        .and_then(|a| a.sha256.as_deref())
+    {
         None => "missing",
         Some(h) if h.eq_ignore_ascii_case(&super::digest::sha256_hex(note.body())) => "matched",
         Some(_) => "mismatch",

@@ -14,7 +14,12 @@ use super::{Ranking, Recipe};
 pub const LOCK_FILE: &str = ".kapi-lock";
 
 fn open_lock(root: &Path) -> std::io::Result<File> {
-    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(root.join(LOCK_FILE))
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(root.join(LOCK_FILE))
 }
 
 /// Hold the vault's shared (read) lock while verifying. `None` when the
@@ -25,7 +30,9 @@ fn open_lock(root: &Path) -> std::io::Result<File> {
 // than the manifest's rust-version.
 #[allow(clippy::incompatible_msrv)]
 pub fn lock_shared(root: &Path) -> Option<File> {
-    let file = open_lock(root).or_else(|_| File::open(root.join(LOCK_FILE))).ok()?;
+    let file = open_lock(root)
+        .or_else(|_| File::open(root.join(LOCK_FILE)))
+        .ok()?;
     file.lock_shared().ok()?;
     Some(file)
 }
@@ -41,9 +48,15 @@ pub fn lock_exclusive(root: &Path) -> std::io::Result<File> {
 /// Write `bytes` to `path` atomically: a temporary file beside it, synced,
 /// then renamed over it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact");
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("artifact");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| {
         let mut f = File::create(&tmp)?;
@@ -67,7 +80,11 @@ pub struct Declared {
 }
 
 /// Resolve a `[[compile]]` entry relative to the project directory.
-pub fn declared(project: &Path, default_root: &Path, entry: &CompileEntry) -> Result<Declared, String> {
+pub fn declared(
+    project: &Path,
+    default_root: &Path,
+    entry: &CompileEntry,
+) -> Result<Declared, String> {
     let ranking = match entry.ranking.as_deref() {
         None => Ranking::Substring,
         Some(r) => Ranking::parse(r).ok_or_else(|| format!("unknown ranking `{r}`"))?,
@@ -84,7 +101,12 @@ pub fn declared(project: &Path, default_root: &Path, entry: &CompileEntry) -> Re
     recipe.validate().map_err(|e| e.to_string())?;
     let grant = grant_from(entry.max_sensitivity.as_deref(), entry.allow.as_deref())?;
     let root = project.join(entry.root.as_deref().unwrap_or(default_root));
-    Ok(Declared { output: project.join(&entry.output), root, recipe, grant })
+    Ok(Declared {
+        output: project.join(&entry.output),
+        root,
+        recipe,
+        grant,
+    })
 }
 
 /// The grant from `max_sensitivity` or an exact `allow` list; public by default.

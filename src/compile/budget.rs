@@ -109,7 +109,11 @@ mod tests {
     fn refusal_fits_the_minimum_budget() {
         let v = refusal(super::super::MIN_MAX_BYTES);
         let bytes = serialize(&v);
-        assert!(bytes.len() <= super::super::MIN_MAX_BYTES, "{}", bytes.len());
+        assert!(
+            bytes.len() <= super::super::MIN_MAX_BYTES,
+            "{}",
+            bytes.len()
+        );
         assert_eq!(v["budget"]["used_bytes"], json!(bytes.len()));
         assert!(bytes.ends_with(b"}\n"));
     }
@@ -131,11 +135,16 @@ mod tests {
         });
         let bodies = vec!["x".repeat(100), "y".repeat(100)];
         for max in [200, 230, 260, 320, 400] {
-            let Some(v) = fit(report.clone(), &bodies, max) else { continue };
+            let Some(v) = fit(report.clone(), &bodies, max) else {
+                continue;
+            };
             let bytes = serialize(&v);
             assert!(bytes.len() <= max);
             assert_eq!(v["budget"]["used_bytes"], json!(bytes.len()));
-            assert_eq!(report_digest(&v), v["manifest"]["report_sha256"].as_str().unwrap());
+            assert_eq!(
+                report_digest(&v),
+                v["manifest"]["report_sha256"].as_str().unwrap()
+            );
         }
         assert!(fit(report, &bodies, 50).is_none());
     }

@@ -30,7 +30,12 @@ pub fn history(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: &str) 
         Some(id) if note.meta.kind == Kind::Decision => lookups
             .successors
             .get(id.as_str())
-            .map(|v| v.iter().filter(|&&i| i != index).map(|&i| reference(i)).collect())
+            .map(|v| {
+                v.iter()
+                    .filter(|&&i| i != index)
+                    .map(|&i| reference(i))
+                    .collect()
+            })
             .unwrap_or_default(),
         _ => Vec::new(),
     };
@@ -40,7 +45,11 @@ pub fn history(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: &str) 
             truncated = true;
         }
     }
-    let mut reviews: Vec<&crate::vault::review::Row> = lookups.reviews.get(note.path.as_str()).cloned().unwrap_or_default();
+    let mut reviews: Vec<&crate::vault::review::Row> = lookups
+        .reviews
+        .get(note.path.as_str())
+        .cloned()
+        .unwrap_or_default();
     reviews.sort_by(|a, b| (a.date.as_str(), a.ordinal).cmp(&(b.date.as_str(), b.ordinal)));
     let effective = lookups.effective_review(&note.path, today);
     if reviews.len() > MAX_HISTORY {

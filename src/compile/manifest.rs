@@ -16,7 +16,8 @@ use crate::vault::read::READ_CAP;
 use crate::vault::{Grant, LogState, Vault};
 
 /// The placeholder `report_sha256` while the report's digest is computed.
-pub const DIGEST_PLACEHOLDER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub const DIGEST_PLACEHOLDER: &str =
+    "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The effective policy: the grant and the fixed classifier and read limits.
 pub fn policy(grant: &Grant) -> Value {
@@ -90,14 +91,23 @@ pub fn selections(vault: &Vault, selected: &[(Rec, SelectedBy)]) -> Vec<Value> {
         .map(|(rec, by)| {
             let (id, path) = match *rec {
                 Rec::Note(i) => (vault.notes[i].meta.id.clone(), vault.notes[i].path.clone()),
-                Rec::Evidence(i) => (Some(vault.evidence[i].id.clone()), format!("evidence:{}", vault.evidence[i].id)),
+                Rec::Evidence(i) => (
+                    Some(vault.evidence[i].id.clone()),
+                    format!("evidence:{}", vault.evidence[i].id),
+                ),
             };
             json!({ "id": id, "path": path, "selected_by": by.as_str() })
         })
         .collect()
 }
 
-pub fn manifest(vault: &Vault, r: &Recipe, grant: &Grant, as_of: &str, selected: &[(Rec, SelectedBy)]) -> Value {
+pub fn manifest(
+    vault: &Vault,
+    r: &Recipe,
+    grant: &Grant,
+    as_of: &str,
+    selected: &[(Rec, SelectedBy)],
+) -> Value {
     json!({
         "as_of": as_of,
         "engine": { "compiler": super::FORMAT, "ranker": r.ranking.engine() },

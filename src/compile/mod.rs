@@ -87,7 +87,14 @@ pub struct Recipe {
 
 impl Default for Recipe {
     fn default() -> Self {
-        Self { targets: Vec::new(), query: None, ranking: Ranking::Substring, max_docs: 8, max_bytes: 32768, agent: None }
+        Self {
+            targets: Vec::new(),
+            query: None,
+            ranking: Ranking::Substring,
+            max_docs: 8,
+            max_bytes: 32768,
+            agent: None,
+        }
     }
 }
 
@@ -106,10 +113,18 @@ impl Recipe {
         if self.targets.len() > MAX_TARGETS {
             return Err(CompileError::TooManyTargets);
         }
-        if self.query.as_ref().is_some_and(|q| q.len() > MAX_QUERY_BYTES) {
+        if self
+            .query
+            .as_ref()
+            .is_some_and(|q| q.len() > MAX_QUERY_BYTES)
+        {
             return Err(CompileError::QueryTooLong);
         }
-        if self.agent.as_ref().is_some_and(|a| a.len() > MAX_AGENT_BYTES) {
+        if self
+            .agent
+            .as_ref()
+            .is_some_and(|a| a.len() > MAX_AGENT_BYTES)
+        {
             return Err(CompileError::AgentTooLong);
         }
         if self.targets.is_empty() && self.query.as_ref().is_none_or(|q| q.trim().is_empty()) {
@@ -137,7 +152,12 @@ pub struct Options {
 
 impl Options {
     pub fn new(today: Date) -> Self {
-        Self { recipe: Recipe::default(), today, grant: Grant::public(), scope: None }
+        Self {
+            recipe: Recipe::default(),
+            today,
+            grant: Grant::public(),
+            scope: None,
+        }
     }
 
     pub fn targets<S: Into<String>>(mut self, targets: impl IntoIterator<Item = S>) -> Self {
@@ -211,8 +231,9 @@ pub fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, Compi
     recipe.validate()?;
     let as_of = vault::date::format(options.today);
     let lookups = applicability::Lookups::new(vault);
-    let applicability: Vec<_> =
-        (0..vault.notes.len()).map(|i| applicability::evaluate(vault, &lookups, i, options.today)).collect();
+    let applicability: Vec<_> = (0..vault.notes.len())
+        .map(|i| applicability::evaluate(vault, &lookups, i, options.today))
+        .collect();
     let selection = select::select(
         vault,
         &applicability,
@@ -222,7 +243,8 @@ pub fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, Compi
         recipe.max_docs,
     )?;
     let contexts = report::contexts(vault, &lookups, &applicability, &selection.selected, &as_of);
-    let (values, bodies): (Vec<Value>, Vec<String>) = contexts.into_iter().map(|c| (c.value, c.body)).unzip();
+    let (values, bodies): (Vec<Value>, Vec<String>) =
+        contexts.into_iter().map(|c| (c.value, c.body)).unzip();
     let report = json!({
         "budget": { "max_bytes": recipe.max_bytes, "truncated_contexts": 0, "used_bytes": 0 },
         "citations": report::citations(vault, &selection.selected),
@@ -236,7 +258,8 @@ pub fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, Compi
         "status": "compiled",
         "warnings": report::warnings(vault, &lookups, &applicability, &selection.selected),
     });
-    let value = budget::fit(report, &bodies, recipe.max_bytes).unwrap_or_else(|| budget::refusal(recipe.max_bytes));
+    let value = budget::fit(report, &bodies, recipe.max_bytes)
+        .unwrap_or_else(|| budget::refusal(recipe.max_bytes));
     Ok(Compiled { value })
 }
 

@@ -155,7 +155,11 @@ pub fn warnings(
                 let note = &vault.notes[i];
                 for link in note.meta.links.iter().filter(|l| is_evidence_id(&l.target)) {
                     let path = Some(format!("evidence:{}", link.target));
-                    match lookups.evidence.get(link.target.as_str()).map(Vec::as_slice) {
+                    match lookups
+                        .evidence
+                        .get(link.target.as_str())
+                        .map(Vec::as_slice)
+                    {
                         Some([row]) => {
                             if let Some(code) = evidence_code(row.state) {
                                 set.insert((code, path));
@@ -178,11 +182,16 @@ pub fn warnings(
                         && !vault.decision_log.unavailable
                         && !lookups.approvals_logged.contains_key(note.path.as_str())
                     {
-                        set.insert(("compiled.decision_log_missing_approval", Some(note.path.clone())));
+                        set.insert((
+                            "compiled.decision_log_missing_approval",
+                            Some(note.path.clone()),
+                        ));
                     }
                 }
             }
         }
     }
-    set.into_iter().map(|(code, path)| json!({ "code": code, "path": path })).collect()
+    set.into_iter()
+        .map(|(code, path)| json!({ "code": code, "path": path }))
+        .collect()
 }

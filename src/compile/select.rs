@@ -69,17 +69,20 @@ pub fn select(
         let rec = match by_id.get(t).map(Vec::as_slice) {
             Some([one]) => *one,
             Some(_) => {
-                out.omissions.push(json!({ "reason": "ambiguous", "target": t }));
+                out.omissions
+                    .push(json!({ "reason": "ambiguous", "target": t }));
                 continue;
             }
             None => match by_path.get(t) {
                 Some(rec) => *rec,
                 None if vault.log_paths.iter().any(|p| p == t) => {
-                    out.omissions.push(json!({ "reason": "withheld_log", "target": t }));
+                    out.omissions
+                        .push(json!({ "reason": "withheld_log", "target": t }));
                     continue;
                 }
                 None => {
-                    out.omissions.push(json!({ "reason": "not_found", "target": t }));
+                    out.omissions
+                        .push(json!({ "reason": "not_found", "target": t }));
                     continue;
                 }
             },
@@ -88,12 +91,15 @@ pub fn select(
             continue;
         }
         if out.selected.len() >= max_docs {
-            out.omissions.push(json!({ "reason": "max_docs", "target": t }));
+            out.omissions
+                .push(json!({ "reason": "max_docs", "target": t }));
             continue;
         }
         out.selected.push((rec, SelectedBy::Target));
     }
-    let Some(query) = query.filter(|q| !q.trim().is_empty()) else { return Ok(out) };
+    let Some(query) = query.filter(|q| !q.trim().is_empty()) else {
+        return Ok(out);
+    };
     // The eligible corpus, in the fixed order (id, then path).
     let mut corpus: Vec<(Rec, &str, &str)> = Vec::new();
     for (i, note) in vault.notes.iter().enumerate() {
@@ -113,7 +119,10 @@ pub fn select(
         }
     }
     corpus.sort_by(|a, b| (a.1, a.2).cmp(&(b.1, b.2)));
-    let titles: Vec<String> = corpus.iter().map(|(rec, _, _)| title(vault, *rec)).collect();
+    let titles: Vec<String> = corpus
+        .iter()
+        .map(|(rec, _, _)| title(vault, *rec))
+        .collect();
     let texts: Vec<std::borrow::Cow<'_, str>> = corpus
         .iter()
         .map(|(rec, _, _)| match rec {
@@ -141,7 +150,8 @@ pub fn select(
         out.selected.push((rec, SelectedBy::Query));
     }
     if left_out > 0 {
-        out.omissions.push(json!({ "count": left_out, "reason": "max_docs", "selected_by": "query" }));
+        out.omissions
+            .push(json!({ "count": left_out, "reason": "max_docs", "selected_by": "query" }));
     }
     Ok(out)
 }

@@ -14,7 +14,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::budget::{report_digest, serialize};
-use super::{CONTRACT_VERSION, Compiled, FORMAT, MAX_MAX_BYTES, Options, Ranking, Recipe, artifacts};
+use super::{
+    CONTRACT_VERSION, Compiled, FORMAT, MAX_MAX_BYTES, Options, Ranking, Recipe, artifacts,
+};
 use super::{CompileError, compile_context};
 use crate::vault::Grant;
 
@@ -48,7 +50,11 @@ pub struct Verification {
 
 impl Verification {
     fn refused(reason: &'static str, as_of: &str) -> Self {
-        Self { status: VerifyStatus::Refused, reasons: vec![reason], as_of: as_of.to_string() }
+        Self {
+            status: VerifyStatus::Refused,
+            reasons: vec![reason],
+            as_of: as_of.to_string(),
+        }
     }
 
     pub fn to_json(&self) -> Value {
@@ -149,7 +155,11 @@ const TOP_KEYS: [&str; 11] = [
 ];
 
 /// Verify `input` against the vault at `root`.
-pub fn verify_compiled(root: &Path, input: Input<'_>, options: &VerifyOptions) -> Result<Verification, VerifyError> {
+pub fn verify_compiled(
+    root: &Path,
+    input: Input<'_>,
+    options: &VerifyOptions,
+) -> Result<Verification, VerifyError> {
     let as_of = crate::vault::date::format(options.today);
     let parsed;
     let value = match input {
@@ -179,11 +189,24 @@ pub fn verify_compiled(root: &Path, input: Input<'_>, options: &VerifyOptions) -
         return Ok(Verification::refused(reason, &as_of));
     }
     let _lock = artifacts::lock_shared(root);
-    let compile_options = Options { recipe, today: options.today, grant: options.grant.clone(), scope: options.scope.clone() };
+    let compile_options = Options {
+        recipe,
+        today: options.today,
+        grant: options.grant.clone(),
+        scope: options.scope.clone(),
+    };
     let fresh = compile_context(root, &compile_options)?;
     let reasons = compare(value, &fresh);
-    let status = if reasons.is_empty() { VerifyStatus::Current } else { VerifyStatus::Stale };
-    Ok(Verification { status, reasons, as_of })
+    let status = if reasons.is_empty() {
+        VerifyStatus::Current
+    } else {
+        VerifyStatus::Stale
+    };
+    Ok(Verification {
+        status,
+        reasons,
+        as_of,
+    })
 }
 
 /// Check the untrusted structure and digest; return the recipe it claims.
@@ -210,7 +233,11 @@ fn check_structure(v: &Value) -> Result<Recipe, &'static str> {
         return Err("unexpected_structure");
     }
     let len = serialize(v).len();
-    if v["budget"]["used_bytes"] != json!(len) || v["budget"]["max_bytes"].as_u64().is_none_or(|m| (len as u64) > m) {
+    if v["budget"]["used_bytes"] != json!(len)
+        || v["budget"]["max_bytes"]
+            .as_u64()
+            .is_none_or(|m| (len as u64) > m)
+    {
         return Err("budget_mismatch");
     }
     if v["manifest"]["report_sha256"].as_str() != Some(report_digest(v).as_str()) {
@@ -230,11 +257,18 @@ fn check_structure(v: &Value) -> Result<Recipe, &'static str> {
         .iter()
         .map(|t| t.as_str().map(str::to_string).ok_or("invalid_recipe"))
         .collect::<Result<Vec<_>, _>>()?;
-    let num = |x: &Value| x.as_u64().and_then(|n| usize::try_from(n).ok()).ok_or("invalid_recipe");
+    let num = |x: &Value| {
+        x.as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or("invalid_recipe")
+    };
     let recipe = Recipe {
         targets,
         query: opt_str(&r["query"])?,
-        ranking: r["ranking"].as_str().and_then(Ranking::parse).ok_or("invalid_recipe")?,
+        ranking: r["ranking"]
+            .as_str()
+            .and_then(Ranking::parse)
+            .ok_or("invalid_recipe")?,
         max_docs: num(&r["max_docs"])?,
         max_bytes: num(&r["max_bytes"])?,
         agent: opt_str(&r["agent"])?,
@@ -257,14 +291,44 @@ fn compare(old: &Value, fresh: &Compiled) -> Vec<&'static str> {
     let (om, nm) = (&old["manifest"], &new["manifest"]);
     let mut reasons = Vec::new();
     let checks: [(&str, &Value, &Value, &'static str); 8] = [
-        ("as_of", &om["as_of"], &nm["as_of"], "evaluation_date_changed"),
+        (
+            "as_of",
+            &om["as_of"],
+            &nm["as_of"],
+            "evaluation_date_changed",
+        ),
         ("policy", &om["policy"], &nm["policy"], "policy_changed"),
         ("engine", &om["engine"], &nm["engine"], "engine_changed"),
-        ("notes", &om["inputs"]["notes"], &nm["inputs"]["notes"], "notes_changed"),
-        ("evidence", &om["inputs"]["evidence"], &nm["inputs"]["evidence"], "evidence_changed"),
-        ("reviews", &om["inputs"]["reviews"], &nm["inputs"]["reviews"], "reviews_changed"),
-        ("decision_log", &om["inputs"]["decision_log"], &nm["inputs"]["decision_log"], "decision_log_changed"),
-        ("selections", &om["selections"], &nm["selections"], "selection_changed"),
+        (
+            "notes",
+            &om["inputs"]["notes"],
+            &nm["inputs"]["notes"],
+            "notes_changed",
+        ),
+        (
+            "evidence",
+            &om["inputs"]["evidence"],
+            &nm["inputs"]["evidence"],
+            "evidence_changed",
+        ),
+        (
+            "reviews",
+            &om["inputs"]["reviews"],
+            &nm["inputs"]["reviews"],
+            "reviews_changed",
+        ),
+        (
+            "decision_log",
+            &om["inputs"]["decision_log"],
+            &nm["inputs"]["decision_log"],
+            "decision_log_changed",
+        ),
+        (
+            "selections",
+            &om["selections"],
+            &nm["selections"],
+            "selection_changed",
+        ),
     ];
     for (_, a, b, reason) in checks {
         if a != b {

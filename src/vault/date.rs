@@ -13,7 +13,8 @@ pub fn parse(text: &str) -> Option<Date> {
 
 /// Format a date as `YYYY-MM-DD`.
 pub fn format(date: Date) -> String {
-    date.format(format_description!("[year]-[month]-[day]")).unwrap_or_default()
+    date.format(format_description!("[year]-[month]-[day]"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

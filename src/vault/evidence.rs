@@ -90,14 +90,22 @@ impl EvidenceRow {
 
 /// Is `id` an evidence id, `E-` then digits?
 pub fn is_evidence_id(id: &str) -> bool {
-    id.strip_prefix("E-").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    id.strip_prefix("E-")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The permitted rows of one register whose floor is `floor`. Hidden rows
 /// leave no trace: not their cells, positions or count.
-pub fn project(table: &Table, floor: Sensitivity, register: &str, grant: &Grant) -> Vec<EvidenceRow> {
+pub fn project(
+    table: &Table,
+    floor: Sensitivity,
+    register: &str,
+    grant: &Grant,
+) -> Vec<EvidenceRow> {
     let col = |name| table.column(name);
-    let (Some(id_c), Some(state_c)) = (col("id"), col("state")) else { return Vec::new() };
+    let (Some(id_c), Some(state_c)) = (col("id"), col("state")) else {
+        return Vec::new();
+    };
     let cell = |row: &Vec<String>, c: Option<usize>| c.map(|c| row[c].clone()).unwrap_or_default();
     let label_c = col("sensitivity");
     let mut rows: Vec<(EvidenceRow, Option<String>)> = Vec::new();
@@ -161,7 +169,12 @@ mod tests {
         assert_eq!(ids, ["E-001", "E-004"]);
         assert_eq!(rows[0].replaced_by, None);
         assert!(rows[0].replacement_unavailable);
-        let all = project(&t, Sensitivity::Public, "evidence.md", &Grant::up_to(Sensitivity::Restricted));
+        let all = project(
+            &t,
+            Sensitivity::Public,
+            "evidence.md",
+            &Grant::up_to(Sensitivity::Restricted),
+        );
         assert_eq!(all.len(), 4);
         assert_eq!(all[0].replaced_by.as_deref(), Some("E-002"));
         let internal = project(&t, Sensitivity::Internal, "evidence.md", &Grant::public());

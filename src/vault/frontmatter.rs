@@ -40,7 +40,10 @@ pub struct FrontMatter {
 
 impl FrontMatter {
     pub fn str(&self, key: &str) -> Option<&str> {
-        self.fields.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+        self.fields
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
     }
 
     /// A scalar or a list, as a list of strings.
@@ -82,17 +85,25 @@ pub fn parse(bytes: &[u8]) -> Result<FrontMatter, FrontMatterError> {
         return Err(FrontMatterError::Missing);
     };
     let window = &bytes[..bytes.len().min(FRONT_MATTER_LIMIT)];
-    let (text_end, body_offset) = find_close(window, first_end).ok_or(FrontMatterError::Unterminated)?;
-    let text = std::str::from_utf8(&bytes[first_end..text_end]).map_err(|_| FrontMatterError::NotUtf8)?;
+    let (text_end, body_offset) =
+        find_close(window, first_end).ok_or(FrontMatterError::Unterminated)?;
+    let text =
+        std::str::from_utf8(&bytes[first_end..text_end]).map_err(|_| FrontMatterError::NotUtf8)?;
     let fields = parse_fields(text)?;
-    Ok(FrontMatter { fields, body_offset })
+    Ok(FrontMatter {
+        fields,
+        body_offset,
+    })
 }
 
 /// The end of the front-matter text and the start of the body.
 fn find_close(window: &[u8], start: usize) -> Option<(usize, usize)> {
     let mut pos = start;
     while pos < window.len() {
-        let line_end = window[pos..].iter().position(|&b| b == b'\n').map(|i| pos + i);
+        let line_end = window[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| pos + i);
         let (line, next) = match line_end {
             Some(e) => (&window[pos..e], e + 1),
             None => (&window[pos..], window.len()),
@@ -131,7 +142,11 @@ fn parse_fields(text: &str) -> Result<BTreeMap<String, Value>, FrontMatterError>
             if open.is_none() {
                 return Err(err(n, "an indented line belongs to no key"));
             }
-            if let Some(item) = trimmed.strip_prefix("- ").or(if trimmed == "-" { Some("") } else { None }) {
+            if let Some(item) =
+                trimmed
+                    .strip_prefix("- ")
+                    .or(if trimmed == "-" { Some("") } else { None })
+            {
                 let item = scalar(item.trim(), n)?;
                 match block.get_or_insert_with(|| Value::List(Vec::new())) {
                     Value::List(items) if items.len() < MAX_ITEMS => items.push(item),
@@ -167,7 +182,9 @@ fn parse_fields(text: &str) -> Result<BTreeMap<String, Value>, FrontMatterError>
         if value.is_empty() {
             open = Some((key.to_string(), n));
         } else if let Some(inner) = value.strip_prefix('[') {
-            let inner = inner.strip_suffix(']').ok_or_else(|| err(n, "an unclosed flow list"))?;
+            let inner = inner
+                .strip_suffix(']')
+                .ok_or_else(|| err(n, "an unclosed flow list"))?;
             let mut items = Vec::new();
             for part in split_flow(inner, n)? {
                 if items.len() >= MAX_ITEMS {
@@ -204,7 +221,9 @@ fn split_key(line: &str, n: usize) -> Result<(&str, &str), FrontMatterError> {
     };
     if key.is_empty()
         || key.len() > 64
-        || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        || !key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
     {
         return Err(err(n, "a key that is not a plain name"));
     }
@@ -245,7 +264,9 @@ fn split_flow(inner: &str, n: usize) -> Result<Vec<&str>, FrontMatterError> {
 /// trailing ` # comment`; YAML's special starts are refused.
 fn scalar(text: &str, n: usize) -> Result<String, FrontMatterError> {
     if let Some(rest) = text.strip_prefix('"') {
-        let inner = rest.strip_suffix('"').ok_or_else(|| err(n, "an unclosed double quote"))?;
+        let inner = rest
+            .strip_suffix('"')
+            .ok_or_else(|| err(n, "an unclosed double quote"))?;
         let mut out = String::with_capacity(inner.len());
         let mut chars = inner.chars();
         while let Some(c) = chars.next() {
@@ -264,7 +285,9 @@ fn scalar(text: &str, n: usize) -> Result<String, FrontMatterError> {
         return Ok(out);
     }
     if let Some(rest) = text.strip_prefix('\'') {
-        let inner = rest.strip_suffix('\'').ok_or_else(|| err(n, "an unclosed single quote"))?;
+        let inner = rest
+            .strip_suffix('\'')
+            .ok_or_else(|| err(n, "an unclosed single quote"))?;
         if inner.replace("''", "").contains('\'') {
             return Err(err(n, "a stray single quote"));
         }
@@ -316,7 +339,10 @@ mod tests {
             "---\nt: |\n  text\n---\n",
             "---\nl: [a, [b]]\n---\n",
         ] {
-            assert!(matches!(fm(bad), Err(FrontMatterError::Syntax { .. })), "{bad}");
+            assert!(
+                matches!(fm(bad), Err(FrontMatterError::Syntax { .. })),
+                "{bad}"
+            );
         }
     }
 

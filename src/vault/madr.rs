@@ -58,14 +58,19 @@ mod tests {
 
     #[test]
     fn maps_madr() {
-        let fm = frontmatter::parse(b"---\nstatus: accepted\ndate: 2026-01-02\nsensitivity: public\n---\n# Use X\n").unwrap();
+        let fm = frontmatter::parse(
+            b"---\nstatus: accepted\ndate: 2026-01-02\nsensitivity: public\n---\n# Use X\n",
+        )
+        .unwrap();
         let m = Meta::from_front_matter(&fm, "0007-use-x.md");
         assert!(m.madr);
         assert_eq!(m.id.as_deref(), Some("ADR-0007"));
         assert_eq!(m.status, Status::Approved);
         assert_eq!(m.created.as_deref(), Some("2026-01-02"));
         assert_eq!(first_heading("intro\n# Use X\n"), Some("Use X"));
-        let fm = frontmatter::parse(b"---\nstatus: superseded by ADR-0009\ndate: 2026-01-02\n---\n").unwrap();
+        let fm =
+            frontmatter::parse(b"---\nstatus: superseded by ADR-0009\ndate: 2026-01-02\n---\n")
+                .unwrap();
         let m = Meta::from_front_matter(&fm, "0008-y.md");
         assert_eq!(m.status, Status::Superseded);
         assert_eq!(m.sensitivity, Sensitivity::Restricted);

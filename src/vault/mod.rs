@@ -116,7 +116,11 @@ pub struct Vault {
 /// Read the permitted view of the vault at `root`. With `scope`, only those
 /// relative paths are candidates (a caller's narrower grant); each is still
 /// re-read and re-classified from its current bytes.
-pub fn load(root: &Path, grant: &Grant, scope: Option<&BTreeSet<String>>) -> Result<Vault, VaultError> {
+pub fn load(
+    root: &Path,
+    grant: &Grant,
+    scope: Option<&BTreeSet<String>>,
+) -> Result<Vault, VaultError> {
     let files = scan::markdown_files(root).map_err(|e| match e {
         scan::ScanError::NotADirectory(_) => VaultError::NotFound,
         _ => VaultError::Unreadable,
@@ -133,7 +137,8 @@ pub fn load(root: &Path, grant: &Grant, scope: Option<&BTreeSet<String>>) -> Res
             Err(ReadError::NotRegular) => continue,
             Err(_) => return Err(VaultError::Unreadable),
         };
-        read::read_prefix(&mut file, &mut buf, FRONT_MATTER_LIMIT).map_err(|_| VaultError::Unreadable)?;
+        read::read_prefix(&mut file, &mut buf, FRONT_MATTER_LIMIT)
+            .map_err(|_| VaultError::Unreadable)?;
         let file_name = path.rsplit('/').next().unwrap_or(&path);
         let (meta, body_offset) = match frontmatter::parse(&buf) {
             Ok(fm) => (Meta::from_front_matter(&fm, file_name), fm.body_offset),
@@ -152,12 +157,24 @@ pub fn load(root: &Path, grant: &Grant, scope: Option<&BTreeSet<String>>) -> Res
         })?;
         if meta.kind.is_log() {
             log_state(&mut vault, meta.kind).present = true;
-            logs.push((meta.kind, meta.sensitivity, path.clone(), bytes, body_offset));
+            logs.push((
+                meta.kind,
+                meta.sensitivity,
+                path.clone(),
+                bytes,
+                body_offset,
+            ));
             vault.log_paths.push(path);
             continue;
         }
         let sha256 = sha256_hex(&bytes);
-        vault.notes.push(Note { path, meta, bytes, body_offset, sha256 });
+        vault.notes.push(Note {
+            path,
+            meta,
+            bytes,
+            body_offset,
+            sha256,
+        });
     }
     let note_paths: BTreeSet<String> = vault.notes.iter().map(|n| n.path.clone()).collect();
     let (mut reviews, mut events) = (Vec::new(), Vec::new());
@@ -165,13 +182,25 @@ pub fn load(root: &Path, grant: &Grant, scope: Option<&BTreeSet<String>>) -> Res
         let body = String::from_utf8_lossy(&bytes[*offset..]);
         let t = table::parse(&body);
         match kind {
-            Kind::EvidenceRegister => vault.evidence.extend(evidence::project(&t, *floor, path, grant)),
-            Kind::ReviewLog => {
-                reviews.extend(review::select(&t, *floor, grant, "outcome", &review::OUTCOMES, &note_paths))
-            }
-            Kind::DecisionLog => {
-                events.extend(review::select(&t, *floor, grant, "event", &review::EVENTS, &note_paths))
-            }
+            Kind::EvidenceRegister => vault
+                .evidence
+                .extend(evidence::project(&t, *floor, path, grant)),
+            Kind::ReviewLog => reviews.extend(review::select(
+                &t,
+                *floor,
+                grant,
+                "outcome",
+                &review::OUTCOMES,
+                &note_paths,
+            )),
+            Kind::DecisionLog => events.extend(review::select(
+                &t,
+                *floor,
+                grant,
+                "event",
+                &review::EVENTS,
+                &note_paths,
+            )),
             _ => {}
         }
     }

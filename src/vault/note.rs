@@ -45,7 +45,10 @@ impl Kind {
 
     /// A raw mixed-label log or register.
     pub fn is_log(self) -> bool {
-        matches!(self, Self::EvidenceRegister | Self::ReviewLog | Self::DecisionLog)
+        matches!(
+            self,
+            Self::EvidenceRegister | Self::ReviewLog | Self::DecisionLog
+        )
     }
 }
 
@@ -152,16 +155,27 @@ impl Meta {
             on: m.get("on").filter(|s| !s.is_empty()).cloned(),
             sha256: m.get("sha256").filter(|s| !s.is_empty()).cloned(),
         });
-        let mut links: Vec<Link> = fm.list("links").iter().filter_map(|item| parse_link(item)).collect();
+        let mut links: Vec<Link> = fm
+            .list("links")
+            .iter()
+            .filter_map(|item| parse_link(item))
+            .collect();
         for e in fm.list("evidence") {
-            links.push(Link { rel: "cites".into(), target: e });
+            links.push(Link {
+                rel: "cites".into(),
+                target: e,
+            });
         }
         Self {
             kind,
             sensitivity,
             id,
             title: fm.str("title").map(str::to_string),
-            status: if kind == Kind::Decision { Status::parse(fm.str("status")) } else { Status::Unknown },
+            status: if kind == Kind::Decision {
+                Status::parse(fm.str("status"))
+            } else {
+                Status::Unknown
+            },
             created: fm.str("created").map(str::to_string),
             valid_from: fm.str("valid_from").map(str::to_string),
             valid_until: fm.str("valid_until").map(str::to_string),
@@ -185,7 +199,10 @@ fn parse_link(item: &str) -> Option<Link> {
     let (rel, target) = item.split_once(':')?;
     let (rel, target) = (rel.trim(), target.trim());
     let rel_ok = !rel.is_empty() && rel.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
-    (rel_ok && valid_id(target)).then(|| Link { rel: rel.to_string(), target: target.to_string() })
+    (rel_ok && valid_id(target)).then(|| Link {
+        rel: rel.to_string(),
+        target: target.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -203,7 +220,13 @@ mod tests {
         assert_eq!(m.sensitivity, Sensitivity::Public);
         assert_eq!(m.supersedes, ["D-000"]);
         assert_eq!(m.links.len(), 2);
-        assert_eq!(m.links[1], Link { rel: "cites".into(), target: "E-001".into() });
+        assert_eq!(
+            m.links[1],
+            Link {
+                rel: "cites".into(),
+                target: "E-001".into()
+            }
+        );
         assert_eq!(m.approval.unwrap().sha256.as_deref(), Some("ab"));
     }
 

@@ -77,7 +77,10 @@ mod tests {
         let file = dir.path().join("a.md");
         std::fs::write(&file, "hello").unwrap();
         assert_eq!(read_capped(&file).unwrap(), b"hello");
-        assert!(matches!(read_capped(dir.path()), Err(ReadError::NotRegular | ReadError::Io(_))));
+        assert!(matches!(
+            read_capped(dir.path()),
+            Err(ReadError::NotRegular | ReadError::Io(_))
+        ));
         #[cfg(unix)]
         {
             let link = dir.path().join("l.md");

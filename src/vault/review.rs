@@ -57,20 +57,28 @@ pub fn select(
     allowed: &[&str],
     notes: &BTreeSet<String>,
 ) -> Vec<Pending> {
-    let (Some(date_c), Some(target_c), Some(out_c)) =
-        (table.column("date"), table.column("target"), table.column(column))
-    else {
+    let (Some(date_c), Some(target_c), Some(out_c)) = (
+        table.column("date"),
+        table.column("target"),
+        table.column(column),
+    ) else {
         return Vec::new();
     };
     let label_c = table.column("sensitivity");
     table
         .rows
         .iter()
-        .filter(|row| grant.permits(Sensitivity::classify(label_c.map(|c| row[c].as_str())).max(floor)))
+        .filter(|row| {
+            grant.permits(Sensitivity::classify(label_c.map(|c| row[c].as_str())).max(floor))
+        })
         .filter(|row| date::parse(&row[date_c]).is_some())
         .filter(|row| allowed.contains(&row[out_c].as_str()))
         .filter(|row| notes.contains(&row[target_c]))
-        .map(|row| Pending { date: row[date_c].clone(), target: row[target_c].clone(), outcome: row[out_c].clone() })
+        .map(|row| Pending {
+            date: row[date_c].clone(),
+            target: row[target_c].clone(),
+            outcome: row[out_c].clone(),
+        })
         .collect()
 }
 
@@ -81,8 +89,14 @@ pub fn finish(pending: Vec<Pending>) -> Vec<Row> {
         .into_iter()
         .enumerate()
         .map(|(ordinal, p)| {
-            let mut row =
-                Row { date: p.date, target: p.target, outcome: p.outcome, ordinal, sha256: String::new(), occurrence: 0 };
+            let mut row = Row {
+                date: p.date,
+                target: p.target,
+                outcome: p.outcome,
+                ordinal,
+                sha256: String::new(),
+                occurrence: 0,
+            };
             row.sha256 = digest::sha256_hex(&digest::canonical(&row.projection()));
             let n = seen.entry(row.sha256.clone()).or_insert(0);
             *n += 1;
@@ -108,7 +122,14 @@ mod tests {
              | 2026-01-01 | d1.md | confirmed | public | again |\n",
         );
         let notes: BTreeSet<String> = ["d1.md".to_string()].into();
-        let rows = finish(select(&t, Sensitivity::Public, &Grant::public(), "outcome", &OUTCOMES, &notes));
+        let rows = finish(select(
+            &t,
+            Sensitivity::Public,
+            &Grant::public(),
+            "outcome",
+            &OUTCOMES,
+            &notes,
+        ));
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].ordinal, rows[0].occurrence), (0, 1));
         assert_eq!((rows[1].ordinal, rows[1].occurrence), (1, 2));

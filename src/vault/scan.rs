@@ -12,7 +12,10 @@ pub enum ScanError {
     #[error("the vault root {0} is not a directory")]
     NotADirectory(PathBuf),
     #[error("cannot list {path}: {source}")]
-    List { path: PathBuf, source: std::io::Error },
+    List {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("the vault holds more than {MAX_FILES} files")]
     TooMany,
 }
@@ -32,15 +35,24 @@ fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<String>) -> Result
     if depth > MAX_DEPTH {
         return Ok(());
     }
-    let list = |source| ScanError::List { path: dir.to_path_buf(), source };
+    let list = |source| ScanError::List {
+        path: dir.to_path_buf(),
+        source,
+    };
     for entry in std::fs::read_dir(dir).map_err(list)? {
         let entry = entry.map_err(list)?;
-        let Ok(name) = entry.file_name().into_string() else { continue };
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
         if name.starts_with('.') {
             continue;
         }
         let kind = entry.file_type().map_err(list)?;
-        let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
+        let rel = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
         if kind.is_dir() {
             walk(&entry.path(), &rel, depth + 1, out)?;
         } else if kind.is_file() && name.ends_with(".md") {

@@ -76,7 +76,9 @@ impl Grant {
 
     /// Exactly these labels.
     pub fn exact(labels: impl IntoIterator<Item = Sensitivity>) -> Self {
-        Self { allowed: labels.into_iter().collect() }
+        Self {
+            allowed: labels.into_iter().collect(),
+        }
     }
 
     /// Every label up to and including `max`.
@@ -117,8 +119,14 @@ mod tests {
     #[test]
     fn missing_or_unknown_is_restricted() {
         assert_eq!(Sensitivity::classify(None), Sensitivity::Restricted);
-        assert_eq!(Sensitivity::classify(Some("Public")), Sensitivity::Restricted);
-        assert_eq!(Sensitivity::classify(Some("internal")), Sensitivity::Internal);
+        assert_eq!(
+            Sensitivity::classify(Some("Public")),
+            Sensitivity::Restricted
+        );
+        assert_eq!(
+            Sensitivity::classify(Some("internal")),
+            Sensitivity::Internal
+        );
     }
 
     #[test]
@@ -128,6 +136,9 @@ mod tests {
         let g = Grant::up_to(Sensitivity::Confidential);
         assert_eq!(g.names(), ["public", "internal", "confidential"]);
         assert!(Grant::parse_list("public, secret").is_err());
-        assert_eq!(Grant::parse_list("restricted").unwrap().names(), ["restricted"]);
+        assert_eq!(
+            Grant::parse_list("restricted").unwrap().names(),
+            ["restricted"]
+        );
     }
 }

@@ -20,15 +20,29 @@ impl Table {
 /// Parse the first table in `body`. Rows whose cell count differs from the
 /// header's are dropped (fail closed: a malformed row is never guessed at).
 pub fn parse(body: &str) -> Table {
-    let mut lines = body.lines().map(str::trim).skip_while(|l| !l.starts_with('|'));
-    let Some(header) = lines.next() else { return Table::default() };
-    let columns: Vec<String> = cells(header).into_iter().map(|c| c.to_ascii_lowercase()).collect();
+    let mut lines = body
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| !l.starts_with('|'));
+    let Some(header) = lines.next() else {
+        return Table::default();
+    };
+    let columns: Vec<String> = cells(header)
+        .into_iter()
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
     if columns.len() > MAX_COLUMNS {
         return Table::default();
     }
     match lines.next() {
-        Some(sep) if sep.starts_with('|') && sep.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ')) => {}
-        _ => return Table { columns, rows: Vec::new() },
+        Some(sep)
+            if sep.starts_with('|') && sep.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ')) => {}
+        _ => {
+            return Table {
+                columns,
+                rows: Vec::new(),
+            };
+        }
     }
     let mut rows = Vec::new();
     for line in lines.take_while(|l| l.starts_with('|')).take(MAX_ROWS) {
@@ -42,7 +56,11 @@ pub fn parse(body: &str) -> Table {
 
 fn cells(line: &str) -> Vec<String> {
     let inner = line.strip_prefix('|').unwrap_or(line);
-    let inner = if inner.ends_with('|') && !inner.ends_with("\\|") { &inner[..inner.len() - 1] } else { inner };
+    let inner = if inner.ends_with('|') && !inner.ends_with("\\|") {
+        &inner[..inner.len() - 1]
+    } else {
+        inner
+    };
     let mut out = Vec::new();
     let mut cell = String::new();
     let mut chars = inner.chars().peekable();
@@ -66,7 +84,9 @@ mod tests {
 
     #[test]
     fn parses_the_first_table() {
-        let t = parse("intro\n\n| ID | Title |\n|---|:-:|\n| E-1 | a \\| b |\n| bad |\n| E-2 | c |\n\n| x |\n");
+        let t = parse(
+            "intro\n\n| ID | Title |\n|---|:-:|\n| E-1 | a \\| b |\n| bad |\n| E-2 | c |\n\n| x |\n",
+        );
         assert_eq!(t.columns, ["id", "title"]);
         assert_eq!(t.rows, [vec!["E-1", "a | b"], vec!["E-2", "c"]]);
         assert_eq!(t.column("title"), Some(1));

@@ -86,32 +86,54 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut out = Out::new();
     out.raw(&compile::serialize_compiled(&compiled))?;
     out.flush()?;
-    Ok(if compiled.refused() { Exit::Refused } else { Exit::Ok })
+    Ok(if compiled.refused() {
+        Exit::Refused
+    } else {
+        Exit::Ok
+    })
 }
 
 fn compile_all(project: &Path, config: &Config, today: time::Date) -> Result<Exit, CliError> {
     if config.compile.is_empty() {
-        return Err(CliError::usage("kapi.toml declares no [[compile]] artifacts"));
+        return Err(CliError::usage(
+            "kapi.toml declares no [[compile]] artifacts",
+        ));
     }
     let mut out = Out::new();
     let mut exit = Exit::Ok;
     for entry in &config.compile {
         let declared = artifacts::declared(project, &config.vault_root(), entry)
             .map_err(|e| CliError::usage(format!("[[compile]] {}: {e}", entry.output.display())))?;
-        let options = Options { recipe: declared.recipe, today, grant: declared.grant, scope: None };
+        let options = Options {
+            recipe: declared.recipe,
+            today,
+            grant: declared.grant,
+            scope: None,
+        };
         let _lock = artifacts::lock_exclusive(&declared.root).map_err(|e| {
-            CliError::store(format!("cannot lock the vault {}: {e}", declared.root.display()))
+            CliError::store(format!(
+                "cannot lock the vault {}: {e}",
+                declared.root.display()
+            ))
         })?;
         let compiled = compile::compile_context(&declared.root, &options).map_err(compile_error)?;
         if compiled.refused() {
-            out.line(format!("refused {}: budget_too_small (not written)", entry.output.display()))?;
+            out.line(format!(
+                "refused {}: budget_too_small (not written)",
+                entry.output.display()
+            ))?;
             exit = Exit::Refused;
             continue;
         }
         let bytes = compile::serialize_compiled(&compiled);
-        artifacts::write_atomic(&declared.output, &bytes)
-            .map_err(|e| CliError::store(format!("cannot write {}: {e}", declared.output.display())))?;
-        out.line(format!("compiled {} ({} bytes)", entry.output.display(), bytes.len()))?;
+        artifacts::write_atomic(&declared.output, &bytes).map_err(|e| {
+            CliError::store(format!("cannot write {}: {e}", declared.output.display()))
+        })?;
+        out.line(format!(
+            "compiled {} ({} bytes)",
+            entry.output.display(),
+            bytes.len()
+        ))?;
     }
     out.flush()?;
     Ok(exit)
@@ -127,7 +149,8 @@ pub(super) fn compile_error(err: CompileError) -> CliError {
 
 pub(super) fn today(text: Option<&str>) -> Result<time::Date, CliError> {
     match text {
-        Some(t) => date::parse(t).ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date"))),
+        Some(t) => date::parse(t)
+            .ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date"))),
         None => Ok(time::OffsetDateTime::now_utc().date()),
     }
 }
@@ -138,24 +161,37 @@ pub(super) fn ranking(text: &str) -> Result<Ranking, CliError> {
             "ranking_unavailable: --ranking hybrid is not available yet; use substring or bm25",
         )),
         Some(r) => Ok(r),
-        None => Err(CliError::usage(format!("unknown --ranking {text:?}: use substring or bm25"))),
+        None => Err(CliError::usage(format!(
+            "unknown --ranking {text:?}: use substring or bm25"
+        ))),
     }
 }
 
 pub(super) fn grant(max: Option<&str>, allow: Option<&str>) -> Result<Grant, CliError> {
-    let list: Option<Vec<String>> = allow.map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
+    let list: Option<Vec<String>> =
+        allow.map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
     artifacts::grant_from(max, list.as_deref()).map_err(CliError::usage)
 }
 
 /// The project directory (top of the git work tree, else the current
 /// directory) and its `kapi.toml`.
 pub(super) fn project(ctx: &Ctx) -> Result<(PathBuf, Config), CliError> {
-    let project = ctx.cwd.ancestors().find(|d| d.join(".git").exists()).unwrap_or(&ctx.cwd).to_path_buf();
+    let project = ctx
+        .cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&ctx.cwd)
+        .to_path_buf();
     let config = Config::load(&project).map_err(|e| CliError::usage(e.to_string()))?;
     Ok((project, config))
 }
 
-pub(super) fn vault_root(ctx: &Ctx, project: &Path, config: &Config, root: Option<&Path>) -> PathBuf {
+pub(super) fn vault_root(
+    ctx: &Ctx,
+    project: &Path,
+    config: &Config,
+    root: Option<&Path>,
+) -> PathBuf {
     match root {
         Some(r) => ctx.cwd.join(r),
         None => project.join(config.vault_root()),

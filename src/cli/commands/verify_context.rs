@@ -75,9 +75,13 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     }
     let none_if_empty = |s: String| Some(s).filter(|s| !s.trim().is_empty());
     let expected = Expected {
-        targets: args
-            .expect_targets
-            .map(|t| t.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()),
+        targets: args.expect_targets.map(|t| {
+            t.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        }),
         query: args.expect_query.map(none_if_empty),
         ranking: args.expect_ranking.as_deref().map(ranking).transpose()?,
         max_docs: args.expect_max_docs,
@@ -94,7 +98,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let path = args.artifact.unwrap_or_default();
     let bytes = if path.as_os_str() == "-" {
         let mut buf = Vec::new();
-        std::io::stdin().lock().take(MAX_MAX_BYTES as u64 + 1).read_to_end(&mut buf)?;
+        std::io::stdin()
+            .lock()
+            .take(MAX_MAX_BYTES as u64 + 1)
+            .read_to_end(&mut buf)?;
         Some(buf)
     } else {
         read_artifact(&ctx.cwd.join(&path))?
@@ -109,17 +116,27 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     Ok(exit(verdict.status))
 }
 
-fn verify_all(project: &Path, config: &crate::config::Config, today: time::Date) -> Result<Exit, CliError> {
+fn verify_all(
+    project: &Path,
+    config: &crate::config::Config,
+    today: time::Date,
+) -> Result<Exit, CliError> {
     if config.compile.is_empty() {
-        return Err(CliError::usage("kapi.toml declares no [[compile]] artifacts"));
+        return Err(CliError::usage(
+            "kapi.toml declares no [[compile]] artifacts",
+        ));
     }
     let mut out = Out::new();
     let mut worst = Exit::Ok;
     for entry in &config.compile {
         let declared = artifacts::declared(project, &config.vault_root(), entry)
             .map_err(|e| CliError::usage(format!("[[compile]] {}: {e}", entry.output.display())))?;
-        let options =
-            VerifyOptions { today, grant: declared.grant, expected: Expected::all(&declared.recipe), scope: None };
+        let options = VerifyOptions {
+            today,
+            grant: declared.grant,
+            expected: Expected::all(&declared.recipe),
+            scope: None,
+        };
         let verdict = match std::fs::symlink_metadata(&declared.output) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Verification {
                 status: VerifyStatus::Stale,
@@ -151,18 +168,25 @@ fn verify(root: &Path, bytes: &[u8], options: &VerifyOptions) -> Result<Verifica
 }
 
 fn refused(reason: &'static str, today: time::Date) -> Verification {
-    Verification { status: VerifyStatus::Refused, reasons: vec![reason], as_of: crate::vault::date::format(today) }
+    Verification {
+        status: VerifyStatus::Refused,
+        reasons: vec![reason],
+        as_of: crate::vault::date::format(today),
+    }
 }
 
 /// The artifact's bytes, or `None` when it exceeds the largest artifact.
 fn read_artifact(path: &Path) -> Result<Option<Vec<u8>>, CliError> {
-    let cannot = |e: &dyn std::fmt::Display| CliError::usage(format!("cannot read {}: {e}", path.display()));
+    let cannot =
+        |e: &dyn std::fmt::Display| CliError::usage(format!("cannot read {}: {e}", path.display()));
     let file = open_regular(path).map_err(|e| match e {
         ReadError::NotRegular => cannot(&"not a regular file"),
         e => cannot(&e),
     })?;
     let mut buf = Vec::new();
-    file.take(MAX_MAX_BYTES as u64 + 1).read_to_end(&mut buf).map_err(|e| cannot(&e))?;
+    file.take(MAX_MAX_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| cannot(&e))?;
     Ok((buf.len() <= MAX_MAX_BYTES).then_some(buf))
 }
 

@@ -41,7 +41,10 @@ impl Ranking {
     pub fn engine(self) -> String {
         match self {
             Self::Substring => "kapi-substring/1 (ascii-case-insensitive)".to_string(),
-            Self::Bm25 => format!("kapi-bm25/1 on {} (k1=1.2, b=0.75)", tantivy::version_string()),
+            Self::Bm25 => format!(
+                "kapi-bm25/1 on {} (k1=1.2, b=0.75)",
+                tantivy::version_string()
+            ),
             Self::Hybrid => "unavailable".to_string(),
         }
     }

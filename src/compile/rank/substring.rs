@@ -13,7 +13,10 @@ pub fn rank(docs: &[Doc<'_>], query: &str) -> Vec<usize> {
     if needle.is_empty() {
         return Vec::new();
     }
-    let Ok(matcher) = AhoCorasick::builder().ascii_case_insensitive(true).build([needle]) else {
+    let Ok(matcher) = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build([needle])
+    else {
         return Vec::new();
     };
     let mut hits: Vec<(bool, bool, usize, usize)> = Vec::new();
@@ -36,11 +39,31 @@ mod tests {
     #[test]
     fn ranks_by_id_title_then_count() {
         let docs = [
-            Doc { id: "A", title: "x", text: "review review review" },
-            Doc { id: "B", title: "Review", text: "" },
-            Doc { id: "review", title: "x", text: "" },
-            Doc { id: "C", title: "x", text: "nothing" },
-            Doc { id: "D", title: "x", text: "REVIEW" },
+            Doc {
+                id: "A",
+                title: "x",
+                text: "review review review",
+            },
+            Doc {
+                id: "B",
+                title: "Review",
+                text: "",
+            },
+            Doc {
+                id: "review",
+                title: "x",
+                text: "",
+            },
+            Doc {
+                id: "C",
+                title: "x",
+                text: "nothing",
+            },
+            Doc {
+                id: "D",
+                title: "x",
+                text: "REVIEW",
+            },
         ];
         assert_eq!(rank(&docs, " review "), [2, 1, 0, 4]);
         assert!(rank(&docs, "  ").is_empty());
