@@ -10,16 +10,34 @@ use crate::vault::{Grant, Sensitivity};
 
 use super::{Ranking, Recipe};
 
-/// The advisory lock file of a vault. Scanning skips it (hidden).
+/// The advisory lock file of a vault outside a git repository. Scanning
+/// skips it (hidden).
 pub const LOCK_FILE: &str = ".kapi-lock";
 
-fn open_lock(root: &Path) -> std::io::Result<File> {
+/// Where the vault's cooperating lock lives: `.git/kapi/vault.lock` of the
+/// enclosing repository, else `<vault>/.kapi-lock`.
+pub fn lock_path(root: &Path) -> PathBuf {
+    let absolute = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    match absolute
+        .ancestors()
+        .map(|d| d.join(".git"))
+        .find(|g| g.is_dir())
+    {
+        Some(git) => git.join("kapi").join("vault.lock"),
+        None => root.join(LOCK_FILE),
+    }
+}
+
+fn open_lock(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
-        .open(root.join(LOCK_FILE))
+        .open(path)
 }
 
 /// Hold the vault's shared (read) lock while verifying. `None` when the
@@ -30,9 +48,8 @@ fn open_lock(root: &Path) -> std::io::Result<File> {
 // than the manifest's rust-version.
 #[allow(clippy::incompatible_msrv)]
 pub fn lock_shared(root: &Path) -> Option<File> {
-    let file = open_lock(root)
-        .or_else(|_| File::open(root.join(LOCK_FILE)))
-        .ok()?;
+    let path = lock_path(root);
+    let file = open_lock(&path).or_else(|_| File::open(&path)).ok()?;
     file.lock_shared().ok()?;
     Some(file)
 }
@@ -40,7 +57,7 @@ pub fn lock_shared(root: &Path) -> Option<File> {
 /// Hold the vault's exclusive lock while regenerating artifacts.
 #[allow(clippy::incompatible_msrv)]
 pub fn lock_exclusive(root: &Path) -> std::io::Result<File> {
-    let file = open_lock(root)?;
+    let file = open_lock(&lock_path(root))?;
     file.lock()?;
     Ok(file)
 }

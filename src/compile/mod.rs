@@ -18,6 +18,9 @@ pub mod report;
 pub mod select;
 pub mod verify;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 

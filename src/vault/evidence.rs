@@ -114,7 +114,7 @@ pub fn project(
         if !is_evidence_id(&id) {
             continue;
         }
-        let label = Sensitivity::classify(label_c.map(|c| row[c].as_str())).max(floor);
+        let label = Sensitivity::of_row(floor, label_c.map(|c| row[c].as_str()));
         if !grant.permits(label) {
             continue;
         }

@@ -68,9 +68,7 @@ pub fn select(
     table
         .rows
         .iter()
-        .filter(|row| {
-            grant.permits(Sensitivity::classify(label_c.map(|c| row[c].as_str())).max(floor))
-        })
+        .filter(|row| grant.permits(Sensitivity::of_row(floor, label_c.map(|c| row[c].as_str()))))
         .filter(|row| date::parse(&row[date_c]).is_some())
         .filter(|row| allowed.contains(&row[out_c].as_str()))
         .filter(|row| notes.contains(&row[target_c]))

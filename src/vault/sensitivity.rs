@@ -40,6 +40,16 @@ impl Sensitivity {
         declared.and_then(Self::parse).unwrap_or(Self::Restricted)
     }
 
+    /// A table row's effective label: the higher of the file's floor and
+    /// the row's cell. Without a sensitivity column rows take the floor; an
+    /// empty or unknown cell is restricted.
+    pub fn of_row(floor: Self, cell: Option<&str>) -> Self {
+        match cell {
+            None => floor,
+            Some(c) => Self::classify(Some(c)).max(floor),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Public => "public",
