@@ -4,7 +4,8 @@ use serde_json::json;
 
 use super::applicability::{Lookups, State, evaluate};
 use super::digest::sha256_hex;
-use super::{Options, Ranking, compile_vault, history};
+use super::verify::{Expected, Input, VerifyOptions, VerifyStatus, verify_compiled};
+use super::{Options, Ranking, compile_context, compile_vault, history};
 use crate::vault::{self, Grant, Vault};
 
 const BODY: &str = "# Body\n\nreview policy text\n";
@@ -161,4 +162,42 @@ fn query_excludes_non_premise_decisions_but_targets_keep_them() {
         .value;
     assert_eq!(r["contexts"][0]["applicability"]["state"], "reference");
     assert_eq!(r["contexts"][1]["id"], "D-001");
+}
+
+#[test]
+fn verifies_a_parsed_value_and_binds_expected_parameters() {
+    let (dir, _) = load(&[("a.md", decision("D-001", ""))]);
+    let opts = Options::new(day("2026-11-30"))
+        .targets(["D-001"])
+        .agent("codex");
+    let compiled = compile_context(dir.path(), &opts).unwrap();
+    let mut vo = VerifyOptions {
+        today: day("2026-11-30"),
+        grant: Grant::public(),
+        expected: Expected::all(&opts.recipe),
+        scope: None,
+    };
+    let v = verify_compiled(dir.path(), Input::Value(&compiled.value), &vo).unwrap();
+    assert_eq!(v.status, VerifyStatus::Current);
+    let bytes = compiled.to_bytes();
+    let v = verify_compiled(dir.path(), Input::Bytes(&bytes), &vo).unwrap();
+    assert_eq!(v.status, VerifyStatus::Current);
+    vo.expected.agent = Some(Some("claude".into()));
+    let v = verify_compiled(dir.path(), Input::Value(&compiled.value), &vo).unwrap();
+    assert_eq!(
+        (v.status, v.reasons),
+        (VerifyStatus::Refused, vec!["expected_agent_mismatch"])
+    );
+    // A wider verifier grant is a different policy: stale, never current.
+    vo.expected = Expected::default();
+    vo.grant = Grant::up_to(crate::vault::Sensitivity::Internal);
+    let v = verify_compiled(dir.path(), Input::Value(&compiled.value), &vo).unwrap();
+    assert_eq!(
+        (v.status, v.reasons),
+        (VerifyStatus::Stale, vec!["policy_changed"])
+    );
+    let mut forged = compiled.value.clone();
+    forged["execution_authorized"] = json!(true);
+    let v = verify_compiled(dir.path(), Input::Value(&forged), &vo).unwrap();
+    assert_eq!(v.reasons, ["execution_authorized"]);
 }

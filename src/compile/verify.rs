@@ -233,6 +233,9 @@ fn check_structure(v: &Value) -> Result<Recipe, &'static str> {
         return Err("unexpected_structure");
     }
     let len = serialize(v).len();
+    if len > MAX_MAX_BYTES {
+        return Err("input_too_large");
+    }
     if v["budget"]["used_bytes"] != json!(len)
         || v["budget"]["max_bytes"]
             .as_u64()

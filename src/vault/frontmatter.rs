@@ -355,4 +355,11 @@ mod tests {
         text.push_str("---\n");
         assert_eq!(fm(&text), Err(FrontMatterError::Unterminated));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(text in "(---\n)?([ a-z:\\[\\]\"'#&|>,-]{0,20}\n){0,12}(---\n)?") {
+            let _ = fm(&text);
+        }
+    }
 }

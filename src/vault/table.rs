@@ -91,4 +91,12 @@ mod tests {
         assert_eq!(t.rows, [vec!["E-1", "a | b"], vec!["E-2", "c"]]);
         assert_eq!(t.column("title"), Some(1));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(text in "([|a-z\\\\ -]{0,20}\n){0,8}") {
+            let t = parse(&text);
+            proptest::prop_assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
+        }
+    }
 }
