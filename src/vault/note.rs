@@ -144,7 +144,12 @@ impl Meta {
 
     /// Map front matter to metadata. `file_name` is used by the MADR mapping.
     pub fn from_front_matter(fm: &FrontMatter, file_name: &str) -> Self {
-        let sensitivity = Sensitivity::classify(fm.str("sensitivity"));
+        let mut sensitivity = Sensitivity::classify(fm.str("sensitivity"));
+        if fm.str("type") == Some("claim") {
+            // Claims can hold captured source quotations: a permanent
+            // restricted floor, until the claim ledger arrives.
+            sensitivity = Sensitivity::Restricted;
+        }
         if fm.str("type").is_none() && fm.str("id").is_none() && fm.str("status").is_some() {
             return madr::map(fm, file_name, sensitivity);
         }
@@ -228,6 +233,12 @@ mod tests {
             }
         );
         assert_eq!(m.approval.unwrap().sha256.as_deref(), Some("ab"));
+    }
+
+    #[test]
+    fn claims_are_restricted() {
+        let fm = frontmatter::parse(b"---\nid: C-1\ntype: claim\nsensitivity: public\n---\n").unwrap();
+        assert_eq!(Meta::from_front_matter(&fm, "c.md").sensitivity, Sensitivity::Restricted);
     }
 
     #[test]

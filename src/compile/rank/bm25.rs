@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::{FAST, IndexRecordOption, STRING, Schema, TEXT};
+use tantivy::schema::{FAST, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::TokenStream;
 use tantivy::{Index, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
@@ -27,7 +27,14 @@ pub fn rank(docs: &[Doc<'_>], query: &str) -> Result<Vec<usize>, RankError> {
     }
     let mut builder = Schema::builder();
     let id_f = builder.add_text_field("id", STRING);
-    let text_f = builder.add_text_field("text", TEXT);
+    // Frequencies and field norms are all BM25 needs: no positions.
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer("default")
+        .set_index_option(IndexRecordOption::WithFreqs);
+    let text_f = builder.add_text_field(
+        "text",
+        TextOptions::default().set_indexing_options(indexing),
+    );
     let ord_f = builder.add_u64_field("ord", FAST);
     let index = Index::create_in_ram(builder.build());
     let mut writer: IndexWriter<TantivyDocument> = index
