@@ -294,6 +294,13 @@ fn verify_current_stale_refused() {
     assert_eq!(verify(d, &pretty, &[]).1["reasons"][0], "not_canonical");
     assert_eq!(verify(d, b"\xff\xfe", &[]).1["reasons"][0], "not_utf8");
     assert_eq!(verify(d, b"[1]\n", &[]).1["reasons"][0], "not_an_object");
+    let out = kapi(d)
+        .args(["verify-context", "-", "--today", TODAY])
+        .write_stdin(artifact.clone())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out.stdout)["status"], "current");
 
     // Edits to restricted notes and hidden rows change nothing.
     let vault = d.join("decisions");

@@ -237,8 +237,12 @@ mod tests {
 
     #[test]
     fn claims_are_restricted() {
-        let fm = frontmatter::parse(b"---\nid: C-1\ntype: claim\nsensitivity: public\n---\n").unwrap();
-        assert_eq!(Meta::from_front_matter(&fm, "c.md").sensitivity, Sensitivity::Restricted);
+        let fm =
+            frontmatter::parse(b"---\nid: C-1\ntype: claim\nsensitivity: public\n---\n").unwrap();
+        assert_eq!(
+            Meta::from_front_matter(&fm, "c.md").sensitivity,
+            Sensitivity::Restricted
+        );
     }
 
     #[test]
