@@ -127,7 +127,6 @@ pub fn load(
     })?;
     let mut vault = Vault::default();
     let mut logs: Vec<(Kind, Sensitivity, String, Vec<u8>, usize)> = Vec::new();
-    let mut buf = Vec::with_capacity(FRONT_MATTER_LIMIT);
     for path in files {
         if scope.is_some_and(|s| !s.contains(&path)) {
             continue;
@@ -137,10 +136,14 @@ pub fn load(
             Err(ReadError::NotRegular) => continue,
             Err(_) => return Err(VaultError::Unreadable),
         };
-        read::read_prefix(&mut file, &mut buf, FRONT_MATTER_LIMIT)
+        // Sized to the file (most notes are far below the prefix limit), so
+        // a kept note holds no slack.
+        let size = file.metadata().map_or(0, |m| m.len()) as usize;
+        let mut bytes = Vec::with_capacity(size.min(FRONT_MATTER_LIMIT) + 1);
+        read::read_prefix(&mut file, &mut bytes, FRONT_MATTER_LIMIT)
             .map_err(|_| VaultError::Unreadable)?;
         let file_name = path.rsplit('/').next().unwrap_or(&path);
-        let (meta, body_offset) = match frontmatter::parse(&buf) {
+        let (meta, body_offset) = match frontmatter::parse(&bytes) {
             Ok(fm) => (Meta::from_front_matter(&fm, file_name), fm.body_offset),
             Err(_) => (Meta::unreadable(), 0),
         };
@@ -150,7 +153,6 @@ pub fn load(
         if !grant.permits(meta.sensitivity) {
             continue;
         }
-        let mut bytes = std::mem::replace(&mut buf, Vec::with_capacity(FRONT_MATTER_LIMIT));
         read::read_rest(&mut file, &mut bytes).map_err(|e| match e {
             ReadError::TooLarge => VaultError::TooLarge,
             _ => VaultError::Unreadable,
