@@ -612,3 +612,24 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// No single-byte alteration of an artifact verifies as current.
+    #[test]
+    fn altered_artifacts_are_never_current(at in 0usize..100_000, byte in any::<u8>()) {
+        use kapi::compile::verify::{Expected, Input, VerifyOptions, VerifyStatus, verify_compiled};
+        let dir = project();
+        let root = dir.path().join("decisions");
+        let today = kapi::vault::date::parse(TODAY).unwrap();
+        let opts = Options::new(today).targets(["D-001"]).query("review policy").ranking(Ranking::Bm25);
+        let mut bytes = compile::compile_context(&root, &opts).unwrap().to_bytes();
+        let at = at % bytes.len();
+        prop_assume!(bytes[at] != byte);
+        bytes[at] = byte;
+        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: None };
+        let v = verify_compiled(&root, Input::Bytes(&bytes), &vo).unwrap();
+        prop_assert_ne!(v.status, VerifyStatus::Current);
+    }
+}
