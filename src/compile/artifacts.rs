@@ -14,18 +14,33 @@ use super::{Ranking, Recipe};
 /// skips it (hidden).
 pub const LOCK_FILE: &str = ".kapi-lock";
 
-/// Where the vault's cooperating lock lives: `.git/kapi/vault.lock` of the
-/// enclosing repository, else `<vault>/.kapi-lock`.
+/// Where the vault's cooperating lock lives: `kapi/vault.lock` in the git
+/// directory of the enclosing repository (a worktree's `.git` file is
+/// followed), else `<vault>/.kapi-lock`.
 pub fn lock_path(root: &Path) -> PathBuf {
     let absolute = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    match absolute
-        .ancestors()
-        .map(|d| d.join(".git"))
-        .find(|g| g.is_dir())
-    {
-        Some(git) => git.join("kapi").join("vault.lock"),
-        None => root.join(LOCK_FILE),
+    for dir in absolute.ancestors() {
+        let git = dir.join(".git");
+        if git.is_dir() {
+            return git.join("kapi").join("vault.lock");
+        }
+        if git.is_file() {
+            if let Some(gitdir) = worktree_git_dir(&git) {
+                return gitdir.join("kapi").join("vault.lock");
+            }
+            break;
+        }
     }
+    root.join(LOCK_FILE)
+}
+
+/// The `gitdir: PATH` a worktree's `.git` file points to.
+fn worktree_git_dir(file: &Path) -> Option<PathBuf> {
+    let text = crate::vault::read::read_capped(file).ok()?;
+    let text = String::from_utf8(text).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let path = file.parent()?.join(target);
+    path.is_dir().then_some(path)
 }
 
 fn open_lock(path: &Path) -> std::io::Result<File> {
@@ -136,5 +151,41 @@ pub fn grant_from(max: Option<&str>, allow: Option<&[String]>) -> Result<Grant, 
         (None, Some(list)) => Grant::parse_list(&list.join(","))
             .map_err(|bad| format!("unknown sensitivity label `{bad}` (labels: public, internal, confidential, restricted)")),
         (None, None) => Ok(Grant::public()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_lives_in_the_git_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let vault = base.join("repo/decisions");
+        std::fs::create_dir_all(&vault).unwrap();
+        assert_eq!(lock_path(&vault), vault.join(LOCK_FILE));
+        std::fs::create_dir_all(base.join("main/.git/worktrees/w")).unwrap();
+        std::fs::write(base.join("repo/.git"), "gitdir: ../main/.git/worktrees/w\n").unwrap();
+        assert_eq!(
+            lock_path(&vault),
+            base.join("repo/../main/.git/worktrees/w/kapi/vault.lock")
+        );
+        std::fs::remove_file(base.join("repo/.git")).unwrap();
+        std::fs::create_dir(base.join("repo/.git")).unwrap();
+        assert_eq!(lock_path(&vault), base.join("repo/.git/kapi/vault.lock"));
+        let held = lock_exclusive(&vault).unwrap();
+        drop(held);
+        assert!(lock_shared(&vault).is_some());
+    }
+
+    #[test]
+    fn writes_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a/b.json");
+        write_atomic(&out, b"one\n").unwrap();
+        write_atomic(&out, b"two\n").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"two\n");
+        assert_eq!(std::fs::read_dir(dir.path().join("a")).unwrap().count(), 1);
     }
 }
