@@ -628,7 +628,7 @@ proptest! {
         let at = at % bytes.len();
         prop_assume!(bytes[at] != byte);
         bytes[at] = byte;
-        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: None };
+        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default() };
         let v = verify_compiled(&root, Input::Bytes(&bytes), &vo).unwrap();
         prop_assert_ne!(v.status, VerifyStatus::Current);
     }

@@ -31,7 +31,7 @@ pub use budget::serialize;
 pub use rank::Ranking;
 pub use verify::{Expected, Verification, VerifyStatus, verify_compiled};
 
-use crate::vault::{self, Grant, Vault, VaultError};
+use crate::vault::{self, Grant, Scope, Vault, VaultError};
 
 pub const FORMAT: &str = "kapi.compiled-context/v1";
 pub const CONTRACT_VERSION: u64 = 1;
@@ -148,9 +148,8 @@ pub struct Options {
     pub recipe: Recipe,
     pub today: Date,
     pub grant: Grant,
-    /// A caller's narrower path grant: only these relative paths are
-    /// candidates, each re-read and re-classified from current bytes.
-    pub scope: Option<BTreeSet<String>>,
+    /// A caller's narrower grant: candidate note paths and evidence ids.
+    pub scope: Scope,
 }
 
 impl Options {
@@ -159,7 +158,7 @@ impl Options {
             recipe: Recipe::default(),
             today,
             grant: Grant::public(),
-            scope: None,
+            scope: Scope::default(),
         }
     }
 
@@ -198,8 +197,15 @@ impl Options {
         self
     }
 
-    pub fn scope(mut self, paths: BTreeSet<String>) -> Self {
-        self.scope = Some(paths);
+    /// Only these relative note paths are candidates.
+    pub fn paths(mut self, paths: BTreeSet<String>) -> Self {
+        self.scope.paths = Some(paths);
+        self
+    }
+
+    /// Only these evidence row ids are candidates.
+    pub fn evidence_ids(mut self, ids: BTreeSet<String>) -> Self {
+        self.scope.evidence = Some(ids);
         self
     }
 }
@@ -224,7 +230,7 @@ impl Compiled {
 /// Compile the vault at `root` for `options`.
 pub fn compile_context(root: &Path, options: &Options) -> Result<Compiled, CompileError> {
     options.recipe.validate()?;
-    let vault = vault::load(root, &options.grant, options.scope.as_ref())?;
+    let vault = vault::load(root, &options.grant, &options.scope)?;
     compile_vault(&vault, options)
 }
 

@@ -24,7 +24,7 @@ fn load(files: &[(&str, String)]) -> (tempfile::TempDir, Vault) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
-    let v = vault::load(dir.path(), &Grant::public(), None).unwrap();
+    let v = vault::load(dir.path(), &Grant::public(), &Default::default()).unwrap();
     (dir, v)
 }
 
@@ -175,7 +175,7 @@ fn verifies_a_parsed_value_and_binds_expected_parameters() {
         today: day("2026-11-30"),
         grant: Grant::public(),
         expected: Expected::all(&opts.recipe),
-        scope: None,
+        scope: Default::default(),
     };
     let v = verify_compiled(dir.path(), Input::Value(&compiled.value), &vo).unwrap();
     assert_eq!(v.status, VerifyStatus::Current);
@@ -200,4 +200,28 @@ fn verifies_a_parsed_value_and_binds_expected_parameters() {
     forged["execution_authorized"] = json!(true);
     let v = verify_compiled(dir.path(), Input::Value(&forged), &vo).unwrap();
     assert_eq!(v.reasons, ["execution_authorized"]);
+}
+
+#[test]
+fn a_path_scope_only_narrows_and_is_refreshed() {
+    let (dir, _) = load(&[
+        ("a.md", decision("D-001", "")),
+        (
+            "b.md",
+            decision("D-002", "").replace("sensitivity: public", "sensitivity: restricted"),
+        ),
+    ]);
+    let paths: std::collections::BTreeSet<String> = ["a.md".into(), "b.md".into()].into();
+    let opts = Options::new(day("2026-11-30"))
+        .query("review policy")
+        .paths(paths);
+    let before = compile_context(dir.path(), &opts).unwrap();
+    assert_eq!(before.value["contexts"].as_array().unwrap().len(), 1);
+    // A new public path outside the scope never joins.
+    std::fs::write(dir.path().join("c.md"), decision("D-003", "")).unwrap();
+    assert_eq!(compile_context(dir.path(), &opts).unwrap(), before);
+    // A restricted-to-public change inside the scope counts.
+    std::fs::write(dir.path().join("b.md"), decision("D-002", "")).unwrap();
+    let after = compile_context(dir.path(), &opts).unwrap();
+    assert_eq!(after.value["contexts"].as_array().unwrap().len(), 2);
 }

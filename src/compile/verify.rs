@@ -8,7 +8,6 @@
 //! or `refused` with fixed reason codes; it is unsigned content binding:
 //! `signature_verified` and `execution_authorized` are always false.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -18,7 +17,7 @@ use super::{
     CONTRACT_VERSION, Compiled, FORMAT, MAX_MAX_BYTES, Options, Ranking, Recipe, artifacts,
 };
 use super::{CompileError, compile_context};
-use crate::vault::Grant;
+use crate::vault::{Grant, Scope};
 
 pub const VERIFICATION_FORMAT: &str = "kapi.context-verification/v1";
 
@@ -130,7 +129,7 @@ pub struct VerifyOptions {
     pub today: time::Date,
     pub grant: Grant,
     pub expected: Expected,
-    pub scope: Option<BTreeSet<String>>,
+    pub scope: Scope,
 }
 
 #[derive(Debug, thiserror::Error)]

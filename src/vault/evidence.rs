@@ -101,6 +101,7 @@ pub fn project(
     floor: Sensitivity,
     register: &str,
     grant: &Grant,
+    ids: Option<&BTreeSet<String>>,
 ) -> Vec<EvidenceRow> {
     let col = |name| table.column(name);
     let (Some(id_c), Some(state_c)) = (col("id"), col("state")) else {
@@ -115,7 +116,7 @@ pub fn project(
             continue;
         }
         let label = Sensitivity::of_row(floor, label_c.map(|c| row[c].as_str()));
-        if !grant.permits(label) {
+        if !grant.permits(label) || ids.is_some_and(|ids| !ids.contains(&id)) {
             continue;
         }
         let replaced_by = Some(cell(row, col("replaced_by"))).filter(|r| !r.is_empty());
@@ -164,7 +165,13 @@ mod tests {
              | E-003 | | active | | Unlabelled | u3 |\n\
              | E-004 | public | retired | | Gone | u4 |\n",
         );
-        let rows = project(&t, Sensitivity::Public, "evidence.md", &Grant::public());
+        let rows = project(
+            &t,
+            Sensitivity::Public,
+            "evidence.md",
+            &Grant::public(),
+            None,
+        );
         let ids: Vec<_> = rows.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["E-001", "E-004"]);
         assert_eq!(rows[0].replaced_by, None);
@@ -174,10 +181,23 @@ mod tests {
             Sensitivity::Public,
             "evidence.md",
             &Grant::up_to(Sensitivity::Restricted),
+            None,
         );
         assert_eq!(all.len(), 4);
         assert_eq!(all[0].replaced_by.as_deref(), Some("E-002"));
-        let internal = project(&t, Sensitivity::Internal, "evidence.md", &Grant::public());
+        // A caller's id scope narrows further, replacements included.
+        let ids: BTreeSet<String> = ["E-001".to_string()].into();
+        let grant = Grant::up_to(Sensitivity::Restricted);
+        let scoped = project(&t, Sensitivity::Public, "evidence.md", &grant, Some(&ids));
+        assert_eq!(scoped.len(), 1);
+        assert!(scoped[0].replacement_unavailable);
+        let internal = project(
+            &t,
+            Sensitivity::Internal,
+            "evidence.md",
+            &Grant::public(),
+            None,
+        );
         assert!(internal.is_empty());
     }
 }

@@ -113,14 +113,18 @@ pub struct Vault {
     pub decision_log: LogState,
 }
 
-/// Read the permitted view of the vault at `root`. With `scope`, only those
-/// relative paths are candidates (a caller's narrower grant); each is still
-/// re-read and re-classified from its current bytes.
-pub fn load(
-    root: &Path,
-    grant: &Grant,
-    scope: Option<&BTreeSet<String>>,
-) -> Result<Vault, VaultError> {
+/// A caller's narrower grant inside the label grant. It only ever narrows:
+/// `paths` limits the candidate notes (each still re-read and re-classified
+/// from its current bytes, so a label change inside the set counts and a
+/// new path never joins); `evidence` limits the evidence row ids.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub paths: Option<BTreeSet<String>>,
+    pub evidence: Option<BTreeSet<String>>,
+}
+
+/// Read the permitted view of the vault at `root`.
+pub fn load(root: &Path, grant: &Grant, scope: &Scope) -> Result<Vault, VaultError> {
     let files = scan::markdown_files(root).map_err(|e| match e {
         scan::ScanError::NotADirectory(_) => VaultError::NotFound,
         _ => VaultError::Unreadable,
@@ -128,7 +132,7 @@ pub fn load(
     let mut vault = Vault::default();
     let mut logs: Vec<(Kind, Sensitivity, String, Vec<u8>, usize)> = Vec::new();
     for path in files {
-        if scope.is_some_and(|s| !s.contains(&path)) {
+        if scope.paths.as_ref().is_some_and(|s| !s.contains(&path)) {
             continue;
         }
         let mut file = match read::open_regular(&root.join(&path)) {
@@ -184,9 +188,13 @@ pub fn load(
         let body = String::from_utf8_lossy(&bytes[*offset..]);
         let t = table::parse(&body);
         match kind {
-            Kind::EvidenceRegister => vault
-                .evidence
-                .extend(evidence::project(&t, *floor, path, grant)),
+            Kind::EvidenceRegister => vault.evidence.extend(evidence::project(
+                &t,
+                *floor,
+                path,
+                grant,
+                scope.evidence.as_ref(),
+            )),
             Kind::ReviewLog => reviews.extend(review::select(
                 &t,
                 *floor,

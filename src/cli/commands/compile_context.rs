@@ -80,7 +80,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         },
         today,
         grant,
-        scope: None,
+        scope: Default::default(),
     };
     let compiled = compile::compile_context(&root, &options).map_err(compile_error)?;
     let mut out = Out::new();
@@ -108,7 +108,7 @@ fn compile_all(project: &Path, config: &Config, today: time::Date) -> Result<Exi
             recipe: declared.recipe,
             today,
             grant: declared.grant,
-            scope: None,
+            scope: Default::default(),
         };
         let _lock = artifacts::lock_exclusive(&declared.root).map_err(|e| {
             CliError::store(format!(

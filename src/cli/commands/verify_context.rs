@@ -92,7 +92,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         today,
         grant: grant(args.max_sensitivity.as_deref(), args.allow.as_deref())?,
         expected,
-        scope: None,
+        scope: Default::default(),
     };
     let root = vault_root(ctx, &project, &config, args.root.as_deref());
     let path = args.artifact.unwrap_or_default();
@@ -135,7 +135,7 @@ fn verify_all(
             today,
             grant: declared.grant,
             expected: Expected::all(&declared.recipe),
-            scope: None,
+            scope: Default::default(),
         };
         let verdict = match std::fs::symlink_metadata(&declared.output) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Verification {
