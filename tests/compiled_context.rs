@@ -412,6 +412,8 @@ fn budgets() {
         );
         assert_eq!(v["budget"]["used_bytes"], out.len());
         assert!(out.len() <= max.parse().unwrap());
+        assert_eq!(verify(d, &out, &[]), (3, verify(d, &out, &[]).1));
+        assert_eq!(verify(d, &out, &[]).1["reasons"][0], "artifact_refused");
     }
     let (_, full, _) = run(d, &["compile-context", "D-001", "S-001", "--today", TODAY]);
     let max = (full.len() - 50).to_string();

@@ -214,13 +214,13 @@ fn check_structure(v: &Value) -> Result<Recipe, &'static str> {
     if v["format"] != FORMAT {
         return Err("unknown_format");
     }
-    if v["contract_version"] != json!(CONTRACT_VERSION) {
-        return Err("unsupported_contract_version");
-    }
     match v["status"].as_str() {
         Some("compiled") => {}
         Some("refused") => return Err("artifact_refused"),
         _ => return Err("unexpected_structure"),
+    }
+    if v["contract_version"] != json!(CONTRACT_VERSION) {
+        return Err("unsupported_contract_version");
     }
     if v["execution_authorized"] != json!(false) {
         return Err("execution_authorized");
