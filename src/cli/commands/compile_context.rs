@@ -82,7 +82,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         grant,
         scope: Default::default(),
     };
-    let compiled = compile::compile_context(&root, &options).map_err(compile_error)?;
+    let compiled =
+        compile::compile_context(&root, &options).map_err(|e| compile_error(e, &root))?;
     let mut out = Out::new();
     out.raw(&compile::serialize_compiled(&compiled))?;
     out.flush()?;
@@ -116,7 +117,8 @@ fn compile_all(project: &Path, config: &Config, today: time::Date) -> Result<Exi
                 declared.root.display()
             ))
         })?;
-        let compiled = compile::compile_context(&declared.root, &options).map_err(compile_error)?;
+        let compiled = compile::compile_context(&declared.root, &options)
+            .map_err(|e| compile_error(e, &declared.root))?;
         if compiled.refused() {
             out.line(format!(
                 "refused {}: budget_too_small (not written)",
@@ -139,8 +141,14 @@ fn compile_all(project: &Path, config: &Config, today: time::Date) -> Result<Exi
     Ok(exit)
 }
 
-pub(super) fn compile_error(err: CompileError) -> CliError {
+/// The CLI error for a library error. The vault root is the caller's own
+/// path, so naming it leaks nothing; vault files are never named.
+pub(super) fn compile_error(err: CompileError, root: &Path) -> CliError {
     match err {
+        CompileError::Vault(crate::vault::VaultError::NotFound) => CliError::store(format!(
+            "vault_not_found: {} is not a directory; set `[vault] root` in kapi.toml or pass --root",
+            root.display()
+        )),
         CompileError::Vault(e) => CliError::store(e.to_string()),
         CompileError::Rank(e) => CliError::new(Exit::Internal, e.to_string()),
         e => CliError::usage(e.to_string()),

@@ -163,7 +163,7 @@ fn verify_all(
 
 fn verify(root: &Path, bytes: &[u8], options: &VerifyOptions) -> Result<Verification, CliError> {
     compile::verify_compiled(root, Input::Bytes(bytes), options).map_err(|e| match e {
-        VerifyError::Compile(c) => compile_error(c),
+        VerifyError::Compile(c) => compile_error(c, root),
     })
 }
 
