@@ -1,9 +1,9 @@
 //! kapi: a git-native context ledger.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
-
 pub mod compile;
-pub mod config;
 pub mod vault;
+
+pub mod config;
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
