@@ -60,7 +60,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
-    let today = today(args.today.as_deref())?;
+    let today = today(args.today.as_deref(), ctx)?;
     let (project, config) = project(ctx)?;
     if args.all {
         return compile_all(&project, &config, today);
@@ -155,12 +155,29 @@ pub(super) fn compile_error(err: CompileError, root: &Path) -> CliError {
     }
 }
 
-pub(super) fn today(text: Option<&str>) -> Result<time::Date, CliError> {
-    match text {
-        Some(t) => date::parse(t)
-            .ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date"))),
-        None => Ok(time::OffsetDateTime::now_utc().date()),
+/// The evaluation day: `--today`, else the UTC date of the clock, which
+/// `KAPI_NOW` (RFC 3339 or Unix milliseconds) pins for tests.
+pub(super) fn today(text: Option<&str>, ctx: &Ctx) -> Result<time::Date, CliError> {
+    if let Some(t) = text {
+        return date::parse(t)
+            .ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date")));
     }
+    let Some(now) = ctx.var("KAPI_NOW").filter(|v| !v.is_empty()) else {
+        return Ok(time::OffsetDateTime::now_utc().date());
+    };
+    let parsed = match now.trim().parse::<i128>() {
+        Ok(ms) => time::OffsetDateTime::from_unix_timestamp_nanos(ms * 1_000_000).ok(),
+        Err(_) => {
+            time::OffsetDateTime::parse(&now, &time::format_description::well_known::Rfc3339).ok()
+        }
+    };
+    parsed
+        .map(|t| t.to_offset(time::UtcOffset::UTC).date())
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "KAPI_NOW={now} is neither an RFC 3339 instant nor Unix milliseconds"
+            ))
+        })
 }
 
 pub(super) fn ranking(text: &str) -> Result<Ranking, CliError> {

@@ -68,7 +68,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
-    let today = today(args.today.as_deref())?;
+    let today = today(args.today.as_deref(), ctx)?;
     let (project, config) = project(ctx)?;
     if args.all {
         return verify_all(&project, &config, today);
