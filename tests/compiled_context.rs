@@ -634,4 +634,19 @@ proptest! {
         let v = verify_compiled(&root, Input::Bytes(&bytes), &vo).unwrap();
         prop_assert_ne!(v.status, VerifyStatus::Current);
     }
+
+    /// Arbitrary JSON-ish input is refused, never current, never a panic.
+    #[test]
+    fn arbitrary_input_is_refused(text in "[\\[\\]{}\":,0-9a-z_ -]{0,300}") {
+        use kapi::compile::verify::{Expected, Input, VerifyOptions, VerifyStatus, verify_compiled};
+        let root = fixture();
+        let today = kapi::vault::date::parse(TODAY).unwrap();
+        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default() };
+        let v = verify_compiled(&root, Input::Bytes(text.as_bytes()), &vo).unwrap();
+        prop_assert_eq!(v.status, VerifyStatus::Refused);
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
+            let v = verify_compiled(&root, Input::Value(&value), &vo).unwrap();
+            prop_assert_eq!(v.status, VerifyStatus::Refused);
+        }
+    }
 }
