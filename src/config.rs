@@ -31,7 +31,7 @@ pub struct Config {
     #[serde(default)]
     pub vault: VaultConfig,
     #[serde(default)]
-    pub compile: Vec<toml::Table>,
+    pub compile: Vec<CompileEntry>,
     #[serde(default)]
     pub check: toml::Table,
     #[serde(default)]
@@ -71,4 +71,28 @@ impl Config {
             .clone()
             .unwrap_or_else(|| PathBuf::from("decisions"))
     }
+}
+
+/// `[[compile]]`: one compiled-context artifact the project keeps, its
+/// output path (relative to the work tree) and its recipe.
+/// `kapi compile-context --all` regenerates them and
+/// `kapi verify-context --all` verifies them.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompileEntry {
+    pub output: PathBuf,
+    #[serde(default)]
+    pub targets: Vec<String>,
+    pub query: Option<String>,
+    /// `substring` (default) or `bm25`.
+    pub ranking: Option<String>,
+    pub max_docs: Option<usize>,
+    pub max_bytes: Option<usize>,
+    pub agent: Option<String>,
+    /// Grant every label up to this one.
+    pub max_sensitivity: Option<String>,
+    /// Grant exactly these labels.
+    pub allow: Option<Vec<String>>,
+    /// A vault folder other than `[vault] root`.
+    pub root: Option<PathBuf>,
 }

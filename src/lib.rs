@@ -1,5 +1,7 @@
 //! kapi: a git-native context ledger.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
+pub mod compile;
+pub mod vault;
 
 pub mod config;
 

@@ -1,10 +1,224 @@
+use std::path::{Path, PathBuf};
+
 use super::Ctx;
 use crate::cli::exit::{CliError, Exit};
+use crate::cli::output::Out;
+use crate::compile::{self, CompileError, Options, Ranking, Recipe, artifacts};
+use crate::config::Config;
+use crate::vault::{Grant, date};
 
-/// (being built)
+/// Compile decision records into a bounded JSON context for an agent.
+///
+/// Prints one `kapi.compiled-context/v1` report: compact JSON, sorted keys,
+/// one trailing newline, never more than --max-bytes in all. Save it
+/// unchanged and check it later with `kapi verify-context`. Only permitted
+/// notes are read (public only unless --max-sensitivity or --allow says
+/// otherwise); the report never authorizes execution.
+///
+/// Exit codes: 0 compiled, 3 refused (budget_too_small as a compiled JSON
+/// object), 2 usage or configuration error, 5 the vault cannot be read.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Explicit targets: note ids (D-001), evidence ids (E-001) or note
+    /// paths relative to the vault; at most 64.
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Also select permitted records matching this query (decisions only
+    /// when they are current premises).
+    #[arg(long, value_name = "TEXT")]
+    pub query: Option<String>,
+    /// The ranker: `substring` or `bm25` (`hybrid` is not available yet).
+    #[arg(long, value_name = "RANKER", default_value = "substring")]
+    pub ranking: String,
+    /// At most this many contexts (1 to 64).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub max_docs: usize,
+    /// The whole report's byte budget, newline included (160 to 4194304).
+    #[arg(long, value_name = "BYTES", default_value_t = 32768)]
+    pub max_bytes: usize,
+    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
+    #[arg(long, value_name = "DATE")]
+    pub today: Option<String>,
+    /// The agent the context is compiled for (recorded in the recipe).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// The vault folder (default: `[vault] root` in kapi.toml, else `decisions`).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Permit every label up to this one: public, internal, confidential, restricted.
+    #[arg(long, value_name = "LABEL", conflicts_with = "allow")]
+    pub max_sensitivity: Option<String>,
+    /// Permit exactly these labels, comma-separated.
+    #[arg(long, value_name = "LABELS")]
+    pub allow: Option<String>,
+    /// Regenerate every `[[compile]]` artifact kapi.toml declares.
+    #[arg(long, conflicts_with_all = ["targets", "query", "root", "max_sensitivity", "allow", "agent"])]
+    pub all: bool,
+    /// Accepted for compatibility: the output is always JSON.
+    #[arg(long, hide = true)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args, _ctx: &Ctx) -> Result<Exit, CliError> {
-    Err(CliError::usage("not built yet"))
+pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    let today = today(args.today.as_deref(), ctx)?;
+    let (project, config) = project(ctx)?;
+    if args.all {
+        return compile_all(&project, &config, today);
+    }
+    let ranking = ranking(&args.ranking)?;
+    let grant = grant(args.max_sensitivity.as_deref(), args.allow.as_deref())?;
+    let root = vault_root(ctx, &project, &config, args.root.as_deref());
+    let query = args.query.filter(|q| !q.trim().is_empty());
+    let options = Options {
+        recipe: Recipe {
+            targets: args.targets,
+            query,
+            ranking,
+            max_docs: args.max_docs,
+            max_bytes: args.max_bytes,
+            agent: args.agent,
+        },
+        today,
+        grant,
+        scope: Default::default(),
+    };
+    let compiled =
+        compile::compile_context(&root, &options).map_err(|e| compile_error(e, &root))?;
+    let mut out = Out::new();
+    out.raw(&compile::serialize_compiled(&compiled))?;
+    out.flush()?;
+    Ok(if compiled.refused() {
+        Exit::Refused
+    } else {
+        Exit::Ok
+    })
+}
+
+fn compile_all(project: &Path, config: &Config, today: time::Date) -> Result<Exit, CliError> {
+    if config.compile.is_empty() {
+        return Err(CliError::usage(
+            "kapi.toml declares no [[compile]] artifacts",
+        ));
+    }
+    let mut out = Out::new();
+    let mut exit = Exit::Ok;
+    for entry in &config.compile {
+        let declared = artifacts::declared(project, &config.vault_root(), entry)
+            .map_err(|e| CliError::usage(format!("[[compile]] {}: {e}", entry.output.display())))?;
+        let options = Options {
+            recipe: declared.recipe,
+            today,
+            grant: declared.grant,
+            scope: Default::default(),
+        };
+        let _lock = artifacts::lock_exclusive(&declared.root).map_err(|e| {
+            CliError::store(format!(
+                "cannot lock the vault {}: {e}",
+                declared.root.display()
+            ))
+        })?;
+        let compiled = compile::compile_context(&declared.root, &options)
+            .map_err(|e| compile_error(e, &declared.root))?;
+        if compiled.refused() {
+            out.line(format!(
+                "refused {}: budget_too_small (not written)",
+                entry.output.display()
+            ))?;
+            exit = Exit::Refused;
+            continue;
+        }
+        let bytes = compile::serialize_compiled(&compiled);
+        artifacts::write_atomic(&declared.output, &bytes).map_err(|e| {
+            CliError::store(format!("cannot write {}: {e}", declared.output.display()))
+        })?;
+        out.line(format!(
+            "compiled {} ({} bytes)",
+            entry.output.display(),
+            bytes.len()
+        ))?;
+    }
+    out.flush()?;
+    Ok(exit)
+}
+
+/// The CLI error for a library error. The vault root is the caller's own
+/// path, so naming it leaks nothing; vault files are never named.
+pub(super) fn compile_error(err: CompileError, root: &Path) -> CliError {
+    match err {
+        CompileError::Vault(crate::vault::VaultError::NotFound) => CliError::store(format!(
+            "vault_not_found: {} is not a directory; set `[vault] root` in kapi.toml or pass --root",
+            root.display()
+        )),
+        CompileError::Vault(e) => CliError::store(e.to_string()),
+        CompileError::Rank(e) => CliError::new(Exit::Internal, e.to_string()),
+        e => CliError::usage(e.to_string()),
+    }
+}
+
+/// The evaluation day: `--today`, else the UTC date of the clock, which
+/// `KAPI_NOW` (RFC 3339 or Unix milliseconds) pins for tests.
+pub(super) fn today(text: Option<&str>, ctx: &Ctx) -> Result<time::Date, CliError> {
+    if let Some(t) = text {
+        return date::parse(t)
+            .ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date")));
+    }
+    let Some(now) = ctx.var("KAPI_NOW").filter(|v| !v.is_empty()) else {
+        return Ok(time::OffsetDateTime::now_utc().date());
+    };
+    let parsed = match now.trim().parse::<i128>() {
+        Ok(ms) => time::OffsetDateTime::from_unix_timestamp_nanos(ms * 1_000_000).ok(),
+        Err(_) => {
+            time::OffsetDateTime::parse(&now, &time::format_description::well_known::Rfc3339).ok()
+        }
+    };
+    parsed
+        .map(|t| t.to_offset(time::UtcOffset::UTC).date())
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "KAPI_NOW={now} is neither an RFC 3339 instant nor Unix milliseconds"
+            ))
+        })
+}
+
+pub(super) fn ranking(text: &str) -> Result<Ranking, CliError> {
+    match Ranking::parse(text) {
+        Some(Ranking::Hybrid) => Err(CliError::usage(
+            "ranking_unavailable: --ranking hybrid is not available yet; use substring or bm25",
+        )),
+        Some(r) => Ok(r),
+        None => Err(CliError::usage(format!(
+            "unknown --ranking {text:?}: use substring or bm25"
+        ))),
+    }
+}
+
+pub(super) fn grant(max: Option<&str>, allow: Option<&str>) -> Result<Grant, CliError> {
+    let list: Option<Vec<String>> =
+        allow.map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
+    artifacts::grant_from(max, list.as_deref()).map_err(CliError::usage)
+}
+
+/// The project directory (top of the git work tree, else the current
+/// directory) and its `kapi.toml`.
+pub(super) fn project(ctx: &Ctx) -> Result<(PathBuf, Config), CliError> {
+    let project = ctx
+        .cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&ctx.cwd)
+        .to_path_buf();
+    let config = Config::load(&project).map_err(|e| CliError::usage(e.to_string()))?;
+    Ok((project, config))
+}
+
+pub(super) fn vault_root(
+    ctx: &Ctx,
+    project: &Path,
+    config: &Config,
+    root: Option<&Path>,
+) -> PathBuf {
+    match root {
+        Some(r) => ctx.cwd.join(r),
+        None => project.join(config.vault_root()),
+    }
 }

@@ -1,10 +1,199 @@
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
 use super::Ctx;
+use super::compile_context::{compile_error, grant, project, ranking, today, vault_root};
 use crate::cli::exit::{CliError, Exit};
+use crate::cli::output::Out;
+use crate::compile::verify::{Expected, Input, VerifyError, VerifyOptions};
+use crate::compile::{self, MAX_MAX_BYTES, Verification, VerifyStatus, artifacts};
+use crate::vault::read::{ReadError, open_regular};
 
-/// (being built)
+/// Say whether a compiled context is current, stale or refused.
+///
+/// Checks the artifact's structure and content digest, then recompiles its
+/// recipe over the current permitted vault (public only unless
+/// --max-sensitivity or --allow says otherwise) at --today and compares.
+/// The --expect-* options bind your own intended parameters instead of
+/// trusting the artifact's. Paths and URLs inside the artifact are never
+/// opened. This is unsigned content binding: `signature_verified` and
+/// `execution_authorized` are always false.
+///
+/// Exit codes: 0 current, 1 stale, 3 refused, 2 usage or configuration
+/// error, 5 the vault cannot be read.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The compiled report, saved unchanged (`-` reads stdin).
+    #[arg(value_name = "ARTIFACT", required_unless_present = "all")]
+    pub artifact: Option<PathBuf>,
+    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
+    #[arg(long, value_name = "DATE")]
+    pub today: Option<String>,
+    /// The vault folder (default: `[vault] root` in kapi.toml, else `decisions`).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Permit every label up to this one: public, internal, confidential, restricted.
+    #[arg(long, value_name = "LABEL", conflicts_with = "allow")]
+    pub max_sensitivity: Option<String>,
+    /// Permit exactly these labels, comma-separated.
+    #[arg(long, value_name = "LABELS")]
+    pub allow: Option<String>,
+    /// Expect exactly these targets, comma-separated (empty: none).
+    #[arg(long, value_name = "IDS")]
+    pub expect_targets: Option<String>,
+    /// Expect this query (empty: none).
+    #[arg(long, value_name = "TEXT")]
+    pub expect_query: Option<String>,
+    /// Expect this ranker.
+    #[arg(long, value_name = "RANKER")]
+    pub expect_ranking: Option<String>,
+    /// Expect this max_docs.
+    #[arg(long, value_name = "N")]
+    pub expect_max_docs: Option<usize>,
+    /// Expect this max_bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub expect_max_bytes: Option<usize>,
+    /// Expect this agent (empty: none).
+    #[arg(long, value_name = "NAME")]
+    pub expect_agent: Option<String>,
+    /// Verify every `[[compile]]` artifact kapi.toml declares against its
+    /// declared recipe and grant; exit 1 if any is stale, 3 if any is refused.
+    #[arg(long, conflicts_with_all = ["artifact", "root", "max_sensitivity", "allow"])]
+    pub all: bool,
+    /// Accepted for compatibility: the output is always JSON.
+    #[arg(long, hide = true)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args, _ctx: &Ctx) -> Result<Exit, CliError> {
-    Err(CliError::usage("not built yet"))
+pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    let today = today(args.today.as_deref(), ctx)?;
+    let (project, config) = project(ctx)?;
+    if args.all {
+        return verify_all(&project, &config, today);
+    }
+    let none_if_empty = |s: String| Some(s).filter(|s| !s.trim().is_empty());
+    let expected = Expected {
+        targets: args.expect_targets.map(|t| {
+            t.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        }),
+        query: args.expect_query.map(none_if_empty),
+        ranking: args.expect_ranking.as_deref().map(ranking).transpose()?,
+        max_docs: args.expect_max_docs,
+        max_bytes: args.expect_max_bytes,
+        agent: args.expect_agent.map(none_if_empty),
+    };
+    let options = VerifyOptions {
+        today,
+        grant: grant(args.max_sensitivity.as_deref(), args.allow.as_deref())?,
+        expected,
+        scope: Default::default(),
+    };
+    let root = vault_root(ctx, &project, &config, args.root.as_deref());
+    let path = args.artifact.unwrap_or_default();
+    let bytes = if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_MAX_BYTES as u64 + 1)
+            .read_to_end(&mut buf)?;
+        Some(buf)
+    } else {
+        read_artifact(&ctx.cwd.join(&path))?
+    };
+    let verdict = match bytes {
+        Some(b) => verify(&root, &b, &options)?,
+        None => refused("input_too_large", today),
+    };
+    let mut out = Out::new();
+    out.raw(&compile::serialize(&verdict.to_json()))?;
+    out.flush()?;
+    Ok(exit(verdict.status))
+}
+
+fn verify_all(
+    project: &Path,
+    config: &crate::config::Config,
+    today: time::Date,
+) -> Result<Exit, CliError> {
+    if config.compile.is_empty() {
+        return Err(CliError::usage(
+            "kapi.toml declares no [[compile]] artifacts",
+        ));
+    }
+    let mut out = Out::new();
+    let mut worst = Exit::Ok;
+    for entry in &config.compile {
+        let declared = artifacts::declared(project, &config.vault_root(), entry)
+            .map_err(|e| CliError::usage(format!("[[compile]] {}: {e}", entry.output.display())))?;
+        let options = VerifyOptions {
+            today,
+            grant: declared.grant,
+            expected: Expected::all(&declared.recipe),
+            scope: Default::default(),
+        };
+        let verdict = match std::fs::symlink_metadata(&declared.output) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Verification {
+                status: VerifyStatus::Stale,
+                reasons: vec!["artifact_missing"],
+                as_of: crate::vault::date::format(today),
+            },
+            _ => match read_artifact(&declared.output)? {
+                Some(b) => verify(&declared.root, &b, &options)?,
+                None => refused("input_too_large", today),
+            },
+        };
+        let mut line = verdict.to_json();
+        line["path"] = json!(entry.output.to_string_lossy());
+        out.raw(&compile::serialize(&line))?;
+        worst = match (worst, exit(verdict.status)) {
+            (Exit::Refused, _) | (_, Exit::Refused) => Exit::Refused,
+            (Exit::Failed, _) | (_, Exit::Failed) => Exit::Failed,
+            _ => Exit::Ok,
+        };
+    }
+    out.flush()?;
+    Ok(worst)
+}
+
+fn verify(root: &Path, bytes: &[u8], options: &VerifyOptions) -> Result<Verification, CliError> {
+    compile::verify_compiled(root, Input::Bytes(bytes), options).map_err(|e| match e {
+        VerifyError::Compile(c) => compile_error(c, root),
+    })
+}
+
+fn refused(reason: &'static str, today: time::Date) -> Verification {
+    Verification {
+        status: VerifyStatus::Refused,
+        reasons: vec![reason],
+        as_of: crate::vault::date::format(today),
+    }
+}
+
+/// The artifact's bytes, or `None` when it exceeds the largest artifact.
+fn read_artifact(path: &Path) -> Result<Option<Vec<u8>>, CliError> {
+    let cannot =
+        |e: &dyn std::fmt::Display| CliError::usage(format!("cannot read {}: {e}", path.display()));
+    let file = open_regular(path).map_err(|e| match e {
+        ReadError::NotRegular => cannot(&"not a regular file"),
+        e => cannot(&e),
+    })?;
+    let mut buf = Vec::new();
+    file.take(MAX_MAX_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| cannot(&e))?;
+    Ok((buf.len() <= MAX_MAX_BYTES).then_some(buf))
+}
+
+fn exit(status: VerifyStatus) -> Exit {
+    match status {
+        VerifyStatus::Current => Exit::Ok,
+        VerifyStatus::Stale => Exit::Failed,
+        VerifyStatus::Refused => Exit::Refused,
+    }
 }

@@ -1,0 +1,191 @@
+//! Declared artifacts (`[[compile]]` in `kapi.toml`), the cooperating
+//! advisory lock and atomic writes.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::config::CompileEntry;
+use crate::vault::{Grant, Sensitivity};
+
+use super::{Ranking, Recipe};
+
+/// The advisory lock file of a vault outside a git repository. Scanning
+/// skips it (hidden).
+pub const LOCK_FILE: &str = ".kapi-lock";
+
+/// Where the vault's cooperating lock lives: `kapi/vault.lock` in the git
+/// directory of the enclosing repository (a worktree's `.git` file is
+/// followed), else `<vault>/.kapi-lock`.
+pub fn lock_path(root: &Path) -> PathBuf {
+    let absolute = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    for dir in absolute.ancestors() {
+        let git = dir.join(".git");
+        if git.is_dir() {
+            return git.join("kapi").join("vault.lock");
+        }
+        if git.is_file() {
+            if let Some(gitdir) = worktree_git_dir(&git) {
+                return gitdir.join("kapi").join("vault.lock");
+            }
+            break;
+        }
+    }
+    root.join(LOCK_FILE)
+}
+
+/// The `gitdir: PATH` a worktree's `.git` file points to.
+fn worktree_git_dir(file: &Path) -> Option<PathBuf> {
+    let text = crate::vault::read::read_capped(file).ok()?;
+    let text = String::from_utf8(text).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let path = file.parent()?.join(target);
+    path.is_dir().then_some(path)
+}
+
+fn open_lock(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+/// Hold the vault's shared (read) lock while verifying. `None` when the
+/// lock file cannot be created (a read-only vault): verification then
+/// proceeds without it. Editors that ignore advisory locks are outside
+/// this guarantee.
+// File::lock_shared and File::lock are stable since Rust 1.89 (main's
+// rust-version); the allow keeps this branch's 1.88 manifest quiet.
+#[allow(clippy::incompatible_msrv)]
+pub fn lock_shared(root: &Path) -> Option<File> {
+    let path = lock_path(root);
+    let file = open_lock(&path).or_else(|_| File::open(&path)).ok()?;
+    file.lock_shared().ok()?;
+    Some(file)
+}
+
+/// Hold the vault's exclusive lock while regenerating artifacts.
+#[allow(clippy::incompatible_msrv)]
+pub fn lock_exclusive(root: &Path) -> std::io::Result<File> {
+    let file = open_lock(&lock_path(root))?;
+    file.lock()?;
+    Ok(file)
+}
+
+/// Write `bytes` to `path` atomically: a temporary file beside it, synced,
+/// then renamed over it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("artifact");
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// A `[[compile]]` entry made ready: where it goes and how it is compiled.
+#[derive(Debug, Clone)]
+pub struct Declared {
+    pub output: PathBuf,
+    pub root: PathBuf,
+    pub recipe: Recipe,
+    pub grant: Grant,
+}
+
+/// Resolve a `[[compile]]` entry relative to the project directory.
+pub fn declared(
+    project: &Path,
+    default_root: &Path,
+    entry: &CompileEntry,
+) -> Result<Declared, String> {
+    let ranking = match entry.ranking.as_deref() {
+        None => Ranking::Substring,
+        Some(r) => Ranking::parse(r).ok_or_else(|| format!("unknown ranking `{r}`"))?,
+    };
+    let defaults = Recipe::default();
+    let recipe = Recipe {
+        targets: entry.targets.clone(),
+        query: entry.query.clone(),
+        ranking,
+        max_docs: entry.max_docs.unwrap_or(defaults.max_docs),
+        max_bytes: entry.max_bytes.unwrap_or(defaults.max_bytes),
+        agent: entry.agent.clone(),
+    };
+    recipe.validate().map_err(|e| e.to_string())?;
+    let grant = grant_from(entry.max_sensitivity.as_deref(), entry.allow.as_deref())?;
+    let root = project.join(entry.root.as_deref().unwrap_or(default_root));
+    Ok(Declared {
+        output: project.join(&entry.output),
+        root,
+        recipe,
+        grant,
+    })
+}
+
+/// The grant from `max_sensitivity` or an exact `allow` list; public by default.
+pub fn grant_from(max: Option<&str>, allow: Option<&[String]>) -> Result<Grant, String> {
+    match (max, allow) {
+        (Some(_), Some(_)) => Err("give either max_sensitivity or allow, not both".into()),
+        (Some(m), None) => {
+            Sensitivity::parse(m).map(Grant::up_to).ok_or_else(|| format!("unknown sensitivity label `{m}`"))
+        }
+        (None, Some(list)) => Grant::parse_list(&list.join(","))
+            .map_err(|bad| format!("unknown sensitivity label `{bad}` (labels: public, internal, confidential, restricted)")),
+        (None, None) => Ok(Grant::public()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_lives_in_the_git_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let vault = base.join("repo/decisions");
+        std::fs::create_dir_all(&vault).unwrap();
+        assert_eq!(lock_path(&vault), vault.join(LOCK_FILE));
+        std::fs::create_dir_all(base.join("main/.git/worktrees/w")).unwrap();
+        std::fs::write(base.join("repo/.git"), "gitdir: ../main/.git/worktrees/w\n").unwrap();
+        assert_eq!(
+            lock_path(&vault),
+            base.join("repo/../main/.git/worktrees/w/kapi/vault.lock")
+        );
+        std::fs::remove_file(base.join("repo/.git")).unwrap();
+        std::fs::create_dir(base.join("repo/.git")).unwrap();
+        assert_eq!(lock_path(&vault), base.join("repo/.git/kapi/vault.lock"));
+        let held = lock_exclusive(&vault).unwrap();
+        drop(held);
+        assert!(lock_shared(&vault).is_some());
+    }
+
+    #[test]
+    fn writes_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a/b.json");
+        write_atomic(&out, b"one\n").unwrap();
+        write_atomic(&out, b"two\n").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"two\n");
+        assert_eq!(std::fs::read_dir(dir.path().join("a")).unwrap().count(), 1);
+    }
+}

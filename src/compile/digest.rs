@@ -1,0 +1,52 @@
+//! Hashing and canonical JSON, shared by the vault projections, the
+//! manifest and the serializer.
+
+use sha2::{Digest, Sha256};
+
+/// SHA-256 of `bytes` as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// Canonical JSON bytes: compact, keys sorted (serde_json's maps are
+/// ordered), UTF-8 unescaped; no trailing newline.
+pub fn canonical(value: &serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// A running SHA-256 over a sequence of records.
+#[derive(Default)]
+pub struct Running(Sha256);
+
+impl Running {
+    pub fn add(&mut self, part: &[u8]) {
+        self.0.update(part);
+    }
+
+    pub fn finish(self) -> String {
+        hex(&self.0.finalize())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_sorts_keys_and_keeps_utf8() {
+        let v = serde_json::json!({"b": 1, "a": "é\n"});
+        assert_eq!(canonical(&v), "{\"a\":\"é\\n\",\"b\":1}".as_bytes());
+        assert_eq!(sha256_hex(b"").len(), 64);
+    }
+}

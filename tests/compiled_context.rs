@@ -1,0 +1,652 @@
+//! Compiled context end to end: the real binary over the fixture vault,
+//! golden artifacts, verification, `--all`, and property tests of the
+//! budget and sensitivity laws through the library.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use kapi::compile::{self, Options, Ranking};
+use kapi::vault::{Grant, Sensitivity};
+use proptest::prelude::*;
+
+const TODAY: &str = "2026-11-30";
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vault")
+}
+
+/// A temp project holding a copy of the fixture vault at `decisions/`.
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture(), &dir.path().join("decisions"));
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+fn kapi(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("kapi").unwrap();
+    cmd.current_dir(dir);
+    cmd
+}
+
+fn run(dir: &Path, args: &[&str]) -> (i32, Vec<u8>, String) {
+    let out = kapi(dir).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes).unwrap()
+}
+
+const README_RECIPE: [&str; 10] = [
+    "D-001",
+    "--query",
+    "review policy",
+    "--ranking",
+    "bm25",
+    "--max-docs",
+    "8",
+    "--max-bytes",
+    "32768",
+    "--today",
+];
+
+fn compile_readme(dir: &Path) -> Vec<u8> {
+    let mut args = vec!["compile-context"];
+    args.extend_from_slice(&README_RECIPE);
+    args.push(TODAY);
+    let (code, out, err) = run(dir, &args);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
+fn verify(dir: &Path, artifact: &[u8], extra: &[&str]) -> (i32, serde_json::Value) {
+    std::fs::write(dir.join("ctx.json"), artifact).unwrap();
+    let mut args = vec!["verify-context", "ctx.json", "--today", TODAY];
+    args.extend_from_slice(extra);
+    let (code, out, err) = run(dir, &args);
+    assert!(code != 2 && code != 70, "{err}");
+    (code, json(&out))
+}
+
+fn golden(name: &str, actual: &[u8]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("KAPI_BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{name} differs from its golden file; run with KAPI_BLESS=1 and read the diff"
+    );
+}
+
+#[test]
+fn golden_artifacts_byte_for_byte() {
+    let dir = project();
+    let bm25 = compile_readme(dir.path());
+    golden("readme-bm25.json", &bm25);
+    let (code, out, _) = run(
+        dir.path(),
+        &[
+            "compile-context",
+            "--query",
+            "review",
+            "--max-docs",
+            "3",
+            "--max-bytes",
+            "8192",
+            "--today",
+            TODAY,
+            "--agent",
+            "codex",
+        ],
+    );
+    assert_eq!(code, 0);
+    golden("query-substring-8k.json", &out);
+    let (code, out, _) = run(
+        dir.path(),
+        &[
+            "compile-context",
+            "D-005",
+            "N-001",
+            "E-003",
+            "--max-sensitivity",
+            "restricted",
+            "--today",
+            TODAY,
+        ],
+    );
+    assert_eq!(code, 0);
+    golden("restricted-targets.json", &out);
+}
+
+#[test]
+fn the_report_contract() {
+    let dir = project();
+    let out = compile_readme(dir.path());
+    assert!(out.ends_with(b"}\n") && !out.ends_with(b"\n\n"));
+    let v = json(&out);
+    assert_eq!(v["format"], "kapi.compiled-context/v1");
+    assert_eq!(v["contract_version"], 1);
+    assert_eq!(v["status"], "compiled");
+    assert_eq!(v["execution_authorized"], false);
+    assert_eq!(v["budget"]["used_bytes"], out.len());
+    assert_eq!(compile::serialize(&v), out, "compact, sorted, one newline");
+    let d1 = &v["contexts"][0];
+    assert_eq!(d1["id"], "D-001");
+    assert_eq!(d1["applicability"]["state"], "applicable");
+    assert_eq!(d1["applicability"]["premise"], true);
+    assert_eq!(d1["applicability"]["local_approval"], "matched");
+    // The restricted review row is hidden; the effective one is kept.
+    let reviews = d1["history"]["reviews"].as_array().unwrap();
+    assert_eq!(reviews.len(), 2);
+    assert_eq!(reviews[1]["effective"], true);
+    // Query selection excluded non-premise decisions (D-003 cites replaced
+    // evidence, D-006 expired, D-007 has changes requested).
+    for ctx in v["contexts"].as_array().unwrap() {
+        if ctx["selected_by"] == "query" && ctx["kind"] == "decision" {
+            assert_eq!(ctx["applicability"]["premise"], true);
+        }
+    }
+    let codes: Vec<_> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"compiled.decision_log_unavailable"));
+    let text = String::from_utf8(out).unwrap();
+    for secret in [
+        "SECRET",
+        "ZEPHYR",
+        "INTERNAL-STAFFING",
+        "D-005-vendor",
+        "Cy Park",
+        "Ana Lima",
+    ] {
+        assert!(!text.contains(secret), "{secret} leaked");
+    }
+}
+
+#[test]
+fn explicit_targets_keep_their_state_and_denied_is_absent() {
+    let dir = project();
+    let (code, out, _) = run(
+        dir.path(),
+        &[
+            "compile-context",
+            "D-002",
+            "D-006",
+            "D-007",
+            "D-004",
+            "ADR-0001",
+            "D-001",
+            "D-001",
+            "--today",
+            TODAY,
+        ],
+    );
+    assert_eq!(code, 0);
+    let v = json(&out);
+    let states: Vec<_> = v["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["applicability"]["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "reference",
+            "reference",
+            "needs_review",
+            "reference",
+            "unknown",
+            "applicable"
+        ]
+    );
+    assert_eq!(
+        v["contexts"][0]["history"]["superseded_by"][0]["id"],
+        "D-003"
+    );
+    // A denied target and an absent one are reported the same way.
+    let (_, denied, _) = run(dir.path(), &["compile-context", "D-005", "--today", TODAY]);
+    let (_, absent, _) = run(dir.path(), &["compile-context", "D-999", "--today", TODAY]);
+    let (denied, absent) = (json(&denied), json(&absent));
+    assert_eq!(
+        denied["omissions"],
+        serde_json::json!([{ "reason": "not_found", "target": "D-005" }])
+    );
+    assert_eq!(
+        absent["omissions"],
+        serde_json::json!([{ "reason": "not_found", "target": "D-999" }])
+    );
+    assert_eq!(denied["manifest"]["inputs"], absent["manifest"]["inputs"]);
+    // Raw logs are withheld even as explicit targets.
+    let (_, out, _) = run(
+        dir.path(),
+        &["compile-context", "review-log.md", "--today", TODAY],
+    );
+    assert_eq!(json(&out)["omissions"][0]["reason"], "withheld_log");
+    assert!(!String::from_utf8(out).unwrap().contains("Still right"));
+}
+
+#[test]
+fn verify_current_stale_refused() {
+    let dir = project();
+    let d = dir.path();
+    let artifact = compile_readme(d);
+    assert_eq!(verify(d, &artifact, &[]).0, 0);
+    // Expected parameters bind the caller's recipe.
+    assert_eq!(
+        verify(
+            d,
+            &artifact,
+            &["--expect-ranking", "bm25", "--expect-targets", "D-001"]
+        )
+        .0,
+        0
+    );
+    let (code, v) = verify(d, &artifact, &["--expect-max-docs", "9"]);
+    assert_eq!(
+        (code, v["reasons"][0].as_str()),
+        (3, Some("expected_max_docs_mismatch"))
+    );
+    assert_eq!(v["signature_verified"], false);
+    // Another evaluation date cannot be current.
+    std::fs::write(d.join("ctx.json"), &artifact).unwrap();
+    let (code, _, _) = run(d, &["verify-context", "ctx.json", "--today", "2026-12-01"]);
+    assert_eq!(code, 1);
+    // The verifier's own grant: a wider artifact is stale in a public view.
+    // Tampering is refused.
+    let text = String::from_utf8(artifact.clone()).unwrap();
+    let tampered = text.replace(
+        "one human review before merge",
+        "two human review before merge",
+    );
+    assert_eq!(
+        verify(d, tampered.as_bytes(), &[]).1["reasons"][0],
+        "digest_mismatch"
+    );
+    let pretty = serde_json::to_vec_pretty(&json(&artifact)).unwrap();
+    assert_eq!(verify(d, &pretty, &[]).1["reasons"][0], "not_canonical");
+    assert_eq!(verify(d, b"\xff\xfe", &[]).1["reasons"][0], "not_utf8");
+    assert_eq!(verify(d, b"[1]\n", &[]).1["reasons"][0], "not_an_object");
+    let out = kapi(d)
+        .args(["verify-context", "-", "--today", TODAY])
+        .write_stdin(artifact.clone())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out.stdout)["status"], "current");
+
+    // Edits to restricted notes and hidden rows change nothing.
+    let vault = d.join("decisions");
+    let secret = vault.join("D-005-vendor-contract.md");
+    let edited = std::fs::read_to_string(&secret)
+        .unwrap()
+        .replace("1.2M", "1.3M");
+    std::fs::write(&secret, edited).unwrap();
+    let register = vault.join("evidence.md");
+    let edited = std::fs::read_to_string(&register)
+        .unwrap()
+        .replace("SECRET-SURVEY-2026", "SECRET-SURVEY-2027");
+    std::fs::write(&register, edited).unwrap();
+    let log = vault.join("review-log.md");
+    let edited = std::fs::read_to_string(&log)
+        .unwrap()
+        .replace("| 2026-07-01 |", "| 2026-07-02 |");
+    std::fs::write(&log, edited).unwrap();
+    let log = vault.join("decision-log.md");
+    std::fs::write(
+        &log,
+        std::fs::read_to_string(&log).unwrap()
+            + "| 2026-02-02 | D-003-risk-labels.md | approved | internal | |\n",
+    )
+    .unwrap();
+    assert_eq!(
+        verify(d, &artifact, &[]).0,
+        0,
+        "denied edits must not make it stale"
+    );
+    assert_eq!(compile_readme(d), artifact);
+
+    // Editing a public note outside the selection makes it stale.
+    let public = vault.join("D-004-draft-freeze.md");
+    std::fs::write(
+        &public,
+        std::fs::read_to_string(&public).unwrap() + "More.\n",
+    )
+    .unwrap();
+    let (code, v) = verify(d, &artifact, &[]);
+    assert_eq!((code, v["status"].as_str()), (1, Some("stale")));
+    assert_eq!(v["reasons"][0], "notes_changed");
+}
+
+#[test]
+fn a_new_matching_public_note_makes_it_stale() {
+    let dir = project();
+    let d = dir.path();
+    let artifact = compile_readme(d);
+    std::fs::write(
+        d.join("decisions/S-002-new.md"),
+        "---\nid: S-002\ntype: source\ntitle: Review policy survey\nsensitivity: public\n---\nreview policy review policy\n",
+    )
+    .unwrap();
+    let (code, v) = verify(d, &artifact, &[]);
+    assert_eq!(code, 1);
+    assert!(
+        v["reasons"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("selection_changed"))
+    );
+    // A new restricted note changes nothing.
+    let dir = project();
+    let d = dir.path();
+    let artifact = compile_readme(d);
+    std::fs::write(
+        d.join("decisions/S-003-secret.md"),
+        "---\nid: S-003\ntype: source\ntitle: review policy\n---\nreview policy\n",
+    )
+    .unwrap();
+    assert_eq!(verify(d, &artifact, &[]).0, 0);
+}
+
+#[test]
+fn budgets() {
+    let dir = project();
+    let d = dir.path();
+    let (code, out, err) = run(
+        d,
+        &[
+            "compile-context",
+            "D-001",
+            "--max-bytes",
+            "159",
+            "--today",
+            TODAY,
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(out.is_empty() && err.contains("budget_too_small"), "{err}");
+    for max in ["160", "900"] {
+        let (code, out, _) = run(
+            d,
+            &[
+                "compile-context",
+                "D-001",
+                "--max-bytes",
+                max,
+                "--today",
+                TODAY,
+            ],
+        );
+        assert_eq!(code, 3);
+        let v = json(&out);
+        assert_eq!(
+            (v["status"].as_str(), v["error"].as_str()),
+            (Some("refused"), Some("budget_too_small"))
+        );
+        assert_eq!(v["budget"]["used_bytes"], out.len());
+        assert!(out.len() <= max.parse().unwrap());
+        assert_eq!(verify(d, &out, &[]), (3, verify(d, &out, &[]).1));
+        assert_eq!(verify(d, &out, &[]).1["reasons"][0], "artifact_refused");
+    }
+    let (_, full, _) = run(d, &["compile-context", "D-001", "S-001", "--today", TODAY]);
+    let max = (full.len() - 50).to_string();
+    let (code, out, _) = run(
+        d,
+        &[
+            "compile-context",
+            "D-001",
+            "S-001",
+            "--max-bytes",
+            &max,
+            "--today",
+            TODAY,
+        ],
+    );
+    assert_eq!(code, 0);
+    let v = json(&out);
+    assert!(out.len() <= full.len() - 50);
+    assert_eq!(v["budget"]["truncated_contexts"], 1);
+    assert_eq!(v["contexts"][0]["content_truncated"], false);
+    assert_eq!(v["contexts"][1]["content_truncated"], true);
+    assert_eq!(verify(d, &out, &[]).0, 0);
+    let (code, _, err) = run(
+        d,
+        &[
+            "compile-context",
+            "D-001",
+            "--ranking",
+            "hybrid",
+            "--today",
+            TODAY,
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("not available yet"), "{err}");
+    let (code, _, _) = run(
+        d,
+        &[
+            "compile-context",
+            "D-001",
+            "--max-docs",
+            "65",
+            "--today",
+            TODAY,
+        ],
+    );
+    assert_eq!(code, 2);
+    let many: Vec<String> = (0..65).map(|i| format!("D-{i:03}")).collect();
+    let mut args = vec!["compile-context"];
+    args.extend(many.iter().map(String::as_str));
+    assert_eq!(run(d, &args).0, 2);
+}
+
+#[test]
+fn declared_artifacts_all() {
+    let dir = project();
+    let d = dir.path();
+    std::fs::create_dir(d.join(".git")).unwrap();
+    std::fs::write(
+        d.join("kapi.toml"),
+        "[vault]\nroot = \"decisions\"\n\n[[compile]]\noutput = \"context/review.json\"\ntargets = [\"D-001\"]\nquery = \"review policy\"\nranking = \"bm25\"\nmax_bytes = 32768\n\n[[compile]]\noutput = \"context/all.json\"\nquery = \"review\"\nmax_sensitivity = \"restricted\"\n",
+    )
+    .unwrap();
+    let sub = d.join("decisions/adr");
+    let (code, out, err) = run(&sub, &["compile-context", "--all", "--today", TODAY]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        String::from_utf8(out)
+            .unwrap()
+            .contains("compiled context/review.json")
+    );
+    assert!(d.join("context/all.json").is_file());
+    let (code, out, _) = run(d, &["verify-context", "--all", "--today", TODAY]);
+    assert_eq!(code, 0);
+    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 2);
+    // A restricted edit: the restricted artifact goes stale, the public one not.
+    let secret = d.join("decisions/D-005-vendor-contract.md");
+    std::fs::write(
+        &secret,
+        std::fs::read_to_string(&secret).unwrap() + "review\n",
+    )
+    .unwrap();
+    let (code, out, _) = run(d, &["verify-context", "--all", "--today", TODAY]);
+    assert_eq!(code, 1);
+    let lines: Vec<_> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| json(l.as_bytes()))
+        .collect();
+    assert_eq!(lines[0]["status"], "current");
+    assert_eq!(lines[1]["status"], "stale");
+    std::fs::remove_file(d.join("context/review.json")).unwrap();
+    let (code, out, _) = run(d, &["verify-context", "--all", "--today", TODAY]);
+    assert_eq!(code, 1);
+    assert!(String::from_utf8(out).unwrap().contains("artifact_missing"));
+    // The same compile from the command line equals the declared artifact.
+    run(d, &["compile-context", "--all", "--today", TODAY]);
+    let mut args = vec!["compile-context"];
+    args.extend_from_slice(&README_RECIPE);
+    args.push(TODAY);
+    let (_, out, _) = run(d, &args);
+    assert_eq!(out, std::fs::read(d.join("context/review.json")).unwrap());
+}
+
+#[cfg(unix)]
+#[test]
+fn unsafe_files_are_excluded_without_blocking() {
+    let dir = project();
+    let d = dir.path();
+    let vault = d.join("decisions");
+    let before = compile_readme(d);
+    let outside = d.join("outside.md");
+    std::fs::write(&outside, "---\nid: S-009\ntype: source\ntitle: review policy\nsensitivity: public\n---\nreview policy\n")
+        .unwrap();
+    std::os::unix::fs::symlink(&outside, vault.join("S-009-link.md")).unwrap();
+    std::os::unix::fs::symlink(d, vault.join("escape")).unwrap();
+    let fifo = vault.join("fifo.md");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(made || !fifo.exists());
+    assert_eq!(compile_readme(d), before);
+}
+
+// ---- properties, through the library ----
+
+fn note(id: &str, label: &str, title: &str, body: &str) -> String {
+    format!("---\nid: {id}\ntype: source\ntitle: {title}\nsensitivity: {label}\n---\n{body}\n")
+}
+
+fn write_vault(root: &Path, public: &[String], secret: &[String]) {
+    std::fs::create_dir_all(root).unwrap();
+    for (i, body) in public.iter().enumerate() {
+        std::fs::write(
+            root.join(format!("S-{i:03}.md")),
+            note(&format!("S-{i:03}"), "public", "review notes", body),
+        )
+        .unwrap();
+    }
+    for (i, body) in secret.iter().enumerate() {
+        let label = ["internal", "confidential", "restricted", "unlabelled"][i % 4];
+        std::fs::write(
+            root.join(format!("hidden-path-{i}.md")),
+            note(
+                &format!("H-{i:03}"),
+                label,
+                &format!("HIDDENTITLE{i} review"),
+                &format!("HIDDENBODY {body} review"),
+            ),
+        )
+        .unwrap();
+    }
+}
+
+fn options(max_bytes: usize, ranking: Ranking) -> Options {
+    let today = kapi::vault::date::parse(TODAY).unwrap();
+    Options::new(today)
+        .targets(["S-000", "H-000"])
+        .query("review")
+        .ranking(ranking)
+        .max_docs(6)
+        .max_bytes(max_bytes)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn never_exceeds_the_budget_nor_leaks_denied_notes(
+        public in proptest::collection::vec("[a-zé\"\\\\ \n]{0,300}", 1..5),
+        secret in proptest::collection::vec("[a-z ]{0,50}", 1..5),
+        edit in "[a-z]{1,20}",
+        max_bytes in 160usize..6000,
+        bm25 in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("v");
+        write_vault(&root, &public, &secret);
+        let ranking = if bm25 { Ranking::Bm25 } else { Ranking::Substring };
+        let opts = options(max_bytes, ranking);
+        let first = compile::compile_context(&root, &opts).unwrap();
+        let bytes = first.to_bytes();
+        prop_assert!(bytes.len() <= max_bytes);
+        prop_assert_eq!(&first.value["budget"]["used_bytes"], &serde_json::json!(bytes.len()));
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        prop_assert!(!text.contains("HIDDEN") && !text.contains("hidden-path"));
+        // Editing every denied note changes nothing.
+        let edited: Vec<String> = secret.iter().map(|s| format!("{s}{edit}")).collect();
+        write_vault(&root, &public, &edited);
+        let second = compile::compile_context(&root, &opts).unwrap();
+        prop_assert_eq!(second.to_bytes(), bytes);
+        // With the grant, the denied notes do appear (the test is not vacuous).
+        let wide = opts.clone().allowed_sensitivities(Grant::up_to(Sensitivity::Restricted));
+        if max_bytes > 5000 {
+            let w = compile::compile_context(&root, &wide).unwrap();
+            prop_assert!(w.refused() || String::from_utf8(w.to_bytes()).unwrap().contains("H-000"));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// No single-byte alteration of an artifact verifies as current.
+    #[test]
+    fn altered_artifacts_are_never_current(at in 0usize..100_000, byte in any::<u8>()) {
+        use kapi::compile::verify::{Expected, Input, VerifyOptions, VerifyStatus, verify_compiled};
+        let dir = project();
+        let root = dir.path().join("decisions");
+        let today = kapi::vault::date::parse(TODAY).unwrap();
+        let opts = Options::new(today).targets(["D-001"]).query("review policy").ranking(Ranking::Bm25);
+        let mut bytes = compile::compile_context(&root, &opts).unwrap().to_bytes();
+        let at = at % bytes.len();
+        prop_assume!(bytes[at] != byte);
+        bytes[at] = byte;
+        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default() };
+        let v = verify_compiled(&root, Input::Bytes(&bytes), &vo).unwrap();
+        prop_assert_ne!(v.status, VerifyStatus::Current);
+    }
+
+    /// Arbitrary JSON-ish input is refused, never current, never a panic.
+    #[test]
+    fn arbitrary_input_is_refused(text in "[\\[\\]{}\":,0-9a-z_ -]{0,300}") {
+        use kapi::compile::verify::{Expected, Input, VerifyOptions, VerifyStatus, verify_compiled};
+        let root = fixture();
+        let today = kapi::vault::date::parse(TODAY).unwrap();
+        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default() };
+        let v = verify_compiled(&root, Input::Bytes(text.as_bytes()), &vo).unwrap();
+        prop_assert_eq!(v.status, VerifyStatus::Refused);
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
+            let v = verify_compiled(&root, Input::Value(&value), &vo).unwrap();
+            prop_assert_eq!(v.status, VerifyStatus::Refused);
+        }
+    }
+}
