@@ -61,7 +61,6 @@ fn open_lock(path: &Path) -> std::io::Result<File> {
 /// this guarantee.
 // File::lock_shared and File::lock are stable since Rust 1.89 (main's
 // rust-version); the allow keeps this branch's 1.88 manifest quiet.
-#[allow(clippy::incompatible_msrv)]
 pub fn lock_shared(root: &Path) -> Option<File> {
     let path = lock_path(root);
     let file = open_lock(&path).or_else(|_| File::open(&path)).ok()?;
@@ -70,7 +69,6 @@ pub fn lock_shared(root: &Path) -> Option<File> {
 }
 
 /// Hold the vault's exclusive lock while regenerating artifacts.
-#[allow(clippy::incompatible_msrv)]
 pub fn lock_exclusive(root: &Path) -> std::io::Result<File> {
     let file = open_lock(&lock_path(root))?;
     file.lock()?;
