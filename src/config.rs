@@ -14,7 +14,10 @@ pub const FILE_NAME: &str = "kapi.toml";
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path} is not valid: {message}")]
     Parse { path: PathBuf, message: String },
 }
@@ -30,7 +33,7 @@ pub struct Config {
     #[serde(default)]
     pub compile: Vec<toml::Table>,
     #[serde(default)]
-    pub check: toml::Table,
+    pub check: CheckConfig,
     #[serde(default)]
     pub points: Vec<toml::Table>,
     #[serde(default)]
@@ -43,6 +46,36 @@ pub struct Config {
 pub struct VaultConfig {
     /// The vault folder, relative to the work tree; default `decisions`.
     pub root: Option<PathBuf>,
+}
+
+/// `[check]`: which files `kapi check` reads as prose.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckConfig {
+    /// Globs (globset syntax, matched against repository-relative paths with
+    /// forward slashes) of the files that are prose. When unset:
+    /// `**/*.md`, `**/*.markdown`, `**/*.mdx`, `**/*.txt`.
+    pub prose: Option<Vec<String>>,
+    /// Globs of files never checked, even if they match `prose`.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Term lists (the `terms.tsv` form) that `kapi store import` reads into
+    /// the log, relative to the work tree.
+    #[serde(default)]
+    pub term_lists: Vec<PathBuf>,
+}
+
+impl CheckConfig {
+    /// The default prose globs.
+    pub const DEFAULT_PROSE: [&str; 4] = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt"];
+
+    /// The prose globs in force.
+    pub fn prose_globs(&self) -> Vec<String> {
+        match &self.prose {
+            Some(globs) => globs.clone(),
+            None => Self::DEFAULT_PROSE.iter().map(|s| s.to_string()).collect(),
+        }
+    }
 }
 
 impl Config {
@@ -63,6 +96,9 @@ impl Config {
 
     /// The vault folder relative to the work tree.
     pub fn vault_root(&self) -> PathBuf {
-        self.vault.root.clone().unwrap_or_else(|| PathBuf::from("decisions"))
+        self.vault
+            .root
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("decisions"))
     }
 }

@@ -40,7 +40,10 @@ pub struct CliError {
 
 impl CliError {
     pub fn new(exit: Exit, message: impl Into<String>) -> Self {
-        Self { exit, message: message.into() }
+        Self {
+            exit,
+            message: message.into(),
+        }
     }
 
     pub fn usage(message: impl Into<String>) -> Self {

@@ -34,7 +34,11 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {
-            let code = if err.use_stderr() { Exit::Usage } else { Exit::Ok };
+            let code = if err.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Ok
+            };
             let _ = err.print();
             return code.into();
         }

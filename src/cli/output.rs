@@ -11,7 +11,9 @@ pub struct Out {
 
 impl Out {
     pub fn new() -> Self {
-        Self { inner: io::BufWriter::new(io::stdout().lock()) }
+        Self {
+            inner: io::BufWriter::new(io::stdout().lock()),
+        }
     }
 
     pub fn line(&mut self, text: impl AsRef<str>) -> Result<(), CliError> {
@@ -47,6 +49,9 @@ fn map_pipe(r: io::Result<()>) -> Result<(), CliError> {
     match r {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(0),
-        Err(e) => Err(CliError::new(Exit::Internal, format!("cannot write output: {e}"))),
+        Err(e) => Err(CliError::new(
+            Exit::Internal,
+            format!("cannot write output: {e}"),
+        )),
     }
 }
