@@ -598,7 +598,10 @@ mod tests {
     fn text_files_mask_urls_only() {
         let t = "`github` https://github.com/a <b>";
         let p = prose(t, FileKind::Text);
-        assert_eq!(p.text, "`github`                       <b>");
+        assert_eq!(
+            p.text,
+            format!("`github` {} <b>", " ".repeat("https://github.com/a".len()))
+        );
     }
 
     #[test]
