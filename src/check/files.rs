@@ -360,7 +360,7 @@ pub fn read(file: &FileRef) -> Result<String, Skip> {
         Source::Skipped(s) => return Err(s.clone()),
         Source::Blob(b) => b.clone(),
         Source::Disk(p) => {
-            let meta = std::fs::metadata(p).map_err(|e| Skip::Unreadable(e.to_string()))?;
+            let meta = std::fs::symlink_metadata(p).map_err(|e| Skip::Unreadable(e.to_string()))?;
             if !meta.is_file() {
                 return Err(Skip::NotRegular);
             }

@@ -611,4 +611,21 @@ mod tests {
         assert!(m.starts_with("Ünïcode"));
         assert!(m.ends_with("naïve"));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn masking_keeps_offsets_and_newlines(t in "(?s)[-a-zA-Z `~<>!{}%\\[\\]()#*+:/.\n\t\r\"'ü☃]{0,200}") {
+            for kind in [FileKind::Markdown, FileKind::Text] {
+                let p = prose(&t, kind);
+                proptest::prop_assert_eq!(p.text.len(), t.len());
+                for (a, b) in t.bytes().zip(p.text.bytes()) {
+                    proptest::prop_assert!(a == b || b == b' ');
+                    proptest::prop_assert_eq!(a == b'\n', b == b'\n');
+                }
+                for s in &p.switches {
+                    proptest::prop_assert!(s.start <= s.end && s.end <= t.len());
+                }
+            }
+        }
+    }
 }

@@ -483,4 +483,19 @@ mod tests {
     fn empty_rules_find_nothing() {
         assert!(found(&[], "Github").is_empty());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn findings_are_true_spans_of_avoided_forms(t in "(?s)[a-zA-Z `<>\\[\\]()#/.\n-ÜüßSs]{0,120}") {
+            let rules = [rule("1", "GitHub", &["Github", "git hub"]), rule("2", "Über", &["uber", "ÜBER-X"])];
+            let m = Matcher::new(&rules).unwrap();
+            for kind in [FileKind::Markdown, FileKind::Text] {
+                for f in m.check("a", &t, kind) {
+                    proptest::prop_assert_eq!(&t[f.start..f.end], f.matched.as_str());
+                    proptest::prop_assert!(f.matched != f.preferred);
+                    proptest::prop_assert!(f.line >= 1 && f.column >= 1);
+                }
+            }
+        }
+    }
 }
