@@ -13,7 +13,7 @@
 //! the preferred form is written wins, so the preferred form is never
 //! reported, nor is an avoided form inside a longer preferred form.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::finding::{Finding, Severity, message};
 use super::markdown::{FileKind, Prose, prose};
@@ -106,6 +106,19 @@ pub fn on_boundaries(text: &str, start: usize, end: usize) -> bool {
     true
 }
 
+/// A DFA scans fastest but costs memory and build time in proportion to
+/// its states (5,000 rules, about 200 KiB of forms: some 20 MB and 0.14 s to
+/// build); past this many pattern bytes a contiguous NFA keeps memory small.
+const DFA_MAX_PATTERN_BYTES: usize = 256 * 1024;
+
+fn kind_for(patterns: &[String]) -> AhoCorasickKind {
+    if patterns.iter().map(String::len).sum::<usize>() <= DFA_MAX_PATTERN_BYTES {
+        AhoCorasickKind::DFA
+    } else {
+        AhoCorasickKind::ContiguousNFA
+    }
+}
+
 impl Matcher {
     /// Build one automaton over every avoided and preferred form.
     pub fn new(rules: &[CheckRule]) -> Result<Self, MatcherError> {
@@ -149,6 +162,7 @@ impl Matcher {
             Some(
                 AhoCorasickBuilder::new()
                     .match_kind(MatchKind::Standard)
+                    .kind(Some(kind_for(&patterns)))
                     .build(&patterns)
                     .map_err(|e| MatcherError::Build {
                         forms: patterns.len(),
