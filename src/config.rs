@@ -33,7 +33,7 @@ pub struct Config {
     #[serde(default)]
     pub compile: Vec<CompileEntry>,
     #[serde(default)]
-    pub check: toml::Table,
+    pub check: CheckConfig,
     #[serde(default)]
     pub points: Vec<toml::Table>,
     #[serde(default)]
@@ -46,6 +46,36 @@ pub struct Config {
 pub struct VaultConfig {
     /// The vault folder, relative to the work tree; default `decisions`.
     pub root: Option<PathBuf>,
+}
+
+/// `[check]`: which files `kapi check` reads as prose.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckConfig {
+    /// Globs (globset syntax, matched against repository-relative paths with
+    /// forward slashes) of the files that are prose. When unset:
+    /// `**/*.md`, `**/*.markdown`, `**/*.mdx`, `**/*.txt`.
+    pub prose: Option<Vec<String>>,
+    /// Globs of files never checked, even if they match `prose`.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Term lists (the `terms.tsv` form) that `kapi store import` reads into
+    /// the log, relative to the work tree.
+    #[serde(default)]
+    pub term_lists: Vec<PathBuf>,
+}
+
+impl CheckConfig {
+    /// The default prose globs.
+    pub const DEFAULT_PROSE: [&str; 4] = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt"];
+
+    /// The prose globs in force.
+    pub fn prose_globs(&self) -> Vec<String> {
+        match &self.prose {
+            Some(globs) => globs.clone(),
+            None => Self::DEFAULT_PROSE.iter().map(|s| s.to_string()).collect(),
+        }
+    }
 }
 
 impl Config {

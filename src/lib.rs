@@ -3,7 +3,10 @@
 pub mod compile;
 pub mod vault;
 
+pub mod check;
 pub mod config;
+pub mod contextfiles;
+pub mod rulesfile;
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;

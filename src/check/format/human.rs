@@ -1,0 +1,113 @@
+//! For people, in rustc's style.
+
+use crate::check::{Finding, Outcome, Severity, Summary};
+
+/// One finding as a rustc-style diagnostic.
+pub fn finding(f: &Finding) -> String {
+    let head = match f.severity {
+        Severity::Error => "error[term]",
+        Severity::Warning => "warning[advisory]",
+        Severity::Note => "warning[suggested]",
+    };
+    let num = f.line.to_string();
+    let pad = " ".repeat(num.len());
+    let (shown, before) = window(&f.source_line, f.column, f.matched.chars().count());
+    let before = " ".repeat(before);
+    let carets = "^".repeat(f.matched.chars().count().max(1));
+    let mut s = format!(
+        "{head}: use \"{p}\", not \"{m}\"\n{pad}--> {path}:{line}:{col}\n{pad} |\n{num} | {shown}\n{pad} | {before}{carets}\n{pad} = help: write \"{p}\"\n",
+        p = f.preferred,
+        m = f.matched,
+        path = f.path,
+        line = f.line,
+        col = f.column,
+    );
+    if f.suggested {
+        s.push_str(&format!(
+            "{pad} = note: Suggested rule about \"{}\", not yet established\n",
+            f.preferred
+        ));
+    } else if !f.fails {
+        s.push_str(&format!(
+            "{pad} = note: the rule is advisory: this does not fail the check\n"
+        ));
+    }
+    s
+}
+
+/// Longest source line shown whole; longer lines show a window around the
+/// match.
+const MAX_SHOWN: usize = 160;
+const CONTEXT: usize = 60;
+
+/// The line as shown (tabs as single spaces, so carets line up; a long line
+/// cut around the match) and the number of characters before the match.
+fn window(line: &str, column: usize, len: usize) -> (String, usize) {
+    let chars: Vec<char> = line
+        .chars()
+        .map(|c| if c == '\t' { ' ' } else { c })
+        .collect();
+    let at = column.saturating_sub(1).min(chars.len());
+    if chars.len() <= MAX_SHOWN {
+        return (chars.into_iter().collect(), at);
+    }
+    let from = at.saturating_sub(CONTEXT);
+    let to = (at + len + CONTEXT).min(chars.len());
+    let mut shown = String::new();
+    let mut before = at - from;
+    if from > 0 {
+        shown.push_str("...");
+        before += 3;
+    }
+    shown.extend(&chars[from..to]);
+    if to < chars.len() {
+        shown.push_str("...");
+    }
+    (shown, before)
+}
+
+/// The closing line.
+pub fn summary(s: &Summary) -> String {
+    let files = if s.files == 1 { "file" } else { "files" };
+    let findings = if s.findings == 1 {
+        "finding"
+    } else {
+        "findings"
+    };
+    format!(
+        "checked {} {files}: {} {findings}, {} failing, {} reporting (score {})",
+        s.files, s.findings, s.failing, s.reporting, s.score
+    )
+}
+
+/// The whole report.
+pub fn render(outcome: &Outcome) -> String {
+    let mut out = String::new();
+    for w in &outcome.warnings {
+        match &w.path {
+            Some(p) => out.push_str(&format!("warning: {p}: {}\n", w.message)),
+            None => out.push_str(&format!("warning: {}\n", w.message)),
+        }
+    }
+    for f in &outcome.findings {
+        out.push_str(&finding(f));
+        out.push('\n');
+    }
+    out.push_str(&summary(&outcome.summary()));
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_show_a_window_around_the_match() {
+        let line = format!("{}Github{}", "a ".repeat(200), " b".repeat(200));
+        let (shown, before) = window(&line, 401, 6);
+        assert!(shown.starts_with("...") && shown.ends_with("..."));
+        assert_eq!(&shown[before..before + 6], "Github");
+        assert_eq!(window("\tx", 2, 1), (" x".to_string(), 1));
+    }
+}

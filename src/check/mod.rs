@@ -1,0 +1,97 @@
+//! The checker: which files are prose, what in them is prose, and which
+//! avoided forms of the rules in force they write.
+//!
+//! The command obtains the rules for each file, builds one [`Matcher`] per
+//! distinct rule set, and hands the files to [`check_files`], which reads
+//! and checks them in parallel.
+
+pub mod files;
+pub mod finding;
+pub mod format;
+pub mod markdown;
+pub mod matcher;
+pub mod rule;
+pub mod usage;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::Serialize;
+
+pub use files::{FileRef, Skip};
+pub use finding::{Finding, Severity, Summary};
+pub use markdown::FileKind;
+pub use matcher::{Matcher, MatcherError};
+pub use rule::CheckRule;
+
+/// Something the user should know that is not a finding (a skipped file, a
+/// configuration note). Warnings affect neither the score nor the exit code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub message: String,
+}
+
+/// The result of checking a set of files.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Sorted by path, line, column.
+    pub findings: Vec<Finding>,
+    pub warnings: Vec<Warning>,
+    /// Files read and checked (skipped files are not counted).
+    pub files: usize,
+}
+
+impl Outcome {
+    pub fn summary(&self) -> Summary {
+        Summary::of(self.files, &self.findings)
+    }
+}
+
+/// Read and check `files`, each with its matcher, on up to `threads` threads.
+pub fn check_files(files: &[(FileRef, Arc<Matcher>)], threads: usize) -> Outcome {
+    let next = AtomicUsize::new(0);
+    let threads = threads.clamp(1, files.len().max(1));
+    let work = || {
+        let mut out: Vec<(usize, Result<Vec<Finding>, Skip>)> = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((file, matcher)) = files.get(i) else {
+                break;
+            };
+            let r = files::read(file).map(|text| matcher.check(&file.path, &text, file.kind));
+            out.push((i, r));
+        }
+        out
+    };
+    let mut results: Vec<(usize, Result<Vec<Finding>, Skip>)> = if threads == 1 {
+        work()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    results.sort_by_key(|r| r.0);
+    let mut outcome = Outcome::default();
+    for (i, r) in results {
+        match r {
+            Ok(found) => {
+                outcome.files += 1;
+                outcome.findings.extend(found);
+            }
+            Err(skip) => outcome.warnings.push(Warning {
+                path: Some(files[i].0.path.clone()),
+                message: skip.to_string(),
+            }),
+        }
+    }
+    outcome.findings.sort_by(|a, b| {
+        (&a.path, a.line, a.column, &a.rule).cmp(&(&b.path, b.line, b.column, &b.rule))
+    });
+    outcome
+}

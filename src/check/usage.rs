@@ -1,0 +1,54 @@
+//! Usage counts for settling suggestions: how often the prose writes each
+//! rule's preferred form and its avoided forms, with the checker's own
+//! boundaries, case logic, Markdown masking and switches.
+
+use super::markdown::{FileKind, prose};
+use super::matcher::Matcher;
+
+/// Occurrences of one rule's forms in one text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub preferred: usize,
+    pub avoided: usize,
+}
+
+/// One count per rule of `matcher.rules()`, in the same order.
+pub fn count(matcher: &Matcher, text: &str, kind: FileKind) -> Vec<Usage> {
+    let mut out = vec![Usage::default(); matcher.rules().len()];
+    let p = prose(text, kind);
+    for hit in matcher.hits(text, &p) {
+        let u = &mut out[hit.rule];
+        if hit.preferred {
+            u.preferred += 1;
+        } else {
+            u.avoided += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::CheckRule;
+
+    #[test]
+    fn counts_preferred_and_avoided_in_prose_only() {
+        let rules = [CheckRule {
+            id: "1".into(),
+            preferred: "GitHub".into(),
+            avoided: vec!["github".into(), "Git Hub".into()],
+            suggested: true,
+            advisory: false,
+        }];
+        let m = Matcher::new(&rules).unwrap();
+        let t = "GitHub and GITHUB, git hub, github `github` https://github.com";
+        assert_eq!(
+            count(&m, t, FileKind::Markdown),
+            vec![Usage {
+                preferred: 2,
+                avoided: 2
+            }]
+        );
+    }
+}

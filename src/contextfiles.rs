@@ -1,0 +1,582 @@
+//! Parsers for a checkout's context files: kapi term lists (`terms.tsv`),
+//! Vale vocabularies (`accept.txt`, `reject.txt`) and Vale substitution
+//! styles. Pure functions over text; `kapi store import` records what they
+//! return, and `kapi check --rules FILE` checks against a term list directly.
+//!
+//! Parsing is hand-written and bounded: a line longer than
+//! [`MAX_LINE_BYTES`] or a pattern expanding to more than
+//! [`MAX_EXPANSION`] literal forms is refused with its line number.
+
+/// Longest line read.
+pub const MAX_LINE_BYTES: usize = 4096;
+/// Most literal forms one pattern may expand to.
+pub const MAX_EXPANSION: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("line {line}: {message}")]
+    Line { line: usize, message: String },
+    #[error("not a Vale substitution style: {0}")]
+    NotSubstitution(String),
+}
+
+fn err(line: usize, message: impl Into<String>) -> ParseError {
+    ParseError::Line {
+        line,
+        message: message.into(),
+    }
+}
+
+/// How a term-list rule binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RuleStatus {
+    #[default]
+    Established,
+    Suggested,
+    Contested,
+    Advisory,
+}
+
+impl RuleStatus {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "established" => Some(RuleStatus::Established),
+            "suggested" => Some(RuleStatus::Suggested),
+            "contested" => Some(RuleStatus::Contested),
+            "advisory" => Some(RuleStatus::Advisory),
+            _ => None,
+        }
+    }
+}
+
+/// One rule read from a context file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedRule {
+    /// The form to use; `None` for a rejected term with no replacement.
+    pub preferred: Option<String>,
+    /// Forms to avoid, as literal text.
+    pub avoided: Vec<String>,
+    /// 1-based line the rule was read from.
+    pub line: usize,
+    /// The id column of a term list.
+    pub id: Option<String>,
+    /// The status column of a term list (established elsewhere).
+    pub status: RuleStatus,
+}
+
+/// What one file held: its rules, and the entries that could not be read as
+/// rules (line, reason).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportedFile {
+    pub rules: Vec<ImportedRule>,
+    pub skipped: Vec<(usize, String)>,
+}
+
+fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
+}
+
+fn check_len(n: usize, line: &str) -> Result<(), ParseError> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(err(n, format!("line longer than {MAX_LINE_BYTES} bytes")));
+    }
+    Ok(())
+}
+
+/// A kapi term list: `id<TAB>status<TAB>preferred<TAB>avoided|avoided`, with
+/// `#` comments and blank lines. Status: established, suggested, contested
+/// or advisory.
+pub fn parse_term_list(text: &str) -> Result<ImportedFile, ParseError> {
+    let mut file = ImportedFile::default();
+    for (n, line) in numbered(text) {
+        check_len(n, line)?;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() != 4 {
+            return Err(err(
+                n,
+                format!(
+                    "expected 4 tab-separated columns (id, status, preferred, avoided forms), found {}",
+                    cols.len()
+                ),
+            ));
+        }
+        let status = RuleStatus::parse(cols[1]).ok_or_else(|| {
+            err(
+                n,
+                format!(
+                    "unknown status {:?}: use established, suggested, contested or advisory",
+                    cols[1].trim()
+                ),
+            )
+        })?;
+        let preferred = cols[2].trim();
+        if preferred.is_empty() {
+            return Err(err(n, "the preferred form is empty"));
+        }
+        let avoided: Vec<String> = cols[3]
+            .split('|')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        if avoided.is_empty() {
+            return Err(err(n, "no avoided forms"));
+        }
+        let id = cols[0].trim();
+        file.rules.push(ImportedRule {
+            preferred: Some(preferred.to_string()),
+            avoided,
+            line: n,
+            id: (!id.is_empty()).then(|| id.to_string()),
+            status,
+        });
+    }
+    Ok(file)
+}
+
+/// A Vale vocabulary entry: a term or a regular expression, one a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VocabTerm {
+    pub line: usize,
+    /// As written.
+    pub pattern: String,
+    /// The literal forms it stands for (empty when it cannot be expanded).
+    pub forms: Vec<String>,
+    /// `(?i)` at its start: Vale matches it ignoring case.
+    pub ignore_case: bool,
+}
+
+/// A Vale vocabulary: `accept.txt` and `reject.txt`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vocabulary {
+    pub accept: Vec<VocabTerm>,
+    pub reject: Vec<VocabTerm>,
+    pub skipped: Vec<(usize, String)>,
+}
+
+fn vocab_terms(
+    text: &str,
+    skipped: &mut Vec<(usize, String)>,
+) -> Result<Vec<VocabTerm>, ParseError> {
+    let mut out = Vec::new();
+    for (n, line) in numbered(text) {
+        check_len(n, line)?;
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let (ignore_case, body) = match t.strip_prefix("(?i)") {
+            Some(rest) => (true, rest),
+            None => (false, t),
+        };
+        match expand(body) {
+            Ok(forms) => out.push(VocabTerm {
+                line: n,
+                pattern: t.to_string(),
+                forms,
+                ignore_case,
+            }),
+            Err(reason) => skipped.push((n, format!("{t:?}: {reason}"))),
+        }
+    }
+    Ok(out)
+}
+
+impl Vocabulary {
+    /// Parse a vocabulary's two files (either may be absent).
+    pub fn parse(accept: Option<&str>, reject: Option<&str>) -> Result<Self, ParseError> {
+        let mut v = Vocabulary::default();
+        v.accept = vocab_terms(accept.unwrap_or(""), &mut v.skipped)?;
+        v.reject = vocab_terms(reject.unwrap_or(""), &mut v.skipped)?;
+        Ok(v)
+    }
+
+    /// As rules: each accepted form is a preferred form with no avoided
+    /// forms (kapi derives variants elsewhere); each rejected form is an
+    /// avoided form with no preferred one.
+    pub fn rules(&self) -> ImportedFile {
+        let mut file = ImportedFile {
+            skipped: self.skipped.clone(),
+            ..Default::default()
+        };
+        for t in &self.accept {
+            for f in &t.forms {
+                file.rules.push(ImportedRule {
+                    preferred: Some(f.clone()),
+                    avoided: Vec::new(),
+                    line: t.line,
+                    id: None,
+                    status: RuleStatus::Established,
+                });
+            }
+        }
+        for t in &self.reject {
+            file.rules.push(ImportedRule {
+                preferred: None,
+                avoided: t.forms.clone(),
+                line: t.line,
+                id: None,
+                status: RuleStatus::Established,
+            });
+        }
+        file
+    }
+}
+
+/// A Vale substitution style (`extends: substitution`, `swap:` a map of
+/// avoided pattern to preferred form). Keys that are simple patterns
+/// (alternations, optional characters or groups, small character classes,
+/// escaped punctuation) expand to literal forms; the rest are skipped with a
+/// reason.
+pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
+    let mut file = ImportedFile::default();
+    let mut extends: Option<String> = None;
+    let mut in_swap = false;
+    let mut swap_indent: Option<usize> = None;
+    for (n, raw) in numbered(text) {
+        check_len(n, raw)?;
+        let line = strip_comment(raw);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        if indent == 0 {
+            in_swap = false;
+            let (key, value) = split_pair(line).ok_or_else(|| err(n, "expected `key: value`"))?;
+            match key.as_str() {
+                "extends" => extends = Some(value.clone()),
+                "swap" => {
+                    if !value.is_empty() {
+                        return Err(err(
+                            n,
+                            "`swap` must be a block mapping on the following lines",
+                        ));
+                    }
+                    in_swap = true;
+                    swap_indent = None;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if !in_swap {
+            continue; // nested value of another key (tokens, exceptions, ...)
+        }
+        match swap_indent {
+            None => swap_indent = Some(indent),
+            Some(i) if i != indent => return Err(err(n, "inconsistent indentation in `swap`")),
+            _ => {}
+        }
+        let (key, value) =
+            split_pair(line.trim_start()).ok_or_else(|| err(n, "expected `avoided: preferred`"))?;
+        if value.is_empty() {
+            file.skipped.push((n, format!("{key:?}: no replacement")));
+            continue;
+        }
+        // Vale offers the first of several `|`-separated replacements.
+        let preferred = value.split('|').next().unwrap_or("").trim().to_string();
+        let body = key.strip_prefix("(?i)").unwrap_or(&key);
+        match expand(body) {
+            Ok(forms) => {
+                let avoided: Vec<String> = forms.into_iter().filter(|f| *f != preferred).collect();
+                if avoided.is_empty() {
+                    file.skipped
+                        .push((n, format!("{key:?}: only the preferred form itself")));
+                } else {
+                    file.rules.push(ImportedRule {
+                        preferred: Some(preferred),
+                        avoided,
+                        line: n,
+                        id: None,
+                        status: RuleStatus::Established,
+                    });
+                }
+            }
+            Err(reason) => file.skipped.push((n, format!("{key:?}: {reason}"))),
+        }
+    }
+    match extends.as_deref() {
+        Some("substitution") => Ok(file),
+        Some(other) => Err(ParseError::NotSubstitution(format!("it extends {other:?}"))),
+        None => Err(ParseError::NotSubstitution("no `extends` key".into())),
+    }
+}
+
+/// A line without a YAML `#` comment (outside quotes).
+fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut prev = ' ';
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if c == '#' && (prev == ' ' || prev == '\t' || i == 0) => return &line[..i],
+            None => {}
+        }
+        prev = c;
+    }
+    line
+}
+
+fn unquote(s: &str) -> String {
+    let s = s.trim();
+    if s.len() >= 2
+        && ((s.starts_with('"') && s.ends_with('"')) || (s.starts_with('\'') && s.ends_with('\'')))
+    {
+        let inner = &s[1..s.len() - 1];
+        if s.starts_with('\'') {
+            inner.replace("''", "'")
+        } else {
+            inner.replace("\\\\", "\\").replace("\\\"", "\"")
+        }
+    } else {
+        s.to_string()
+    }
+}
+
+/// `key: value`, where the key may be quoted and contain `:`.
+fn split_pair(line: &str) -> Option<(String, String)> {
+    let t = line.trim();
+    let first = t.chars().next()?;
+    let colon = if first == '"' || first == '\'' {
+        let close = t[1..].find(first)? + 1;
+        close + 1 + t[close + 1..].find(':')?
+    } else {
+        // The first `: ` (or a trailing `:`); regex keys may hold `(?:`.
+        let mut found = None;
+        for (i, _) in t.match_indices(':') {
+            let after = t[i + 1..].chars().next();
+            if after.is_none() || after == Some(' ') || after == Some('\t') {
+                found = Some(i);
+                break;
+            }
+        }
+        found?
+    };
+    Some((unquote(&t[..colon]), unquote(&t[colon + 1..])))
+}
+
+/// Expand a simple pattern to its literal forms: `a|b` at the top level,
+/// groups `( )` and `(?: )` holding alternatives, `?` after a character or
+/// group, character classes of plain characters (`[Qq]`), and escaped
+/// punctuation (`\.`, `\-`, `\ `). Word boundaries `\b` are dropped (kapi
+/// matches on word boundaries anyway). Anything else is a real regular
+/// expression and is refused with a reason.
+pub fn expand(pattern: &str) -> Result<Vec<String>, String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut pos = 0;
+    let forms = alternation(&chars, &mut pos, 0)?;
+    if pos != chars.len() {
+        return Err("unbalanced `)`".into());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for f in forms {
+        let f = f.trim().to_string();
+        if !f.is_empty() && !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    if out.is_empty() {
+        return Err("expands to nothing".into());
+    }
+    Ok(out)
+}
+
+fn bounded(v: &[String]) -> Result<(), String> {
+    if v.len() > MAX_EXPANSION {
+        return Err(format!("expands to more than {MAX_EXPANSION} forms"));
+    }
+    Ok(())
+}
+
+/// Alternatives up to a `)` at `depth` > 0 or the end.
+fn alternation(c: &[char], pos: &mut usize, depth: usize) -> Result<Vec<String>, String> {
+    let mut all = Vec::new();
+    loop {
+        let seq = sequence(c, pos, depth)?;
+        all.extend(seq);
+        bounded(&all)?;
+        if *pos < c.len() && c[*pos] == '|' {
+            *pos += 1;
+            continue;
+        }
+        return Ok(all);
+    }
+}
+
+/// One alternative: a product of atoms.
+fn sequence(c: &[char], pos: &mut usize, depth: usize) -> Result<Vec<String>, String> {
+    let mut acc = vec![String::new()];
+    while *pos < c.len() {
+        let ch = c[*pos];
+        let atom: Vec<String> = match ch {
+            '|' => break,
+            ')' if depth > 0 => break,
+            ')' => return Err("unbalanced `)`".into()),
+            '(' => {
+                *pos += 1;
+                if c.get(*pos) == Some(&'?') {
+                    if c.get(*pos + 1) == Some(&':') {
+                        *pos += 2;
+                    } else {
+                        return Err(
+                            "a group with flags or look-around is a regular expression".into()
+                        );
+                    }
+                }
+                let inner = alternation(c, pos, depth + 1)?;
+                if c.get(*pos) != Some(&')') {
+                    return Err("unclosed `(`".into());
+                }
+                *pos += 1;
+                inner
+            }
+            '[' => {
+                let close = c[*pos + 1..]
+                    .iter()
+                    .position(|&x| x == ']')
+                    .ok_or("unclosed `[`")?
+                    + *pos
+                    + 1;
+                let set = &c[*pos + 1..close];
+                if set.is_empty() || set.iter().any(|&x| matches!(x, '^' | '-' | '\\' | '[')) {
+                    return Err(
+                        "a character class with ranges or negation is a regular expression".into(),
+                    );
+                }
+                *pos = close + 1;
+                set.iter().map(|x| x.to_string()).collect()
+            }
+            '\\' => {
+                let next = *c.get(*pos + 1).ok_or("a trailing `\\`")?;
+                *pos += 2;
+                if next == 'b' {
+                    continue;
+                }
+                if next.is_alphanumeric() {
+                    return Err(format!("`\\{next}` is a regular expression class"));
+                }
+                vec![next.to_string()]
+            }
+            '.' | '*' | '+' | '{' | '^' | '$' => {
+                return Err(format!("`{ch}` makes it a regular expression"));
+            }
+            '?' => return Err("`?` with nothing before it".into()),
+            _ => {
+                *pos += 1;
+                vec![ch.to_string()]
+            }
+        };
+        let mut atom = atom;
+        if c.get(*pos) == Some(&'?') {
+            *pos += 1;
+            atom.push(String::new());
+        }
+        let mut next = Vec::with_capacity(acc.len() * atom.len());
+        for a in &acc {
+            for b in &atom {
+                next.push(format!("{a}{b}"));
+            }
+        }
+        bounded(&next)?;
+        acc = next;
+    }
+    Ok(acc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn term_list() {
+        let t = "# id\tstatus\n1\testablished\tGitHub\tGithub|Git Hub\n\n2\tsuggested\truntime\trun time\n";
+        let f = parse_term_list(t).unwrap();
+        assert_eq!(f.rules.len(), 2);
+        assert_eq!(f.rules[0].avoided, vec!["Github", "Git Hub"]);
+        assert_eq!(f.rules[1].status, RuleStatus::Suggested);
+        assert_eq!(f.rules[1].line, 4);
+        let e = parse_term_list("1\tsettled\tA\tb\n").unwrap_err();
+        assert!(e.to_string().starts_with("line 1: unknown status"), "{e}");
+        assert!(
+            parse_term_list("1\testablished\tA\n")
+                .unwrap_err()
+                .to_string()
+                .contains("4 tab-separated")
+        );
+    }
+
+    #[test]
+    fn expands_simple_patterns() {
+        assert_eq!(
+            expand("(?:Quick cast|Quick-cast)").unwrap(),
+            ["Quick cast", "Quick-cast"]
+        );
+        assert_eq!(expand("Quick ?cast").unwrap(), ["Quick cast", "Quickcast"]);
+        assert_eq!(
+            expand("[Gg]it[Hh]ub").unwrap(),
+            ["GitHub", "Github", "gitHub", "github"]
+        );
+        assert_eq!(expand(r"\bnode\.js\b").unwrap(), ["node.js"]);
+        assert_eq!(
+            expand("e-?mail|E-mail").unwrap(),
+            ["e-mail", "email", "E-mail"]
+        );
+        assert_eq!(
+            expand("web(?: |-)?site").unwrap(),
+            ["web site", "web-site", "website"]
+        );
+        assert!(
+            expand("colou?rs.*")
+                .unwrap_err()
+                .contains("regular expression")
+        );
+        assert!(expand(r"\w+").is_err());
+        assert!(expand("[a-z]x").is_err());
+        assert!(expand("(?i)x").is_err());
+        assert!(
+            expand("(a|b)(c|d)(e|f)(g|h)(i|j)(k|l)(m|n)")
+                .unwrap_err()
+                .contains("more than")
+        );
+    }
+
+    #[test]
+    fn vale_substitution() {
+        let y = "extends: substitution\nmessage: \"Use '%s' instead of '%s'.\"\nignorecase: true\nlevel: error\nswap:\n  # comment\n  '(?:Quick cast|Quick-cast)': Quickcast\n  Github: GitHub\n  java ?script: JavaScript|JS\n  \"[a-z]+ing\": x\n";
+        let f = parse_vale_substitution(y).unwrap();
+        assert_eq!(f.rules.len(), 3);
+        assert_eq!(f.rules[0].preferred.as_deref(), Some("Quickcast"));
+        assert_eq!(f.rules[0].avoided, vec!["Quick cast", "Quick-cast"]);
+        assert_eq!(f.rules[0].line, 7);
+        assert_eq!(f.rules[2].avoided, vec!["java script", "javascript"]);
+        assert_eq!(f.rules[2].preferred.as_deref(), Some("JavaScript"));
+        assert_eq!(f.skipped.len(), 1);
+        assert_eq!(f.skipped[0].0, 10);
+        assert!(parse_vale_substitution("extends: existence\n").is_err());
+        assert!(parse_vale_substitution("swap:\n  a: b\n").is_err());
+    }
+
+    #[test]
+    fn vale_vocabulary() {
+        let v = Vocabulary::parse(
+            Some("Quickcast\n(?i)[Gg]rafana\n[a-z]+ly\n"),
+            Some("Quick cast\n"),
+        )
+        .unwrap();
+        assert_eq!(v.accept.len(), 2);
+        assert!(v.accept[1].ignore_case);
+        assert_eq!(v.skipped.len(), 1);
+        let r = v.rules();
+        assert_eq!(r.rules.len(), 4);
+        assert_eq!(r.rules[3].preferred, None);
+        assert_eq!(r.rules[3].avoided, vec!["Quick cast"]);
+    }
+}

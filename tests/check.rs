@@ -1,0 +1,463 @@
+//! `kapi check` end to end: the real binary in temporary git repositories.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+const TERMS: &str = "# id\tstatus\tpreferred\tavoided\n\
+1\testablished\tQuickcast\tQuick cast|Quick-cast|QuickCast\n\
+2\testablished\tGitHub\tGithub|Git Hub|github\n\
+3\tsuggested\truntime\trun time|run-time\n\
+4\tadvisory\tbackend\tback end|back-end\n";
+
+struct Env {
+    repo: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Env {
+    /// A git repository with a term list at `terms.tsv`.
+    fn new() -> Self {
+        let env = Env::bare();
+        env.git(&["init", "-q", "-b", "main"]);
+        env.git(&["config", "user.email", "test@example.com"]);
+        env.git(&["config", "user.name", "Test"]);
+        env
+    }
+
+    /// A plain folder (no repository).
+    fn bare() -> Self {
+        let env = Env {
+            repo: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        };
+        env.write("terms.tsv", TERMS);
+        env
+    }
+
+    fn path(&self) -> &Path {
+        self.repo.path()
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        self.write_bytes(rel, text.as_bytes());
+    }
+
+    fn write_bytes(&self, rel: &str, bytes: &[u8]) {
+        let p: PathBuf = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+
+    fn git(&self, args: &[&str]) {
+        let st = StdCommand::new("git")
+            .args(args)
+            .current_dir(self.path())
+            .env("HOME", self.home.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap();
+        assert!(st.success(), "git {args:?}");
+    }
+
+    fn kapi(&self, args: &[&str]) -> Command {
+        let mut c = Command::cargo_bin("kapi").unwrap();
+        c.args(args)
+            .current_dir(self.path())
+            .env("HOME", self.home.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE");
+        c
+    }
+
+    /// Run and return (exit code, stdout, stderr).
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.kapi(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    }
+
+    fn json(&self, args: &[&str]) -> (i32, Value) {
+        let mut a = args.to_vec();
+        a.extend(["--format", "json"]);
+        let (code, out, err) = self.run(&a);
+        (
+            code,
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}")),
+        )
+    }
+}
+
+fn matched(doc: &Value) -> Vec<String> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{}:{}:{}:{}",
+                f["path"].as_str().unwrap(),
+                f["line"],
+                f["column"],
+                f["matched"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn project_check_reads_tracked_and_untracked_prose_and_respects_gitignore() {
+    let env = Env::new();
+    env.write(".gitignore", "ignored/\n");
+    env.write("README.md", "# Quick cast\n\nQuickcast is on GitHub.\n");
+    env.git(&["add", "README.md", ".gitignore"]);
+    env.git(&["commit", "-qm", "init"]);
+    env.write("docs/new.md", "Try Quick-cast.\n");
+    env.write("ignored/x.md", "Quick cast\n");
+    env.write("src/main.rs", "// Quick cast\n");
+    env.write("notes.txt", "See github.\n");
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        matched(&doc),
+        [
+            "README.md:1:3:Quick cast",
+            "docs/new.md:1:5:Quick-cast",
+            "notes.txt:1:5:github"
+        ]
+    );
+    assert_eq!(doc["summary"]["files"], 3);
+    assert_eq!(doc["version"], 1);
+}
+
+#[test]
+fn human_format_is_rustc_style() {
+    let env = Env::new();
+    env.write("a.md", "Intro.\nTry Quick cast today.\n");
+    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 1);
+    let expected = "error[term]: use \"Quickcast\", not \"Quick cast\"\n \
+--> a.md:2:5\n  |\n2 | Try Quick cast today.\n  |     ^^^^^^^^^^\n  = help: write \"Quickcast\"\n\n\
+checked 1 file: 1 finding, 1 failing, 0 reporting (score 1)\n";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn suggestions_and_advisory_rules_do_not_fail() {
+    let env = Env::new();
+    env.write("a.md", "The run time and the back end.\n");
+    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("warning[suggested]: use \"runtime\", not \"run time\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("= note: Suggested rule about \"runtime\", not yet established"),
+        "{out}"
+    );
+    assert!(
+        out.contains("warning[advisory]: use \"backend\", not \"back end\""),
+        "{out}"
+    );
+    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let s = &doc["summary"];
+    assert_eq!(
+        (
+            s["findings"].as_u64(),
+            s["failing"].as_u64(),
+            s["reporting"].as_u64(),
+            s["score"].as_u64()
+        ),
+        (Some(2), Some(0), Some(2), Some(1))
+    );
+    let f = &doc["findings"][0];
+    assert_eq!(f["suggested"], true);
+    assert_eq!(f["fails"], false);
+    assert_eq!(f["severity"], "note");
+    assert_eq!(f["rule"], "terms.tsv:4");
+    assert_eq!(
+        f["message"],
+        "Suggested rule about \"runtime\", not yet established: write \"runtime\", not \"run time\""
+    );
+}
+
+#[test]
+fn json_finding_carries_span_rule_and_preferred_form() {
+    let env = Env::new();
+    env.write("a.md", "naïve Github\n");
+    let (_, doc) = env.json(&["check", "--rules", "terms.tsv", "a.md"]);
+    let f = &doc["findings"][0];
+    assert_eq!(f["rule"], "terms.tsv:3");
+    assert_eq!(
+        (
+            f["line"].as_u64(),
+            f["column"].as_u64(),
+            f["end_column"].as_u64()
+        ),
+        (Some(1), Some(7), Some(13))
+    );
+    assert_eq!(
+        (f["start"].as_u64(), f["end"].as_u64()),
+        (Some(7), Some(13))
+    );
+    assert_eq!(f["matched"], "Github");
+    assert_eq!(f["preferred"], "GitHub");
+    assert_eq!(f["fails"], true);
+    assert_eq!(doc["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn case_only_forms_match_as_written() {
+    let env = Env::new();
+    env.write(
+        "a.md",
+        "GitHub, GITHUB, github, Github, git hub, QUICK CAST, Quickcast, QuickCast, QUICKCAST\n",
+    );
+    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(
+        matched(&doc),
+        [
+            "a.md:1:17:github",
+            "a.md:1:25:Github",
+            "a.md:1:33:git hub",
+            "a.md:1:42:QUICK CAST",
+            "a.md:1:65:QuickCast"
+        ]
+    );
+}
+
+#[test]
+fn markdown_code_links_comments_and_switches_are_not_prose() {
+    let env = Env::new();
+    let text = "---\ntitle: Quick cast\n---\n\
+Use `Quick cast` and [Quickcast](https://github.com/x/Quick-cast) or <https://github.com>.\n\
+\n```\nQuick cast\n```\n\n    Quick cast in indented code\n\n\
+<!-- Quick cast --> github.com/org ../.github docs/github/x.md\n\
+<!-- kapi off -->\nQuick cast\n<!-- kapi on -->\n\
+<!-- vale off -->\nQuick cast\n<!-- vale on -->\n\
+<!-- kapi off: Quickcast -->Quick cast and Github<!-- kapi on: Quickcast -->\n\
+{{< ref \"Quick cast\" >}} <span title=\"Quick cast\">x</span>\n\
+Last Quick cast.\n";
+    env.write("a.md", text);
+    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(matched(&doc), ["a.md:19:44:Github", "a.md:21:6:Quick cast"]);
+}
+
+#[test]
+fn staged_checks_index_blobs_not_the_work_tree() {
+    let env = Env::new();
+    env.write("a.md", "Quick cast\n");
+    env.write("b.md", "fine\n");
+    env.git(&["add", "a.md", "b.md"]);
+    env.write("a.md", "Quickcast\n"); // fixed in the work tree, not staged
+    env.write("b.md", "Github\n"); // broken in the work tree, not staged
+    let (code, doc) = env.json(&["check", "--staged", "--rules", "terms.tsv"]);
+    assert_eq!(code, 1);
+    assert_eq!(matched(&doc), ["a.md:1:1:Quick cast"]);
+    let (code, doc) = env.json(&["check", "--staged", "--rules", "terms.tsv", "b.md"]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["summary"]["files"], 1);
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 1);
+    assert_eq!(matched(&doc), ["b.md:1:1:Github"]);
+}
+
+#[test]
+fn named_files_and_folders() {
+    let env = Env::new();
+    env.write("docs/a.md", "Github\n");
+    env.write("docs/sub/b.markdown", "Git Hub\n");
+    env.write("docs/c.rs", "Github\n");
+    env.write("other.md", "Github\n");
+    env.write("script.sh", "# Github\n");
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv", "docs", "script.sh"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        matched(&doc),
+        [
+            "docs/a.md:1:1:Github",
+            "docs/sub/b.markdown:1:1:Git Hub",
+            "script.sh:1:3:Github"
+        ]
+    );
+    // From a subfolder, paths stay repository-relative.
+    let mut c = env.kapi(&[
+        "check",
+        "--rules",
+        "../terms.tsv",
+        "--format",
+        "json",
+        "a.md",
+    ]);
+    c.current_dir(env.path().join("docs"));
+    let out = c.output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(matched(&doc), ["docs/a.md:1:1:Github"]);
+    let (code, _, err) = env.run(&["check", "--rules", "terms.tsv", "missing.md"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("missing.md: no such file or directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn outside_a_repository_named_paths_work_and_bare_check_is_a_usage_error() {
+    let env = Env::bare();
+    env.write("corpus/a.md", "Github\n");
+    env.write("corpus/.hidden/b.md", "Github\n");
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv", "corpus"]);
+    assert_eq!(code, 1);
+    assert_eq!(matched(&doc), ["corpus/a.md:1:1:Github"]);
+    let (code, _, err) = env.run(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not inside a git repository"), "{err}");
+}
+
+#[test]
+fn config_globs_choose_prose_and_bad_config_is_a_usage_error() {
+    let env = Env::new();
+    env.write(
+        "kapi.toml",
+        "[check]\nprose = [\"**/*.rst\", \"**/*.md\"]\nexclude = [\"vendor/**\"]\n",
+    );
+    env.write("a.rst", "Github\n");
+    env.write("b.txt", "Github\n");
+    env.write("vendor/c.md", "Github\n");
+    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(matched(&doc), ["a.rst:1:1:Github"]);
+    env.write("kapi.toml", "[check]\nprose = [\"[\"]\n");
+    let (code, _, err) = env.run(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("invalid glob"), "{err}");
+    env.write("kapi.toml", "[check]\nunknown = 1\n");
+    let (code, _, _) = env.run(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn bad_term_list_is_a_usage_error_with_its_line() {
+    let env = Env::new();
+    env.write("bad.tsv", "# x\n1\tmaybe\tA\tb\n");
+    env.write("a.md", "x\n");
+    let (code, _, err) = env.run(&["check", "--rules", "bad.tsv"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("bad.tsv: line 2: unknown status \"maybe\""),
+        "{err}"
+    );
+    let (code, _, _) = env.run(&["check", "--rules", "nope.tsv"]);
+    assert_eq!(code, 2);
+    let (code, _, _) = env.run(&["check", "--format", "xml"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn binary_and_invalid_utf8_files_are_skipped_with_a_warning() {
+    let env = Env::new();
+    env.write_bytes("bin.md", b"Github\0\x01");
+    env.write_bytes("latin1.txt", b"caf\xe9 Github");
+    env.write("ok.md", "fine\n");
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["summary"]["files"], 1);
+    let w: Vec<String> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            format!(
+                "{}: {}",
+                w["path"].as_str().unwrap(),
+                w["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        w,
+        [
+            "bin.md: skipped: binary",
+            "latin1.txt: skipped: not valid UTF-8"
+        ]
+    );
+}
+
+#[test]
+fn no_rules_is_a_warning_not_a_failure() {
+    let env = Env::new();
+    env.write("a.md", "Github\n");
+    let (code, out, _) = env.run(&["check"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("warning: no rules are in force"), "{out}");
+}
+
+#[test]
+fn sarif_is_what_code_scanning_reads() {
+    let env = Env::new();
+    env.write("docs/a.md", "Quick cast and run time\n");
+    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv", "--format", "sarif"]);
+    assert_eq!(code, 1);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["version"], "2.1.0");
+    assert!(doc["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let run = &doc["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "kapi");
+    assert!(
+        run["tool"]["driver"]["informationUri"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://")
+    );
+    assert_eq!(run["tool"]["driver"]["rules"].as_array().unwrap().len(), 2);
+    let r = &run["results"];
+    assert_eq!(r[0]["ruleId"], "terms.tsv:2");
+    assert_eq!(r[0]["level"], "error");
+    assert_eq!(r[1]["level"], "note");
+    let loc = &r[0]["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], "docs/a.md");
+    assert_eq!(
+        loc["region"],
+        serde_json::json!({"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 11})
+    );
+    assert!(r[0]["partialFingerprints"].as_object().unwrap().len() == 1);
+}
+
+#[test]
+fn github_format_writes_annotations() {
+    let env = Env::new();
+    env.write("a.md", "Quick cast, run time, back end\n");
+    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv", "--format", "github"]);
+    assert_eq!(code, 1);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "::error file=a.md,line=1,col=1,endColumn=11,title=kapi%3A term::use \"Quickcast\", not \"Quick cast\""
+    );
+    assert!(
+        lines[1].starts_with("::notice file=a.md,line=1,col=13,endColumn=21,"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].starts_with("::warning file=a.md,line=1,col=23,"),
+        "{}",
+        lines[2]
+    );
+}
+
+#[test]
+fn help_documents_the_flags() {
+    let env = Env::new();
+    let (code, out, _) = env.run(&["check", "--help"]);
+    assert_eq!(code, 0);
+    for flag in ["--staged", "--format", "--rules", "[PATHS]..."] {
+        assert!(out.contains(flag), "{flag}: {out}");
+    }
+}
