@@ -37,7 +37,7 @@ pub struct Config {
     #[serde(default)]
     pub points: Vec<toml::Table>,
     #[serde(default)]
-    pub context: toml::Table,
+    pub context: ContextConfig,
 }
 
 /// `[vault]`: where the decision records live.
@@ -125,4 +125,28 @@ pub struct CompileEntry {
     pub allow: Option<Vec<String>>,
     /// A vault folder other than `[vault] root`.
     pub root: Option<PathBuf>,
+}
+
+/// `[context]`: the checkout's context files and the rules files kapi keeps.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextConfig {
+    /// Term lists to import (`id<TAB>status<TAB>preferred<TAB>avoided|avoided`),
+    /// paths or globs relative to the work tree.
+    #[serde(default)]
+    pub terms: Vec<String>,
+    /// Read Vale vocabularies and substitution styles under `.vale.ini`'s
+    /// `StylesPath` (default: true).
+    pub vale: Option<bool>,
+    /// Files whose managed block lists the rules and notes in force
+    /// (default: `AGENTS.md` and `CLAUDE.md`; `[]` for none).
+    pub rules_files: Option<Vec<String>>,
+}
+
+impl ContextConfig {
+    pub fn rules_files(&self) -> Vec<String> {
+        self.rules_files
+            .clone()
+            .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()])
+    }
 }

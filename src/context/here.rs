@@ -5,34 +5,73 @@
 
 use serde::Serialize;
 
-use crate::ops::record::{Record, Subject};
+use crate::ops::record::{Scope, Subject};
 use crate::ops::scope::Point;
-use crate::ops::{Ledger, State, Status};
+use crate::ops::{Ledger, State, Status, TermRule};
 
 /// One rule or note in an answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct Item {
+    /// The rule's id (`<import id>:<n>` for a rule of an imported file).
     pub id: String,
     pub short: String,
     pub status: Status,
-    pub subject: Subject,
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub point: Point,
+    /// For a term rule: the form to use (absent for a rejected word).
+    #[serde(rename = "use", skip_serializing_if = "Option::is_none")]
+    pub preferred: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub avoid: Vec<String>,
+    /// For a note: its text.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub valid_from: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub valid_to: Option<String>,
+    pub note: Option<String>,
+    #[serde(skip_serializing_if = "Scope::is_empty")]
+    pub scope: Scope,
     pub advisory: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub contested_by: Vec<String>,
     /// The counts behind a suggestion, e.g. `seen in 2 sessions`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standing: Option<String>,
 }
 
+impl Item {
+    /// `"Quickcast", not "Quick cast", "Quick-cast"`, `avoid "utilise"`, or a note's text.
+    pub fn describe(&self) -> String {
+        if let Some(note) = &self.note {
+            return note.clone();
+        }
+        let avoided: Vec<String> = self.avoid.iter().map(|a| format!("\"{a}\"")).collect();
+        match &self.preferred {
+            Some(p) => format!("\"{p}\", not {}", avoided.join(", ")),
+            None => format!("avoid {}", avoided.join(", ")),
+        }
+    }
+
+    fn of_rule(rule: &TermRule, state: Option<&State>) -> Self {
+        Item {
+            id: rule.id.clone(),
+            short: rule.id[..10].to_owned(),
+            status: rule.status,
+            preferred: rule.preferred.clone(),
+            avoid: rule.avoided.clone(),
+            note: None,
+            scope: rule.scope.clone(),
+            advisory: rule.advisory,
+            contested_by: state.map(|s| s.contested_by.clone()).unwrap_or_default(),
+            standing: state.and_then(standing),
+        }
+    }
+}
+
+fn standing(state: &State) -> Option<String> {
+    let suggestion = matches!(state.status, Status::Suggested | Status::Contested);
+    (suggestion && state.standing.sessions > 0).then(|| state.standing.describe())
+}
+
 /// What applies at one point and instant.
 #[derive(Debug, Default, Serialize)]
 pub struct Here {
-    /// Established term rules in force here.
+    /// Established term rules in force here (binding or advisory).
     pub rules: Vec<Item>,
     /// Notes a person kept, in force here.
     pub notes: Vec<Item>,
@@ -42,44 +81,41 @@ pub struct Here {
     pub elsewhere: Vec<Item>,
 }
 
-fn item(record: &Record, state: &State, subject: &Subject) -> Item {
-    let suggestion = matches!(state.status, Status::Suggested | Status::Contested);
-    Item {
-        id: record.id.clone(),
-        short: record.short().to_owned(),
-        status: state.status,
-        subject: subject.clone(),
-        point: state.scope.point.clone(),
-        valid_from: state.scope.valid_from.clone(),
-        valid_to: state.scope.valid_to.clone(),
-        advisory: state.advisory,
-        contested_by: state.contested_by.clone(),
-        standing: (suggestion && state.standing.sessions > 0).then(|| state.standing.describe()),
-    }
-}
-
 /// Fold the ledger's answer for `point` at instant `at` (Unix ms).
 pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
     let mut here = Here::default();
+    for rule in ledger.term_rules(None, at) {
+        let item = Item::of_rule(&rule, ledger.state(&rule.op));
+        match (rule.scope.covers(point), rule.suggested) {
+            (true, false) => here.rules.push(item),
+            (true, true) => here.suggestions.push(item),
+            (false, false) => here.elsewhere.push(item),
+            (false, true) => {}
+        }
+    }
     for (record, state) in ledger.iter() {
-        let (Some(state), Some(subject)) = (state, record.subject.as_ref()) else {
+        let (Some(state), Some(Subject::Note { text })) = (state, record.subject.as_ref()) else {
             continue;
         };
-        if !state.status.answers() || !state.scope.in_force(at) {
+        if !state.status.answers() || !state.scope.in_force(at) || !state.scope.covers(point) {
             continue;
         }
-        let covers = state.scope.covers(point);
-        let is_term = matches!(subject, Subject::Term { .. });
-        match (state.status, covers) {
-            (Status::Established, true) if is_term => here.rules.push(item(record, state, subject)),
-            (Status::Established, true) => here.notes.push(item(record, state, subject)),
-            (Status::Established, false) if is_term => {
-                here.elsewhere.push(item(record, state, subject))
-            }
-            (Status::Suggested | Status::Contested, true) => {
-                here.suggestions.push(item(record, state, subject))
-            }
-            _ => {}
+        let item = Item {
+            id: record.id.clone(),
+            short: record.short().to_owned(),
+            status: state.status,
+            preferred: None,
+            avoid: Vec::new(),
+            note: Some(text.clone()),
+            scope: state.scope.clone(),
+            advisory: state.advisory,
+            contested_by: state.contested_by.clone(),
+            standing: standing(state),
+        };
+        if state.status == Status::Established {
+            here.notes.push(item);
+        } else {
+            here.suggestions.push(item);
         }
     }
     here

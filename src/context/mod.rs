@@ -3,13 +3,18 @@
 //! asks the policy, and appends it; none prints.
 
 mod here;
+mod import;
 mod note;
 mod points;
 mod review;
+pub mod rulesfiles;
 
 use std::path::{Path, PathBuf};
 
 pub use here::{Here, Item, applies_at};
+pub use import::{
+    ContextFile, FileKind, Outcome, context_files, import_context_files, never_imported,
+};
 pub use note::{NoteRequest, NoteWhat, note};
 pub use points::{PointMap, point_of};
 pub use review::{ReviewRequest, review};
@@ -97,7 +102,7 @@ impl Session {
     }
 
     /// A record with the common fields filled in; the store fills id and at.
-    fn record(&self, kind: Kind) -> Record {
+    pub fn record(&self, kind: Kind) -> Record {
         Record {
             v: FORMAT_VERSION,
             id: String::new(),
@@ -119,6 +124,11 @@ impl Session {
             check: None,
             advisory: false,
         }
+    }
+
+    /// Append several records as one commit, in the order given.
+    pub fn append_all(&self, records: Vec<Record>) -> Result<Vec<Record>, ContextError> {
+        Ok(self.store.append_all(self.now_ms, self.random, records)?)
     }
 
     /// Append `record` (its id and instant are minted under the store lock).

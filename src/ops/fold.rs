@@ -198,6 +198,8 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
     let mut states: Vec<Option<Box<State>>> = vec![None; records.len()];
     // Where each rule was last kept or established (a position in the log).
     let mut kept_at: Vec<Option<usize>> = vec![None; records.len()];
+    // The latest import of each file: a new import of a path supersedes it.
+    let mut imported: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
         let target_at = r.target.as_deref().and_then(|t| position(&records, t));
         let transition = Transition {
@@ -228,6 +230,16 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
                 Status::Suggested
             };
             states[i] = Some(Box::new(new_state(r, status)));
+            if r.kind == Kind::Import
+                && let Some(path) = r.evidence.first().and_then(|e| e.path.as_deref())
+                && let Some(earlier) = imported.insert(path, i)
+                && let Some(state) = states[earlier].as_mut()
+                && state.status.answers()
+            {
+                state.status = Status::Dropped;
+                state.established = false;
+                state.decided_by = Some(r.id.clone());
+            }
             continue;
         }
         let Some(target_id) = r.target.as_deref() else {
@@ -340,6 +352,8 @@ struct TermView<'a> {
     at: usize,
     preferred: &'a str,
     avoid: &'a [String],
+    /// An entry of an imported file: its import is never contested by it.
+    imported: bool,
 }
 
 fn avoids(rule: &TermView<'_>, text: &str) -> bool {
@@ -387,12 +401,25 @@ fn mark_disagreements(
                 at,
                 preferred,
                 avoid,
+                imported: false,
             }),
+            (Some(Subject::Terms { terms }), _) => {
+                for t in terms.iter().filter(|t| !t.suggested) {
+                    let preferred = t.preferred.as_deref().unwrap_or("");
+                    rules.push(TermView {
+                        at,
+                        preferred,
+                        avoid: &t.avoid,
+                        imported: true,
+                    });
+                }
+            }
             // A correction stating no rule still states one wording over another.
             (None, Some(c)) => rules.push(TermView {
                 at,
                 preferred: &c.to,
                 avoid: std::slice::from_ref(&c.from),
+                imported: false,
             }),
             _ => {}
         }
@@ -426,6 +453,9 @@ fn mark_disagreements(
     let mut named: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
     for (i, j) in pairs {
         let (a, b) = (&rules[i], &rules[j]);
+        if a.at == b.at {
+            continue;
+        }
         let scope = |at: usize| &states[at].as_ref().expect("rules have states").scope;
         if !disagree(a, b) || !scope(a.at).overlaps(scope(b.at)) {
             continue;
@@ -443,6 +473,9 @@ fn mark_disagreements(
             (false, true) => (true, reverses(b.at, a.at)),
             _ => (true, true),
         };
+        // A file a person imported stays in force as a whole; what disagrees
+        // with one of its rules is contested by it.
+        let (contest_a, contest_b) = (contest_a && !a.imported, contest_b && !b.imported);
         if contest_a {
             named.entry(a.at).or_default().insert(b.at);
         }

@@ -7,8 +7,10 @@ pub mod forms;
 pub mod id;
 pub mod policy;
 pub mod record;
+pub mod rules;
 pub mod scope;
 
 pub use fold::{Ledger, State, Status, fold};
 pub use id::OpId;
 pub use record::{Actor, ActorKind, Kind, Record, Subject};
+pub use rules::TermRule;

@@ -14,10 +14,12 @@ use super::id::OpId;
 /// The version of the record format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 /// The largest record kapi accepts, in canonical bytes.
-pub const MAX_RECORD_BYTES: usize = 64 * 1024;
+pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
 /// Bounds on untrusted content inside a record.
 const MAX_TEXT: usize = 8 * 1024;
 const MAX_LIST: usize = 256;
+/// The most term rules one imported file carries.
+const MAX_TERMS: usize = 20_000;
 
 /// One recorded change to a project's context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,6 +215,24 @@ pub enum Subject {
     Note { text: String },
     /// A content-memory pair: a source segment and the target wording kept for it.
     Pair { source: String, target: String },
+    /// The term rules one context file held (an `import`).
+    Terms { terms: Vec<TermEntry> },
+}
+
+/// One term rule of an imported file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TermEntry {
+    /// The form to use; absent for a rejected word with no replacement.
+    #[serde(rename = "use", default, skip_serializing_if = "Option::is_none")]
+    pub preferred: Option<String>,
+    pub avoid: Vec<String>,
+    /// Reports but never fails a check.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub advisory: bool,
+    /// The file declares it a suggestion: it advises.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suggested: bool,
 }
 
 impl Subject {
@@ -221,6 +241,7 @@ impl Subject {
             Subject::Term { .. } => "term",
             Subject::Note { .. } => "note",
             Subject::Pair { .. } => "pair",
+            Subject::Terms { .. } => "terms",
         }
     }
 
@@ -233,6 +254,11 @@ impl Subject {
             }
             Subject::Note { text } => text.clone(),
             Subject::Pair { source, target } => format!("\"{source}\" → \"{target}\""),
+            Subject::Terms { terms } => format!(
+                "{} term rule{}",
+                terms.len(),
+                if terms.len() == 1 { "" } else { "s" }
+            ),
         }
     }
 }
@@ -447,6 +473,24 @@ impl Record {
             }
             if avoid.iter().any(|a| a.trim().is_empty() || a == preferred) {
                 return invalid("an avoided form is empty or the same as the form to use".into());
+            }
+        }
+        if let Some(Subject::Terms { terms }) = &self.subject {
+            if terms.len() > MAX_TERMS {
+                return invalid(format!("an import carries at most {MAX_TERMS} term rules"));
+            }
+            let bad = terms.iter().any(|t| {
+                t.avoid.is_empty()
+                    || t.avoid.len() > MAX_LIST
+                    || t.avoid
+                        .iter()
+                        .any(|a| a.trim().is_empty() || Some(a) == t.preferred.as_ref())
+                    || t.preferred.as_ref().is_some_and(|p| p.trim().is_empty())
+            });
+            if bad {
+                return invalid(
+                    "an imported term rule has an empty form or no form to avoid".into(),
+                );
             }
         }
         if self.evidence.len() > MAX_LIST || self.because.len() > MAX_LIST {

@@ -274,6 +274,79 @@ impl Store {
         Err(StoreError::Contended(which.name(), 8).into())
     }
 
+    /// Append several operations as one commit per log, under one lock.
+    /// Each template's id and instant are minted here, in order, so they
+    /// sort in the order given.
+    pub fn append_all(
+        &self,
+        now_ms: u64,
+        random: u128,
+        templates: Vec<Record>,
+    ) -> Result<Vec<Record>, StoreError> {
+        if templates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let _lock = lock::Lock::acquire(&self.kapi_dir())?;
+        let shared = self.tip(LogRef::Shared)?;
+        let local = self.tip(LogRef::Local)?;
+        let mut newest = self.newest(shared)?.max(self.newest(local)?);
+        let mut records = Vec::with_capacity(templates.len());
+        for (n, template) in templates.into_iter().enumerate() {
+            let tail =
+                random.rotate_left(17 * n as u32) ^ (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let id = OpId::mint(now_ms, tail, newest.as_ref())?;
+            let record = Record {
+                id: id.to_string(),
+                at: rfc3339_ms(id.unix_ms()),
+                ..template
+            };
+            record.validate()?;
+            newest = Some(id);
+            records.push(record);
+        }
+        let newest = newest.expect("at least one record");
+        for (which, mut tip) in [(LogRef::Shared, shared), (LogRef::Local, local)] {
+            let mine: Vec<&Record> = records
+                .iter()
+                .filter(|r| LogRef::for_record(r) == which)
+                .collect();
+            let Some(last) = mine.last() else { continue };
+            let message = format!(
+                "kapi: {} operations, last {}\n\nnewest: {newest}\n",
+                mine.len(),
+                last.short()
+            );
+            let seconds = (last.op_id().unix_ms() / 1000) as i64;
+            let mut moved = false;
+            for _ in 0..8 {
+                let mut root = tip.map(|t| self.tree_of(t)).transpose()?;
+                for r in &mine {
+                    root = Some(tree::insert_line(
+                        &self.repo,
+                        root,
+                        segment::shard(&r.id),
+                        &r.to_canonical_json(),
+                    )?);
+                }
+                let commit = self.commit(
+                    root.expect("records were written"),
+                    tip.into_iter().collect(),
+                    seconds,
+                    &message,
+                )?;
+                if self.move_ref(which, tip, commit).is_ok() {
+                    moved = true;
+                    break;
+                }
+                tip = self.tip(which)?;
+            }
+            if !moved {
+                return Err(StoreError::Contended(which.name(), 8));
+            }
+        }
+        Ok(records)
+    }
+
     /// Merge records from elsewhere (an exported file) by union. Returns how
     /// many the log did not hold before.
     pub fn merge_records(&self, records: &[Record], now_ms: u64) -> Result<usize, StoreError> {

@@ -82,9 +82,14 @@ fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
     }
     out.line(format!("{title}:"))?;
     for item in items {
-        let mut line = format!("  {}  #{}", item.subject.describe(), item.short);
-        if !item.point.is_empty() {
-            let axes: Vec<String> = item.point.iter().map(|(a, v)| format!("{a}={v}")).collect();
+        let mut line = format!("  {}  #{}", item.describe(), item.short);
+        if !item.scope.point.is_empty() {
+            let axes: Vec<String> = item
+                .scope
+                .point
+                .iter()
+                .map(|(a, v)| format!("{a}={v}"))
+                .collect();
             line.push_str(&format!("  [{}]", axes.join(", ")));
         }
         if item.advisory {

@@ -105,5 +105,32 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             &target[..10]
         ))?;
     }
+    refresh_rules_files(&session, &mut out)?;
     Ok(Exit::Ok)
+}
+
+/// Refresh the managed block of AGENTS.md and CLAUDE.md after what is in
+/// force changed, and say which files were written.
+pub fn refresh_rules_files(
+    session: &crate::context::Session,
+    out: &mut Out,
+) -> Result<(), CliError> {
+    let ledger = session.ledger()?;
+    let written = crate::context::rulesfiles::refresh(session, &ledger)?;
+    if !written.is_empty() {
+        let names: Vec<String> = written
+            .iter()
+            .map(|p| {
+                p.strip_prefix(&session.root)
+                    .unwrap_or(p)
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        out.line(format!(
+            "updated the rules in force in {}",
+            names.join(", ")
+        ))?;
+    }
+    Ok(())
 }

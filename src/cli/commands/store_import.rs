@@ -9,19 +9,32 @@ use crate::store::segment::{self, Problem};
 /// The largest file `kapi store import` reads.
 const MAX_IMPORT_BYTES: u64 = 1 << 30;
 
-/// Merge operations from a JSON Lines file (as `kapi store export` writes)
-/// into the log by union: operations the log holds change nothing. Every
+/// Without FILE: read the checkout's context files into the log — the term
+/// lists `[context] terms` in kapi.toml names, and Vale vocabularies
+/// (`accept.txt`, `reject.txt`) and `substitution` styles under
+/// `.vale.ini`'s StylesPath — one `import` operation per file, established
+/// from the start. Only a person imports; unchanged files are skipped.
+///
+/// With FILE: merge operations from a JSON Lines file (as `kapi store
+/// export` writes) by union: operations the log holds change nothing. Every
 /// line is untrusted: a malformed, oversized or unknown-version line is
 /// reported by number and skipped; the valid ones are still merged.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The file to read (`-` for stdin).
+    /// A JSON Lines file of operations to merge (`-` for stdin).
     #[arg(value_name = "FILE")]
-    pub file: String,
+    pub file: Option<String>,
+    /// Read context files even when their bytes are unchanged since the last import.
+    #[arg(long, conflicts_with = "file")]
+    pub force: bool,
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let session = ctx.session()?;
+    let Some(file) = args.file else {
+        return import_context_files(&session, args.force);
+    };
+    let args = FileArgs { file };
     let mut bytes = Vec::new();
     let read = if args.file == "-" {
         std::io::stdin()
@@ -53,6 +66,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     for p in &problems {
         let _ = writeln!(err, "error: {}: {}", p.location, p.error);
     }
+    if added > 0 {
+        let mut out = crate::cli::output::Out::new();
+        super::context_review::refresh_rules_files(&session, &mut out)?;
+    }
     if problems.is_empty() {
         Ok(Exit::Ok)
     } else {
@@ -63,4 +80,49 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         );
         Ok(Exit::Store)
     }
+}
+
+struct FileArgs {
+    file: String,
+}
+
+fn import_context_files(session: &crate::context::Session, force: bool) -> Result<Exit, CliError> {
+    use crate::context::Outcome;
+    let outcomes = crate::context::import_context_files(session, force)?;
+    let mut out = crate::cli::output::Out::new();
+    if outcomes.is_empty() {
+        out.line(
+            "no context files found: name term lists in kapi.toml ([context] terms = [\"terms.tsv\"]) or keep a .vale.ini with StylesPath",
+        )?;
+        return Ok(Exit::Ok);
+    }
+    let mut failed = 0;
+    let mut imported = 0;
+    for (file, outcome) in &outcomes {
+        match outcome {
+            Outcome::Imported { id, rules, skipped } => {
+                imported += 1;
+                out.line(format!(
+                    "imported {} as #{}: {rules} term rules",
+                    file.path,
+                    &id[..10]
+                ))?;
+                for (line, reason) in skipped {
+                    out.line(format!("  skipped {}:{line}: {reason}", file.path))?;
+                }
+            }
+            Outcome::Unchanged => {
+                out.line(format!("unchanged since the last import: {}", file.path))?
+            }
+            Outcome::Failed(message) => {
+                failed += 1;
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "error: {message}");
+            }
+        }
+    }
+    if imported > 0 {
+        super::context_review::refresh_rules_files(session, &mut out)?;
+    }
+    Ok(if failed > 0 { Exit::Usage } else { Exit::Ok })
 }

@@ -1,0 +1,341 @@
+//! `kapi store import` without a file: read the checkout's context files —
+//! term lists declared in kapi.toml, Vale vocabularies and Vale
+//! substitution styles — into the log, one `import` operation per file,
+//! by a person, carrying the file's path and SHA-256, established from the
+//! start. A second import of unchanged bytes records nothing.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use globset::Glob;
+use sha2::{Digest, Sha256};
+
+use super::{ContextError, Session};
+use crate::contextfiles::{self, ImportedFile, RuleStatus, Vocabulary};
+use crate::ops::Ledger;
+use crate::ops::policy::{Transition, person_decides};
+use crate::ops::record::{Evidence, Kind, Record, Subject, TermEntry};
+
+/// The largest context file read.
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What kind of context file a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    TermList,
+    ValeAccept,
+    ValeReject,
+    ValeSubstitution,
+}
+
+/// A context file found in the checkout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextFile {
+    /// Relative to the work tree, forward slashes.
+    pub path: String,
+    pub kind: FileKind,
+}
+
+/// What importing one file did.
+#[derive(Debug)]
+pub enum Outcome {
+    Imported {
+        id: String,
+        rules: usize,
+        skipped: Vec<(usize, String)>,
+    },
+    Unchanged,
+    Failed(String),
+}
+
+/// Find the checkout's context files.
+pub fn context_files(
+    root: &Path,
+    config: &crate::config::ContextConfig,
+) -> Result<Vec<ContextFile>, ContextError> {
+    let mut out = Vec::new();
+    for entry in &config.terms {
+        if entry.contains(['*', '?', '[', '{']) {
+            let glob = Glob::new(entry)
+                .map_err(|e| ContextError::Usage(format!("kapi.toml [context] terms: {e}")))?;
+            let matcher = glob.compile_matcher();
+            let mut found = Vec::new();
+            walk(root, root, 0, &mut |rel| {
+                if matcher.is_match(rel) {
+                    found.push(rel.to_owned());
+                }
+            });
+            found.sort();
+            out.extend(found.into_iter().map(|path| ContextFile {
+                path,
+                kind: FileKind::TermList,
+            }));
+        } else {
+            let path = entry.trim_start_matches("./").to_owned();
+            if !root.join(&path).is_file() {
+                return Err(ContextError::Usage(format!(
+                    "kapi.toml [context] terms names {path}, which is not a file in the work tree"
+                )));
+            }
+            out.push(ContextFile {
+                path,
+                kind: FileKind::TermList,
+            });
+        }
+    }
+    if config.vale.unwrap_or(true)
+        && let Some(styles) = vale_styles_path(root)
+    {
+        let mut found = Vec::new();
+        walk(root, &root.join(&styles), 0, &mut |rel| {
+            let name = rel.rsplit('/').next().unwrap_or(rel);
+            let kind = match name {
+                "accept.txt" => Some(FileKind::ValeAccept),
+                "reject.txt" => Some(FileKind::ValeReject),
+                n if n.ends_with(".yml") || n.ends_with(".yaml") => {
+                    let text = std::fs::read_to_string(root.join(rel)).unwrap_or_default();
+                    is_substitution(&text).then_some(FileKind::ValeSubstitution)
+                }
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                found.push(ContextFile {
+                    path: rel.to_owned(),
+                    kind,
+                });
+            }
+        });
+        found.sort_by(|a, b| a.path.cmp(&b.path));
+        out.extend(found);
+    }
+    out.dedup_by(|a, b| a.path == b.path);
+    Ok(out)
+}
+
+fn is_substitution(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim();
+        l.strip_prefix("extends:")
+            .is_some_and(|v| v.trim().trim_matches(['"', '\'']) == "substitution")
+    })
+}
+
+/// `StylesPath` from `.vale.ini`, relative to the work tree.
+fn vale_styles_path(root: &Path) -> Option<String> {
+    let ini = std::fs::read_to_string(root.join(".vale.ini")).ok()?;
+    ini.lines().find_map(|l| {
+        let (key, value) = l.split_once('=')?;
+        (key.trim() == "StylesPath").then(|| value.trim().trim_start_matches("./").to_owned())
+    })
+}
+
+/// Visit regular files under `dir` (no symlinks, bounded depth), with paths
+/// relative to `root`; skips `.git` and hidden folders other than `.vale`.
+fn walk(root: &Path, dir: &Path, depth: usize, visit: &mut dyn FnMut(&str)) {
+    if depth > 8 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if kind.is_dir() {
+            if name == ".git" || name == "target" || name == "node_modules" {
+                continue;
+            }
+            walk(root, &path, depth + 1, visit);
+        } else if kind.is_file()
+            && let Ok(rel) = path.strip_prefix(root)
+        {
+            visit(&rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+/// Parse one context file into term entries.
+fn parse(file: &ContextFile, text: &str) -> Result<ImportedFile, String> {
+    let parsed = match file.kind {
+        FileKind::TermList => contextfiles::parse_term_list(text),
+        FileKind::ValeAccept => Vocabulary::parse(Some(text), None).map(|v| v.rules()),
+        FileKind::ValeReject => Vocabulary::parse(None, Some(text)).map(|v| v.rules()),
+        FileKind::ValeSubstitution => contextfiles::parse_vale_substitution(text),
+    };
+    parsed.map_err(|e| format!("{}: {e}", file.path))
+}
+
+fn entries(parsed: &ImportedFile) -> Vec<TermEntry> {
+    let mut out = Vec::new();
+    for rule in &parsed.rules {
+        let preferred = rule
+            .preferred
+            .as_ref()
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty());
+        let mut avoid: Vec<String> = rule
+            .avoided
+            .iter()
+            .map(|a| a.trim().to_owned())
+            .filter(|a| !a.is_empty() && Some(a) != preferred.as_ref())
+            .collect();
+        if avoid.is_empty()
+            && let Some(p) = &preferred
+        {
+            // An accepted term (Vale.Terms): its other capitalisations are avoided, as written.
+            let title: String = p
+                .chars()
+                .take(1)
+                .flat_map(char::to_uppercase)
+                .chain(p.chars().skip(1).flat_map(char::to_lowercase))
+                .collect();
+            for variant in [p.to_lowercase(), p.to_uppercase(), title] {
+                if &variant != p && !avoid.contains(&variant) {
+                    avoid.push(variant);
+                }
+            }
+        }
+        avoid.dedup();
+        if avoid.is_empty() {
+            continue;
+        }
+        out.push(TermEntry {
+            preferred,
+            avoid,
+            advisory: rule.status == RuleStatus::Advisory,
+            suggested: matches!(rule.status, RuleStatus::Suggested | RuleStatus::Contested),
+        });
+    }
+    out
+}
+
+/// The SHA-256 of the latest import of each path.
+fn imported_digests(ledger: &Ledger) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (record, _) in ledger.iter() {
+        if record.kind != Kind::Import {
+            continue;
+        }
+        if let Some(e) = record.evidence.first()
+            && let (Some(path), Some(sha)) = (&e.path, &e.sha256)
+        {
+            out.insert(path.clone(), sha.clone());
+        }
+    }
+    out
+}
+
+/// Context files of the checkout that no import ever read.
+pub fn never_imported(session: &Session, ledger: &Ledger) -> Result<Vec<String>, ContextError> {
+    let seen = imported_digests(ledger);
+    let files = context_files(&session.root, &session.config.context)?;
+    Ok(files
+        .into_iter()
+        .map(|f| f.path)
+        .filter(|p| !seen.contains_key(p))
+        .collect())
+}
+
+/// Import every context file of the checkout (`force`: even unchanged ones).
+pub fn import_context_files(
+    session: &Session,
+    force: bool,
+) -> Result<Vec<(ContextFile, Outcome)>, ContextError> {
+    person_decides(&Transition {
+        actor: &session.actor,
+        kind: Kind::Import,
+        target: None,
+        widening: false,
+        editing: false,
+    })?;
+    let files = context_files(&session.root, &session.config.context)?;
+    let ledger = session.ledger()?;
+    let digests = imported_digests(&ledger);
+    let mut outcomes = Vec::new();
+    let mut records: Vec<(usize, Record)> = Vec::new();
+    for file in files {
+        let bytes = match read_capped(&session.root.join(&file.path)) {
+            Ok(b) => b,
+            Err(e) => {
+                outcomes.push((file, Outcome::Failed(e)));
+                continue;
+            }
+        };
+        let sha = hex(&Sha256::digest(&bytes));
+        if !force && digests.get(&file.path) == Some(&sha) {
+            outcomes.push((file, Outcome::Unchanged));
+            continue;
+        }
+        let text = match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(_) => {
+                let message = format!("{} is not UTF-8 text", file.path);
+                outcomes.push((file, Outcome::Failed(message)));
+                continue;
+            }
+        };
+        let parsed = match parse(&file, &text) {
+            Ok(p) => p,
+            Err(e) => {
+                outcomes.push((file, Outcome::Failed(e)));
+                continue;
+            }
+        };
+        let terms = entries(&parsed);
+        let mut record = session.record(Kind::Import);
+        record.note = Some(format!(
+            "imported {} term rules from {}",
+            terms.len(),
+            file.path
+        ));
+        record.evidence = vec![Evidence {
+            path: Some(file.path.clone()),
+            unit: None,
+            quote: None,
+            sha256: Some(sha),
+        }];
+        let count = terms.len();
+        record.subject = Some(Subject::Terms { terms });
+        records.push((outcomes.len(), record));
+        outcomes.push((
+            file,
+            Outcome::Imported {
+                id: String::new(),
+                rules: count,
+                skipped: parsed.skipped,
+            },
+        ));
+    }
+    let (slots, templates): (Vec<usize>, Vec<Record>) = records.into_iter().unzip();
+    for (slot, record) in slots.into_iter().zip(session.append_all(templates)?) {
+        if let Outcome::Imported { id, .. } = &mut outcomes[slot].1 {
+            *id = record.id;
+        }
+    }
+    Ok(outcomes)
+}
+
+fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!("{} is larger than 16 MiB", path.display()));
+    }
+    Ok(bytes)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,87 @@
+//! The rules files agents load (`AGENTS.md`, `CLAUDE.md`): every change to
+//! what is in force refreshes a managed block listing the rules and notes
+//! in force. Nothing outside the block's markers is touched; a file without
+//! markers gets the block appended.
+
+use std::path::PathBuf;
+
+use super::{ContextError, Session};
+use crate::ops::record::{Scope, Subject};
+use crate::ops::{Ledger, Status};
+use crate::rulesfile::{BlockNote, BlockRule, refresh_block, render_block};
+
+/// `product=quickcast, until 2027-01-01` for a scope narrower than the project.
+fn describe(scope: &Scope) -> Option<String> {
+    let mut parts: Vec<String> = scope
+        .point
+        .iter()
+        .map(|(a, v)| format!("{a}={v}"))
+        .collect();
+    if let Some(from) = &scope.valid_from {
+        parts.push(format!("from {from}"));
+    }
+    if let Some(to) = &scope.valid_to {
+        parts.push(format!("until {to}"));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// The block body for what is in force at `at` (Unix ms).
+pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
+    let rules: Vec<BlockRule> = ledger
+        .term_rules(None, at)
+        .into_iter()
+        .filter(|r| !r.suggested)
+        .map(|r| BlockRule {
+            preferred: r.preferred.unwrap_or_default(),
+            avoided: r.avoided,
+            scope: describe(&r.scope),
+        })
+        .collect();
+    let notes: Vec<BlockNote> = ledger
+        .iter()
+        .filter_map(|(record, state)| {
+            let state = state?;
+            match &record.subject {
+                Some(Subject::Note { text })
+                    if state.status == Status::Established && state.scope.in_force(at) =>
+                {
+                    Some(BlockNote {
+                        text: text.clone(),
+                        scope: describe(&state.scope),
+                    })
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    render_block(&rules, &notes)
+}
+
+/// Refresh the managed block of every rules file; returns the files written.
+pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, ContextError> {
+    let body = render(ledger, Some(session.now_ms as i64));
+    let mut written = Vec::new();
+    for name in session.config.context.rules_files() {
+        let path = session.root.join(&name);
+        let existing = match std::fs::read_to_string(&path) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(ContextError::Usage(format!("cannot read {name}: {e}"))),
+        };
+        let updated = refresh_block(existing.as_deref(), &body)
+            .map_err(|e| ContextError::Usage(format!("{name}: {e}")))?;
+        if existing.as_deref() == Some(updated.as_str()) {
+            continue;
+        }
+        let tmp = path.with_extension(format!("kapi-tmp.{}", std::process::id()));
+        std::fs::write(&tmp, &updated)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                ContextError::Usage(format!("cannot write {name}: {e}"))
+            })?;
+        written.push(path);
+    }
+    Ok(written)
+}
