@@ -1,0 +1,288 @@
+//! What applies at a path, context files read into the log, and the rules
+//! files agents load — through the real binary.
+
+mod common;
+
+use common::Repo;
+use serde_json::Value;
+
+fn json(run: common::Run) -> Value {
+    serde_json::from_str(run.stdout.trim()).unwrap()
+}
+
+fn keep_last(repo: &Repo) -> String {
+    let lines = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let id = lines.last().unwrap()["short"].as_str().unwrap().to_owned();
+    repo.kapi(&["context", "review", "--keep", &id]).ok();
+    id
+}
+
+#[test]
+fn context_at_a_path_says_what_applies_and_what_stays_correct() {
+    let repo = Repo::new();
+    repo.write(
+        "kapi.toml",
+        "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"quickcast\" }\n",
+    );
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Flowkit",
+            "--instead-of",
+            "Flow kit",
+            "--path",
+            "docs/app/a.md",
+        ],
+    )
+    .ok();
+    let flow = keep_last(&repo);
+    repo.kapi(&["context", "note", "The docs address the administrator"])
+        .ok();
+    let note = keep_last(&repo);
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Supabase",
+            "--instead-of",
+            "Supa base",
+            "--quote",
+            "q",
+        ],
+    )
+    .ok();
+
+    let app = json(repo.kapi(&["context", "docs/app/a.md", "--json"]).ok());
+    assert_eq!(app["point"], serde_json::json!({"product": "quickcast"}));
+    assert_eq!(app["rules"][0]["use"], "Flowkit");
+    assert_eq!(app["rules"][0]["short"], flow.as_str());
+    assert_eq!(
+        app["notes"][0]["note"],
+        "The docs address the administrator"
+    );
+    assert_eq!(app["notes"][0]["short"], note.as_str());
+    assert_eq!(app["suggestions"][0]["use"], "Supabase");
+    assert_eq!(app["elsewhere"], serde_json::json!([]));
+
+    let intro = json(repo.kapi(&["context", "docs/intro.md", "--json"]).ok());
+    assert_eq!(intro["rules"], serde_json::json!([]));
+    assert_eq!(intro["elsewhere"][0]["use"], "Flowkit");
+    let human = repo.kapi(&["context", "docs/intro.md"]).ok().stdout;
+    assert!(human.contains("Wording that stays correct here"), "{human}");
+    assert!(human.contains("\"Flowkit\", not \"Flow kit\""), "{human}");
+    assert!(human.contains("Suggestions here"), "{human}");
+
+    // A rule outside its window does not apply.
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Oldname",
+            "--instead-of",
+            "Old name",
+            "--quote",
+            "q",
+            "--valid-to",
+            "2026-01-01",
+        ],
+    )
+    .ok();
+    keep_last(&repo);
+    let now = json(repo.kapi(&["context", "docs/app/a.md", "--json"]).ok());
+    assert!(!now.to_string().contains("Oldname"), "{now}");
+    repo.kapi(&["context"]).code(2);
+}
+
+#[test]
+fn context_files_are_imported_once_by_a_person() {
+    let repo = Repo::new();
+    repo.write("terms.tsv", "# id\tstatus\tpreferred\tavoided\n1\testablished\tQuickcast\tQuick cast|Quick-cast|QuickCast\n2\tsuggested\tSupabase\tSupa base\n");
+    repo.write("kapi.toml", "[context]\nterms = [\"terms.tsv\"]\n");
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\nMinAlertLevel = suggestion\n",
+    );
+    repo.write("styles/config/vocabularies/Base/accept.txt", "Kubernetes\n");
+    repo.write("styles/config/vocabularies/Base/reject.txt", "utilize\n");
+    repo.write("styles/Acme/Terms.yml", "extends: substitution\nmessage: Use '%s'\nignorecase: true\nswap:\n  Open Telemetry: OpenTelemetry\n");
+
+    let run = repo.agent("s1", &["store", "import"]).code(4);
+    assert!(run.stderr.contains("kapi store import"), "{}", run.stderr);
+
+    let run = repo.kapi(&["store", "import"]).ok();
+    assert!(run.stdout.contains("imported terms.tsv"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("imported styles/Acme/Terms.yml"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("accept.txt") && run.stdout.contains("reject.txt"),
+        "{}",
+        run.stdout
+    );
+    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    assert_eq!(log.len(), 4);
+    for op in &log {
+        assert_eq!(op["kind"], "import");
+        assert_eq!(op["status"], "established");
+        assert_eq!(op["actor"]["kind"], "person");
+        assert_eq!(op["evidence"][0]["sha256"].as_str().unwrap().len(), 64);
+    }
+    let terms = log
+        .iter()
+        .find(|o| o["evidence"][0]["path"] == "terms.tsv")
+        .unwrap();
+    assert_eq!(terms["subject"]["terms"][0]["use"], "Quickcast");
+    assert_eq!(terms["subject"]["terms"][1]["suggested"], true);
+
+    // Unchanged bytes record nothing; --force reads regardless; a change re-imports.
+    let run = repo.kapi(&["store", "import"]).ok();
+    assert!(
+        run.stdout
+            .contains("unchanged since the last import: terms.tsv"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        repo.kapi(&["context", "log", "--json"])
+            .ok()
+            .json_lines()
+            .len(),
+        4
+    );
+    repo.kapi(&["store", "import", "--force"]).ok();
+    assert_eq!(
+        repo.kapi(&["context", "log", "--json"])
+            .ok()
+            .json_lines()
+            .len(),
+        8
+    );
+    repo.write("terms.tsv", "1\testablished\tQuickcast\tQuick cast\n");
+    repo.kapi(&["store", "import"]).ok();
+    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let term_imports: Vec<&Value> = log
+        .iter()
+        .filter(|o| o["evidence"][0]["path"] == "terms.tsv")
+        .collect();
+    assert_eq!(term_imports.len(), 3);
+    assert_eq!(term_imports[0]["status"], "dropped");
+    assert_eq!(term_imports[1]["status"], "dropped");
+    assert_eq!(term_imports[2]["status"], "established");
+
+    let here = json(repo.kapi(&["context", "README.md", "--json"]).ok());
+    let rules: Vec<String> = here["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert!(rules.iter().any(|r| r.contains("Quickcast")), "{rules:?}");
+    assert!(
+        rules
+            .iter()
+            .any(|r| r.contains("utilize") && !r.contains("\"use\"")),
+        "{rules:?}"
+    );
+    assert!(
+        rules.iter().any(|r| r.contains("OpenTelemetry")),
+        "{rules:?}"
+    );
+    assert!(
+        rules
+            .iter()
+            .any(|r| r.contains("\"Kubernetes\"") && r.contains("kubernetes")),
+        "{rules:?}"
+    );
+    assert!(
+        !here.to_string().contains("Supabase"),
+        "the re-imported list no longer holds it"
+    );
+}
+
+#[test]
+fn a_bad_context_file_is_named_and_the_others_still_import() {
+    let repo = Repo::new();
+    repo.write("good.tsv", "1\testablished\tQuickcast\tQuick cast\n");
+    repo.write("bad.tsv", "1\tmaybe\tQuickcast\tQuick cast\n");
+    repo.write("kapi.toml", "[context]\nterms = [\"*.tsv\"]\n");
+    let run = repo.kapi(&["store", "import"]).code(2);
+    assert!(run.stderr.contains("bad.tsv"), "{}", run.stderr);
+    assert!(run.stdout.contains("imported good.tsv"), "{}", run.stdout);
+    repo.write("kapi.toml", "[context]\nterms = [\"missing.tsv\"]\n");
+    let run = repo.kapi(&["store", "import"]).code(2);
+    assert!(run.stderr.contains("missing.tsv"), "{}", run.stderr);
+}
+
+#[test]
+fn the_rules_files_list_what_is_in_force_and_nothing_else_changes() {
+    let repo = Repo::new();
+    repo.write("AGENTS.md", "# Agents\n\nHand-written guidance stays.\n");
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Quickcast",
+            "--instead-of",
+            "Quick cast",
+            "--quote",
+            "q",
+        ],
+    )
+    .ok();
+    // A suggestion is not in force: no rules file is written.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("AGENTS.md")).unwrap(),
+        "# Agents\n\nHand-written guidance stays.\n"
+    );
+    assert!(!repo.path().join("CLAUDE.md").exists());
+
+    let id = keep_last(&repo);
+    let agents = std::fs::read_to_string(repo.path().join("AGENTS.md")).unwrap();
+    assert!(
+        agents.starts_with("# Agents\n\nHand-written guidance stays.\n"),
+        "{agents}"
+    );
+    assert!(
+        agents.contains("<!-- kapi:begin") && agents.contains("<!-- kapi:end -->"),
+        "{agents}"
+    );
+    assert!(
+        agents.contains("Write **Quickcast**, not Quick cast, Quick-cast, QuickCast"),
+        "{agents}"
+    );
+    let claude = std::fs::read_to_string(repo.path().join("CLAUDE.md")).unwrap();
+    assert!(claude.contains("Write **Quickcast**"), "{claude}");
+
+    // Text after the block survives a refresh; a drop takes the rule out.
+    std::fs::write(
+        repo.path().join("AGENTS.md"),
+        format!("{agents}\nMore notes below.\n"),
+    )
+    .unwrap();
+    repo.kapi(&["context", "review", "--drop", &id]).ok();
+    let agents = std::fs::read_to_string(repo.path().join("AGENTS.md")).unwrap();
+    assert!(!agents.contains("Quickcast"), "{agents}");
+    assert!(
+        agents.starts_with("# Agents\n\nHand-written guidance stays.\n"),
+        "{agents}"
+    );
+    assert!(agents.ends_with("\nMore notes below.\n"), "{agents}");
+
+    // Opting out.
+    let other = Repo::new();
+    other.write("kapi.toml", "[context]\nrules_files = []\n");
+    other.kapi(&["context", "note", "A kept note"]).ok();
+    keep_last(&other);
+    assert!(!other.path().join("AGENTS.md").exists());
+}
