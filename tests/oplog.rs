@@ -600,7 +600,7 @@ fn a_corrupted_operation_on_the_ref_is_named_and_skipped() {
     ]);
     let future = good.replace("\"v\":1", "\"v\":2");
     let future = future.replacen(&id[20..], "zzzz", 1);
-    let huge = format!("{{\"v\":1,\"note\":\"{}\"}}", "x".repeat(70_000));
+    let huge = format!("{{\"v\":1,\"note\":\"{}\"}}", "x".repeat(1_100_000));
     let segment = format!("{good}\nthis is not json\n{future}\n{huge}\n");
     let blob = repo.git_stdin(&["hash-object", "-w", "--stdin"], segment.as_bytes());
     let level = repo.git_stdin(
@@ -734,7 +734,7 @@ mod union_law {
     use proptest::prelude::*;
 
     fn record(n: u32, term: u8, avoid: u8, session: u8) -> Record {
-        Record {
+        let mut r = Record {
             v: FORMAT_VERSION,
             id: kapi::ops::OpId::mint(
                 kapi::ops::id::EPOCH_MS + 1000 + u64::from(n),
@@ -764,14 +764,18 @@ mod union_law {
             target: None,
             before: None,
             note: None,
-            at: "2026-01-01T00:00:01.000Z".into(),
+            at: String::new(),
             address: None,
             signal: None,
             because: vec![],
             check: None,
             advisory: false,
-        }
+        };
+        r.at = r.op_id().instant();
+        r
     }
+
+    const NOW: u64 = kapi::ops::id::EPOCH_MS + 86_400_000;
 
     fn statuses(store: &Store) -> Vec<(String, String, Vec<String>)> {
         let ledger = kapi::ops::fold(store.load_all().unwrap().records);
@@ -805,13 +809,101 @@ mod union_law {
             let two = Repo::new();
             let s1 = Store::discover(one.path()).unwrap();
             let s2 = Store::discover(two.path()).unwrap();
-            s1.merge_records(&left, 0).unwrap();
-            s1.merge_records(&right, 0).unwrap();
-            s2.merge_records(&right, 0).unwrap();
-            s2.merge_records(&left, 0).unwrap();
+            s1.merge_records(&left, NOW).unwrap();
+            s1.merge_records(&right, NOW).unwrap();
+            s2.merge_records(&right, NOW).unwrap();
+            s2.merge_records(&left, NOW).unwrap();
             prop_assert_eq!(s1.tree_id(LogRef::Shared).unwrap(), s2.tree_id(LogRef::Shared).unwrap());
             prop_assert_eq!(statuses(&s1), statuses(&s2));
             prop_assert_eq!(s1.load_all().unwrap().records.len(), records.len());
         }
     }
+}
+
+#[test]
+fn an_import_never_changes_an_operation_the_log_holds() {
+    let a = Repo::new();
+    let id = note_term(&a, "s1", "Quickcast", "Quick cast");
+    let exported = a.kapi(&["store", "export", "-"]).ok().stdout;
+    let mut forged: Value = serde_json::from_str(exported.trim()).unwrap();
+    forged["subject"]["use"] = Value::from("QuICKCAST");
+    forged["address"] = Value::from("x");
+    a.write("forged.jsonl", &format!("{forged}\n"));
+    let run = a.kapi(&["store", "import", "forged.jsonl"]).code(5);
+    assert!(run.stderr.contains("conflict"), "{}", run.stderr);
+    let lines = log(&a);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["subject"]["use"], "Quickcast");
+    assert_eq!(lines[0]["id"], id);
+
+    // An operation dated far in the future is refused, and appends keep working.
+    let mut future: Value = serde_json::from_str(exported.trim()).unwrap();
+    let far =
+        kapi::ops::OpId::mint(kapi::ops::id::EPOCH_MS + 30 * 365 * 86_400_000, 5, None).unwrap();
+    future["id"] = Value::from(far.to_string());
+    future["at"] = Value::from(far.instant());
+    a.write("future.jsonl", &format!("{future}\n"));
+    let run = a.kapi(&["store", "import", "future.jsonl"]).code(5);
+    assert!(run.stderr.contains("dated in the future"), "{}", run.stderr);
+    note_term(&a, "s1", "Supabase", "Supa base");
+    assert_eq!(log(&a).len(), 2);
+}
+
+#[test]
+fn a_note_path_is_relative_to_where_kapi_runs() {
+    let repo = Repo::new();
+    repo.write(
+        "kapi.toml",
+        "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"qc\" }\n",
+    );
+    std::fs::create_dir_all(repo.path().join("docs")).unwrap();
+    let out = repo
+        .kapi_cmd(&[
+            "context",
+            "note",
+            "--term",
+            "Flowkit",
+            "--instead-of",
+            "Flow kit",
+            "--path",
+            "app/a.md",
+            "--json",
+        ])
+        .current_dir(repo.path().join("docs"))
+        .env("KAPI_AGENT", "a")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let op: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(op["evidence"][0]["path"], "docs/app/a.md");
+    assert_eq!(op["scope"]["point"]["product"], "qc");
+}
+
+#[test]
+fn operations_the_fold_ignores_are_marked_in_the_log() {
+    let repo = Repo::new();
+    let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    let mut keep: Value = serde_json::from_str(exported.trim()).unwrap();
+    let forged_id = kapi::ops::OpId::mint(kapi::ops::id::EPOCH_MS + 1000, 9, None).unwrap();
+    keep["id"] = Value::from(forged_id.to_string());
+    keep["at"] = Value::from(forged_id.instant());
+    keep["kind"] = Value::from("context.keep");
+    keep["target"] = Value::from(id.clone());
+    keep.as_object_mut().unwrap().remove("subject");
+    repo.write("keep.jsonl", &format!("{keep}\n"));
+    repo.kapi(&["store", "import", "keep.jsonl"]).ok();
+    let human = repo.kapi(&["context", "log"]).ok().stdout;
+    assert!(human.contains("[ignored: agent claude-code"), "{human}");
+    let lines = log(&repo);
+    let forged = lines.iter().find(|l| l["kind"] == "keep").unwrap();
+    assert!(
+        forged["ignored"].as_str().unwrap().contains("may not keep"),
+        "{forged}"
+    );
+    assert_eq!(status_of(&repo, &id), "suggested");
 }

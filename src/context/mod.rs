@@ -55,6 +55,8 @@ pub struct Session {
     pub store: Store,
     pub config: Config,
     pub root: PathBuf,
+    /// The directory kapi runs in; relative paths are relative to it.
+    pub cwd: PathBuf,
     pub actor: Actor,
     pub project: String,
     /// The clock, in Unix milliseconds (pinned by `KAPI_NOW` in tests).
@@ -83,6 +85,7 @@ impl Session {
             store,
             config,
             root,
+            cwd: dir.to_path_buf(),
             actor,
             project,
             now_ms,
@@ -133,13 +136,7 @@ impl Session {
 
     /// Append `record` (its id and instant are minted under the store lock).
     pub fn append(&self, record: Record) -> Result<Record, ContextError> {
-        self.store.append(self.now_ms, self.random, |id, at| {
-            Ok::<_, ContextError>(Record {
-                id: id.to_string(),
-                at,
-                ..record
-            })
-        })
+        Ok(self.store.append(self.now_ms, self.random, record)?)
     }
 }
 

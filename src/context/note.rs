@@ -89,6 +89,7 @@ pub fn note(session: &Session, req: NoteRequest) -> Result<Record, ContextError>
                 ));
             }
             record.kind = Kind::Correct;
+            let (from, to) = (normalize(&from), normalize(&to));
             if suggest {
                 let avoid = avoided_forms(&to, std::slice::from_ref(&from))?;
                 record.subject = Some(Subject::Term {
@@ -138,9 +139,16 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
         widening: false,
         editing: false,
     })?;
-    match ledger.state(id.as_str()).map(|s| s.status) {
-        Some(Status::Suggested | Status::Contested) => {}
-        Some(status) => {
+    match ledger.state(id.as_str()).map(|s| (s.status, s.kept)) {
+        Some((_, true)) => {
+            return Err(ContextError::Refused(format!(
+                "refusing to withdraw #{}: a person kept it, so it is no longer a suggestion; a person drops it with `kapi context review --drop {}`",
+                id.short(),
+                id.short()
+            )));
+        }
+        Some((Status::Suggested | Status::Contested, false)) => {}
+        Some((status, false)) => {
             return Err(ContextError::Refused(format!(
                 "refusing to withdraw #{}: it is {} and no longer a suggestion; a person drops it with `kapi context review --drop {}`",
                 id.short(),
@@ -163,27 +171,32 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
 
 /// A path as the log stores it: relative to the work tree, forward slashes.
 fn relative_path(session: &Session, path: &str) -> Result<String, ContextError> {
-    let p = std::path::Path::new(path);
-    let rel = if p.is_absolute() {
-        p.strip_prefix(&session.root)
-            .map_err(|_| {
-                ContextError::Usage(format!(
-                    "{path} is outside the work tree {}",
-                    session.root.display()
-                ))
-            })?
-            .to_path_buf()
-    } else {
-        p.to_path_buf()
-    };
-    let text = rel.to_string_lossy().replace('\\', "/");
-    let text = text.trim_start_matches("./").to_owned();
-    if text.is_empty() || text.split('/').any(|c| c == "..") {
+    let absolute = session.cwd.join(path);
+    let rel = absolute.strip_prefix(&session.root).map_err(|_| {
+        ContextError::Usage(format!(
+            "{path} is outside the work tree {}",
+            session.root.display()
+        ))
+    })?;
+    let mut parts: Vec<String> = Vec::new();
+    for c in rel.components() {
+        match c {
+            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir if parts.pop().is_some() => {}
+            _ => {
+                return Err(ContextError::Usage(format!(
+                    "{path} is not a path inside the work tree"
+                )));
+            }
+        }
+    }
+    if parts.is_empty() {
         return Err(ContextError::Usage(format!(
-            "{path} is not a path inside the work tree"
+            "{path} is not a file inside the work tree"
         )));
     }
-    Ok(text)
+    Ok(parts.join("/"))
 }
 
 /// The scope of a submission: the evidence's point, narrowed by `--point`,
@@ -223,4 +236,9 @@ fn scope(
         valid_from,
         valid_to,
     })
+}
+
+/// Collapse runs of whitespace and trim, as avoided forms are.
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

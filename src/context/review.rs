@@ -4,7 +4,7 @@
 use super::{ContextError, Session};
 use crate::ops::id::{OpId, resolve};
 use crate::ops::policy::{Transition, person_decides};
-use crate::ops::record::{Kind, Record};
+use crate::ops::record::{ActorKind, Kind, Record};
 use crate::ops::scope::check_window;
 use crate::ops::{Ledger, Status};
 
@@ -39,6 +39,16 @@ pub fn review(session: &Session, req: ReviewRequest) -> Result<Vec<Record>, Cont
         .iter()
         .map(|p| resolve(p, &ids))
         .collect::<Result<_, _>>()?;
+    let mut keeps = keeps;
+    keeps.dedup();
+    let mut drops = drops;
+    drops.dedup();
+    if let Some(both) = keeps.iter().find(|k| drops.contains(k)) {
+        return Err(ContextError::Usage(format!(
+            "#{} is both kept and dropped in this round; choose one",
+            both.short()
+        )));
+    }
     for id in &drops {
         check(session, &ledger, &req, id, Kind::Drop, &drops)?;
     }
@@ -102,7 +112,15 @@ fn check(
                 .iter()
                 .filter(|r| !drops.iter().any(|d| d.as_str() == r.as_str()))
                 .collect();
-            if rivals.is_empty() {
+            // A person keeping a rule again after a person's correction
+            // reversed it: the rule binds again, the correction stays contested.
+            let reversed_by_people = state.kept
+                && rivals.iter().all(|r| {
+                    ledger.get(r).is_some_and(|o| {
+                        o.kind == Kind::Correct && o.actor.kind == ActorKind::Person
+                    })
+                });
+            if rivals.is_empty() || reversed_by_people {
                 return Ok(());
             }
             let names: Vec<String> = rivals.iter().map(|r| format!("#{}", &r[..10])).collect();

@@ -32,13 +32,6 @@ pub fn detect(
             session,
         };
     }
-    if let Some(name) = non_empty("KAPI_TOOL") {
-        return Actor {
-            kind: ActorKind::Tool,
-            name,
-            session,
-        };
-    }
     for (variable, value, name) in HOSTS {
         if non_empty(variable).as_deref() == Some(value) {
             return Actor {
@@ -47,6 +40,14 @@ pub fn detect(
                 session,
             };
         }
+    }
+    // Checked after the agent hosts: an agent cannot make itself a tool.
+    if let Some(name) = non_empty("KAPI_TOOL") {
+        return Actor {
+            kind: ActorKind::Tool,
+            name,
+            session,
+        };
     }
     let (email, name) = git_identity();
     let name = email

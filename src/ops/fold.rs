@@ -107,6 +107,9 @@ pub struct State {
     pub scope: Scope,
     pub advisory: bool,
     pub standing: Standing,
+    /// A person kept, imported or wrote it (or settling established it) at
+    /// some point: it is no longer only a suggestion, even while contested.
+    pub kept: bool,
     /// The operation that last decided it (keep, drop, withdraw, establish, reset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<String>,
@@ -266,11 +269,12 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
                     state.scope.valid_to = r.scope.valid_to.clone();
                 }
                 state.advisory = r.advisory;
+                state.kept = true;
                 decide(state, Status::Established);
                 kept_at[t] = Some(i);
             }
             Kind::Drop => decide(state, Status::Dropped),
-            Kind::Withdraw if state.status == Status::Suggested => decide(state, Status::Withdrawn),
+            Kind::Withdraw if state.status == Status::Suggested && !state.kept => decide(state, Status::Withdrawn),
             Kind::Withdraw => ignored.push(Ignored {
                 id: r.id.clone(),
                 reason: format!(
@@ -279,10 +283,14 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
                     state.status.as_str()
                 ),
             }),
-            Kind::Establish if state.status == Status::Suggested => {
-                decide(state, Status::Established);
-                kept_at[t] = Some(i);
-            }
+            // Settling (and the evidence an establish rests on) arrives with
+            // the settling work; until the fold can read that evidence again,
+            // an establish binds nothing.
+            Kind::Establish => ignored.push(Ignored {
+                id: r.id.clone(),
+                reason: "establish operations are not applied yet: this kapi cannot re-read the evidence they rest on"
+                    .into(),
+            }),
             Kind::Widen => state.scope.point = r.scope.point.clone(),
             Kind::Signal => {
                 if let Some(signal) = &r.signal {
@@ -313,6 +321,7 @@ fn new_state(r: &Record, status: Status) -> State {
         status,
         contested_by: Vec::new(),
         established: status == Status::Established,
+        kept: status == Status::Established,
         scope: r.scope.clone(),
         advisory: false,
         standing: Standing::default(),

@@ -12,7 +12,7 @@ pub enum FormsError {
     #[error("the form to use is empty")]
     EmptyTerm,
     #[error(
-        "\"{0}\" has no parts to vary and no --instead-of form was given: name the form the project avoids with --instead-of"
+        "\"{0}\" has no parts to vary and no other form to avoid: name the form the project avoids with --instead-of"
     )]
     NothingToAvoid(String),
 }

@@ -82,12 +82,36 @@ impl OpId {
     pub fn unix_ms(&self) -> u64 {
         self.time_part() + EPOCH_MS
     }
+
+    /// The instant as a record's `at` states it: `2026-11-30T05:07:39.123Z`.
+    pub fn instant(&self) -> String {
+        rfc3339_ms(self.unix_ms())
+    }
 }
 
 impl fmt::Display for OpId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// Unix milliseconds as `2026-11-30T05:07:39.123Z` (UTC). Written out by
+/// hand: every record read compares its `at` with this, so it must be cheap.
+pub fn rfc3339_ms(unix_ms: u64) -> String {
+    let ms = unix_ms % 1000;
+    let secs = unix_ms / 1000;
+    let (hour, minute, second) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{ms:03}Z")
 }
 
 fn push_base32(out: &mut String, mut n: u128, width: usize) {
@@ -185,6 +209,26 @@ mod tests {
             OpId::mint(EPOCH_MS - 1, 0, None),
             Err(IdError::ClockOutOfRange)
         );
+    }
+
+    #[test]
+    fn instants_format_like_rfc3339() {
+        assert_eq!(rfc3339_ms(EPOCH_MS), "2026-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_ms(1_772_323_200_123), "2026-03-01T00:00:00.123Z");
+        assert_eq!(rfc3339_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        for ms in [
+            0u64,
+            1_767_225_599_999,
+            1_798_761_600_000,
+            2_000_000_000_000,
+        ] {
+            let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+                .unwrap();
+            let f = time::macros::format_description!(
+                "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+            );
+            assert_eq!(rfc3339_ms(ms), t.format(f).unwrap());
+        }
     }
 
     #[test]

@@ -101,11 +101,13 @@ impl ActorKind {
 
 impl Actor {
     /// Whether `self` and `other` are one party: the same kind and name, and
-    /// for agents and tools the same session.
+    /// for agents and tools the same session. Two sessions of one agent are
+    /// two parties, and an agent with no session is a party of its own.
     pub fn same_party(&self, other: &Actor) -> bool {
         self.kind == other.kind
             && self.name == other.name
-            && (self.kind == ActorKind::Person || self.session == other.session)
+            && (self.kind == ActorKind::Person
+                || (self.session.is_some() && self.session == other.session))
     }
 
     /// `agent claude-code (session 1f3a…)` as a log line shows it.
@@ -426,14 +428,20 @@ impl Record {
         if self.v != FORMAT_VERSION {
             return Err(RecordError::UnknownVersion(u64::from(self.v)));
         }
-        OpId::parse(&self.id).map_err(|e| RecordError::Invalid(e.to_string()))?;
+        let id = OpId::parse(&self.id).map_err(|e| RecordError::Invalid(e.to_string()))?;
         for (what, text) in [("project", &self.project), ("actor name", &self.actor.name)] {
             if text.is_empty() || text.len() > 256 {
                 return invalid(format!("{what} must have 1 to 256 bytes"));
             }
         }
-        if !looks_like_rfc3339(&self.at) {
-            return invalid(format!("`at` is not an RFC 3339 instant: {:?}", self.at));
+        // The log stamps `at` with the id's own instant: a record whose two
+        // clocks disagree was not written by a log.
+        if self.at != id.instant() {
+            return invalid(format!(
+                "`at` {} is not the instant of its id ({})",
+                self.at,
+                id.instant()
+            ));
         }
         for id in self
             .target
@@ -455,6 +463,13 @@ impl Record {
             }
             Kind::Correct if self.correction.is_none() => {
                 return invalid("a correct carries a correction".into());
+            }
+            Kind::Correct
+                if self.correction.as_ref().is_some_and(|c| {
+                    c.from.trim().is_empty() || c.to.trim().is_empty() || c.from == c.to
+                }) =>
+            {
+                return invalid("a correction has two different, non-empty wordings".into());
             }
             Kind::Reset if self.before.is_none() => {
                 return invalid("a reset names `before`".into());
@@ -511,30 +526,4 @@ impl Record {
     pub fn has_subject(&self) -> bool {
         self.subject.is_some() || self.kind == Kind::Correct
     }
-}
-
-/// A cheap shape check of an RFC 3339 instant (`2026-11-30T05:07:39.123Z`
-/// or with an offset); parsing every `at` of a large log costs more than
-/// reading it.
-fn looks_like_rfc3339(text: &str) -> bool {
-    let b = text.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
-    b.len() >= 20
-        && b.len() <= 35
-        && digits(0..4)
-        && b[4] == b'-'
-        && digits(5..7)
-        && b[7] == b'-'
-        && digits(8..10)
-        && matches!(b[10], b'T' | b't')
-        && digits(11..13)
-        && b[13] == b':'
-        && digits(14..16)
-        && b[16] == b':'
-        && digits(17..19)
-        && (b.ends_with(b"Z")
-            || b.ends_with(b"z")
-            || b[b.len() - 6] == b'+'
-            || b[b.len() - 6] == b'-')
 }

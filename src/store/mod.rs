@@ -62,6 +62,10 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "the log holds #{0}, dated {1}, later than this machine's clock allows ids to reach; `kapi store doctor` lists it"
+    )]
+    FutureId(String, String),
     #[error("{0} moved under us {1} times in a row; another program is writing it. Try again.")]
     Contended(&'static str, usize),
     #[error("the operation is not valid: {0}")]
@@ -75,6 +79,20 @@ pub(crate) fn git<E: std::fmt::Display>(context: &'static str) -> impl FnOnce(E)
         context,
         message: e.to_string(),
     }
+}
+
+/// How far past this machine's clock an imported operation may be dated.
+const FUTURE_SLACK_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// What a merge did.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// Operations the log did not hold before.
+    pub added: usize,
+    /// Operations the log already held, byte for byte.
+    pub held: usize,
+    /// Operations refused: another copy of a held id, or dated in the future.
+    pub refused: Vec<Problem>,
 }
 
 /// What reading a log found.
@@ -226,52 +244,16 @@ impl Store {
         Ok(None)
     }
 
-    /// Append one operation. `build` receives the minted id and the instant
-    /// (RFC 3339) and returns the record; it runs under the lock, so ids
-    /// never sort before one the log holds.
-    pub fn append<E: From<StoreError>>(
+    /// Append one operation. Its id and instant are minted under the lock,
+    /// past the newest id the log holds; the template's own are ignored.
+    pub fn append(
         &self,
         now_ms: u64,
         random: u128,
-        build: impl FnOnce(OpId, String) -> Result<Record, E>,
-    ) -> Result<Record, E> {
-        let _lock = lock::Lock::acquire(&self.kapi_dir()).map_err(E::from)?;
-        let shared = self.tip(LogRef::Shared)?;
-        let local = self.tip(LogRef::Local)?;
-        let newest = self.newest(shared)?.max(self.newest(local)?);
-        let id = OpId::mint(now_ms, random, newest.as_ref()).map_err(StoreError::from)?;
-        let at = rfc3339_ms(id.unix_ms());
-        let record = build(id.clone(), at)?;
-        record.validate().map_err(StoreError::from)?;
-        let which = LogRef::for_record(&record);
-        let line = record.to_canonical_json();
-        let newest_after = newest.map_or(id.clone(), |n| n.max(id.clone()));
-        let mut tip = if which == LogRef::Shared {
-            shared
-        } else {
-            local
-        };
-        for attempt in 0..8 {
-            let base_tree = tip.map(|t| self.tree_of(t)).transpose()?;
-            let tree = tree::insert_line(&self.repo, base_tree, segment::shard(&record.id), &line)?;
-            let message = format!(
-                "kapi: {} {}\n\nnewest: {newest_after}\n",
-                record.kind.as_str(),
-                record.short()
-            );
-            let commit = self.commit(
-                tree,
-                tip.into_iter().collect(),
-                (id.unix_ms() / 1000) as i64,
-                &message,
-            )?;
-            match self.move_ref(which, tip, commit) {
-                Ok(()) => return Ok(record),
-                Err(_) if attempt < 7 => tip = self.tip(which)?,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(StoreError::Contended(which.name(), 8).into())
+        template: Record,
+    ) -> Result<Record, StoreError> {
+        let mut records = self.append_all(now_ms, random, vec![template])?;
+        Ok(records.pop().expect("one record in, one out"))
     }
 
     /// Append several operations as one commit per log, under one lock.
@@ -287,38 +269,57 @@ impl Store {
             return Ok(Vec::new());
         }
         let _lock = lock::Lock::acquire(&self.kapi_dir())?;
-        let shared = self.tip(LogRef::Shared)?;
-        let local = self.tip(LogRef::Local)?;
-        let mut newest = self.newest(shared)?.max(self.newest(local)?);
-        let mut records = Vec::with_capacity(templates.len());
-        for (n, template) in templates.into_iter().enumerate() {
-            let tail =
-                random.rotate_left(17 * n as u32) ^ (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            let id = OpId::mint(now_ms, tail, newest.as_ref())?;
-            let record = Record {
-                id: id.to_string(),
-                at: rfc3339_ms(id.unix_ms()),
-                ..template
-            };
-            record.validate()?;
-            newest = Some(id);
-            records.push(record);
-        }
-        let newest = newest.expect("at least one record");
-        for (which, mut tip) in [(LogRef::Shared, shared), (LogRef::Local, local)] {
-            let mine: Vec<&Record> = records
-                .iter()
-                .filter(|r| LogRef::for_record(r) == which)
-                .collect();
-            let Some(last) = mine.last() else { continue };
-            let message = format!(
-                "kapi: {} operations, last {}\n\nnewest: {newest}\n",
-                mine.len(),
-                last.short()
-            );
-            let seconds = (last.op_id().unix_ms() / 1000) as i64;
-            let mut moved = false;
-            for _ in 0..8 {
+        const ATTEMPTS: usize = 8;
+        for _ in 0..ATTEMPTS {
+            // Mint against the tips as they are now: a retry after a lost race
+            // mints again, so ids never sort before what the winner wrote.
+            let shared = self.tip(LogRef::Shared)?;
+            let local = self.tip(LogRef::Local)?;
+            let mut newest = self.newest(shared)?.max(self.newest(local)?);
+            let mut records = Vec::with_capacity(templates.len());
+            for (n, template) in templates.iter().enumerate() {
+                let tail = random.rotate_left(17 * n as u32)
+                    ^ (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let id =
+                    OpId::mint(now_ms, tail, newest.as_ref()).map_err(|e| match (&e, &newest) {
+                        (crate::ops::id::IdError::ClockOutOfRange, Some(n))
+                            if n.unix_ms() > now_ms =>
+                        {
+                            StoreError::FutureId(n.to_string(), rfc3339_ms(n.unix_ms()))
+                        }
+                        _ => e.into(),
+                    })?;
+                let record = Record {
+                    id: id.to_string(),
+                    at: rfc3339_ms(id.unix_ms()),
+                    ..template.clone()
+                };
+                record.validate()?;
+                newest = Some(id);
+                records.push(record);
+            }
+            let newest = newest.expect("at least one record");
+            let mut lost = false;
+            for (which, tip) in [(LogRef::Shared, shared), (LogRef::Local, local)] {
+                let mine: Vec<&Record> = records
+                    .iter()
+                    .filter(|r| LogRef::for_record(r) == which)
+                    .collect();
+                let Some(last) = mine.last() else { continue };
+                let message = if mine.len() == 1 {
+                    format!(
+                        "kapi: {} {}\n\nnewest: {newest}\n",
+                        last.kind.as_str(),
+                        last.short()
+                    )
+                } else {
+                    format!(
+                        "kapi: {} operations, last {}\n\nnewest: {newest}\n",
+                        mine.len(),
+                        last.short()
+                    )
+                };
+                let seconds = (last.op_id().unix_ms() / 1000) as i64;
                 let mut root = tip.map(|t| self.tree_of(t)).transpose()?;
                 for r in &mine {
                     root = Some(tree::insert_line(
@@ -334,55 +335,76 @@ impl Store {
                     seconds,
                     &message,
                 )?;
-                if self.move_ref(which, tip, commit).is_ok() {
-                    moved = true;
+                if self.move_ref(which, tip, commit).is_err() {
+                    lost = true;
                     break;
                 }
-                tip = self.tip(which)?;
             }
-            if !moved {
-                return Err(StoreError::Contended(which.name(), 8));
+            if !lost {
+                return Ok(records);
             }
         }
-        Ok(records)
+        Err(StoreError::Contended("refs/kapi/ops", ATTEMPTS))
     }
 
-    /// Merge records from elsewhere (an exported file) by union. Returns how
-    /// many the log did not hold before.
-    pub fn merge_records(&self, records: &[Record], now_ms: u64) -> Result<usize, StoreError> {
+    /// Merge records from elsewhere (an exported file) by union. An id the
+    /// log holds changes nothing; a record that would change one (the same
+    /// id with other bytes) or that is dated more than a day past this
+    /// machine's clock is refused and reported, never merged.
+    pub fn merge_records(&self, records: &[Record], now_ms: u64) -> Result<Merged, StoreError> {
         let _lock = lock::Lock::acquire(&self.kapi_dir())?;
-        let mut added = 0;
+        let mut merged_report = Merged::default();
         for which in [LogRef::Shared, LogRef::Local] {
-            let mine: Vec<&Record> = records
-                .iter()
-                .filter(|r| LogRef::for_record(r) == which)
+            let held: std::collections::HashMap<String, String> = self
+                .load(which)?
+                .records
+                .into_iter()
+                .map(|r| (r.id.clone(), r.to_canonical_json()))
                 .collect();
-            if mine.is_empty() {
+            let mut lines = Vec::new();
+            for r in records.iter().filter(|r| LogRef::for_record(r) == which) {
+                let line = r.to_canonical_json();
+                match held.get(&r.id) {
+                    Some(existing) if *existing == line => merged_report.held += 1,
+                    Some(_) => merged_report.refused.push(Problem {
+                        location: format!("operation {}", r.id),
+                        error: EntryError::Conflict { id: r.id.clone() },
+                    }),
+                    None if r.op_id().unix_ms() > now_ms + FUTURE_SLACK_MS => {
+                        merged_report.refused.push(Problem {
+                            location: format!("operation {}", r.id),
+                            error: EntryError::Future {
+                                id: r.id.clone(),
+                                at: r.at.clone(),
+                            },
+                        })
+                    }
+                    None => lines.push(line),
+                }
+            }
+            lines.sort();
+            lines.dedup();
+            if lines.is_empty() {
                 continue;
             }
             let tip = self.tip(which)?;
             let base = tip.map(|t| self.tree_of(t)).transpose()?;
-            let incoming = tree::build(&self.repo, mine.iter().map(|r| r.to_canonical_json()))?;
+            let newest = lines
+                .iter()
+                .filter_map(|l| segment::line_id(l))
+                .max()
+                .map(str::to_owned);
+            let count = lines.len();
+            let incoming = tree::build(&self.repo, lines.into_iter())?;
             let merged = match base {
                 Some(base) => tree::union(&self.repo, base, incoming)?,
                 None => incoming,
             };
-            if Some(merged) == base {
-                continue;
-            }
-            let before = match tip {
-                Some(_) => self.load(which)?.records.len(),
-                None => 0,
-            };
-            let newest = mine.iter().map(|r| r.id.as_str()).max().map(str::to_owned);
             let newest = match (self.newest(tip)?, newest) {
                 (Some(a), Some(b)) => a.as_str().max(b.as_str()).to_owned(),
                 (a, b) => a.map(|a| a.to_string()).or(b).unwrap_or_default(),
             };
-            let message = format!(
-                "kapi: merge {} operations\n\nnewest: {newest}\n",
-                mine.len()
-            );
+            let message = format!("kapi: merge {count} operations\n\nnewest: {newest}\n");
             let commit = self.commit(
                 merged,
                 tip.into_iter().collect(),
@@ -390,10 +412,9 @@ impl Store {
                 &message,
             )?;
             self.move_ref(which, tip, commit)?;
-            let after = self.load(which)?.records.len();
-            added += after.saturating_sub(before);
+            merged_report.added += count;
         }
-        Ok(added)
+        Ok(merged_report)
     }
 
     /// The tree id of a log (for comparing two logs).
@@ -482,6 +503,17 @@ fn parse_segments(
         for s in part {
             loaded.problems.extend(s.problem.clone());
             if let Some(blob) = s.blob {
+                // A remote can push anything: look at the size before inflating.
+                let size = tree::object_size(repo, blob)?;
+                if size > segment::MAX_SEGMENT_BYTES as u64 {
+                    loaded.problems.push(Problem {
+                        location: s.location.clone(),
+                        error: EntryError::OversizedSegment {
+                            bytes: size as usize,
+                        },
+                    });
+                    continue;
+                }
                 let bytes = tree::read_blob(repo, blob)?;
                 segment::parse(
                     &bytes,
@@ -543,7 +575,10 @@ fn finish(loaded: &mut Loaded) {
             .map(|i| slots[i].take().expect("a permutation"))
             .collect();
     }
+    // Two copies of one id with different bytes: no copy can be trusted
+    // over the other, so every copy is set aside and named.
     let mut out: Vec<Record> = Vec::with_capacity(loaded.records.len());
+    let mut conflicted: Option<String> = None;
     for r in loaded.records.drain(..) {
         match out.last() {
             Some(last) if last.id == r.id => {
@@ -552,20 +587,21 @@ fn finish(loaded: &mut Loaded) {
                         location: format!("operation {}", r.id),
                         error: EntryError::DuplicateId { id: r.id.clone() },
                     });
+                    conflicted = Some(r.id.clone());
                 }
             }
-            _ => out.push(r),
+            _ => {
+                if conflicted.take().is_some() {
+                    out.pop();
+                }
+                out.push(r);
+            }
         }
+    }
+    if conflicted.is_some() {
+        out.pop();
     }
     loaded.records = out;
 }
 
-/// Unix milliseconds as `2026-11-30T05:07:39.123Z`.
-pub fn rfc3339_ms(unix_ms: u64) -> String {
-    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ms) * 1_000_000)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    let f = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    t.format(f).unwrap_or_default()
-}
+pub use crate::ops::id::rfc3339_ms;

@@ -67,8 +67,16 @@ pub enum EntryError {
         found: String,
         expected: String,
     },
-    #[error("duplicate id: {id} is stored twice with different bytes; the first is used")]
+    #[error("duplicate id: {id} is stored twice with different bytes; neither copy is used")]
     DuplicateId { id: String },
+    #[error(
+        "conflict: the log holds {id} with other bytes; an operation never changes once written, so this copy was refused"
+    )]
+    Conflict { id: String },
+    #[error(
+        "dated in the future: {id} is dated {at}, more than a day past this machine's clock; refused"
+    )]
+    Future { id: String, at: String },
     #[error("oversized segment: {bytes} bytes, the limit is {MAX_SEGMENT_BYTES}")]
     OversizedSegment { bytes: usize },
     #[error("unexpected entry: the log's tree holds `{0}`, which is not a shard")]
@@ -93,7 +101,35 @@ pub fn parse(
     records: &mut Vec<Record>,
     problems: &mut Vec<Problem>,
 ) {
-    if bytes.len() > MAX_SEGMENT_BYTES {
+    parse_capped(
+        bytes,
+        expected,
+        origin,
+        MAX_SEGMENT_BYTES,
+        records,
+        problems,
+    );
+}
+
+/// Parse JSON Lines of any size (an import file): only each line is capped.
+pub fn parse_file(
+    bytes: &[u8],
+    origin: &str,
+    records: &mut Vec<Record>,
+    problems: &mut Vec<Problem>,
+) {
+    parse_capped(bytes, None, origin, usize::MAX, records, problems);
+}
+
+fn parse_capped(
+    bytes: &[u8],
+    expected: Option<(u8, u8)>,
+    origin: &str,
+    cap: usize,
+    records: &mut Vec<Record>,
+    problems: &mut Vec<Problem>,
+) {
+    if bytes.len() > cap {
         problems.push(Problem {
             location: origin.to_owned(),
             error: EntryError::OversizedSegment { bytes: bytes.len() },

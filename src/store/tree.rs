@@ -45,6 +45,14 @@ fn write_blob(repo: &gix::Repository, bytes: &[u8]) -> Result<ObjectId, StoreErr
         .detach())
 }
 
+/// The size of an object, read from its header without inflating it.
+pub fn object_size(repo: &gix::Repository, id: ObjectId) -> Result<u64, StoreError> {
+    Ok(repo
+        .find_header(id)
+        .map_err(git("reading a segment of the log"))?
+        .size())
+}
+
 pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>, StoreError> {
     Ok(repo
         .find_blob(id)
@@ -270,10 +278,11 @@ fn union_level(
                 let oid = write_blob(repo, &segment::to_bytes(&lines))?;
                 Entry { oid, ..l }
             }
-            // Entries of different kinds under one name: keep the smaller
-            // object id so the result does not depend on the order.
+            // Entries of different kinds under one name (only a hostile
+            // tree has them): keep the smaller, so the result does not
+            // depend on the order.
             (Some(l), Some(r)) => {
-                if l.oid <= r.oid {
+                if (l.mode, l.oid) <= (r.mode, r.oid) {
                     l
                 } else {
                     r

@@ -57,6 +57,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Some("you") => Some(session.actor.name.clone()),
         other => other.map(str::to_owned),
     };
+    let ignored: std::collections::HashMap<&str, &str> = ledger
+        .ignored
+        .iter()
+        .map(|i| (i.id.as_str(), i.reason.as_str()))
+        .collect();
     let mut out = Out::new();
     for record in &ledger.records {
         let state = ledger.state(&record.id);
@@ -72,9 +77,18 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             continue;
         }
         if args.json {
-            out.line(json_line(record, state).to_string())?;
+            let mut line = json_line(record, state);
+            line["ignored"] = ignored
+                .get(record.id.as_str())
+                .map(|r| serde_json::Value::from(*r))
+                .unwrap_or_default();
+            out.line(line.to_string())?;
         } else {
-            out.line(human_line(record, state))?;
+            let mut line = human_line(record, state);
+            if let Some(reason) = ignored.get(record.id.as_str()) {
+                line.push_str(&format!(" [ignored: {reason}]"));
+            }
+            out.line(line)?;
         }
     }
     // The process ends now: freeing a large log costs more than it returns.

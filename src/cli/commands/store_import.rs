@@ -53,30 +53,33 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         )));
     }
     let (mut records, mut problems): (Vec<_>, Vec<Problem>) = (Vec::new(), Vec::new());
-    segment::parse(&bytes, None, &args.file, &mut records, &mut problems);
+    segment::parse_file(&bytes, &args.file, &mut records, &mut problems);
     let total = records.len();
-    let added = session.store.merge_records(&records, session.now_ms)?;
+    let merged = session.store.merge_records(&records, session.now_ms)?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "read {total} operations from {}: {added} new, {} already held",
+        "read {total} operations from {}: {} new, {} already held, {} refused",
         args.file,
-        total - added.min(total)
+        merged.added,
+        merged.held,
+        merged.refused.len()
     );
-    for p in &problems {
+    for p in problems.iter().chain(&merged.refused) {
         let _ = writeln!(err, "error: {}: {}", p.location, p.error);
     }
-    if added > 0 {
+    if merged.added > 0 {
         let mut out = crate::cli::output::Out::new();
         super::context_review::refresh_rules_files(&session, &mut out)?;
     }
-    if problems.is_empty() {
+    let rejected = problems.len() + merged.refused.len();
+    if rejected == 0 {
         Ok(Exit::Ok)
     } else {
         let _ = writeln!(
             err,
-            "{} lines were rejected and skipped; the valid operations were merged",
-            problems.len()
+            "{rejected} operations were rejected and skipped; {} valid new operations were merged",
+            merged.added
         );
         Ok(Exit::Store)
     }
