@@ -86,10 +86,7 @@ fn lines(m: &[u8]) -> Vec<(usize, usize, usize)> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < m.len() {
-        let nl = m[start..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map(|p| start + p);
+        let nl = memchr::memchr(b'\n', &m[start..]).map(|p| start + p);
         let (end, next) = match nl {
             Some(p) => (p, p + 1),
             None => (m.len(), m.len()),
@@ -357,63 +354,52 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     if from >= hay.len() {
         return None;
     }
-    hay[from..]
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|p| p + from)
+    memchr::memmem::find(&hay[from..], needle).map(|p| p + from)
+}
+
+/// The end of the run of `b` bytes starting at `i`.
+fn run_end(m: &[u8], i: usize, b: u8) -> usize {
+    i + m[i..].iter().take_while(|&&c| c == b).count()
+}
+
+/// Whether the line starting at `start` holds only whitespace.
+fn blank_line_at(m: &[u8], start: usize) -> bool {
+    let end = memchr::memchr(b'\n', &m[start..]).map_or(m.len(), |e| start + e);
+    m[start..end]
+        .iter()
+        .all(|&c| matches!(c, b' ' | b'\t' | b'\r'))
 }
 
 /// Inline code spans: a run of backticks closed by a run of the same length,
 /// within one paragraph.
 fn inline_code(m: &mut [u8]) {
-    let n = m.len();
     let mut i = 0;
-    while i < n {
-        if m[i] != b'`' {
-            i += 1;
-            continue;
-        }
-        let mut j = i;
-        while j < n && m[j] == b'`' {
-            j += 1;
-        }
-        let run = j - i;
-        // Search for a closing run of exactly `run` backticks before a blank line.
+    while let Some(p) = memchr::memchr(b'`', &m[i..]) {
+        let open = i + p;
+        let j = run_end(m, open, b'`');
+        let run = j - open;
+        // A closing run of exactly `run` backticks before a blank line.
         let mut k = j;
         let mut closed = None;
-        let mut line_blank = false;
-        let mut seen_newline = false;
-        while k < n {
-            let c = m[k];
-            if c == b'\n' {
-                if seen_newline && line_blank {
+        while let Some(q) = memchr::memchr2(b'`', b'\n', &m[k..]) {
+            let q = k + q;
+            if m[q] == b'\n' {
+                if blank_line_at(m, q + 1) {
                     break;
                 }
-                seen_newline = true;
-                line_blank = true;
-                k += 1;
+                k = q + 1;
                 continue;
             }
-            if c != b' ' && c != b'\t' && c != b'\r' {
-                line_blank = false;
+            let e = run_end(m, q, b'`');
+            if e - q == run {
+                closed = Some(e);
+                break;
             }
-            if c == b'`' {
-                let mut q = k;
-                while q < n && m[q] == b'`' {
-                    q += 1;
-                }
-                if q - k == run {
-                    closed = Some(q);
-                    break;
-                }
-                k = q;
-                continue;
-            }
-            k += 1;
+            k = e;
         }
         match closed {
             Some(end) => {
-                blank(m, i, end);
+                blank(m, open, end);
                 i = end;
             }
             None => i = j,
@@ -428,67 +414,103 @@ fn is_word_byte(b: u8) -> bool {
 /// Shortcodes, autolinks, tags, link targets, reference labels (Markdown) and
 /// URLs (both kinds).
 fn inline(m: &mut [u8], markdown: bool) {
+    urls(m);
+    if !markdown {
+        return;
+    }
     let n = m.len();
     let mut i = 0;
-    while i < n {
-        let c = m[i];
-        match c {
-            b'{' if markdown
-                && i + 2 < n
-                && m[i + 1] == b'{'
-                && (m[i + 2] == b'<' || m[i + 2] == b'%') =>
-            {
-                let close: &[u8] = if m[i + 2] == b'<' { b">}}" } else { b"%}}" };
-                if let Some(q) = find(m, close, i + 3) {
-                    blank(m, i, q + 3);
+    while let Some(p) = memchr::memchr3(b'{', b'<', b']', &m[i..]) {
+        let at = i + p;
+        i = at + 1;
+        match m[at] {
+            b'{' if at + 2 < n && m[at + 1] == b'{' && (m[at + 2] == b'<' || m[at + 2] == b'%') => {
+                let close: &[u8] = if m[at + 2] == b'<' { b">}}" } else { b"%}}" };
+                if let Some(q) = find(m, close, at + 3) {
+                    blank(m, at, q + 3);
                     i = q + 3;
-                    continue;
                 }
             }
-            b'<' if markdown => {
-                if let Some(end) = angle(m, i) {
-                    blank(m, i, end);
+            b'<' => {
+                if let Some(end) = angle(m, at) {
+                    blank(m, at, end);
                     i = end;
-                    continue;
                 }
             }
-            b']' if markdown && i + 1 < n && (m[i + 1] == b'(' || m[i + 1] == b'[') => {
-                let open = m[i + 1];
+            b']' if at + 1 < n && (m[at + 1] == b'(' || m[at + 1] == b'[') => {
+                let open = m[at + 1];
                 let close = if open == b'(' { b')' } else { b']' };
                 let mut depth = 0usize;
-                let mut k = i + 1;
-                let mut end = None;
+                let mut k = at + 1;
                 while k < n && m[k] != b'\n' {
                     if m[k] == open {
                         depth += 1;
                     } else if m[k] == close {
                         depth -= 1;
                         if depth == 0 {
-                            end = Some(k + 1);
+                            blank(m, at + 1, k + 1);
+                            i = k + 1;
                             break;
                         }
                     }
                     k += 1;
                 }
-                if let Some(end) = end {
-                    blank(m, i + 1, end);
-                    i = end;
-                    continue;
-                }
-            }
-            b'h' | b'f' | b'w' | b'H' | b'F' | b'W' | b'm' => {
-                if (i == 0 || !is_word_byte(m[i - 1]))
-                    && let Some(end) = url(m, i)
-                {
-                    blank(m, i, end);
-                    i = end;
-                    continue;
-                }
             }
             _ => {}
         }
-        i += 1;
     }
+}
+
+/// Bare URLs: `http://`, `https://`, `ftp://`, `mailto:` and `www.`, not
+/// inside a word, up to whitespace, `)`, `>`, `]`, `<` or `"`.
+fn urls(m: &mut [u8]) {
+    let mut ranges = Vec::new();
+    for p in memchr::memmem::find_iter(m, b"://") {
+        let scheme = m[..p]
+            .iter()
+            .rev()
+            .take(6)
+            .take_while(|c| c.is_ascii_alphabetic())
+            .count();
+        let s = p - scheme;
+        let name = &m[s..p];
+        let known = [&b"http"[..], b"https", b"ftp"]
+            .iter()
+            .any(|k| name.eq_ignore_ascii_case(k));
+        if known
+            && (s == 0 || !is_word_byte(m[s - 1]))
+            && let Some(e) = url_end(m, p + 3)
+        {
+            ranges.push((s, e));
+        }
+    }
+    for prefix in [&b"www."[..], b"mailto:"] {
+        for p in memchr::memmem::find_iter(m, prefix) {
+            if (p == 0 || !is_word_byte(m[p - 1]))
+                && let Some(e) = url_end(m, p + prefix.len())
+            {
+                ranges.push((p, e));
+            }
+        }
+    }
+    for (s, e) in ranges {
+        blank(m, s, e);
+    }
+}
+
+/// The end of a URL whose body starts at `from`, if it has one.
+fn url_end(m: &[u8], from: usize) -> Option<usize> {
+    let rest = &m[from..];
+    let len = rest
+        .iter()
+        .position(|c| {
+            matches!(
+                c,
+                b' ' | b'\t' | b'\n' | b'\r' | b')' | b'>' | b']' | b'<' | b'"'
+            )
+        })
+        .unwrap_or(rest.len());
+    (len > 0).then_some(from + len)
 }
 
 /// An autolink `<scheme:...>`, `<user@host>` or an HTML tag starting at `i`.
@@ -510,26 +532,6 @@ fn angle(m: &[u8], i: usize) -> Option<usize> {
         q += 1;
     }
     (q < n && m[q] == b'>').then_some(q + 1)
-}
-
-/// A URL starting at `i`: `http://`, `https://`, `ftp://`, `mailto:` or
-/// `www.`, up to whitespace, `)`, `>` or `]`.
-fn url(m: &[u8], i: usize) -> Option<usize> {
-    let rest = &m[i..];
-    let lower = |p: &[u8]| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p);
-    let prefix = [&b"https://"[..], b"http://", b"ftp://", b"mailto:", b"www."]
-        .into_iter()
-        .find(|p| lower(p))?;
-    let mut k = i + prefix.len();
-    while k < m.len()
-        && !matches!(
-            m[k],
-            b' ' | b'\t' | b'\n' | b'\r' | b')' | b'>' | b']' | b'<' | b'"'
-        )
-    {
-        k += 1;
-    }
-    (k > i + prefix.len()).then_some(k)
 }
 
 #[cfg(test)]
