@@ -59,13 +59,30 @@ fn escape(s: &str) -> String {
     out
 }
 
-fn rule_line(r: &BlockRule) -> String {
-    let mut s = format!("- Write **{}**", escape(&r.preferred));
-    if !r.avoided.is_empty() {
-        let forms: Vec<String> = r.avoided.iter().map(|f| escape(f)).collect();
-        s.push_str(", not ");
-        s.push_str(&forms.join(", "));
+/// A form as inline code: the rules file names the avoided forms without
+/// writing them as prose, so `kapi check` does not flag its own list.
+fn code(form: &str) -> String {
+    let form = form.replace('\n', " ");
+    if form.contains('`') {
+        format!("`` {form} ``")
+    } else {
+        format!("`{form}`")
     }
+}
+
+fn rule_line(r: &BlockRule) -> String {
+    let forms: Vec<String> = r.avoided.iter().map(|f| code(f)).collect();
+    let mut s = if r.preferred.is_empty() {
+        format!("- Avoid {}", forms.join(", "))
+    } else if forms.is_empty() {
+        format!("- Write **{}**", escape(&r.preferred))
+    } else {
+        format!(
+            "- Write **{}**, not {}",
+            escape(&r.preferred),
+            forms.join(", ")
+        )
+    };
     if let Some(scope) = &r.scope {
         s.push_str(&format!(" ({})", escape(scope)));
     }
@@ -259,7 +276,9 @@ mod tests {
             }],
         );
         assert!(
-            b.contains("- Write **Quickcast**, not Quick cast, Quick-cast, QuickCast (docs/)\n"),
+            b.contains(
+                "- Write **Quickcast**, not `Quick cast`, `Quick-cast`, `QuickCast` (docs/)\n"
+            ),
             "{b}"
         );
         assert!(b.contains("### Notes kept\n\n- Release notes use past tense.\n"));

@@ -258,7 +258,7 @@ fn the_rules_files_list_what_is_in_force_and_nothing_else_changes() {
         "{agents}"
     );
     assert!(
-        agents.contains("Write **Quickcast**, not Quick cast, Quick-cast, QuickCast"),
+        agents.contains("Write **Quickcast**, not `Quick cast`, `Quick-cast`, `QuickCast`"),
         "{agents}"
     );
     let claude = std::fs::read_to_string(repo.path().join("CLAUDE.md")).unwrap();

@@ -41,6 +41,9 @@ pub struct Outcome {
     pub warnings: Vec<Warning>,
     /// Files read and checked (skipped files are not counted).
     pub files: usize,
+    /// With [`check_files_counting`]: uses of each rule's preferred and
+    /// avoided forms over every file it was checked in, by rule id.
+    pub usage: std::collections::BTreeMap<String, usage::Usage>,
 }
 
 impl Outcome {
@@ -51,21 +54,41 @@ impl Outcome {
 
 /// Read and check `files`, each with its matcher, on up to `threads` threads.
 pub fn check_files(files: &[(FileRef, Arc<Matcher>)], threads: usize) -> Outcome {
+    run(files, threads, false)
+}
+
+/// [`check_files`], also counting each rule's uses in the same pass (for
+/// the usage signals a whole-project check records).
+pub fn check_files_counting(files: &[(FileRef, Arc<Matcher>)], threads: usize) -> Outcome {
+    run(files, threads, true)
+}
+
+type FileResult = Result<(Vec<Finding>, Vec<usage::Usage>), Skip>;
+
+fn run(files: &[(FileRef, Arc<Matcher>)], threads: usize, count: bool) -> Outcome {
     let next = AtomicUsize::new(0);
     let threads = threads.clamp(1, files.len().max(1));
     let work = || {
-        let mut out: Vec<(usize, Result<Vec<Finding>, Skip>)> = Vec::new();
+        let mut out: Vec<(usize, FileResult)> = Vec::new();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some((file, matcher)) = files.get(i) else {
                 break;
             };
-            let r = files::read(file).map(|text| matcher.check(&file.path, &text, file.kind));
+            let r = files::read(file).map(|text| {
+                let found = matcher.check(&file.path, &text, file.kind);
+                let used = if count {
+                    usage::count(matcher, &text, file.kind)
+                } else {
+                    Vec::new()
+                };
+                (found, used)
+            });
             out.push((i, r));
         }
         out
     };
-    let mut results: Vec<(usize, Result<Vec<Finding>, Skip>)> = if threads == 1 {
+    let mut results: Vec<(usize, FileResult)> = if threads == 1 {
         work()
     } else {
         std::thread::scope(|s| {
@@ -80,9 +103,14 @@ pub fn check_files(files: &[(FileRef, Arc<Matcher>)], threads: usize) -> Outcome
     let mut outcome = Outcome::default();
     for (i, r) in results {
         match r {
-            Ok(found) => {
+            Ok((found, used)) => {
                 outcome.files += 1;
                 outcome.findings.extend(found);
+                for (rule, u) in files[i].1.rules().iter().zip(used) {
+                    let total = outcome.usage.entry(rule.id.clone()).or_default();
+                    total.preferred += u.preferred;
+                    total.avoided += u.avoided;
+                }
             }
             Err(skip) => outcome.warnings.push(Warning {
                 path: Some(files[i].0.path.clone()),

@@ -7,11 +7,14 @@ use std::sync::Arc;
 use super::Ctx;
 use crate::check::files::{self, FilesError, ProseFilter};
 use crate::check::format::{github, human, json, sarif};
-use crate::check::{CheckRule, FileRef, Matcher, Warning, check_files};
+use crate::check::{CheckRule, FileRef, Matcher, Warning, check_files, check_files_counting};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::config::Config;
+use crate::context::{PointMap, Session};
 use crate::contextfiles::{self, RuleStatus};
+use crate::ops::Ledger;
+use crate::ops::record::Scope;
 
 /// Check prose against the rules in force: established rules fail,
 /// suggestions only advise.
@@ -66,12 +69,22 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     };
     let filter = ProseFilter::new(&config.check).map_err(files_error)?;
 
-    let mut rules = match &root {
-        Some(r) => rules_from_log(ctx, r)?,
-        None => Vec::new(),
+    // The log: rules in force now, each with the scope it holds in.
+    let session = match &root {
+        Some(_) => Some(ctx.session()?),
+        None => None,
+    };
+    let ledger = session.as_ref().map(|s| s.ledger()).transpose()?;
+    let mut rules: Vec<(CheckRule, Option<Scope>)> = match (&session, &ledger) {
+        (Some(session), Some(ledger)) => rules_from_log(session, ledger),
+        _ => Vec::new(),
     };
     for file in &args.rules {
-        rules.extend(rules_from_term_list(&ctx.cwd, file)?);
+        rules.extend(
+            rules_from_term_list(&ctx.cwd, file)?
+                .into_iter()
+                .map(|r| (r, None)),
+        );
     }
     let mut warnings = Vec::new();
     if rules.is_empty() {
@@ -82,9 +95,29 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
                     .into(),
         });
     }
+    if let (Some(session), Some(ledger)) = (&session, &ledger) {
+        let unread = crate::context::never_imported(session, ledger)?;
+        if !unread.is_empty() {
+            warnings.push(Warning {
+                path: None,
+                message: format!(
+                    "{} context file{} never imported ({}): a person runs `kapi store import` to put them in force",
+                    unread.len(),
+                    if unread.len() == 1 { " was" } else { "s were" },
+                    unread.join(", ")
+                ),
+            });
+        }
+    }
 
+    let points = match &session {
+        Some(s) => PointMap::from_config(&s.config.points)
+            .map_err(|e| CliError::usage(format!("kapi.toml: {e}")))?,
+        None => PointMap::default(),
+    };
+    let whole_project = args.paths.is_empty() && !args.staged;
     let files = list_files(&args, ctx, root.as_deref(), &filter)?;
-    let mut book = RuleBook::new(rules);
+    let mut book = RuleBook::new(rules, points);
     let mut work = Vec::with_capacity(files.len());
     for file in files {
         let matcher = book.matcher_for(&file.path)?;
@@ -93,9 +126,16 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
-    let mut outcome = check_files(&work, threads);
+    let mut outcome = if whole_project && session.is_some() {
+        check_files_counting(&work, threads)
+    } else {
+        check_files(&work, threads)
+    };
     warnings.append(&mut outcome.warnings);
     outcome.warnings = warnings;
+    if whole_project && let (Some(session), Some(ledger)) = (&session, &ledger) {
+        record_usage(session, ledger, &outcome.usage)?;
+    }
 
     let text = match args.format {
         FormatArg::Human => human::render(&outcome),
@@ -181,11 +221,71 @@ fn repo_relative(root: &Path, abs: &Path) -> Result<String, CliError> {
 }
 
 /// The rules the log holds in force.
-// wired by the log: the lead implements this against the fold; every rule
-// in force, established or suggested (scope is applied per file in
-// `RuleBook::rules_for`).
-fn rules_from_log(_ctx: &Ctx, _repo_root: &Path) -> Result<Vec<CheckRule>, CliError> {
-    Ok(Vec::new())
+/// The rules the log holds in force now, each with its scope (applied per
+/// file in `RuleBook::rules_for`).
+fn rules_from_log(session: &Session, ledger: &Ledger) -> Vec<(CheckRule, Option<Scope>)> {
+    ledger
+        .term_rules(None, Some(session.now_ms as i64))
+        .into_iter()
+        .map(|r| {
+            let rule = CheckRule {
+                id: r.id,
+                preferred: r.preferred.unwrap_or_default(),
+                avoided: r.avoided,
+                suggested: r.suggested,
+                advisory: r.advisory,
+            };
+            (rule, Some(r.scope))
+        })
+        .collect()
+}
+
+/// Record, for each rule of the log (not of an imported file) the check
+/// counted, a usage signal when its counts differ from the latest recorded.
+fn record_usage(
+    session: &Session,
+    ledger: &Ledger,
+    usage: &std::collections::BTreeMap<String, crate::check::usage::Usage>,
+) -> Result<(), CliError> {
+    use crate::ops::record::{ActorKind, Kind, Signal, SignalSource};
+    let mut signals = Vec::new();
+    for (id, used) in usage {
+        let Some(state) = ledger.state(id) else {
+            continue;
+        };
+        let counts = (used.preferred as u64, used.avoided as u64);
+        if state.standing.usage == Some(counts)
+            || (state.standing.usage.is_none() && counts == (0, 0))
+        {
+            continue;
+        }
+        let mut record = session.record(Kind::Signal);
+        record.actor = crate::ops::Actor {
+            kind: ActorKind::Tool,
+            name: "check".into(),
+            session: None,
+        };
+        record.target = Some(id.clone());
+        record.signal = Some(Box::new(Signal {
+            source: SignalSource::Usage,
+            preferred: counts.0,
+            avoided: counts.1,
+            commit: None,
+            pr: None,
+            merger: None,
+        }));
+        crate::ops::policy::person_decides(&crate::ops::policy::Transition {
+            actor: &record.actor,
+            kind: record.kind,
+            target: ledger.get(id),
+            widening: false,
+            editing: false,
+        })
+        .map_err(crate::context::ContextError::from)?;
+        signals.push(record);
+    }
+    session.append_all(signals)?;
+    Ok(())
 }
 
 /// Rules from a term list named with `--rules` (relative to the directory
@@ -219,7 +319,6 @@ fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, CliEr
 enum Selection {
     All,
     /// Indices into the rule book, ascending.
-    #[allow(dead_code, reason = "constructed once scope filtering is wired")]
     Some(Vec<usize>),
 }
 
@@ -227,21 +326,39 @@ enum Selection {
 /// files share one).
 struct RuleBook {
     rules: Vec<CheckRule>,
+    /// Where each rule holds; `None` for a term list's rules (everywhere).
+    scopes: Vec<Option<Scope>>,
+    points: PointMap,
     matchers: HashMap<Selection, Arc<Matcher>>,
 }
 
 impl RuleBook {
-    fn new(rules: Vec<CheckRule>) -> Self {
+    fn new(rules: Vec<(CheckRule, Option<Scope>)>, points: PointMap) -> Self {
+        let (rules, scopes) = rules.into_iter().unzip();
         RuleBook {
             rules,
+            scopes,
+            points,
             matchers: HashMap::new(),
         }
     }
 
-    /// The rules that hold at `path` (repository-relative). Scope filtering
-    /// (rules that hold at the file's point) plugs in here.
-    fn rules_for(&self, _path: &str) -> Selection {
-        Selection::All
+    /// The rules that hold at `path` (repository-relative): those whose
+    /// scope covers the file's point.
+    fn rules_for(&self, path: &str) -> Selection {
+        let point = self.points.point(path);
+        let holding: Vec<usize> = self
+            .scopes
+            .iter()
+            .enumerate()
+            .filter(|(_, scope)| scope.as_ref().is_none_or(|s| s.covers(&point)))
+            .map(|(i, _)| i)
+            .collect();
+        if holding.len() == self.rules.len() {
+            Selection::All
+        } else {
+            Selection::Some(holding)
+        }
     }
 
     fn matcher_for(&mut self, path: &str) -> Result<Arc<Matcher>, CliError> {
