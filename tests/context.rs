@@ -10,9 +10,15 @@ fn json(run: common::Run) -> Value {
     serde_json::from_str(run.stdout.trim()).unwrap()
 }
 
+/// Keep the newest operation that states a rule or a note.
 fn keep_last(repo: &Repo) -> String {
     let lines = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
-    let id = lines.last().unwrap()["short"].as_str().unwrap().to_owned();
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| l["subject"].is_object())
+        .unwrap();
+    let id = last["short"].as_str().unwrap().to_owned();
     repo.kapi(&["context", "review", "--keep", &id]).ok();
     id
 }
@@ -285,4 +291,220 @@ fn the_rules_files_list_what_is_in_force_and_nothing_else_changes() {
     other.kapi(&["context", "note", "A kept note"]).ok();
     keep_last(&other);
     assert!(!other.path().join("AGENTS.md").exists());
+}
+
+fn check_json(repo: &Repo, args: &[&str]) -> (i32, Value) {
+    let mut full = vec!["check", "--format", "json"];
+    full.extend_from_slice(args);
+    let run = repo.kapi(&full);
+    let code = run.code;
+    (
+        code,
+        serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr)),
+    )
+}
+
+#[test]
+fn a_kept_rule_fails_the_check_and_a_suggestion_only_advises() {
+    let repo = Repo::new();
+    repo.write(
+        "docs/intro.md",
+        "# Intro\n\nOpen Quick cast from the menu.\n\n```\nquick cast --help\n```\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "docs"]);
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Quickcast",
+            "--instead-of",
+            "Quick cast",
+            "--path",
+            "docs/intro.md",
+        ],
+    )
+    .ok();
+
+    let (code, doc) = check_json(&repo, &[]);
+    assert_eq!(code, 0);
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{doc}");
+    assert_eq!(findings[0]["suggested"], true);
+    assert_eq!(findings[0]["fails"], false);
+    assert_eq!(findings[0]["path"], "docs/intro.md");
+    assert_eq!(findings[0]["line"], 3);
+    let human = repo.kapi(&["check"]).ok().stdout;
+    assert!(
+        human.contains("Suggested rule about \"Quickcast\", not yet established"),
+        "{human}"
+    );
+
+    let id = keep_last(&repo);
+    let (code, doc) = check_json(&repo, &[]);
+    assert_eq!(code, 1, "{doc}");
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(
+        findings.len(),
+        1,
+        "the rules files list the forms as code, not prose: {doc}"
+    );
+    assert_eq!(findings[0]["fails"], true);
+    assert!(findings[0]["rule"].as_str().unwrap().starts_with(&id));
+
+    // The pre-commit use: what is staged, not the work tree.
+    repo.write(
+        "docs/intro.md",
+        "# Intro\n\nOpen Quickcast from the menu.\n",
+    );
+    repo.kapi(&["check", "--staged"]).code(1);
+    repo.git(&["add", "docs/intro.md"]);
+    repo.kapi(&["check", "--staged"]).ok();
+    // Advisory: reports, never fails.
+    repo.write("docs/intro.md", "Quick cast\n");
+    repo.kapi(&["context", "review", "--keep", &id, "--advisory"])
+        .ok();
+    let (code, doc) = check_json(&repo, &["docs/intro.md"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["findings"][0]["fails"], false);
+}
+
+#[test]
+fn a_rule_holds_only_where_its_scope_covers_the_file() {
+    let repo = Repo::new();
+    repo.write(
+        "kapi.toml",
+        "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"quickcast\" }\n",
+    );
+    repo.write("docs/app/a.md", "Open Quick cast.\n");
+    repo.write("docs/web/b.md", "Open Quick cast.\n");
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Quickcast",
+            "--instead-of",
+            "Quick cast",
+            "--path",
+            "docs/app/a.md",
+        ],
+    )
+    .ok();
+    keep_last(&repo);
+    let (code, doc) = check_json(&repo, &[]);
+    assert_eq!(code, 1);
+    let paths: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["docs/app/a.md"], "{doc}");
+    // A rule outside its window does not apply.
+    let other = Repo::new();
+    other.write("a.md", "Old name here.\n");
+    other
+        .agent(
+            "s1",
+            &[
+                "context",
+                "note",
+                "--term",
+                "Oldname",
+                "--instead-of",
+                "Old name",
+                "--quote",
+                "q",
+                "--valid-to",
+                "2026-06-01",
+            ],
+        )
+        .ok();
+    keep_last(&other);
+    other.kapi(&["check"]).ok();
+}
+
+#[test]
+fn a_whole_project_check_records_usage_only_when_it_changes() {
+    let repo = Repo::new();
+    repo.write("docs/a.md", "Quickcast is here. Quick cast is not.\n");
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Quickcast",
+            "--instead-of",
+            "Quick cast",
+            "--path",
+            "docs/a.md",
+        ],
+    )
+    .ok();
+    let signals = |r: &Repo| {
+        r.kapi(&["context", "log", "--kind", "signal", "--json"])
+            .ok()
+            .json_lines()
+    };
+    repo.kapi(&["check", "docs/a.md"]).ok();
+    assert!(
+        signals(&repo).is_empty(),
+        "a check of named files records none"
+    );
+    repo.kapi(&["check", "--staged"]).ok();
+    assert!(
+        signals(&repo).is_empty(),
+        "a check of the index records none"
+    );
+    repo.kapi(&["check"]).ok();
+    let s = signals(&repo);
+    assert_eq!(s.len(), 1);
+    assert_eq!(
+        s[0]["actor"],
+        serde_json::json!({"kind": "tool", "name": "check"})
+    );
+    let full = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    assert!(
+        full.contains("\"signal\":{\"avoided\":1,\"preferred\":1,\"source\":\"usage\"}"),
+        "{full}"
+    );
+    repo.kapi(&["check"]).ok();
+    assert_eq!(signals(&repo).len(), 1, "unchanged counts record nothing");
+    repo.write("docs/a.md", "Quickcast is here. Quickcast again.\n");
+    repo.kapi(&["check"]).ok();
+    assert_eq!(signals(&repo).len(), 2);
+    let log = repo.kapi(&["context", "log"]).ok().stdout;
+    assert!(log.contains("2 of 2 uses"), "{log}");
+}
+
+#[test]
+fn check_warns_about_context_files_never_imported() {
+    let repo = Repo::new();
+    repo.write("terms.tsv", "1\testablished\tQuickcast\tQuick cast\n");
+    repo.write("kapi.toml", "[context]\nterms = [\"terms.tsv\"]\n");
+    repo.write("a.md", "Quick cast\n");
+    let (code, doc) = check_json(&repo, &[]);
+    assert_eq!(code, 0);
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains("never imported (terms.tsv)"),
+        "{doc}"
+    );
+    repo.kapi(&["store", "import"]).ok();
+    let (code, doc) = check_json(&repo, &[]);
+    assert_eq!(
+        code, 1,
+        "an imported term list is established from the start"
+    );
+    assert!(
+        !doc["warnings"].to_string().contains("never imported"),
+        "{doc}"
+    );
 }
