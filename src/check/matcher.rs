@@ -494,6 +494,22 @@ mod tests {
     }
 
     #[test]
+    fn large_rule_sets_use_the_nfa_and_find_the_same() {
+        assert_eq!(kind_for(&["ab".to_string()]), AhoCorasickKind::DFA);
+        let long = "x".repeat(DFA_MAX_PATTERN_BYTES + 1);
+        assert_eq!(
+            kind_for(std::slice::from_ref(&long)),
+            AhoCorasickKind::ContiguousNFA
+        );
+        let small = [rule("4", "GitHub", &["Github", "git hub"])];
+        let mut large = small.to_vec();
+        large.push(rule("5", "y", &[long.as_str()]));
+        let text = "Github and GIT HUB, GitHub.";
+        assert_eq!(found(&small, text), found(&large, text));
+        assert_eq!(found(&large, text), ["1:1:Github", "1:12:GIT HUB"]);
+    }
+
+    #[test]
     fn empty_rules_find_nothing() {
         assert!(found(&[], "Github").is_empty());
     }
