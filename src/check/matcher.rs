@@ -13,6 +13,8 @@
 //! the preferred form is written wins, so the preferred form is never
 //! reported, nor is an avoided form inside a longer preferred form.
 
+use std::collections::{HashMap, HashSet};
+
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::finding::{Finding, Severity, message};
@@ -119,42 +121,147 @@ fn kind_for(patterns: &[String]) -> AhoCorasickKind {
     }
 }
 
+/// Whether a preferred form (folded `key`, written `preferred`) can change
+/// which avoided forms are found: an avoided form spans some of its words
+/// (or all of them, matching the text as the preferred form is written), or
+/// begins inside it and runs past its end.
+fn competes(
+    key: &str,
+    preferred: &str,
+    index: &HashMap<String, usize>,
+    entries: &[Vec<Entry>],
+    prefixes: &HashSet<&str>,
+) -> bool {
+    let w = words(key);
+    for (i, &(start, _)) in w.iter().enumerate() {
+        for &(_, end) in &w[i..] {
+            let span = &key[start..end];
+            if start == 0 && end == key.len() {
+                // The whole form: only an avoided entry that also matches the
+                // text written as the preferred form competes.
+                if let Some(&k) = index.get(span)
+                    && entries[k].iter().any(|e| !e.exact || &*e.form == preferred)
+                {
+                    return true;
+                }
+            } else if index.contains_key(span) {
+                return true;
+            }
+        }
+        if start > 0 && prefixes.contains(&key[start..]) {
+            return true;
+        }
+    }
+    // A form without words (punctuation only) is kept, to be safe.
+    w.is_empty()
+}
+
+/// Byte spans of the words (runs of word characters) of `s`.
+fn words(s: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in s.char_indices() {
+        match (is_word(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(b)) => {
+                out.push((b, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(b) = start {
+        out.push((b, s.len()));
+    }
+    out
+}
+
 impl Matcher {
-    /// Build one automaton over every avoided and preferred form.
+    /// Build one automaton over every avoided form, and the preferred forms
+    /// that can compete with one: a preferred form is left out when no
+    /// avoided form could match inside it, overlap its end, or match its
+    /// whole text as written (it could change no finding, and leaving it out
+    /// keeps the automaton small for large rule sets).
     pub fn new(rules: &[CheckRule]) -> Result<Self, MatcherError> {
+        Self::build(rules, false)
+    }
+
+    /// Like [`Matcher::new`], with every preferred form in the automaton so
+    /// that usage counts see them all.
+    pub fn for_usage(rules: &[CheckRule]) -> Result<Self, MatcherError> {
+        Self::build(rules, true)
+    }
+
+    fn build(rules: &[CheckRule], every_preferred: bool) -> Result<Self, MatcherError> {
         let mut patterns: Vec<String> = Vec::new();
-        let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
         let mut entries: Vec<Vec<Entry>> = Vec::new();
+        fn add(
+            patterns: &mut Vec<String>,
+            index: &mut HashMap<String, usize>,
+            entries: &mut Vec<Vec<Entry>>,
+            key: String,
+            entry: Entry,
+        ) {
+            let k = *index.entry(key).or_insert_with_key(|key| {
+                patterns.push(key.clone());
+                entries.push(Vec::new());
+                patterns.len() - 1
+            });
+            entries[k].push(entry);
+        }
+        let mut with_avoided = vec![false; rules.len()];
         for (r, rule) in rules.iter().enumerate() {
             let preferred = rule.preferred.trim();
             let folded_preferred = fold(preferred);
-            let mut add = |form: &str, exact: bool, is_preferred: bool| {
-                let key = fold(form);
-                let k = *index.entry(key.clone()).or_insert_with(|| {
-                    patterns.push(key);
-                    entries.push(Vec::new());
-                    patterns.len() - 1
-                });
-                entries[k].push(Entry {
-                    rule: r as u32,
-                    form: form.into(),
-                    exact,
-                    preferred: is_preferred,
-                });
-            };
-            let mut any = false;
             for form in &rule.avoided {
                 let form = form.trim();
                 if form.is_empty() || form == preferred {
                     continue;
                 }
-                let exact = fold(form) == folded_preferred;
-                add(form, exact, false);
-                any = true;
+                let key = fold(form);
+                let exact = key == folded_preferred;
+                let entry = Entry {
+                    rule: r as u32,
+                    form: form.into(),
+                    exact,
+                    preferred: false,
+                };
+                add(&mut patterns, &mut index, &mut entries, key, entry);
+                with_avoided[r] = true;
             }
-            if any && !preferred.is_empty() {
-                add(preferred, false, true);
+        }
+        // Word-aligned prefixes of every avoided form, for overlaps.
+        let mut prefixes: HashSet<&str> = HashSet::new();
+        if !every_preferred {
+            for p in &patterns {
+                for &(_, end) in &words(p) {
+                    prefixes.insert(&p[..end]);
+                }
             }
+        }
+        let mut preferred_keys: Vec<(String, Entry)> = Vec::new();
+        for (r, rule) in rules.iter().enumerate() {
+            let preferred = rule.preferred.trim();
+            if !with_avoided[r] || preferred.is_empty() {
+                continue;
+            }
+            let key = fold(preferred);
+            if every_preferred || competes(&key, preferred, &index, &entries, &prefixes) {
+                preferred_keys.push((
+                    key,
+                    Entry {
+                        rule: r as u32,
+                        form: preferred.into(),
+                        exact: false,
+                        preferred: true,
+                    },
+                ));
+            }
+        }
+        drop(prefixes);
+        for (key, entry) in preferred_keys {
+            add(&mut patterns, &mut index, &mut entries, key, entry);
         }
         let automaton = if patterns.is_empty() {
             None
@@ -526,6 +633,66 @@ mod tests {
                     proptest::prop_assert!(f.line >= 1 && f.column >= 1);
                 }
             }
+        }
+    }
+
+    fn overlapping_rules() -> Vec<CheckRule> {
+        vec![
+            rule(
+                "1",
+                "Quickstart",
+                &["Quick start", "quick-start", "QuickStart"],
+            ),
+            rule("2", "Start Guide", &["start-guide", "guide start"]),
+            rule("3", "Grafana Alloy", &["Alloy"]),
+            rule("4", "file system", &["filesystem"]),
+            rule("5", "filesystem", &["file system", "File System"]),
+            rule("6", "OpenTelemetry", &["opentelemetry", "Open Telemetry"]),
+            rule("7", "end user", &["end-user", "End User", "user guide"]),
+        ]
+    }
+
+    #[test]
+    fn preferred_forms_that_cannot_compete_are_left_out() {
+        let rules = overlapping_rules();
+        let full = Matcher::for_usage(&rules).unwrap();
+        let pruned = Matcher::new(&rules).unwrap();
+        let count = |m: &Matcher| m.entries.iter().flatten().filter(|e| e.preferred).count();
+        // Quickstart (only exact case variants share its text) and
+        // OpenTelemetry (likewise) are left out; the rest compete.
+        assert_eq!((count(&pruned), count(&full)), (5, 7));
+        assert_eq!(
+            // Rules 4 and 5 contradict each other: each one's preferred
+            // form, written as such, stands.
+            found(
+                &rules,
+                "Grafana Alloy, Alloy, file system, filesystem, OPENTELEMETRY"
+            ),
+            ["1:16:Alloy"]
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn leaving_out_preferred_forms_changes_no_finding(
+            tokens in proptest::collection::vec(0usize..22, 0..24),
+            seps in proptest::collection::vec(0usize..4, 24),
+        ) {
+            const WORDS: [&str; 22] = [
+                "Quick", "quick", "start", "Start", "guide", "Guide", "Grafana", "Alloy", "alloy", "file",
+                "system", "filesystem", "OpenTelemetry", "opentelemetry", "Open", "Telemetry", "end",
+                "user", "End", "User", "QuickStart", "Quickstart",
+            ];
+            const SEPS: [&str; 4] = [" ", "-", ", ", "\n"];
+            let mut text = String::new();
+            for (i, t) in tokens.iter().enumerate() {
+                text.push_str(WORDS[*t]);
+                text.push_str(SEPS[seps[i]]);
+            }
+            let rules = overlapping_rules();
+            let full = Matcher::for_usage(&rules).unwrap().check("a", &text, FileKind::Text);
+            let pruned = Matcher::new(&rules).unwrap().check("a", &text, FileKind::Text);
+            proptest::prop_assert_eq!(full, pruned);
         }
     }
 }
