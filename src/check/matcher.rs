@@ -53,6 +53,8 @@ pub struct Matcher {
     automaton: Option<AhoCorasick>,
     /// Per automaton pattern, the forms that fold to it.
     entries: Vec<Vec<Entry>>,
+    /// Built for usage counts: every preferred form, in any case, is a hit.
+    every_preferred: bool,
 }
 
 /// Lower-case each character whose lower case has the same UTF-8 length.
@@ -122,9 +124,9 @@ fn kind_for(patterns: &[String]) -> AhoCorasickKind {
 }
 
 /// Whether a preferred form (folded `key`, written `preferred`) can change
-/// which avoided forms are found: an avoided form spans some of its words
-/// (or all of them, matching the text as the preferred form is written), or
-/// begins inside it and runs past its end.
+/// which avoided forms are found in text written as the preferred form: an
+/// avoided form that would match some of its words (or all of them) as
+/// written, or that begins inside it and runs past its end.
 fn competes(
     key: &str,
     preferred: &str,
@@ -135,16 +137,11 @@ fn competes(
     let w = words(key);
     for (i, &(start, _)) in w.iter().enumerate() {
         for &(_, end) in &w[i..] {
-            let span = &key[start..end];
-            if start == 0 && end == key.len() {
-                // The whole form: only an avoided entry that also matches the
-                // text written as the preferred form competes.
-                if let Some(&k) = index.get(span)
-                    && entries[k].iter().any(|e| !e.exact || &*e.form == preferred)
-                {
-                    return true;
-                }
-            } else if index.contains_key(span) {
+            if let Some(&k) = index.get(&key[start..end])
+                && entries[k]
+                    .iter()
+                    .any(|e| !e.exact || *e.form == preferred[start..end])
+            {
                 return true;
             }
         }
@@ -183,16 +180,22 @@ impl Matcher {
     /// whole text as written (it could change no finding, and leaving it out
     /// keeps the automaton small for large rule sets).
     pub fn new(rules: &[CheckRule]) -> Result<Self, MatcherError> {
-        Self::build(rules, false)
+        Self::build(rules, false, false)
     }
 
     /// Like [`Matcher::new`], with every preferred form in the automaton so
     /// that usage counts see them all.
     pub fn for_usage(rules: &[CheckRule]) -> Result<Self, MatcherError> {
-        Self::build(rules, true)
+        Self::build(rules, true, true)
     }
 
-    fn build(rules: &[CheckRule], every_preferred: bool) -> Result<Self, MatcherError> {
+    /// `keep_all`: every preferred form in the automaton; `every_preferred`:
+    /// a preferred form in any case is a hit (usage counts).
+    fn build(
+        rules: &[CheckRule],
+        keep_all: bool,
+        every_preferred: bool,
+    ) -> Result<Self, MatcherError> {
         let mut patterns: Vec<String> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut entries: Vec<Vec<Entry>> = Vec::new();
@@ -233,7 +236,7 @@ impl Matcher {
         }
         // Word-aligned prefixes of every avoided form, for overlaps.
         let mut prefixes: HashSet<&str> = HashSet::new();
-        if !every_preferred {
+        if !keep_all {
             for p in &patterns {
                 for &(_, end) in &words(p) {
                     prefixes.insert(&p[..end]);
@@ -247,7 +250,7 @@ impl Matcher {
                 continue;
             }
             let key = fold(preferred);
-            if every_preferred || competes(&key, preferred, &index, &entries, &prefixes) {
+            if keep_all || competes(&key, preferred, &index, &entries, &prefixes) {
                 preferred_keys.push((
                     key,
                     Entry {
@@ -281,6 +284,7 @@ impl Matcher {
             rules: rules.to_vec(),
             automaton,
             entries,
+            every_preferred,
         })
     }
 
@@ -316,14 +320,16 @@ impl Matcher {
                 if entry.exact && written != &*entry.form {
                     continue;
                 }
-                let priority = if entry.preferred {
-                    if written == self.rules[rule].preferred.trim() {
-                        0
-                    } else {
-                        2
-                    }
-                } else {
+                let priority = if !entry.preferred {
                     1
+                } else if written == self.rules[rule].preferred.trim() {
+                    0
+                } else if self.every_preferred {
+                    2
+                } else {
+                    // Only the preferred form as written stands against the
+                    // avoided forms; in another case it is counted for usage.
+                    continue;
                 };
                 if !seen.contains(&rule) || priority == 0 {
                     seen.push(rule);
@@ -649,6 +655,8 @@ mod tests {
             rule("5", "filesystem", &["file system", "File System"]),
             rule("6", "OpenTelemetry", &["opentelemetry", "Open Telemetry"]),
             rule("7", "end user", &["end-user", "End User", "user guide"]),
+            rule("8", "Foo", &["foo"]),
+            rule("9", "Foo Bar", &["foobar"]),
         ]
     }
 
@@ -658,9 +666,9 @@ mod tests {
         let full = Matcher::for_usage(&rules).unwrap();
         let pruned = Matcher::new(&rules).unwrap();
         let count = |m: &Matcher| m.entries.iter().flatten().filter(|e| e.preferred).count();
-        // Quickstart (only exact case variants share its text) and
-        // OpenTelemetry (likewise) are left out; the rest compete.
-        assert_eq!((count(&pruned), count(&full)), (5, 7));
+        // Quickstart, OpenTelemetry, Foo and Foo Bar are left out: only case
+        // variants other than their text as written share their words.
+        assert_eq!((count(&pruned), count(&full)), (5, 9));
         assert_eq!(
             // Rules 4 and 5 contradict each other: each one's preferred
             // form, written as such, stands.
@@ -675,10 +683,11 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn leaving_out_preferred_forms_changes_no_finding(
-            tokens in proptest::collection::vec(0usize..22, 0..24),
+            tokens in proptest::collection::vec(0usize..27, 0..24),
             seps in proptest::collection::vec(0usize..4, 24),
         ) {
-            const WORDS: [&str; 22] = [
+            const WORDS: [&str; 27] = [
+                "foo", "Foo", "FOO", "bar", "BAR",
                 "Quick", "quick", "start", "Start", "guide", "Guide", "Grafana", "Alloy", "alloy", "file",
                 "system", "filesystem", "OpenTelemetry", "opentelemetry", "Open", "Telemetry", "end",
                 "user", "End", "User", "QuickStart", "Quickstart",
@@ -690,7 +699,7 @@ mod tests {
                 text.push_str(SEPS[seps[i]]);
             }
             let rules = overlapping_rules();
-            let full = Matcher::for_usage(&rules).unwrap().check("a", &text, FileKind::Text);
+            let full = Matcher::build(&rules, true, false).unwrap().check("a", &text, FileKind::Text);
             let pruned = Matcher::new(&rules).unwrap().check("a", &text, FileKind::Text);
             proptest::prop_assert_eq!(full, pruned);
         }
