@@ -126,13 +126,15 @@ fn kind_for(patterns: &[String]) -> AhoCorasickKind {
 /// Whether a preferred form (folded `key`, written `preferred`) can change
 /// which avoided forms are found in text written as the preferred form: an
 /// avoided form that would match some of its words (or all of them) as
-/// written, or that begins inside it and runs past its end.
+/// written, or that begins inside it and runs past its end (`prefixes`: the
+/// proper word-aligned prefixes of the avoided forms matched in any case,
+/// folded, and of those matched as written, as written).
 fn competes(
     key: &str,
     preferred: &str,
     index: &HashMap<String, usize>,
     entries: &[Vec<Entry>],
-    prefixes: &HashSet<&str>,
+    prefixes: &[HashSet<&str>; 2],
 ) -> bool {
     let w = words(key);
     for (i, &(start, _)) in w.iter().enumerate() {
@@ -145,7 +147,9 @@ fn competes(
                 return true;
             }
         }
-        if start > 0 && prefixes.contains(&key[start..]) {
+        if start > 0
+            && (prefixes[0].contains(&key[start..]) || prefixes[1].contains(&preferred[start..]))
+        {
             return true;
         }
     }
@@ -234,12 +238,19 @@ impl Matcher {
                 with_avoided[r] = true;
             }
         }
-        // Word-aligned prefixes of every avoided form, for overlaps.
-        let mut prefixes: HashSet<&str> = HashSet::new();
+        // Proper word-aligned prefixes of every avoided form, for overlaps:
+        // folded for forms matched in any case, as written for exact ones.
+        let mut prefixes: [HashSet<&str>; 2] = [HashSet::new(), HashSet::new()];
         if !keep_all {
-            for p in &patterns {
-                for &(_, end) in &words(p) {
-                    prefixes.insert(&p[..end]);
+            for (p, list) in patterns.iter().zip(&entries) {
+                for &(_, end) in words(p).iter().filter(|&&(_, end)| end < p.len()) {
+                    for e in list {
+                        if e.exact {
+                            prefixes[1].insert(&e.form[..end]);
+                        } else {
+                            prefixes[0].insert(&p[..end]);
+                        }
+                    }
                 }
             }
         }
