@@ -461,3 +461,62 @@ fn help_documents_the_flags() {
         assert!(out.contains(flag), "{flag}: {out}");
     }
 }
+
+#[test]
+fn crlf_lines_and_switch_by_rule_id() {
+    let env = Env::new();
+    env.write(
+        "a.md",
+        "Intro\r\nTry Quick cast\r\n<!-- kapi off: terms.tsv:2 -->Quick cast Github<!-- kapi on -->\r\n",
+    );
+    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(matched(&doc), ["a.md:2:5:Quick cast", "a.md:3:42:Github"]);
+    let (_, out, _) = env.run(&["check", "--rules", "terms.tsv"]);
+    assert!(out.contains("2 | Try Quick cast\n"), "{out}");
+}
+
+#[test]
+fn files_over_the_size_cap_are_skipped() {
+    let env = Env::new();
+    let mut big = "Github ".repeat(3 << 20).into_bytes();
+    big.truncate((16 << 20) + 1);
+    env.write_bytes("big.md", &big);
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["summary"]["files"], 0);
+    let w = doc["warnings"][0]["message"].as_str().unwrap();
+    assert!(w.starts_with("skipped: larger than 16 MiB"), "{w}");
+}
+
+#[test]
+fn staged_file_deleted_from_the_work_tree_is_still_checked() {
+    let env = Env::new();
+    env.write("docs/a.md", "Github\n");
+    env.git(&["add", "docs/a.md"]);
+    std::fs::remove_file(env.path().join("docs/a.md")).unwrap();
+    let (code, doc) = env.json(&["check", "--staged", "--rules", "terms.tsv", "docs/a.md"]);
+    assert_eq!(code, 1);
+    assert_eq!(matched(&doc), ["docs/a.md:1:1:Github"]);
+}
+
+#[test]
+fn dash_c_runs_as_if_started_there() {
+    let env = Env::new();
+    env.write("sub/a.md", "Github\n");
+    let mut c = Command::cargo_bin("kapi").unwrap();
+    c.args([
+        "-C",
+        env.path().to_str().unwrap(),
+        "check",
+        "--rules",
+        "terms.tsv",
+        "--format",
+        "json",
+    ])
+    .env("HOME", env.home.path())
+    .env("GIT_CONFIG_NOSYSTEM", "1");
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(matched(&doc), ["sub/a.md:1:1:Github"]);
+}

@@ -13,6 +13,8 @@
 //! the preferred form is written wins, so the preferred form is never
 //! reported, nor is an avoided form inside a longer preferred form.
 
+use std::collections::{HashMap, HashSet};
+
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::finding::{Finding, Severity, message};
@@ -51,6 +53,8 @@ pub struct Matcher {
     automaton: Option<AhoCorasick>,
     /// Per automaton pattern, the forms that fold to it.
     entries: Vec<Vec<Entry>>,
+    /// Built for usage counts: every preferred form, in any case, is a hit.
+    every_preferred: bool,
 }
 
 /// Lower-case each character whose lower case has the same UTF-8 length.
@@ -119,42 +123,159 @@ fn kind_for(patterns: &[String]) -> AhoCorasickKind {
     }
 }
 
+/// Whether a preferred form (folded `key`, written `preferred`) can change
+/// which avoided forms are found in text written as the preferred form: an
+/// avoided form that would match some of its words (or all of them) as
+/// written, or that begins inside it and runs past its end (`prefixes`: the
+/// proper word-aligned prefixes of the avoided forms matched in any case,
+/// folded, and of those matched as written, as written).
+fn competes(
+    key: &str,
+    preferred: &str,
+    index: &HashMap<String, usize>,
+    entries: &[Vec<Entry>],
+    prefixes: &[HashSet<&str>; 2],
+) -> bool {
+    let w = words(key);
+    for (i, &(start, _)) in w.iter().enumerate() {
+        for &(_, end) in &w[i..] {
+            if let Some(&k) = index.get(&key[start..end])
+                && entries[k]
+                    .iter()
+                    .any(|e| !e.exact || *e.form == preferred[start..end])
+            {
+                return true;
+            }
+        }
+        if start > 0
+            && (prefixes[0].contains(&key[start..]) || prefixes[1].contains(&preferred[start..]))
+        {
+            return true;
+        }
+    }
+    // A form without words (punctuation only) is kept, to be safe.
+    w.is_empty()
+}
+
+/// Byte spans of the words (runs of word characters) of `s`.
+fn words(s: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in s.char_indices() {
+        match (is_word(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(b)) => {
+                out.push((b, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(b) = start {
+        out.push((b, s.len()));
+    }
+    out
+}
+
 impl Matcher {
-    /// Build one automaton over every avoided and preferred form.
+    /// Build one automaton over every avoided form, and the preferred forms
+    /// that can compete with one: a preferred form is left out when no
+    /// avoided form could match inside it, overlap its end, or match its
+    /// whole text as written (it could change no finding, and leaving it out
+    /// keeps the automaton small for large rule sets).
     pub fn new(rules: &[CheckRule]) -> Result<Self, MatcherError> {
+        Self::build(rules, false, false)
+    }
+
+    /// Like [`Matcher::new`], with every preferred form in the automaton so
+    /// that usage counts see them all.
+    pub fn for_usage(rules: &[CheckRule]) -> Result<Self, MatcherError> {
+        Self::build(rules, true, true)
+    }
+
+    /// `keep_all`: every preferred form in the automaton; `every_preferred`:
+    /// a preferred form in any case is a hit (usage counts).
+    fn build(
+        rules: &[CheckRule],
+        keep_all: bool,
+        every_preferred: bool,
+    ) -> Result<Self, MatcherError> {
         let mut patterns: Vec<String> = Vec::new();
-        let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
         let mut entries: Vec<Vec<Entry>> = Vec::new();
+        fn add(
+            patterns: &mut Vec<String>,
+            index: &mut HashMap<String, usize>,
+            entries: &mut Vec<Vec<Entry>>,
+            key: String,
+            entry: Entry,
+        ) {
+            let k = *index.entry(key).or_insert_with_key(|key| {
+                patterns.push(key.clone());
+                entries.push(Vec::new());
+                patterns.len() - 1
+            });
+            entries[k].push(entry);
+        }
+        let mut with_avoided = vec![false; rules.len()];
         for (r, rule) in rules.iter().enumerate() {
             let preferred = rule.preferred.trim();
             let folded_preferred = fold(preferred);
-            let mut add = |form: &str, exact: bool, is_preferred: bool| {
-                let key = fold(form);
-                let k = *index.entry(key.clone()).or_insert_with(|| {
-                    patterns.push(key);
-                    entries.push(Vec::new());
-                    patterns.len() - 1
-                });
-                entries[k].push(Entry {
-                    rule: r as u32,
-                    form: form.into(),
-                    exact,
-                    preferred: is_preferred,
-                });
-            };
-            let mut any = false;
             for form in &rule.avoided {
                 let form = form.trim();
                 if form.is_empty() || form == preferred {
                     continue;
                 }
-                let exact = fold(form) == folded_preferred;
-                add(form, exact, false);
-                any = true;
+                let key = fold(form);
+                let exact = key == folded_preferred;
+                let entry = Entry {
+                    rule: r as u32,
+                    form: form.into(),
+                    exact,
+                    preferred: false,
+                };
+                add(&mut patterns, &mut index, &mut entries, key, entry);
+                with_avoided[r] = true;
             }
-            if any && !preferred.is_empty() {
-                add(preferred, false, true);
+        }
+        // Proper word-aligned prefixes of every avoided form, for overlaps:
+        // folded for forms matched in any case, as written for exact ones.
+        let mut prefixes: [HashSet<&str>; 2] = [HashSet::new(), HashSet::new()];
+        if !keep_all {
+            for (p, list) in patterns.iter().zip(&entries) {
+                for &(_, end) in words(p).iter().filter(|&&(_, end)| end < p.len()) {
+                    for e in list {
+                        if e.exact {
+                            prefixes[1].insert(&e.form[..end]);
+                        } else {
+                            prefixes[0].insert(&p[..end]);
+                        }
+                    }
+                }
             }
+        }
+        let mut preferred_keys: Vec<(String, Entry)> = Vec::new();
+        for (r, rule) in rules.iter().enumerate() {
+            let preferred = rule.preferred.trim();
+            if !with_avoided[r] || preferred.is_empty() {
+                continue;
+            }
+            let key = fold(preferred);
+            if keep_all || competes(&key, preferred, &index, &entries, &prefixes) {
+                preferred_keys.push((
+                    key,
+                    Entry {
+                        rule: r as u32,
+                        form: preferred.into(),
+                        exact: false,
+                        preferred: true,
+                    },
+                ));
+            }
+        }
+        drop(prefixes);
+        for (key, entry) in preferred_keys {
+            add(&mut patterns, &mut index, &mut entries, key, entry);
         }
         let automaton = if patterns.is_empty() {
             None
@@ -174,6 +295,7 @@ impl Matcher {
             rules: rules.to_vec(),
             automaton,
             entries,
+            every_preferred,
         })
     }
 
@@ -209,14 +331,16 @@ impl Matcher {
                 if entry.exact && written != &*entry.form {
                     continue;
                 }
-                let priority = if entry.preferred {
-                    if written == self.rules[rule].preferred.trim() {
-                        0
-                    } else {
-                        2
-                    }
-                } else {
+                let priority = if !entry.preferred {
                     1
+                } else if written == self.rules[rule].preferred.trim() {
+                    0
+                } else if self.every_preferred {
+                    2
+                } else {
+                    // Only the preferred form as written stands against the
+                    // avoided forms; in another case it is counted for usage.
+                    continue;
                 };
                 if !seen.contains(&rule) || priority == 0 {
                     seen.push(rule);
@@ -494,6 +618,22 @@ mod tests {
     }
 
     #[test]
+    fn large_rule_sets_use_the_nfa_and_find_the_same() {
+        assert_eq!(kind_for(&["ab".to_string()]), AhoCorasickKind::DFA);
+        let long = "x".repeat(DFA_MAX_PATTERN_BYTES + 1);
+        assert_eq!(
+            kind_for(std::slice::from_ref(&long)),
+            AhoCorasickKind::ContiguousNFA
+        );
+        let small = [rule("4", "GitHub", &["Github", "git hub"])];
+        let mut large = small.to_vec();
+        large.push(rule("5", "y", &[long.as_str()]));
+        let text = "Github and GIT HUB, GitHub.";
+        assert_eq!(found(&small, text), found(&large, text));
+        assert_eq!(found(&large, text), ["1:1:Github", "1:12:GIT HUB"]);
+    }
+
+    #[test]
     fn empty_rules_find_nothing() {
         assert!(found(&[], "Github").is_empty());
     }
@@ -510,6 +650,69 @@ mod tests {
                     proptest::prop_assert!(f.line >= 1 && f.column >= 1);
                 }
             }
+        }
+    }
+
+    fn overlapping_rules() -> Vec<CheckRule> {
+        vec![
+            rule(
+                "1",
+                "Quickstart",
+                &["Quick start", "quick-start", "QuickStart"],
+            ),
+            rule("2", "Start Guide", &["start-guide", "guide start"]),
+            rule("3", "Grafana Alloy", &["Alloy"]),
+            rule("4", "file system", &["filesystem"]),
+            rule("5", "filesystem", &["file system", "File System"]),
+            rule("6", "OpenTelemetry", &["opentelemetry", "Open Telemetry"]),
+            rule("7", "end user", &["end-user", "End User", "user guide"]),
+            rule("8", "Foo", &["foo"]),
+            rule("9", "Foo Bar", &["foobar"]),
+        ]
+    }
+
+    #[test]
+    fn preferred_forms_that_cannot_compete_are_left_out() {
+        let rules = overlapping_rules();
+        let full = Matcher::for_usage(&rules).unwrap();
+        let pruned = Matcher::new(&rules).unwrap();
+        let count = |m: &Matcher| m.entries.iter().flatten().filter(|e| e.preferred).count();
+        // Quickstart, OpenTelemetry, Foo and Foo Bar are left out: only case
+        // variants other than their text as written share their words.
+        assert_eq!((count(&pruned), count(&full)), (5, 9));
+        assert_eq!(
+            // Rules 4 and 5 contradict each other: each one's preferred
+            // form, written as such, stands.
+            found(
+                &rules,
+                "Grafana Alloy, Alloy, file system, filesystem, OPENTELEMETRY"
+            ),
+            ["1:16:Alloy"]
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn leaving_out_preferred_forms_changes_no_finding(
+            tokens in proptest::collection::vec(0usize..27, 0..24),
+            seps in proptest::collection::vec(0usize..4, 24),
+        ) {
+            const WORDS: [&str; 27] = [
+                "foo", "Foo", "FOO", "bar", "BAR",
+                "Quick", "quick", "start", "Start", "guide", "Guide", "Grafana", "Alloy", "alloy", "file",
+                "system", "filesystem", "OpenTelemetry", "opentelemetry", "Open", "Telemetry", "end",
+                "user", "End", "User", "QuickStart", "Quickstart",
+            ];
+            const SEPS: [&str; 4] = [" ", "-", ", ", "\n"];
+            let mut text = String::new();
+            for (i, t) in tokens.iter().enumerate() {
+                text.push_str(WORDS[*t]);
+                text.push_str(SEPS[seps[i]]);
+            }
+            let rules = overlapping_rules();
+            let full = Matcher::build(&rules, true, false).unwrap().check("a", &text, FileKind::Text);
+            let pruned = Matcher::new(&rules).unwrap().check("a", &text, FileKind::Text);
+            proptest::prop_assert_eq!(full, pruned);
         }
     }
 }

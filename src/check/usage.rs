@@ -12,7 +12,9 @@ pub struct Usage {
     pub avoided: usize,
 }
 
-/// One count per rule of `matcher.rules()`, in the same order.
+/// One count per rule of `matcher.rules()`, in the same order. Build the
+/// matcher with [`Matcher::for_usage`]: a checking matcher keeps only the
+/// preferred forms that compete with avoided ones, so it would undercount.
 pub fn count(matcher: &Matcher, text: &str, kind: FileKind) -> Vec<Usage> {
     let mut out = vec![Usage::default(); matcher.rules().len()];
     let p = prose(text, kind);
@@ -41,7 +43,7 @@ mod tests {
             suggested: true,
             advisory: false,
         }];
-        let m = Matcher::new(&rules).unwrap();
+        let m = Matcher::for_usage(&rules).unwrap();
         let t = "GitHub and GITHUB, git hub, github `github` https://github.com";
         assert_eq!(
             count(&m, t, FileKind::Markdown),
