@@ -54,18 +54,27 @@ impl Outcome {
 
 /// Read and check `files`, each with its matcher, on up to `threads` threads.
 pub fn check_files(files: &[(FileRef, Arc<Matcher>)], threads: usize) -> Outcome {
-    run(files, threads, false)
+    run(files, None, threads)
 }
 
 /// [`check_files`], also counting each rule's uses in the same pass (for
 /// the usage signals a whole-project check records).
-pub fn check_files_counting(files: &[(FileRef, Arc<Matcher>)], threads: usize) -> Outcome {
-    run(files, threads, true)
+/// `counters[i]` counts usage in `files[i]` (built with [`Matcher::for_usage`]).
+pub fn check_files_counting(
+    files: &[(FileRef, Arc<Matcher>)],
+    counters: &[Arc<Matcher>],
+    threads: usize,
+) -> Outcome {
+    run(files, Some(counters), threads)
 }
 
 type FileResult = Result<(Vec<Finding>, Vec<usage::Usage>), Skip>;
 
-fn run(files: &[(FileRef, Arc<Matcher>)], threads: usize, count: bool) -> Outcome {
+fn run(
+    files: &[(FileRef, Arc<Matcher>)],
+    counters: Option<&[Arc<Matcher>]>,
+    threads: usize,
+) -> Outcome {
     let next = AtomicUsize::new(0);
     let threads = threads.clamp(1, files.len().max(1));
     let work = || {
@@ -77,10 +86,9 @@ fn run(files: &[(FileRef, Arc<Matcher>)], threads: usize, count: bool) -> Outcom
             };
             let r = files::read(file).map(|text| {
                 let found = matcher.check(&file.path, &text, file.kind);
-                let used = if count {
-                    usage::count(matcher, &text, file.kind)
-                } else {
-                    Vec::new()
+                let used = match counters {
+                    Some(c) => usage::count(&c[i], &text, file.kind),
+                    None => Vec::new(),
                 };
                 (found, used)
             });
@@ -106,7 +114,8 @@ fn run(files: &[(FileRef, Arc<Matcher>)], threads: usize, count: bool) -> Outcom
             Ok((found, used)) => {
                 outcome.files += 1;
                 outcome.findings.extend(found);
-                for (rule, u) in files[i].1.rules().iter().zip(used) {
+                let counted = counters.map_or(&[][..], |c| c[i].rules());
+                for (rule, u) in counted.iter().zip(used) {
                     let total = outcome.usage.entry(rule.id.clone()).or_default();
                     total.preferred += u.preferred;
                     total.avoided += u.avoided;

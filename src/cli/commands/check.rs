@@ -117,17 +117,21 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     };
     let whole_project = args.paths.is_empty() && !args.staged;
     let files = list_files(&args, ctx, root.as_deref(), &filter)?;
-    let mut book = RuleBook::new(rules, points);
+    // Usage counts need every preferred form in the automaton (a plain
+    // matcher leaves out those that cannot change a finding).
+    let mut book = RuleBook::new(rules, points, whole_project && session.is_some());
     let mut work = Vec::with_capacity(files.len());
+    let mut counters = Vec::new();
     for file in files {
-        let matcher = book.matcher_for(&file.path)?;
+        let (matcher, counter) = book.matchers_for(&file.path)?;
         work.push((file, matcher));
+        counters.extend(counter);
     }
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
-    let mut outcome = if whole_project && session.is_some() {
-        check_files_counting(&work, threads)
+    let mut outcome = if counters.len() == work.len() && !work.is_empty() {
+        check_files_counting(&work, &counters, threads)
     } else {
         check_files(&work, threads)
     };
@@ -329,16 +333,19 @@ struct RuleBook {
     /// Where each rule holds; `None` for a term list's rules (everywhere).
     scopes: Vec<Option<Scope>>,
     points: PointMap,
-    matchers: HashMap<Selection, Arc<Matcher>>,
+    /// Also build matchers that count every preferred form (usage signals).
+    counting: bool,
+    matchers: HashMap<Selection, (Arc<Matcher>, Option<Arc<Matcher>>)>,
 }
 
 impl RuleBook {
-    fn new(rules: Vec<(CheckRule, Option<Scope>)>, points: PointMap) -> Self {
+    fn new(rules: Vec<(CheckRule, Option<Scope>)>, points: PointMap, counting: bool) -> Self {
         let (rules, scopes) = rules.into_iter().unzip();
         RuleBook {
             rules,
             scopes,
             points,
+            counting,
             matchers: HashMap::new(),
         }
     }
@@ -361,19 +368,29 @@ impl RuleBook {
         }
     }
 
-    fn matcher_for(&mut self, path: &str) -> Result<Arc<Matcher>, CliError> {
+    /// The matcher for `path`, and with counting on, the matcher that counts
+    /// usage (a plain matcher leaves out preferred forms that cannot change
+    /// a finding).
+    fn matchers_for(
+        &mut self,
+        path: &str,
+    ) -> Result<(Arc<Matcher>, Option<Arc<Matcher>>), CliError> {
         let sel = self.rules_for(path);
-        if let Some(m) = self.matchers.get(&sel) {
-            return Ok(Arc::clone(m));
+        if let Some((m, u)) = self.matchers.get(&sel) {
+            return Ok((Arc::clone(m), u.clone()));
         }
         let chosen: Vec<CheckRule> = match &sel {
             Selection::All => self.rules.clone(),
             Selection::Some(ix) => ix.iter().map(|&i| self.rules[i].clone()).collect(),
         };
-        let m = Arc::new(
-            Matcher::new(&chosen).map_err(|e| CliError::new(Exit::Internal, e.to_string()))?,
-        );
-        self.matchers.insert(sel, Arc::clone(&m));
-        Ok(m)
+        let internal = |e: crate::check::MatcherError| CliError::new(Exit::Internal, e.to_string());
+        let m = Arc::new(Matcher::new(&chosen).map_err(internal)?);
+        let u = if self.counting {
+            Some(Arc::new(Matcher::for_usage(&chosen).map_err(internal)?))
+        } else {
+            None
+        };
+        self.matchers.insert(sel, (Arc::clone(&m), u.clone()));
+        Ok((m, u))
     }
 }
