@@ -59,10 +59,6 @@ pub struct CheckConfig {
     /// Globs of files never checked, even if they match `prose`.
     #[serde(default)]
     pub exclude: Vec<String>,
-    /// Term lists (the `terms.tsv` form) that `kapi store import` reads into
-    /// the log, relative to the work tree.
-    #[serde(default)]
-    pub term_lists: Vec<PathBuf>,
 }
 
 impl CheckConfig {

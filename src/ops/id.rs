@@ -142,6 +142,55 @@ fn value(c: u8) -> u8 {
     VALUES[c as usize] & 31
 }
 
+/// Whether `text` is an id, without allocating.
+pub fn is_id(text: &str) -> bool {
+    text.len() == LEN && text.bytes().all(is_id_char)
+}
+
+/// The time part of a valid id, in milliseconds since 2026-01-01.
+pub fn time_of(id: &str) -> u64 {
+    id.bytes()
+        .take(TIME_LEN)
+        .fold(0, |acc, c| (acc << 5) | u64::from(value(c)))
+}
+
+/// Parse exactly the form [`rfc3339_ms`] writes (`2026-11-30T05:07:39.123Z`)
+/// into Unix milliseconds, without allocating; anything else is `None`.
+pub fn parse_instant_ms(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    if b.len() != 24
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'.'
+        || b[23] != b'Z'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        b[r].iter().try_fold(0i64, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss, ms) = (num(11..13)?, num(14..16)?, num(17..19)?, num(20..23)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 59 {
+        return None;
+    }
+    // Days from 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let total = ((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1000) + ms;
+    u64::try_from(total).ok()
+}
+
 /// Whether `text` could start an id (used before resolving a prefix).
 pub fn is_prefix(text: &str) -> bool {
     !text.is_empty() && text.len() <= LEN && text.bytes().all(is_id_char)
@@ -229,6 +278,20 @@ mod tests {
             );
             assert_eq!(rfc3339_ms(ms), t.format(f).unwrap());
         }
+    }
+
+    #[test]
+    fn instants_parse_back() {
+        for ms in [
+            EPOCH_MS,
+            951_782_400_000,
+            1_772_323_200_123,
+            2_000_000_000_999,
+        ] {
+            assert_eq!(parse_instant_ms(&rfc3339_ms(ms)), Some(ms));
+        }
+        assert_eq!(parse_instant_ms("2026-13-01T00:00:00.000Z"), None);
+        assert_eq!(parse_instant_ms("2026-01-01T00:00:00Z"), None);
     }
 
     #[test]

@@ -428,7 +428,11 @@ impl Record {
         if self.v != FORMAT_VERSION {
             return Err(RecordError::UnknownVersion(u64::from(self.v)));
         }
-        let id = OpId::parse(&self.id).map_err(|e| RecordError::Invalid(e.to_string()))?;
+        if !super::id::is_id(&self.id) {
+            return Err(RecordError::Invalid(
+                super::id::IdError::Invalid(self.id.clone()).to_string(),
+            ));
+        }
         for (what, text) in [("project", &self.project), ("actor name", &self.actor.name)] {
             if text.is_empty() || text.len() > 256 {
                 return invalid(format!("{what} must have 1 to 256 bytes"));
@@ -436,11 +440,12 @@ impl Record {
         }
         // The log stamps `at` with the id's own instant: a record whose two
         // clocks disagree was not written by a log.
-        if self.at != id.instant() {
+        let id_ms = super::id::time_of(&self.id) + super::id::EPOCH_MS;
+        if super::id::parse_instant_ms(&self.at) != Some(id_ms) {
             return invalid(format!(
                 "`at` {} is not the instant of its id ({})",
                 self.at,
-                id.instant()
+                super::id::rfc3339_ms(id_ms)
             ));
         }
         for id in self
@@ -449,7 +454,11 @@ impl Record {
             .chain(self.before.iter())
             .chain(self.because.iter())
         {
-            OpId::parse(id).map_err(|e| RecordError::Invalid(e.to_string()))?;
+            if !super::id::is_id(id) {
+                return Err(RecordError::Invalid(
+                    super::id::IdError::Invalid(id.clone()).to_string(),
+                ));
+            }
         }
         if self.kind.needs_target() && self.target.is_none() {
             return invalid(format!(
