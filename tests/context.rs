@@ -508,3 +508,114 @@ fn check_warns_about_context_files_never_imported() {
         "{doc}"
     );
 }
+
+#[test]
+fn rules_files_follow_corrections_symlinks_and_modes() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = Repo::new();
+    repo.write("CLAUDE.md", "# Claude\n");
+    std::os::unix::fs::symlink("CLAUDE.md", repo.path().join("AGENTS.md")).unwrap();
+    std::fs::set_permissions(
+        repo.path().join("CLAUDE.md"),
+        std::fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Quickcast",
+            "--instead-of",
+            "Quick cast",
+            "--quote",
+            "q",
+        ],
+    )
+    .ok();
+    keep_last(&repo);
+    let link = std::fs::symlink_metadata(repo.path().join("AGENTS.md")).unwrap();
+    assert!(link.file_type().is_symlink(), "AGENTS.md stays a symlink");
+    let claude = std::fs::read_to_string(repo.path().join("CLAUDE.md")).unwrap();
+    assert!(
+        claude.starts_with("# Claude\n") && claude.contains("Write **Quickcast**"),
+        "{claude}"
+    );
+    let mode = std::fs::metadata(repo.path().join("CLAUDE.md"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o640);
+    // A person's correction contests the rule: it is no longer listed as in force.
+    repo.kapi(&[
+        "context",
+        "note",
+        "--from",
+        "Quickcast",
+        "--to",
+        "Quick cast",
+        "--quote",
+        "legal says so",
+    ])
+    .ok();
+    let claude = std::fs::read_to_string(repo.path().join("CLAUDE.md")).unwrap();
+    assert!(!claude.contains("Quickcast"), "{claude}");
+}
+
+#[test]
+fn context_paths_resolve_from_where_kapi_runs() {
+    let repo = Repo::new();
+    repo.write(
+        "kapi.toml",
+        "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"qc\" }\n",
+    );
+    repo.write("docs/app/a.md", "x\n");
+    repo.write("tools/x.sh", "x\n");
+    repo.agent(
+        "s1",
+        &[
+            "context",
+            "note",
+            "--term",
+            "Flowkit",
+            "--instead-of",
+            "Flow kit",
+            "--path",
+            "docs/app/a.md",
+        ],
+    )
+    .ok();
+    keep_last(&repo);
+    for (dir, path) in [
+        ("tools", "../docs/app/a.md"),
+        (".", "docs/app"),
+        (".", "./docs/app/../app/a.md"),
+    ] {
+        let out = repo
+            .kapi_cmd(&["context", path, "--json"])
+            .current_dir(repo.path().join(dir))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["point"]["product"], "qc", "{dir} {path}: {doc}");
+        assert_eq!(doc["rules"][0]["use"], "Flowkit", "{dir} {path}: {doc}");
+    }
+    repo.kapi(&["context", "../outside.md"]).code(2);
+}
+
+#[test]
+fn a_broken_context_section_warns_but_does_not_change_the_verdict() {
+    let repo = Repo::new();
+    repo.write("kapi.toml", "[context]\nterms = [\"missing.tsv\"]\n");
+    repo.write("a.md", "Quick cast\n");
+    let (code, doc) = check_json(&repo, &[]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(doc["warnings"].to_string().contains("missing.tsv"), "{doc}");
+}

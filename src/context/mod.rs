@@ -165,3 +165,35 @@ fn project_key(config: &Config, store: &Store, root: &Path) -> String {
         .or_else(|| root.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "project".to_owned())
 }
+
+/// A path as the log stores it: relative to the work tree (a relative path
+/// is taken from where kapi runs), `.` and `..` resolved, forward slashes.
+pub fn work_tree_path(session: &Session, path: &str) -> Result<String, ContextError> {
+    let absolute = session.cwd.join(path);
+    let rel = absolute.strip_prefix(&session.root).map_err(|_| {
+        ContextError::Usage(format!(
+            "{path} is outside the work tree {}",
+            session.root.display()
+        ))
+    })?;
+    let mut parts: Vec<String> = Vec::new();
+    for c in rel.components() {
+        match c {
+            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir if parts.pop().is_some() => {}
+            _ => {
+                return Err(ContextError::Usage(format!(
+                    "{path} is outside the work tree {}",
+                    session.root.display()
+                )));
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(ContextError::Usage(format!(
+            "{path} names the work tree itself; name a file or folder in it"
+        )));
+    }
+    Ok(parts.join("/"))
+}

@@ -53,7 +53,7 @@ pub fn note(session: &Session, req: NoteRequest) -> Result<Record, ContextError>
     let path = req
         .path
         .as_deref()
-        .map(|p| relative_path(session, p))
+        .map(|p| super::work_tree_path(session, p))
         .transpose()?;
     let states_rule = matches!(
         req.what,
@@ -167,36 +167,6 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
     record.target = Some(id.to_string());
     record.note = note;
     session.append(record)
-}
-
-/// A path as the log stores it: relative to the work tree, forward slashes.
-fn relative_path(session: &Session, path: &str) -> Result<String, ContextError> {
-    let absolute = session.cwd.join(path);
-    let rel = absolute.strip_prefix(&session.root).map_err(|_| {
-        ContextError::Usage(format!(
-            "{path} is outside the work tree {}",
-            session.root.display()
-        ))
-    })?;
-    let mut parts: Vec<String> = Vec::new();
-    for c in rel.components() {
-        match c {
-            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir if parts.pop().is_some() => {}
-            _ => {
-                return Err(ContextError::Usage(format!(
-                    "{path} is not a path inside the work tree"
-                )));
-            }
-        }
-    }
-    if parts.is_empty() {
-        return Err(ContextError::Usage(format!(
-            "{path} is not a file inside the work tree"
-        )));
-    }
-    Ok(parts.join("/"))
 }
 
 /// The scope of a submission: the evidence's point, narrowed by `--point`,

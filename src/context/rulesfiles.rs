@@ -74,14 +74,31 @@ pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, Conte
         if existing.as_deref() == Some(updated.as_str()) {
             continue;
         }
-        let tmp = path.with_extension(format!("kapi-tmp.{}", std::process::id()));
-        std::fs::write(&tmp, &updated)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                ContextError::Usage(format!("cannot write {name}: {e}"))
-            })?;
+        write_in_place(&path, &updated)
+            .map_err(|e| ContextError::Usage(format!("cannot write {name}: {e}")))?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// Replace a file's contents atomically, writing through a symlink to its
+/// target and keeping the file's permissions.
+fn write_in_place(path: &std::path::Path, contents: &str) -> std::io::Result<()> {
+    let target = match std::fs::canonicalize(path) {
+        Ok(real) => real,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => path.to_path_buf(),
+        Err(e) => return Err(e),
+    };
+    let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
+    let tmp = target.with_extension(format!("kapi-tmp.{}", std::process::id()));
+    let result = std::fs::write(&tmp, contents)
+        .and_then(|()| match &permissions {
+            Some(p) => std::fs::set_permissions(&tmp, p.clone()),
+            None => Ok(()),
+        })
+        .and_then(|()| std::fs::rename(&tmp, &target));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }

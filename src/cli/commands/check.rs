@@ -96,9 +96,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         });
     }
     if let (Some(session), Some(ledger)) = (&session, &ledger) {
-        let unread = crate::context::never_imported(session, ledger)?;
-        if !unread.is_empty() {
-            warnings.push(Warning {
+        match crate::context::never_imported(session, ledger) {
+            Ok(unread) if !unread.is_empty() => warnings.push(Warning {
                 path: None,
                 message: format!(
                     "{} context file{} never imported ({}): a person runs `kapi store import` to put them in force",
@@ -106,7 +105,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
                     if unread.len() == 1 { " was" } else { "s were" },
                     unread.join(", ")
                 ),
-            });
+            }),
+            Ok(_) => {}
+            // A broken [context] section is for `kapi store import` to refuse;
+            // the check still runs.
+            Err(e) => warnings.push(Warning { path: None, message: format!("context files: {e}") }),
         }
     }
 

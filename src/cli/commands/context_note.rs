@@ -98,6 +98,16 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     };
     let record = note(&session, request)?;
     let mut out = Out::new();
+    // A person's correction can contest a rule in force: the rules files
+    // must stop listing it. (Suggestions change nothing in force.)
+    let changes_in_force =
+        record.kind == Kind::Correct && record.actor.kind == crate::ops::ActorKind::Person;
+    let refreshed = if changes_in_force {
+        let ledger = session.ledger()?;
+        crate::context::rulesfiles::refresh(&session, &ledger)?
+    } else {
+        Vec::new()
+    };
     if args.json {
         out.line(record.to_canonical_json())?;
         return Ok(Exit::Ok);
@@ -116,6 +126,21 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         record.short(),
         record.kind.as_str()
     ))?;
+    if !refreshed.is_empty() {
+        let names: Vec<String> = refreshed
+            .iter()
+            .map(|p| {
+                p.strip_prefix(&session.root)
+                    .unwrap_or(p)
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        out.line(format!(
+            "updated the rules in force in {}",
+            names.join(", ")
+        ))?;
+    }
     if matches!(record.kind, Kind::Observe | Kind::Correct) && record.subject.is_some() {
         out.line(format!(
             "it advises as a suggestion until a person keeps it: kapi context review --keep {}",

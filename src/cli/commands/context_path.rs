@@ -26,18 +26,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         ));
     };
     let session = ctx.session()?;
-    let absolute = ctx.cwd.join(&path);
-    let rel = match absolute.strip_prefix(&session.root) {
-        Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
-        Err(_) => {
-            return Err(CliError::usage(format!(
-                "{path} is outside the work tree {}",
-                session.root.display()
-            )));
-        }
+    let rel = crate::context::work_tree_path(&session, &path)?;
+    // A folder sits where the files in it do.
+    let probe = if session.root.join(&rel).is_dir() {
+        format!("{rel}/_")
+    } else {
+        rel.clone()
     };
-    let point =
-        point_of(&session.config, &rel).map_err(|e| CliError::usage(format!("kapi.toml: {e}")))?;
+    let point = point_of(&session.config, &probe)
+        .map_err(|e| CliError::usage(format!("kapi.toml: {e}")))?;
     let ledger = session.ledger()?;
     let here = applies_at(&ledger, &point, Some(session.now_ms as i64));
     let mut out = Out::new();
