@@ -104,7 +104,7 @@ fn effective_review_is_kept_when_the_list_is_capped() {
         log.push_str(&format!("| 2027-0{m}-01 | a.md | confirmed |\n"));
     }
     log.push_str("| 2026-01-01 | a.md | confirmed |\n| 2026-01-01 | a.md | confirmed |\n");
-    let (_d, v) = load(&[("a.md", decision("D-001", "")), ("log.md", log)]);
+    let (_d, v) = load(&[("a.md", decision("D-001", "")), ("review-log.md", log)]);
     let l = Lookups::new(&v);
     assert_eq!(
         evaluate(&v, &l, 0, day("2026-11-30")).state,
@@ -127,7 +127,7 @@ fn effective_review_is_kept_when_the_list_is_capped() {
     let (_d, v) = load(&[
         ("a.md", decision("D-001", "")),
         (
-            "log.md",
+            "review-log.md",
             "---\ntype: review_log\nsensitivity: public\n---\n| date | target | outcome |\n|-|-|-|\n| 2026-01-01 | a.md | confirmed |\n| 2026-01-01 | a.md | confirmed |\n"
                 .to_string(),
         ),
