@@ -757,6 +757,91 @@ fn an_unreadable_denied_file_does_not_abort_the_compile() {
 }
 
 #[test]
+fn an_approved_successor_without_a_receipt_does_not_supersede() {
+    let dir = project();
+    let d = dir.path();
+    std::fs::write(
+        d.join("decisions/D-008-no-review.md"),
+        "---\nid: D-008\ntype: decision\ntitle: No reviews\nstatus: approved\nsensitivity: public\nsupersedes: [D-001]\n---\nNo review at all.\n",
+    )
+    .unwrap();
+    let (_, out, _) = run(d, &["compile-context", "D-001", "D-008", "--today", TODAY]);
+    let v = json(&out);
+    let d1 = &v["contexts"][0];
+    assert_eq!(d1["applicability"]["state"], "applicable", "{d1}");
+    assert!(reasons(d1).contains(&"superseded_by.pending"));
+    assert_eq!(v["contexts"][1]["applicability"]["state"], "unknown");
+}
+
+#[test]
+fn the_decision_log_check_uses_the_effective_event() {
+    let dir = project();
+    let d = dir.path();
+    std::fs::write(
+        d.join("decisions/decision-log.md"),
+        "---\ntype: decision_log\nsensitivity: public\n---\n| date | target | event |\n|-|-|-|\n\
+         | 2026-01-14 | D-001-review-policy.md | approved |\n\
+         | 2026-10-01 | D-001-review-policy.md | reopened |\n\
+         | 2026-04-01 | D-007-release-train.md | approved |\n\
+         | 2026-02-01 | D-003-risk-labels.md | approved |\n\
+         | 2026-12-24 | D-006-old-ci.md | approved |\n",
+    )
+    .unwrap();
+    let (_, out, _) = run(
+        d,
+        &[
+            "compile-context",
+            "D-001",
+            "D-003",
+            "D-006",
+            "D-007",
+            "--today",
+            TODAY,
+        ],
+    );
+    let missing: Vec<String> = warning_codes(&json(&out))
+        .into_iter()
+        .filter(|c| c.0 == "compiled.decision_log_missing_approval")
+        .map(|c| c.1.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(missing, ["D-001-review-policy.md", "D-006-old-ci.md"]);
+}
+
+#[test]
+fn an_approval_dated_after_today_is_not_yet_one() {
+    let dir = project();
+    let d = dir.path();
+    let path = d.join("decisions/D-001-review-policy.md");
+    std::fs::write(
+        &path,
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("on: 2026-01-14", "on: 2026-12-14"),
+    )
+    .unwrap();
+    let (_, out, _) = run(d, &["compile-context", "D-001", "--today", TODAY]);
+    let ctx = &json(&out)["contexts"][0];
+    assert_eq!(ctx["applicability"]["local_approval"], "future");
+    assert_eq!(ctx["applicability"]["premise"], false);
+    assert!(reasons(ctx).contains(&"approval.future"));
+}
+
+#[test]
+fn a_note_of_an_unknown_type_is_not_a_decision() {
+    let dir = project();
+    let d = dir.path();
+    std::fs::write(
+        d.join("decisions/M-001-memo.md"),
+        "---\nid: M-001\ntype: memo\ntitle: A memo\nsensitivity: public\n---\nA memo.\n",
+    )
+    .unwrap();
+    let (_, out, _) = run(d, &["compile-context", "M-001", "--today", TODAY]);
+    let ctx = &json(&out)["contexts"][0];
+    assert_eq!(ctx["applicability"]["state"], "not_decision");
+    assert_eq!(reasons(ctx), ["kind.unknown"]);
+}
+
+#[test]
 fn hidden_rows_cannot_crowd_out_a_visible_review() {
     let dir = project();
     let d = dir.path();

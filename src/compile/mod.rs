@@ -67,12 +67,16 @@ pub enum CompileError {
     Vault(#[from] VaultError),
     #[error("{0}")]
     Rank(#[from] rank::RankError),
+    /// A loaded view compiled under another grant or scope than it was
+    /// read with (an internal error: the view decides what is visible).
+    #[error("view_mismatch: the vault view was loaded with another grant or scope")]
+    ViewMismatch,
 }
 
 impl CompileError {
     /// Errors of the request itself, as opposed to the vault or engine.
     pub fn is_usage(&self) -> bool {
-        !matches!(self, Self::Vault(_) | Self::Rank(_))
+        !matches!(self, Self::Vault(_) | Self::Rank(_) | Self::ViewMismatch)
     }
 }
 
@@ -234,10 +238,16 @@ pub fn compile_context(root: &Path, options: &Options) -> Result<Compiled, Compi
     compile_vault(&vault, options)
 }
 
-/// Compile an already loaded permitted view (pure).
-pub fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, CompileError> {
+/// Compile an already loaded permitted view (pure). Crate-private: the
+/// view is what decides visibility, so outside callers go through
+/// [`compile_context`], which loads it for their grant; and a view loaded
+/// with another grant or scope than `options` is refused.
+pub(crate) fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, CompileError> {
     let recipe = &options.recipe;
     recipe.validate()?;
+    if vault.loaded_with != (options.grant.clone(), options.scope.clone()) {
+        return Err(CompileError::ViewMismatch);
+    }
     let as_of = vault::date::format(options.today);
     let lookups = applicability::Lookups::new(vault);
     let applicability: Vec<_> = (0..vault.notes.len())
@@ -265,7 +275,7 @@ pub fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, Compi
         "omissions": selection.omissions,
         "preamble": report::PREAMBLE,
         "status": "compiled",
-        "warnings": report::warnings(vault, &lookups, &applicability, &selection.selected),
+        "warnings": report::warnings(vault, &lookups, &applicability, &selection.selected, &as_of),
     });
     let value = budget::fit(report, &bodies, recipe.max_bytes)
         .unwrap_or_else(|| budget::refusal(recipe.max_bytes));

@@ -111,6 +111,8 @@ pub struct Vault {
     pub register: LogState,
     pub review_log: LogState,
     pub decision_log: LogState,
+    /// The grant and scope this view was loaded with.
+    pub(crate) loaded_with: (Grant, Scope),
 }
 
 /// A caller's narrower grant inside the label grant. It only ever narrows:
@@ -237,7 +239,10 @@ pub fn load_with_layout(
         scan::ScanError::NotADirectory(_) => VaultError::NotFound,
         _ => VaultError::Unreadable,
     })?;
-    let mut vault = Vault::default();
+    let mut vault = Vault {
+        loaded_with: (grant.clone(), scope.clone()),
+        ..Vault::default()
+    };
     let mut logs: Vec<(Kind, Sensitivity, String, Vec<u8>, usize)> = Vec::new();
     for path in files {
         let log_kind = layout.kind_of(&path);

@@ -150,7 +150,9 @@ pub(super) fn compile_error(err: CompileError, root: &Path) -> CliError {
             root.display()
         )),
         CompileError::Vault(e) => CliError::store(e.to_string()),
-        CompileError::Rank(e) => CliError::new(Exit::Internal, e.to_string()),
+        e @ (CompileError::Rank(_) | CompileError::ViewMismatch) => {
+            CliError::new(Exit::Internal, e.to_string())
+        }
         e => CliError::usage(e.to_string()),
     }
 }
