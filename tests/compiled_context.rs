@@ -827,6 +827,22 @@ fn an_approval_dated_after_today_is_not_yet_one() {
 }
 
 #[test]
+fn verification_creates_no_lock_file() {
+    let dir = project();
+    let d = dir.path();
+    std::fs::create_dir(d.join(".git")).unwrap();
+    let artifact = compile_readme(d);
+    assert_eq!(verify(d, &artifact, &["--root", "decisions"]).0, 0);
+    assert!(
+        !d.join(".git/kapi").exists(),
+        "verification wrote .git/kapi"
+    );
+    std::fs::remove_dir(d.join(".git")).unwrap();
+    assert_eq!(verify(d, &artifact, &["--root", "decisions"]).0, 0);
+    assert!(!d.join("decisions/.kapi-lock").exists());
+}
+
+#[test]
 fn a_note_of_an_unknown_type_is_not_a_decision() {
     let dir = project();
     let d = dir.path();
