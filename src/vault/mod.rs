@@ -275,8 +275,13 @@ pub fn load_with_layout(
             continue;
         }
         if meta.kind.is_log() {
-            // Declares a log type away from the log paths: its raw
-            // mixed-label rows are withheld, and it is not a log.
+            // A permitted file declaring a log type away from the log
+            // paths: its raw mixed-label rows are withheld and not read as
+            // a log, and since its events cannot be established, that log
+            // kind is unavailable (fail closed, rather than silently
+            // ignoring a review). Its type is visible to the caller, so
+            // this leaks nothing.
+            log_state(&mut vault, meta.kind).unavailable = true;
             vault.log_paths.push(path);
             continue;
         }
@@ -386,12 +391,16 @@ mod tests {
                     "secret.md",
                     "---\ntype: review_log\nsensitivity: restricted\n---\n",
                 ),
-                // A permitted stray one is withheld and not read as a log.
-                ("notes/fake.md", REVIEWS),
             ],
         );
         let v = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
         assert_eq!(v.review_log, LogState::default());
+        assert_eq!(v.notes.len(), 1);
+        // A permitted stray one is withheld, not read as a log, and makes
+        // the review log unavailable rather than silently ignored.
+        write(dir.path(), &[("notes/fake.md", REVIEWS)]);
+        let v = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
+        assert!(v.review_log.unavailable && !v.review_log.present);
         assert!(v.reviews.is_empty());
         assert_eq!(v.log_paths, ["notes/fake.md"]);
         assert_eq!(v.notes.len(), 1);
