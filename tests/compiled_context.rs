@@ -542,7 +542,11 @@ fn unsafe_files_are_excluded_without_blocking() {
 // ---- properties, through the library ----
 
 fn note(id: &str, label: &str, title: &str, body: &str) -> String {
-    format!("---\nid: {id}\ntype: source\ntitle: {title}\nsensitivity: {label}\n---\n{body}\n")
+    typed_note("source", id, label, title, body)
+}
+
+fn typed_note(kind: &str, id: &str, label: &str, title: &str, body: &str) -> String {
+    format!("---\nid: {id}\ntype: {kind}\ntitle: {title}\nsensitivity: {label}\n---\n{body}\n")
 }
 
 fn write_vault(root: &Path, public: &[String], secret: &[String]) {
@@ -556,9 +560,12 @@ fn write_vault(root: &Path, public: &[String], secret: &[String]) {
     }
     for (i, body) in secret.iter().enumerate() {
         let label = ["internal", "confidential", "restricted", "unlabelled"][i % 4];
+        // Denied notes may declare any type, log types included.
+        let kind = ["source", "review_log", "decision_log", "evidence_register"][i % 4];
         std::fs::write(
             root.join(format!("hidden-path-{i}.md")),
-            note(
+            typed_note(
+                kind,
                 &format!("H-{i:03}"),
                 label,
                 &format!("HIDDENTITLE{i} review"),
@@ -605,7 +612,12 @@ proptest! {
         let edited: Vec<String> = secret.iter().map(|s| format!("{s}{edit}")).collect();
         write_vault(&root, &public, &edited);
         let second = compile::compile_context(&root, &opts).unwrap();
-        prop_assert_eq!(second.to_bytes(), bytes);
+        prop_assert_eq!(&second.to_bytes(), &bytes);
+        // And the denied notes might as well not exist.
+        let bare = dir.path().join("bare");
+        write_vault(&bare, &public, &[]);
+        let third = compile::compile_context(&bare, &opts).unwrap();
+        prop_assert_eq!(&third.to_bytes(), &bytes);
         // With the grant, the denied notes do appear (the test is not vacuous).
         let wide = opts.clone().allowed_sensitivities(Grant::up_to(Sensitivity::Restricted));
         if max_bytes > 5000 {
