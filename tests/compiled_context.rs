@@ -642,7 +642,7 @@ proptest! {
         let at = at % bytes.len();
         prop_assume!(bytes[at] != byte);
         bytes[at] = byte;
-        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default() };
+        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default(), layout: Default::default() };
         let v = verify_compiled(&root, Input::Bytes(&bytes), &vo).unwrap();
         prop_assert_ne!(v.status, VerifyStatus::Current);
     }
@@ -653,7 +653,7 @@ proptest! {
         use kapi::compile::verify::{Expected, Input, VerifyOptions, VerifyStatus, verify_compiled};
         let root = fixture();
         let today = kapi::vault::date::parse(TODAY).unwrap();
-        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default() };
+        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default(), layout: Default::default() };
         let v = verify_compiled(&root, Input::Bytes(text.as_bytes()), &vo).unwrap();
         prop_assert_eq!(v.status, VerifyStatus::Refused);
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
@@ -885,4 +885,26 @@ fn hidden_rows_cannot_crowd_out_a_visible_review() {
     let ctx = &json(&out)["contexts"][0];
     assert_eq!(ctx["applicability"]["state"], "needs_review");
     assert!(reasons(ctx).contains(&"review.rejected"));
+}
+
+#[test]
+fn vault_config_names_the_log_paths() {
+    let dir = project();
+    let d = dir.path();
+    let vault = d.join("decisions");
+    std::fs::create_dir(vault.join("logs")).unwrap();
+    std::fs::rename(vault.join("review-log.md"), vault.join("logs/reviews.md")).unwrap();
+    // Misplaced and not configured: the review log is unavailable.
+    let (_, out, _) = run(d, &["compile-context", "D-007", "--today", TODAY]);
+    assert!(reasons(&json(&out)["contexts"][0]).contains(&"review.unavailable"));
+    std::fs::write(
+        d.join("kapi.toml"),
+        "[vault]\nroot = \"decisions\"\nreview_logs = [\"logs/reviews.md\"]\n",
+    )
+    .unwrap();
+    let (_, out, _) = run(d, &["compile-context", "D-007", "--today", TODAY]);
+    let ctx = &json(&out)["contexts"][0];
+    assert!(reasons(ctx).contains(&"review.changes_requested"), "{ctx}");
+    assert!(!reasons(ctx).contains(&"review.unavailable"));
+    assert_eq!(verify(d, &out, &[]).0, 0);
 }

@@ -31,7 +31,7 @@ pub use budget::serialize;
 pub use rank::Ranking;
 pub use verify::{Expected, Verification, VerifyStatus, verify_compiled};
 
-use crate::vault::{self, Grant, Scope, Vault, VaultError};
+use crate::vault::{self, Grant, Layout, Scope, Vault, VaultError};
 
 pub const FORMAT: &str = "kapi.compiled-context/v1";
 pub const CONTRACT_VERSION: u64 = 1;
@@ -154,6 +154,8 @@ pub struct Options {
     pub grant: Grant,
     /// A caller's narrower grant: candidate note paths and evidence ids.
     pub scope: Scope,
+    /// Where the logs and registers live (`[vault]` in kapi.toml).
+    pub layout: Layout,
 }
 
 impl Options {
@@ -163,6 +165,7 @@ impl Options {
             today,
             grant: Grant::public(),
             scope: Scope::default(),
+            layout: Layout::default(),
         }
     }
 
@@ -207,6 +210,12 @@ impl Options {
         self
     }
 
+    /// The log and register paths, relative to the vault root.
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
     /// Only these evidence row ids are candidates.
     pub fn evidence_ids(mut self, ids: BTreeSet<String>) -> Self {
         self.scope.evidence = Some(ids);
@@ -234,18 +243,24 @@ impl Compiled {
 /// Compile the vault at `root` for `options`.
 pub fn compile_context(root: &Path, options: &Options) -> Result<Compiled, CompileError> {
     options.recipe.validate()?;
-    let vault = vault::load(root, &options.grant, &options.scope)?;
+    let vault = vault::load_with_layout(root, &options.grant, &options.scope, &options.layout)?;
     compile_vault(&vault, options)
 }
 
 /// Compile an already loaded permitted view (pure). Crate-private: the
 /// view is what decides visibility, so outside callers go through
 /// [`compile_context`], which loads it for their grant; and a view loaded
-/// with another grant or scope than `options` is refused.
+/// with another grant, scope or layout than `options` is refused.
 pub(crate) fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, CompileError> {
     let recipe = &options.recipe;
     recipe.validate()?;
-    if vault.loaded_with != (options.grant.clone(), options.scope.clone()) {
+    if vault.loaded_with
+        != (
+            options.grant.clone(),
+            options.scope.clone(),
+            options.layout.clone(),
+        )
+    {
         return Err(CompileError::ViewMismatch);
     }
     let as_of = vault::date::format(options.today);

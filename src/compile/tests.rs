@@ -176,6 +176,7 @@ fn verifies_a_parsed_value_and_binds_expected_parameters() {
         grant: Grant::public(),
         expected: Expected::all(&opts.recipe),
         scope: Default::default(),
+        layout: Default::default(),
     };
     let v = verify_compiled(dir.path(), Input::Value(&compiled.value), &vo).unwrap();
     assert_eq!(v.status, VerifyStatus::Current);
@@ -308,6 +309,14 @@ fn a_view_is_compiled_only_with_its_own_grant_and_scope() {
         .allowed_sensitivities(Grant::up_to(crate::vault::Sensitivity::Restricted));
     assert!(matches!(
         compile_vault(&v, &wider),
+        Err(super::CompileError::ViewMismatch)
+    ));
+    let moved = opts.clone().layout(crate::vault::Layout {
+        review_logs: vec!["logs/reviews.md".into()],
+        ..Default::default()
+    });
+    assert!(matches!(
+        compile_vault(&v, &moved),
         Err(super::CompileError::ViewMismatch)
     ));
     let scoped = opts.paths(["a.md".to_string()].into());

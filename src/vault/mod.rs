@@ -111,8 +111,8 @@ pub struct Vault {
     pub register: LogState,
     pub review_log: LogState,
     pub decision_log: LogState,
-    /// The grant and scope this view was loaded with.
-    pub(crate) loaded_with: (Grant, Scope),
+    /// The grant, scope and layout this view was loaded with.
+    pub(crate) loaded_with: (Grant, Scope, Layout),
 }
 
 /// A caller's narrower grant inside the label grant. It only ever narrows:
@@ -131,6 +131,7 @@ pub struct Scope {
 /// elsewhere is just a denied note.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
+    /// Paths relative to the vault root, `/`-separated.
     pub decision_logs: Vec<String>,
     pub review_logs: Vec<String>,
     pub registers: Vec<String>,
@@ -240,7 +241,7 @@ pub fn load_with_layout(
         _ => VaultError::Unreadable,
     })?;
     let mut vault = Vault {
-        loaded_with: (grant.clone(), scope.clone()),
+        loaded_with: (grant.clone(), scope.clone(), layout.clone()),
         ..Vault::default()
     };
     let mut logs: Vec<(Kind, Sensitivity, String, Vec<u8>, usize)> = Vec::new();
