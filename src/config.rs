@@ -46,6 +46,13 @@ pub struct Config {
 pub struct VaultConfig {
     /// The vault folder, relative to the work tree; default `decisions`.
     pub root: Option<PathBuf>,
+    /// The evidence registers, `/`-separated paths relative to the vault
+    /// folder; default `["evidence.md"]`.
+    pub evidence_registers: Option<Vec<String>>,
+    /// The review logs; default `["review-log.md"]`.
+    pub review_logs: Option<Vec<String>>,
+    /// The decision logs; default `["decision-log.md"]`.
+    pub decision_logs: Option<Vec<String>>,
 }
 
 /// `[check]`: which files `kapi check` reads as prose.
@@ -88,6 +95,17 @@ impl Config {
 
     pub fn parse(text: &str) -> Result<Self, String> {
         toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Where the vault's logs and registers live.
+    pub fn vault_layout(&self) -> crate::vault::Layout {
+        let d = crate::vault::Layout::default();
+        let v = &self.vault;
+        crate::vault::Layout {
+            registers: v.evidence_registers.clone().unwrap_or(d.registers),
+            review_logs: v.review_logs.clone().unwrap_or(d.review_logs),
+            decision_logs: v.decision_logs.clone().unwrap_or(d.decision_logs),
+        }
     }
 
     /// The vault folder relative to the work tree.

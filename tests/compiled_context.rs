@@ -542,7 +542,11 @@ fn unsafe_files_are_excluded_without_blocking() {
 // ---- properties, through the library ----
 
 fn note(id: &str, label: &str, title: &str, body: &str) -> String {
-    format!("---\nid: {id}\ntype: source\ntitle: {title}\nsensitivity: {label}\n---\n{body}\n")
+    typed_note("source", id, label, title, body)
+}
+
+fn typed_note(kind: &str, id: &str, label: &str, title: &str, body: &str) -> String {
+    format!("---\nid: {id}\ntype: {kind}\ntitle: {title}\nsensitivity: {label}\n---\n{body}\n")
 }
 
 fn write_vault(root: &Path, public: &[String], secret: &[String]) {
@@ -556,9 +560,12 @@ fn write_vault(root: &Path, public: &[String], secret: &[String]) {
     }
     for (i, body) in secret.iter().enumerate() {
         let label = ["internal", "confidential", "restricted", "unlabelled"][i % 4];
+        // Denied notes may declare any type, log types included.
+        let kind = ["source", "review_log", "decision_log", "evidence_register"][i % 4];
         std::fs::write(
             root.join(format!("hidden-path-{i}.md")),
-            note(
+            typed_note(
+                kind,
                 &format!("H-{i:03}"),
                 label,
                 &format!("HIDDENTITLE{i} review"),
@@ -605,7 +612,12 @@ proptest! {
         let edited: Vec<String> = secret.iter().map(|s| format!("{s}{edit}")).collect();
         write_vault(&root, &public, &edited);
         let second = compile::compile_context(&root, &opts).unwrap();
-        prop_assert_eq!(second.to_bytes(), bytes);
+        prop_assert_eq!(&second.to_bytes(), &bytes);
+        // And the denied notes might as well not exist.
+        let bare = dir.path().join("bare");
+        write_vault(&bare, &public, &[]);
+        let third = compile::compile_context(&bare, &opts).unwrap();
+        prop_assert_eq!(&third.to_bytes(), &bytes);
         // With the grant, the denied notes do appear (the test is not vacuous).
         let wide = opts.clone().allowed_sensitivities(Grant::up_to(Sensitivity::Restricted));
         if max_bytes > 5000 {
@@ -630,7 +642,7 @@ proptest! {
         let at = at % bytes.len();
         prop_assume!(bytes[at] != byte);
         bytes[at] = byte;
-        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default() };
+        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default(), layout: Default::default() };
         let v = verify_compiled(&root, Input::Bytes(&bytes), &vo).unwrap();
         prop_assert_ne!(v.status, VerifyStatus::Current);
     }
@@ -641,7 +653,7 @@ proptest! {
         use kapi::compile::verify::{Expected, Input, VerifyOptions, VerifyStatus, verify_compiled};
         let root = fixture();
         let today = kapi::vault::date::parse(TODAY).unwrap();
-        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default() };
+        let vo = VerifyOptions { today, grant: Grant::public(), expected: Expected::default(), scope: Default::default(), layout: Default::default() };
         let v = verify_compiled(&root, Input::Bytes(text.as_bytes()), &vo).unwrap();
         prop_assert_eq!(v.status, VerifyStatus::Refused);
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
@@ -649,4 +661,250 @@ proptest! {
             prop_assert_eq!(v.status, VerifyStatus::Refused);
         }
     }
+}
+
+// ---- reviewer findings ----
+
+fn today() -> time::Date {
+    kapi::vault::date::parse(TODAY).unwrap()
+}
+
+fn reasons(ctx: &serde_json::Value) -> Vec<&str> {
+    ctx["applicability"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect()
+}
+
+fn warning_codes(v: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["code"].as_str().unwrap().to_string(), w["path"].clone()))
+        .collect()
+}
+
+#[test]
+fn a_path_scope_leaving_out_the_logs_makes_them_unavailable() {
+    let opts = Options::new(today()).targets(["D-007"]);
+    let full = compile::compile_context(&fixture(), &opts).unwrap().value;
+    let d7 = &full["contexts"][0];
+    assert_eq!(d7["applicability"]["state"], "needs_review");
+    assert!(reasons(d7).contains(&"review.changes_requested"));
+    let scoped = opts.paths(["D-007-release-train.md".to_string()].into());
+    let v = compile::compile_context(&fixture(), &scoped).unwrap().value;
+    let d7 = &v["contexts"][0];
+    assert_eq!(d7["applicability"]["state"], "needs_review");
+    assert!(reasons(d7).contains(&"review.unavailable"), "{d7}");
+    assert_eq!(d7["history"]["unavailable"], true);
+    let codes: Vec<String> = warning_codes(&v).into_iter().map(|c| c.0).collect();
+    for code in [
+        "compiled.review_log_unavailable",
+        "compiled.decision_log_unavailable",
+        "compiled.evidence_register_unavailable",
+    ] {
+        assert!(codes.iter().any(|c| c == code), "{code}");
+    }
+}
+
+#[test]
+fn a_denied_note_declaring_a_log_type_changes_nothing() {
+    let dir = project();
+    let d = dir.path();
+    let artifact = compile_readme(d);
+    std::fs::write(
+        d.join("decisions/secret.md"),
+        "---\ntype: review_log\nsensitivity: restricted\n---\n",
+    )
+    .unwrap();
+    assert_eq!(compile_readme(d), artifact);
+    assert_eq!(verify(d, &artifact, &[]).0, 0);
+    // A denied file at the review log's path does make it unavailable.
+    let log = d.join("decisions/review-log.md");
+    std::fs::write(
+        &log,
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .replace("sensitivity: public", "sensitivity: internal"),
+    )
+    .unwrap();
+    let (_, out, _) = run(d, &["compile-context", "D-001", "--today", TODAY]);
+    let v = json(&out);
+    assert_eq!(v["contexts"][0]["applicability"]["state"], "needs_review");
+    assert!(reasons(&v["contexts"][0]).contains(&"review.unavailable"));
+}
+
+#[cfg(unix)]
+#[test]
+fn an_unreadable_denied_file_does_not_abort_the_compile() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = project();
+    let d = dir.path();
+    let artifact = compile_readme(d);
+    let locked = d.join("decisions/locked.md");
+    std::fs::write(&locked, "---\nsensitivity: restricted\n---\nx\n").unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::read(&locked).is_ok() {
+        // Running as root, which reads mode-000 files: the unit test
+        // `unreadable_files_fail_closed_for_that_file_only` covers this path.
+        return;
+    }
+    assert_eq!(compile_readme(d), artifact);
+    let (code, _, err) = run(
+        d,
+        &[
+            "compile-context",
+            "D-001",
+            "--max-sensitivity",
+            "restricted",
+            "--today",
+            TODAY,
+        ],
+    );
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("vault_unreadable"), "{err}");
+}
+
+#[test]
+fn an_approved_successor_without_a_receipt_does_not_supersede() {
+    let dir = project();
+    let d = dir.path();
+    std::fs::write(
+        d.join("decisions/D-008-no-review.md"),
+        "---\nid: D-008\ntype: decision\ntitle: No reviews\nstatus: approved\nsensitivity: public\nsupersedes: [D-001]\n---\nNo review at all.\n",
+    )
+    .unwrap();
+    let (_, out, _) = run(d, &["compile-context", "D-001", "D-008", "--today", TODAY]);
+    let v = json(&out);
+    let d1 = &v["contexts"][0];
+    assert_eq!(d1["applicability"]["state"], "applicable", "{d1}");
+    assert!(reasons(d1).contains(&"superseded_by.pending"));
+    assert_eq!(v["contexts"][1]["applicability"]["state"], "unknown");
+}
+
+#[test]
+fn the_decision_log_check_uses_the_effective_event() {
+    let dir = project();
+    let d = dir.path();
+    std::fs::write(
+        d.join("decisions/decision-log.md"),
+        "---\ntype: decision_log\nsensitivity: public\n---\n| date | target | event |\n|-|-|-|\n\
+         | 2026-01-14 | D-001-review-policy.md | approved |\n\
+         | 2026-10-01 | D-001-review-policy.md | reopened |\n\
+         | 2026-04-01 | D-007-release-train.md | approved |\n\
+         | 2026-02-01 | D-003-risk-labels.md | approved |\n\
+         | 2026-12-24 | D-006-old-ci.md | approved |\n",
+    )
+    .unwrap();
+    let (_, out, _) = run(
+        d,
+        &[
+            "compile-context",
+            "D-001",
+            "D-003",
+            "D-006",
+            "D-007",
+            "--today",
+            TODAY,
+        ],
+    );
+    let missing: Vec<String> = warning_codes(&json(&out))
+        .into_iter()
+        .filter(|c| c.0 == "compiled.decision_log_missing_approval")
+        .map(|c| c.1.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(missing, ["D-001-review-policy.md", "D-006-old-ci.md"]);
+}
+
+#[test]
+fn an_approval_dated_after_today_is_not_yet_one() {
+    let dir = project();
+    let d = dir.path();
+    let path = d.join("decisions/D-001-review-policy.md");
+    std::fs::write(
+        &path,
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("on: 2026-01-14", "on: 2026-12-14"),
+    )
+    .unwrap();
+    let (_, out, _) = run(d, &["compile-context", "D-001", "--today", TODAY]);
+    let ctx = &json(&out)["contexts"][0];
+    assert_eq!(ctx["applicability"]["local_approval"], "future");
+    assert_eq!(ctx["applicability"]["premise"], false);
+    assert!(reasons(ctx).contains(&"approval.future"));
+}
+
+#[test]
+fn verification_creates_no_lock_file() {
+    let dir = project();
+    let d = dir.path();
+    std::fs::create_dir(d.join(".git")).unwrap();
+    let artifact = compile_readme(d);
+    assert_eq!(verify(d, &artifact, &["--root", "decisions"]).0, 0);
+    assert!(
+        !d.join(".git/kapi").exists(),
+        "verification wrote .git/kapi"
+    );
+    std::fs::remove_dir(d.join(".git")).unwrap();
+    assert_eq!(verify(d, &artifact, &["--root", "decisions"]).0, 0);
+    assert!(!d.join("decisions/.kapi-lock").exists());
+}
+
+#[test]
+fn a_note_of_an_unknown_type_is_not_a_decision() {
+    let dir = project();
+    let d = dir.path();
+    std::fs::write(
+        d.join("decisions/M-001-memo.md"),
+        "---\nid: M-001\ntype: memo\ntitle: A memo\nsensitivity: public\n---\nA memo.\n",
+    )
+    .unwrap();
+    let (_, out, _) = run(d, &["compile-context", "M-001", "--today", TODAY]);
+    let ctx = &json(&out)["contexts"][0];
+    assert_eq!(ctx["applicability"]["state"], "not_decision");
+    assert_eq!(reasons(ctx), ["kind.unknown"]);
+}
+
+#[test]
+fn hidden_rows_cannot_crowd_out_a_visible_review() {
+    let dir = project();
+    let d = dir.path();
+    let mut log = String::from(
+        "---\nsensitivity: public\n---\n| date | target | outcome | sensitivity |\n|-|-|-|-|\n",
+    );
+    for _ in 0..200_000 {
+        log.push_str("| 2026-01-01 | x.md | confirmed | restricted |\n");
+    }
+    log.push_str("| 2026-09-01 | D-001-review-policy.md | rejected | public |\n");
+    std::fs::write(d.join("decisions/review-log.md"), log).unwrap();
+    let (_, out, _) = run(d, &["compile-context", "D-001", "--today", TODAY]);
+    let ctx = &json(&out)["contexts"][0];
+    assert_eq!(ctx["applicability"]["state"], "needs_review");
+    assert!(reasons(ctx).contains(&"review.rejected"));
+}
+
+#[test]
+fn vault_config_names_the_log_paths() {
+    let dir = project();
+    let d = dir.path();
+    let vault = d.join("decisions");
+    std::fs::create_dir(vault.join("logs")).unwrap();
+    std::fs::rename(vault.join("review-log.md"), vault.join("logs/reviews.md")).unwrap();
+    // Misplaced and not configured: the review log is unavailable.
+    let (_, out, _) = run(d, &["compile-context", "D-007", "--today", TODAY]);
+    assert!(reasons(&json(&out)["contexts"][0]).contains(&"review.unavailable"));
+    std::fs::write(
+        d.join("kapi.toml"),
+        "[vault]\nroot = \"decisions\"\nreview_logs = [\"logs/reviews.md\"]\n",
+    )
+    .unwrap();
+    let (_, out, _) = run(d, &["compile-context", "D-007", "--today", TODAY]);
+    let ctx = &json(&out)["contexts"][0];
+    assert!(reasons(ctx).contains(&"review.changes_requested"), "{ctx}");
+    assert!(!reasons(ctx).contains(&"review.unavailable"));
+    assert_eq!(verify(d, &out, &[]).0, 0);
 }

@@ -99,7 +99,8 @@ pub struct Lookups<'v> {
     pub evidence: HashMap<&'v str, Vec<&'v EvidenceRow>>,
     /// Review rows per canonical note path, in visible append order.
     pub reviews: HashMap<&'v str, Vec<&'v review::Row>>,
-    pub approvals_logged: HashMap<&'v str, bool>,
+    /// Decision-log rows per canonical note path, in visible append order.
+    pub events: HashMap<&'v str, Vec<&'v review::Row>>,
 }
 
 impl<'v> Lookups<'v> {
@@ -124,18 +125,16 @@ impl<'v> Lookups<'v> {
         for row in &vault.reviews {
             reviews.entry(&row.target).or_default().push(row);
         }
-        let mut approvals_logged = HashMap::new();
+        let mut events: HashMap<&str, Vec<&review::Row>> = HashMap::new();
         for row in &vault.decision_events {
-            if row.outcome == "approved" {
-                approvals_logged.insert(row.target.as_str(), true);
-            }
+            events.entry(&row.target).or_default().push(row);
         }
         Self {
             ids,
             successors,
             evidence,
             reviews,
-            approvals_logged,
+            events,
         }
     }
 
@@ -150,13 +149,27 @@ impl<'v> Lookups<'v> {
     /// The controlling review of `path` on `today`: the latest date on or
     /// before it, later visible rows breaking ties.
     pub fn effective_review(&self, path: &str, today: &str) -> Option<&'v review::Row> {
-        self.reviews
-            .get(path)?
-            .iter()
-            .filter(|r| r.date.as_str() <= today)
-            .max_by(|a, b| (a.date.as_str(), a.ordinal).cmp(&(b.date.as_str(), b.ordinal)))
-            .copied()
+        effective(self.reviews.get(path)?, today)
     }
+
+    /// Whether the decision log's effective event for `path` on `today`
+    /// (the latest dated on or before it, later rows breaking ties) is an
+    /// approval. A later `reopened`, `superseded` or `archived` event, or
+    /// an approval dated after `today`, does not count.
+    pub fn approval_logged(&self, path: &str, today: &str) -> bool {
+        self.events
+            .get(path)
+            .and_then(|rows| effective(rows, today))
+            .is_some_and(|r| r.outcome == "approved")
+    }
+}
+
+/// The latest row dated on or before `today`, later visible rows breaking ties.
+fn effective<'v>(rows: &[&'v review::Row], today: &str) -> Option<&'v review::Row> {
+    rows.iter()
+        .filter(|r| r.date.as_str() <= today)
+        .max_by(|a, b| (a.date.as_str(), a.ordinal).cmp(&(b.date.as_str(), b.ordinal)))
+        .copied()
 }
 
 /// Judge the declared validity interval on `today`.
@@ -181,23 +194,27 @@ pub fn validity(note: &Note, today: Date) -> Validity {
 
 /// Evaluate the note at `index` of the permitted view.
 pub fn evaluate(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: Date) -> Applicability {
+    evaluate_with(vault, lookups, index, today, true)
+}
+
+/// `successors`: whether to look at the decisions superseding this one.
+/// A successor is judged with `successors: false`, which bounds the
+/// recursion to one level and so cannot cycle.
+fn evaluate_with(
+    vault: &Vault,
+    lookups: &Lookups<'_>,
+    index: usize,
+    today: Date,
+    successors: bool,
+) -> Applicability {
     let note = &vault.notes[index];
     match note.meta.kind {
         Kind::Decision => {}
         Kind::Source => return Applicability::not_decision("kind.source"),
         Kind::Note => return Applicability::not_decision("kind.note"),
-        _ => {
-            return Applicability {
-                state: State::Unknown,
-                local_approval: "not_applicable",
-                validity: Validity {
-                    state: "unknown",
-                    valid_from: None,
-                    valid_until: None,
-                },
-                reasons: vec!["kind.unknown"],
-            };
-        }
+        // A type kapi does not know (or unreadable front matter): a
+        // document that is not a governing decision.
+        _ => return Applicability::not_decision("kind.unknown"),
     }
     let today_s = date::format(today);
     let mut reasons: Vec<&'static str> = Vec::new();
@@ -232,13 +249,27 @@ pub fn evaluate(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: Date)
         Status::Archived => worsen(State::Reference, "status.archived", &mut reasons),
         Status::Unknown => worsen(State::Unknown, "status.unknown", &mut reasons),
     }
-    if let Some(id) = &note.meta.id
-        && lookups.successors.get(id.as_str()).is_some_and(|s| {
-            s.iter()
-                .any(|&i| vault.notes[i].meta.status == Status::Approved && i != index)
-        })
+    // A successor supersedes only once it would itself be a current
+    // premise (approval matched and in the past, validity current, no
+    // review or input problem), not merely because it declares `approved`.
+    if successors
+        && let Some(id) = &note.meta.id
+        && let Some(later) = lookups.successors.get(id.as_str())
     {
-        worsen(State::Reference, "superseded_by.approved", &mut reasons);
+        let declared: Vec<usize> = later
+            .iter()
+            .copied()
+            .filter(|&i| i != index && vault.notes[i].meta.status == Status::Approved)
+            .collect();
+        if declared
+            .iter()
+            .any(|&i| evaluate_with(vault, lookups, i, today, false).premise())
+        {
+            worsen(State::Reference, "superseded_by.approved", &mut reasons);
+        } else if !declared.is_empty() {
+            // Informational: a declared successor has not taken effect.
+            reasons.push("superseded_by.pending");
+        }
     }
     let validity = validity(note, today);
     match validity.state {
@@ -248,9 +279,10 @@ pub fn evaluate(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: Date)
         "unknown" => reasons.push("validity.undeclared"),
         _ => {}
     }
-    let local_approval = local_approval(note);
+    let local_approval = local_approval(note, today);
     match local_approval {
         "missing" => worsen(State::Unknown, "approval.missing", &mut reasons),
+        "future" => worsen(State::Reference, "approval.future", &mut reasons),
         "mismatch" => worsen(State::NeedsReview, "approval.mismatch", &mut reasons),
         _ => {}
     }
@@ -308,16 +340,23 @@ pub fn evaluate(vault: &Vault, lookups: &Lookups<'_>, index: usize, today: Date)
     }
 }
 
-/// `matched` when the receipt's SHA-256 equals the current body's.
-pub fn local_approval(note: &Note) -> &'static str {
-    match note
-        .meta
-        .approval
-        .as_ref()
-        .and_then(|a| a.sha256.as_deref())
-    {
+/// `matched` when the receipt's SHA-256 equals the current body's and its
+/// `on` date is not after `today`; `future` when it matches but is dated
+/// after `today` (a future approval is not yet an approval).
+pub fn local_approval(note: &Note, today: Date) -> &'static str {
+    let Some(approval) = note.meta.approval.as_ref() else {
+        return "missing";
+    };
+    match approval.sha256.as_deref() {
         None => "missing",
-        Some(h) if h.eq_ignore_ascii_case(&super::digest::sha256_hex(note.body())) => "matched",
+        Some(h) if h.eq_ignore_ascii_case(&super::digest::sha256_hex(note.body())) => {
+            let on = approval.on.as_deref().and_then(date::parse);
+            if on.is_some_and(|on| on > today) {
+                "future"
+            } else {
+                "matched"
+            }
+        }
         Some(_) => "mismatch",
     }
 }

@@ -55,15 +55,13 @@ fn open_lock(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
-/// Hold the vault's shared (read) lock while verifying. `None` when the
-/// lock file cannot be created (a read-only vault): verification then
-/// proceeds without it. Editors that ignore advisory locks are outside
-/// this guarantee.
-// File::lock_shared and File::lock are stable since Rust 1.89 (main's
-// rust-version); the allow keeps this branch's 1.88 manifest quiet.
+/// Hold the vault's shared (read) lock while verifying. Verification is
+/// read-only: the lock file is opened, never created. `None` when it does
+/// not exist (no writer has ever held it, and a writer creates it before
+/// locking) or cannot be opened; verification then proceeds without it.
+/// Editors that ignore advisory locks are outside this guarantee.
 pub fn lock_shared(root: &Path) -> Option<File> {
-    let path = lock_path(root);
-    let file = open_lock(&path).or_else(|_| File::open(&path)).ok()?;
+    let file = File::open(lock_path(root)).ok()?;
     file.lock_shared().ok()?;
     Some(file)
 }
@@ -172,6 +170,9 @@ mod tests {
         std::fs::remove_file(base.join("repo/.git")).unwrap();
         std::fs::create_dir(base.join("repo/.git")).unwrap();
         assert_eq!(lock_path(&vault), base.join("repo/.git/kapi/vault.lock"));
+        // Reading never creates the lock file; writing does.
+        assert!(lock_shared(&vault).is_none());
+        assert!(!base.join("repo/.git/kapi").exists());
         let held = lock_exclusive(&vault).unwrap();
         drop(held);
         assert!(lock_shared(&vault).is_some());

@@ -31,7 +31,7 @@ pub use budget::serialize;
 pub use rank::Ranking;
 pub use verify::{Expected, Verification, VerifyStatus, verify_compiled};
 
-use crate::vault::{self, Grant, Scope, Vault, VaultError};
+use crate::vault::{self, Grant, Layout, Scope, Vault, VaultError};
 
 pub const FORMAT: &str = "kapi.compiled-context/v1";
 pub const CONTRACT_VERSION: u64 = 1;
@@ -67,12 +67,16 @@ pub enum CompileError {
     Vault(#[from] VaultError),
     #[error("{0}")]
     Rank(#[from] rank::RankError),
+    /// A loaded view compiled under another grant or scope than it was
+    /// read with (an internal error: the view decides what is visible).
+    #[error("view_mismatch: the vault view was loaded with another grant or scope")]
+    ViewMismatch,
 }
 
 impl CompileError {
     /// Errors of the request itself, as opposed to the vault or engine.
     pub fn is_usage(&self) -> bool {
-        !matches!(self, Self::Vault(_) | Self::Rank(_))
+        !matches!(self, Self::Vault(_) | Self::Rank(_) | Self::ViewMismatch)
     }
 }
 
@@ -150,6 +154,8 @@ pub struct Options {
     pub grant: Grant,
     /// A caller's narrower grant: candidate note paths and evidence ids.
     pub scope: Scope,
+    /// Where the logs and registers live (`[vault]` in kapi.toml).
+    pub layout: Layout,
 }
 
 impl Options {
@@ -159,6 +165,7 @@ impl Options {
             today,
             grant: Grant::public(),
             scope: Scope::default(),
+            layout: Layout::default(),
         }
     }
 
@@ -203,6 +210,12 @@ impl Options {
         self
     }
 
+    /// The log and register paths, relative to the vault root.
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
     /// Only these evidence row ids are candidates.
     pub fn evidence_ids(mut self, ids: BTreeSet<String>) -> Self {
         self.scope.evidence = Some(ids);
@@ -230,14 +243,26 @@ impl Compiled {
 /// Compile the vault at `root` for `options`.
 pub fn compile_context(root: &Path, options: &Options) -> Result<Compiled, CompileError> {
     options.recipe.validate()?;
-    let vault = vault::load(root, &options.grant, &options.scope)?;
+    let vault = vault::load_with_layout(root, &options.grant, &options.scope, &options.layout)?;
     compile_vault(&vault, options)
 }
 
-/// Compile an already loaded permitted view (pure).
-pub fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, CompileError> {
+/// Compile an already loaded permitted view (pure). Crate-private: the
+/// view is what decides visibility, so outside callers go through
+/// [`compile_context`], which loads it for their grant; and a view loaded
+/// with another grant, scope or layout than `options` is refused.
+pub(crate) fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, CompileError> {
     let recipe = &options.recipe;
     recipe.validate()?;
+    if vault.loaded_with
+        != (
+            options.grant.clone(),
+            options.scope.clone(),
+            options.layout.clone(),
+        )
+    {
+        return Err(CompileError::ViewMismatch);
+    }
     let as_of = vault::date::format(options.today);
     let lookups = applicability::Lookups::new(vault);
     let applicability: Vec<_> = (0..vault.notes.len())
@@ -265,7 +290,7 @@ pub fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled, Compi
         "omissions": selection.omissions,
         "preamble": report::PREAMBLE,
         "status": "compiled",
-        "warnings": report::warnings(vault, &lookups, &applicability, &selection.selected),
+        "warnings": report::warnings(vault, &lookups, &applicability, &selection.selected, &as_of),
     });
     let value = budget::fit(report, &bodies, recipe.max_bytes)
         .unwrap_or_else(|| budget::refusal(recipe.max_bytes));

@@ -126,6 +126,7 @@ pub fn warnings(
     lookups: &Lookups<'_>,
     applicability: &[Applicability],
     selected: &[(Rec, SelectedBy)],
+    as_of: &str,
 ) -> Vec<Value> {
     let mut set: BTreeSet<(&'static str, Option<String>)> = BTreeSet::new();
     if vault.decision_log.unavailable {
@@ -180,7 +181,7 @@ pub fn warnings(
                     if note.meta.status == Status::Approved
                         && vault.decision_log.present
                         && !vault.decision_log.unavailable
-                        && !lookups.approvals_logged.contains_key(note.path.as_str())
+                        && !lookups.approval_logged(&note.path, as_of)
                     {
                         set.insert((
                             "compiled.decision_log_missing_approval",

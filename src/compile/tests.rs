@@ -104,7 +104,7 @@ fn effective_review_is_kept_when_the_list_is_capped() {
         log.push_str(&format!("| 2027-0{m}-01 | a.md | confirmed |\n"));
     }
     log.push_str("| 2026-01-01 | a.md | confirmed |\n| 2026-01-01 | a.md | confirmed |\n");
-    let (_d, v) = load(&[("a.md", decision("D-001", "")), ("log.md", log)]);
+    let (_d, v) = load(&[("a.md", decision("D-001", "")), ("review-log.md", log)]);
     let l = Lookups::new(&v);
     assert_eq!(
         evaluate(&v, &l, 0, day("2026-11-30")).state,
@@ -127,7 +127,7 @@ fn effective_review_is_kept_when_the_list_is_capped() {
     let (_d, v) = load(&[
         ("a.md", decision("D-001", "")),
         (
-            "log.md",
+            "review-log.md",
             "---\ntype: review_log\nsensitivity: public\n---\n| date | target | outcome |\n|-|-|-|\n| 2026-01-01 | a.md | confirmed |\n| 2026-01-01 | a.md | confirmed |\n"
                 .to_string(),
         ),
@@ -176,6 +176,7 @@ fn verifies_a_parsed_value_and_binds_expected_parameters() {
         grant: Grant::public(),
         expected: Expected::all(&opts.recipe),
         scope: Default::default(),
+        layout: Default::default(),
     };
     let v = verify_compiled(dir.path(), Input::Value(&compiled.value), &vo).unwrap();
     assert_eq!(v.status, VerifyStatus::Current);
@@ -224,4 +225,103 @@ fn a_path_scope_only_narrows_and_is_refreshed() {
     std::fs::write(dir.path().join("b.md"), decision("D-002", "")).unwrap();
     let after = compile_context(dir.path(), &opts).unwrap();
     assert_eq!(after.value["contexts"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn only_a_successor_in_effect_supersedes() {
+    let unapproved = decision("D-002", "supersedes: [D-001]\n").replace("  sha256:", "  other:");
+    let future = decision("D-003", "supersedes: [D-001]\nvalid_from: 2027-01-01\n");
+    let (_d, v) = load(&[
+        ("a.md", decision("D-001", "")),
+        ("b.md", unapproved),
+        ("c.md", future),
+    ]);
+    let s = states(&v, "2026-11-30");
+    assert_eq!(s[0].1, State::Applicable, "{:?}", s[0]);
+    assert!(s[0].2.contains(&"superseded_by.pending"));
+    assert!(!s[0].2.contains(&"superseded_by.approved"));
+    // Once the future successor's interval begins, it takes effect.
+    let s = states(&v, "2027-01-02");
+    assert_eq!(s[0].1, State::Reference);
+    assert!(s[0].2.contains(&"superseded_by.approved"));
+    // Mutual supersession terminates.
+    let (_d, v) = load(&[
+        ("a.md", decision("D-001", "supersedes: [D-002]\n")),
+        ("b.md", decision("D-002", "supersedes: [D-001]\n")),
+    ]);
+    let s = states(&v, "2026-11-30");
+    assert!(s.iter().all(|x| x.1 == State::Reference));
+}
+
+#[test]
+fn a_future_approval_is_not_yet_an_approval() {
+    let text = decision("D-001", "").replace("  by: A\n", "  by: A\n  on: 2026-12-01\n");
+    let (_d, v) = load(&[("a.md", text)]);
+    let l = Lookups::new(&v);
+    let a = evaluate(&v, &l, 0, day("2026-11-30"));
+    assert_eq!((a.state, a.local_approval), (State::Reference, "future"));
+    assert!(a.reasons.contains(&"approval.future"));
+    let a = evaluate(&v, &l, 0, day("2026-12-01"));
+    assert_eq!((a.state, a.local_approval), (State::Applicable, "matched"));
+}
+
+#[test]
+fn the_effective_decision_log_event_counts() {
+    let log = "---\nsensitivity: public\n---\n| date | target | event |\n|-|-|-|\n\
+        | 2026-01-01 | a.md | approved |\n| 2026-03-01 | a.md | reopened |\n\
+        | 2026-01-01 | b.md | approved |\n| 2027-01-01 | c.md | approved |\n";
+    let (_d, v) = load(&[
+        ("a.md", decision("D-001", "")),
+        ("b.md", decision("D-002", "")),
+        ("c.md", decision("D-003", "")),
+        ("decision-log.md", log.to_string()),
+    ]);
+    let l = Lookups::new(&v);
+    assert!(!l.approval_logged("a.md", "2026-11-30"), "reopened later");
+    assert!(l.approval_logged("a.md", "2026-02-01"));
+    assert!(l.approval_logged("b.md", "2026-11-30"));
+    assert!(
+        !l.approval_logged("c.md", "2026-11-30"),
+        "dated in the future"
+    );
+}
+
+#[test]
+fn an_unknown_type_is_not_a_decision() {
+    let (_d, v) = load(&[(
+        "m.md",
+        "---\nid: M-001\ntype: memo\nsensitivity: public\n---\nx\n".to_string(),
+    )]);
+    let s = states(&v, "2026-11-30");
+    assert_eq!(
+        (s[0].1, s[0].2.clone()),
+        (State::NotDecision, vec!["kind.unknown"])
+    );
+}
+
+#[test]
+fn a_view_is_compiled_only_with_its_own_grant_and_scope() {
+    let (_d, v) = load(&[("a.md", decision("D-001", ""))]);
+    let opts = Options::new(day("2026-11-30")).targets(["D-001"]);
+    assert!(compile_vault(&v, &opts).is_ok());
+    let wider = opts
+        .clone()
+        .allowed_sensitivities(Grant::up_to(crate::vault::Sensitivity::Restricted));
+    assert!(matches!(
+        compile_vault(&v, &wider),
+        Err(super::CompileError::ViewMismatch)
+    ));
+    let moved = opts.clone().layout(crate::vault::Layout {
+        review_logs: vec!["logs/reviews.md".into()],
+        ..Default::default()
+    });
+    assert!(matches!(
+        compile_vault(&v, &moved),
+        Err(super::CompileError::ViewMismatch)
+    ));
+    let scoped = opts.paths(["a.md".to_string()].into());
+    assert!(matches!(
+        compile_vault(&v, &scoped),
+        Err(super::CompileError::ViewMismatch)
+    ));
 }

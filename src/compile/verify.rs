@@ -17,7 +17,7 @@ use super::{
     CONTRACT_VERSION, Compiled, FORMAT, MAX_MAX_BYTES, Options, Ranking, Recipe, artifacts,
 };
 use super::{CompileError, compile_context};
-use crate::vault::{Grant, Scope};
+use crate::vault::{Grant, Layout, Scope};
 
 pub const VERIFICATION_FORMAT: &str = "kapi.context-verification/v1";
 
@@ -130,6 +130,8 @@ pub struct VerifyOptions {
     pub grant: Grant,
     pub expected: Expected,
     pub scope: Scope,
+    /// Where the logs and registers live (`[vault]` in kapi.toml).
+    pub layout: Layout,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -193,6 +195,7 @@ pub fn verify_compiled(
         today: options.today,
         grant: options.grant.clone(),
         scope: options.scope.clone(),
+        layout: options.layout.clone(),
     };
     let fresh = compile_context(root, &compile_options)?;
     let reasons = compare(value, &fresh);

@@ -95,7 +95,9 @@ pub fn is_evidence_id(id: &str) -> bool {
 }
 
 /// The permitted rows of one register whose floor is `floor`. Hidden rows
-/// leave no trace: not their cells, positions or count.
+/// leave no trace: not their cells, positions or count. `replaced_by` holds
+/// the declared replacement until [`resolve_replacements`] runs over all
+/// registers.
 pub fn project(
     table: &Table,
     floor: Sensitivity,
@@ -137,13 +139,27 @@ pub fn project(
             replaced_by,
         ));
     }
-    let visible: BTreeSet<String> = rows.iter().map(|(r, _)| r.id.clone()).collect();
     rows.into_iter()
         .map(|(mut r, replacement)| {
-            match replacement {
-                Some(rep) if visible.contains(&rep) => r.replaced_by = Some(rep),
-                Some(_) => r.replacement_unavailable = true,
-                None => {}
+            r.replaced_by = replacement;
+            r
+        })
+        .collect()
+}
+
+/// Resolve the declared replacements once every register is projected: a
+/// replacement visible in any register is shown, one outside the permitted
+/// view becomes `replacement_unavailable`. Then hash each row.
+pub fn resolve_replacements(rows: Vec<EvidenceRow>) -> Vec<EvidenceRow> {
+    let visible: BTreeSet<String> = rows.iter().map(|r| r.id.clone()).collect();
+    rows.into_iter()
+        .map(|mut r| {
+            if let Some(rep) = r.replaced_by.take() {
+                if visible.contains(&rep) {
+                    r.replaced_by = Some(rep);
+                } else {
+                    r.replacement_unavailable = true;
+                }
             }
             r.sha256 = digest::sha256_hex(&digest::canonical(&r.projection()));
             r
@@ -165,30 +181,36 @@ mod tests {
              | E-003 | | active | | Unlabelled | u3 |\n\
              | E-004 | public | retired | | Gone | u4 |\n",
         );
-        let rows = project(
+        let rows = resolve_replacements(project(
             &t,
             Sensitivity::Public,
             "evidence.md",
             &Grant::public(),
             None,
-        );
+        ));
         let ids: Vec<_> = rows.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["E-001", "E-004"]);
         assert_eq!(rows[0].replaced_by, None);
         assert!(rows[0].replacement_unavailable);
-        let all = project(
+        let all = resolve_replacements(project(
             &t,
             Sensitivity::Public,
             "evidence.md",
             &Grant::up_to(Sensitivity::Restricted),
             None,
-        );
+        ));
         assert_eq!(all.len(), 4);
         assert_eq!(all[0].replaced_by.as_deref(), Some("E-002"));
         // A caller's id scope narrows further, replacements included.
         let ids: BTreeSet<String> = ["E-001".to_string()].into();
         let grant = Grant::up_to(Sensitivity::Restricted);
-        let scoped = project(&t, Sensitivity::Public, "evidence.md", &grant, Some(&ids));
+        let scoped = resolve_replacements(project(
+            &t,
+            Sensitivity::Public,
+            "evidence.md",
+            &grant,
+            Some(&ids),
+        ));
         assert_eq!(scoped.len(), 1);
         assert!(scoped[0].replacement_unavailable);
         let internal = project(

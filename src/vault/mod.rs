@@ -111,6 +111,8 @@ pub struct Vault {
     pub register: LogState,
     pub review_log: LogState,
     pub decision_log: LogState,
+    /// The grant, scope and layout this view was loaded with.
+    pub(crate) loaded_with: (Grant, Scope, Layout),
 }
 
 /// A caller's narrower grant inside the label grant. It only ever narrows:
@@ -123,53 +125,164 @@ pub struct Scope {
     pub evidence: Option<BTreeSet<String>>,
 }
 
-/// Read the permitted view of the vault at `root`.
+/// Where the logs and registers live: fixed relative paths, not a file's
+/// own declared `type`. Whether a file is a log therefore never depends on
+/// bytes the caller may not see, and a denied note declaring a log type
+/// elsewhere is just a denied note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Paths relative to the vault root, `/`-separated.
+    pub decision_logs: Vec<String>,
+    pub review_logs: Vec<String>,
+    pub registers: Vec<String>,
+}
+
+impl Default for Layout {
+    /// `decision-log.md`, `review-log.md` and `evidence.md` at the vault root.
+    fn default() -> Self {
+        Self {
+            decision_logs: vec!["decision-log.md".into()],
+            review_logs: vec!["review-log.md".into()],
+            registers: vec!["evidence.md".into()],
+        }
+    }
+}
+
+impl Layout {
+    /// The log kind of `path`, if it is a log or register path.
+    pub fn kind_of(&self, path: &str) -> Option<Kind> {
+        let has = |list: &[String]| list.iter().any(|p| p == path);
+        if has(&self.registers) {
+            Some(Kind::EvidenceRegister)
+        } else if has(&self.review_logs) {
+            Some(Kind::ReviewLog)
+        } else if has(&self.decision_logs) {
+            Some(Kind::DecisionLog)
+        } else {
+            None
+        }
+    }
+}
+
+/// One vault file after classification.
+#[derive(Debug)]
+enum Entry {
+    /// Not a regular file: never part of the vault.
+    Skip,
+    /// Outside the grant (or unreadable metadata, which is restricted).
+    Denied,
+    Permitted {
+        meta: Box<Meta>,
+        bytes: Vec<u8>,
+        body_offset: usize,
+    },
+}
+
+/// Classify and, when permitted, read one file. Front matter is read
+/// through a bounded prefix first; a denied file's body is never read. A
+/// file that cannot be opened or whose prefix cannot be read has unreadable
+/// metadata, which is `restricted`: it fails closed for that file only, and
+/// is a hard error only when the grant would permit it.
+fn read_entry(root: &Path, path: &str, grant: &Grant) -> Result<Entry, VaultError> {
+    let unreadable = || {
+        if grant.permits(Meta::unreadable().sensitivity) {
+            Err(VaultError::Unreadable)
+        } else {
+            Ok(Entry::Denied)
+        }
+    };
+    let mut file = match read::open_regular(&root.join(path)) {
+        Ok(f) => f,
+        Err(ReadError::NotRegular) => return Ok(Entry::Skip),
+        Err(_) => return unreadable(),
+    };
+    // Sized to the file (most notes are far below the prefix limit), so
+    // a kept note holds no slack.
+    let size = file.metadata().map_or(0, |m| m.len()) as usize;
+    let mut bytes = Vec::with_capacity(size.min(FRONT_MATTER_LIMIT) + 1);
+    if read::read_prefix(&mut file, &mut bytes, FRONT_MATTER_LIMIT).is_err() {
+        return unreadable();
+    }
+    let file_name = path.rsplit('/').next().unwrap_or(path);
+    let (meta, body_offset) = match frontmatter::parse(&bytes) {
+        Ok(fm) => (Meta::from_front_matter(&fm, file_name), fm.body_offset),
+        Err(_) => (Meta::unreadable(), 0),
+    };
+    if !grant.permits(meta.sensitivity) {
+        return Ok(Entry::Denied);
+    }
+    read::read_rest(&mut file, &mut bytes).map_err(|e| match e {
+        ReadError::TooLarge => VaultError::TooLarge,
+        _ => VaultError::Unreadable,
+    })?;
+    Ok(Entry::Permitted {
+        meta: Box::new(meta),
+        bytes,
+        body_offset,
+    })
+}
+
+/// Read the permitted view of the vault at `root`, with the default
+/// [`Layout`].
 pub fn load(root: &Path, grant: &Grant, scope: &Scope) -> Result<Vault, VaultError> {
+    load_with_layout(root, grant, scope, &Layout::default())
+}
+
+/// Read the permitted view of the vault at `root`; `layout` names the
+/// log and register paths.
+pub fn load_with_layout(
+    root: &Path,
+    grant: &Grant,
+    scope: &Scope,
+    layout: &Layout,
+) -> Result<Vault, VaultError> {
     let files = scan::markdown_files(root).map_err(|e| match e {
         scan::ScanError::NotADirectory(_) => VaultError::NotFound,
         _ => VaultError::Unreadable,
     })?;
-    let mut vault = Vault::default();
+    let mut vault = Vault {
+        loaded_with: (grant.clone(), scope.clone(), layout.clone()),
+        ..Vault::default()
+    };
     let mut logs: Vec<(Kind, Sensitivity, String, Vec<u8>, usize)> = Vec::new();
     for path in files {
+        let log_kind = layout.kind_of(&path);
         if scope.paths.as_ref().is_some_and(|s| !s.contains(&path)) {
+            // Outside the caller's scope: a log there cannot be established
+            // in the granted view, exactly as if it were denied.
+            if let Some(kind) = log_kind {
+                log_state(&mut vault, kind).unavailable = true;
+            }
             continue;
         }
-        let mut file = match read::open_regular(&root.join(&path)) {
-            Ok(f) => f,
-            Err(ReadError::NotRegular) => continue,
-            Err(_) => return Err(VaultError::Unreadable),
-        };
-        // Sized to the file (most notes are far below the prefix limit), so
-        // a kept note holds no slack.
-        let size = file.metadata().map_or(0, |m| m.len()) as usize;
-        let mut bytes = Vec::with_capacity(size.min(FRONT_MATTER_LIMIT) + 1);
-        read::read_prefix(&mut file, &mut bytes, FRONT_MATTER_LIMIT)
-            .map_err(|_| VaultError::Unreadable)?;
-        let file_name = path.rsplit('/').next().unwrap_or(&path);
-        let (meta, body_offset) = match frontmatter::parse(&bytes) {
-            Ok(fm) => (Meta::from_front_matter(&fm, file_name), fm.body_offset),
-            Err(_) => (Meta::unreadable(), 0),
-        };
-        if meta.kind.is_log() && !grant.permits(meta.sensitivity) {
-            log_state(&mut vault, meta.kind).unavailable = true;
-        }
-        if !grant.permits(meta.sensitivity) {
-            continue;
-        }
-        read::read_rest(&mut file, &mut bytes).map_err(|e| match e {
-            ReadError::TooLarge => VaultError::TooLarge,
-            _ => VaultError::Unreadable,
-        })?;
-        if meta.kind.is_log() {
-            log_state(&mut vault, meta.kind).present = true;
-            logs.push((
-                meta.kind,
-                meta.sensitivity,
-                path.clone(),
+        let (meta, bytes, body_offset) = match read_entry(root, &path, grant)? {
+            Entry::Skip => continue,
+            Entry::Denied => {
+                if let Some(kind) = log_kind {
+                    log_state(&mut vault, kind).unavailable = true;
+                }
+                continue;
+            }
+            Entry::Permitted {
+                meta,
                 bytes,
                 body_offset,
-            ));
+            } => (*meta, bytes, body_offset),
+        };
+        if let Some(kind) = log_kind {
+            log_state(&mut vault, kind).present = true;
+            logs.push((kind, meta.sensitivity, path.clone(), bytes, body_offset));
+            vault.log_paths.push(path);
+            continue;
+        }
+        if meta.kind.is_log() {
+            // A permitted file declaring a log type away from the log
+            // paths: its raw mixed-label rows are withheld and not read as
+            // a log, and since its events cannot be established, that log
+            // kind is unavailable (fail closed, rather than silently
+            // ignoring a review). Its type is visible to the caller, so
+            // this leaks nothing.
+            log_state(&mut vault, meta.kind).unavailable = true;
             vault.log_paths.push(path);
             continue;
         }
@@ -183,12 +296,17 @@ pub fn load(root: &Path, grant: &Grant, scope: &Scope) -> Result<Vault, VaultErr
         });
     }
     let note_paths: BTreeSet<String> = vault.notes.iter().map(|n| n.path.clone()).collect();
-    let (mut reviews, mut events) = (Vec::new(), Vec::new());
+    let (mut reviews, mut events, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
     for (kind, floor, path, bytes, offset) in &logs {
         let body = String::from_utf8_lossy(&bytes[*offset..]);
-        let t = table::parse(&body);
+        // Hidden rows are dropped while parsing, so they never count
+        // toward the table's row cap.
+        let t = table::parse_kept(&body, |columns, row| {
+            let label = columns.iter().position(|c| c == "sensitivity");
+            grant.permits(Sensitivity::of_row(*floor, label.map(|c| row[c].as_str())))
+        });
         match kind {
-            Kind::EvidenceRegister => vault.evidence.extend(evidence::project(
+            Kind::EvidenceRegister => evidence.extend(evidence::project(
                 &t,
                 *floor,
                 path,
@@ -203,7 +321,7 @@ pub fn load(root: &Path, grant: &Grant, scope: &Scope) -> Result<Vault, VaultErr
                 &review::OUTCOMES,
                 &note_paths,
             )),
-            Kind::DecisionLog => events.extend(review::select(
+            _ => events.extend(review::select(
                 &t,
                 *floor,
                 grant,
@@ -211,9 +329,9 @@ pub fn load(root: &Path, grant: &Grant, scope: &Scope) -> Result<Vault, VaultErr
                 &review::EVENTS,
                 &note_paths,
             )),
-            _ => {}
         }
     }
+    vault.evidence = evidence::resolve_replacements(evidence);
     vault.reviews = review::finish(reviews);
     vault.decision_events = review::finish(events);
     Ok(vault)
@@ -224,5 +342,120 @@ fn log_state(vault: &mut Vault, kind: Kind) -> &mut LogState {
         Kind::EvidenceRegister => &mut vault.register,
         Kind::ReviewLog => &mut vault.review_log,
         _ => &mut vault.decision_log,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, files: &[(&str, &str)]) {
+        for (path, text) in files {
+            let p = root.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+    }
+
+    const REVIEWS: &str = "---\ntype: review_log\nsensitivity: public\n---\n| date | target | outcome |\n|-|-|-|\n| 2026-01-01 | a.md | rejected |\n";
+    const NOTE: &str = "---\nid: S-001\ntype: source\nsensitivity: public\n---\ntext\n";
+
+    #[test]
+    fn logs_outside_the_path_scope_are_unavailable() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &[("a.md", NOTE), ("review-log.md", REVIEWS)]);
+        let full = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
+        assert_eq!(full.reviews.len(), 1);
+        assert!(full.review_log.present && !full.review_log.unavailable);
+        let scope = Scope {
+            paths: Some(["a.md".to_string()].into()),
+            evidence: None,
+        };
+        let scoped = load(dir.path(), &Grant::public(), &scope).unwrap();
+        assert!(scoped.reviews.is_empty());
+        assert!(
+            scoped.review_log.unavailable,
+            "outside the scope is not absent"
+        );
+        assert!(!scoped.register.unavailable, "no register exists");
+    }
+
+    #[test]
+    fn logs_are_found_by_path_not_by_declared_type() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            &[
+                ("a.md", NOTE),
+                // A denied stray note declaring a log type is just a denied note.
+                (
+                    "secret.md",
+                    "---\ntype: review_log\nsensitivity: restricted\n---\n",
+                ),
+            ],
+        );
+        let v = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
+        assert_eq!(v.review_log, LogState::default());
+        assert_eq!(v.notes.len(), 1);
+        // A permitted stray one is withheld, not read as a log, and makes
+        // the review log unavailable rather than silently ignored.
+        write(dir.path(), &[("notes/fake.md", REVIEWS)]);
+        let v = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
+        assert!(v.review_log.unavailable && !v.review_log.present);
+        assert!(v.reviews.is_empty());
+        assert_eq!(v.log_paths, ["notes/fake.md"]);
+        assert_eq!(v.notes.len(), 1);
+        // A denied file at the log path makes the log unavailable, whatever
+        // it declares.
+        write(dir.path(), &[("review-log.md", "---\ntype: note\n---\n")]);
+        let v = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
+        assert!(v.review_log.unavailable && !v.review_log.present);
+    }
+
+    #[test]
+    fn unreadable_files_fail_closed_for_that_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        // The file vanished between listing and opening: an open error
+        // other than "not a regular file".
+        assert!(matches!(
+            read_entry(dir.path(), "gone.md", &Grant::public()),
+            Ok(Entry::Denied)
+        ));
+        assert!(matches!(
+            read_entry(
+                dir.path(),
+                "gone.md",
+                &Grant::up_to(Sensitivity::Restricted)
+            ),
+            Err(VaultError::Unreadable)
+        ));
+    }
+
+    #[test]
+    fn replacements_resolve_across_registers() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            &[
+                (
+                    "evidence.md",
+                    "---\nsensitivity: public\n---\n| id | state | replaced_by |\n|-|-|-|\n| E-001 | replaced | E-002 |\n| E-003 | replaced | E-009 |\n",
+                ),
+                (
+                    "evidence-2026.md",
+                    "---\nsensitivity: public\n---\n| id | state |\n|-|-|\n| E-002 | active |\n",
+                ),
+            ],
+        );
+        let layout = Layout {
+            registers: vec!["evidence.md".into(), "evidence-2026.md".into()],
+            ..Layout::default()
+        };
+        let v = load_with_layout(dir.path(), &Grant::public(), &Scope::default(), &layout).unwrap();
+        let e1 = v.evidence.iter().find(|r| r.id == "E-001").unwrap();
+        assert_eq!(e1.replaced_by.as_deref(), Some("E-002"));
+        assert!(!e1.replacement_unavailable);
+        let e3 = v.evidence.iter().find(|r| r.id == "E-003").unwrap();
+        assert!(e3.replacement_unavailable && e3.replaced_by.is_none());
     }
 }

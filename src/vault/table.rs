@@ -20,6 +20,21 @@ impl Table {
 /// Parse the first table in `body`. Rows whose cell count differs from the
 /// header's are dropped (fail closed: a malformed row is never guessed at).
 pub fn parse(body: &str) -> Table {
+    parse_kept(body, |_, _| true)
+}
+
+/// Parse the first table in `body`, keeping only the rows `keep` accepts
+/// (given the column names and the row). Rows are filtered before the row
+/// cap, so rejected (hidden) rows never crowd out kept ones.
+pub fn parse_kept(body: &str, keep: impl FnMut(&[String], &[String]) -> bool) -> Table {
+    parse_capped(body, MAX_ROWS, keep)
+}
+
+fn parse_capped(
+    body: &str,
+    cap: usize,
+    mut keep: impl FnMut(&[String], &[String]) -> bool,
+) -> Table {
     let mut lines = body
         .lines()
         .map(str::trim)
@@ -45,9 +60,12 @@ pub fn parse(body: &str) -> Table {
         }
     }
     let mut rows = Vec::new();
-    for line in lines.take_while(|l| l.starts_with('|')).take(MAX_ROWS) {
+    for line in lines.take_while(|l| l.starts_with('|')) {
         let row = cells(line);
-        if row.len() == columns.len() {
+        if row.len() == columns.len() && keep(&columns, &row) {
+            if rows.len() == cap {
+                break;
+            }
             rows.push(row);
         }
     }
@@ -90,6 +108,13 @@ mod tests {
         assert_eq!(t.columns, ["id", "title"]);
         assert_eq!(t.rows, [vec!["E-1", "a | b"], vec!["E-2", "c"]]);
         assert_eq!(t.column("title"), Some(1));
+    }
+
+    #[test]
+    fn hidden_rows_do_not_count_toward_the_cap() {
+        let text = "| id | sensitivity |\n|-|-|\n| E-1 | restricted |\n| E-2 | restricted |\n| E-3 | public |\n| E-4 | public |\n| E-5 | public |\n";
+        let t = parse_capped(text, 2, |_, row| row[1] == "public");
+        assert_eq!(t.rows, [vec!["E-3", "public"], vec!["E-4", "public"]]);
     }
 
     proptest::proptest! {

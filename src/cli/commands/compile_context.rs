@@ -81,6 +81,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         today,
         grant,
         scope: Default::default(),
+        layout: config.vault_layout(),
     };
     let compiled =
         compile::compile_context(&root, &options).map_err(|e| compile_error(e, &root))?;
@@ -110,6 +111,7 @@ fn compile_all(project: &Path, config: &Config, today: time::Date) -> Result<Exi
             today,
             grant: declared.grant,
             scope: Default::default(),
+            layout: config.vault_layout(),
         };
         let _lock = artifacts::lock_exclusive(&declared.root).map_err(|e| {
             CliError::store(format!(
@@ -150,7 +152,9 @@ pub(super) fn compile_error(err: CompileError, root: &Path) -> CliError {
             root.display()
         )),
         CompileError::Vault(e) => CliError::store(e.to_string()),
-        CompileError::Rank(e) => CliError::new(Exit::Internal, e.to_string()),
+        e @ (CompileError::Rank(_) | CompileError::ViewMismatch) => {
+            CliError::new(Exit::Internal, e.to_string())
+        }
         e => CliError::usage(e.to_string()),
     }
 }

@@ -93,6 +93,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         grant: grant(args.max_sensitivity.as_deref(), args.allow.as_deref())?,
         expected,
         scope: Default::default(),
+        layout: config.vault_layout(),
     };
     let root = vault_root(ctx, &project, &config, args.root.as_deref());
     let path = args.artifact.unwrap_or_default();
@@ -136,6 +137,7 @@ fn verify_all(
             grant: declared.grant,
             expected: Expected::all(&declared.recipe),
             scope: Default::default(),
+            layout: config.vault_layout(),
         };
         let verdict = match std::fs::symlink_metadata(&declared.output) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Verification {
