@@ -133,6 +133,13 @@ pub struct Ledger {
 }
 
 /// The position of `id` in records sorted by id.
+fn position_by_key(keys: &[u128], id: &str) -> Option<usize> {
+    if !super::id::is_id(id) {
+        return None;
+    }
+    keys.binary_search(&super::id::key(id)).ok()
+}
+
 fn position(records: &[Record], id: &str) -> Option<usize> {
     records.binary_search_by(|r| r.id.as_str().cmp(id)).ok()
 }
@@ -197,6 +204,7 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
         _ => true,
     });
     let set_aside = set_aside(&records);
+    let keys: Vec<u128> = records.iter().map(|r| super::id::key(&r.id)).collect();
 
     let mut states: Vec<Option<Box<State>>> = vec![None; records.len()];
     // Where each rule was last kept or established (a position in the log).
@@ -204,7 +212,7 @@ pub fn fold(mut records: Vec<Record>) -> Ledger {
     // The latest import of each file: a new import of a path supersedes it.
     let mut imported: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
-        let target_at = r.target.as_deref().and_then(|t| position(&records, t));
+        let target_at = r.target.as_deref().and_then(|t| position_by_key(&keys, t));
         let transition = Transition {
             actor: &r.actor,
             kind: r.kind,
