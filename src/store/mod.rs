@@ -491,71 +491,86 @@ fn with_delta_cache(repo: &mut gix::Repository) {
 }
 
 /// Inflate and parse segments on every core: decoding is most of a read.
-fn parse_segments(
-    repo: &gix::Repository,
-    segments: Vec<tree::Segment>,
-) -> Result<Loaded, StoreError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    let parse = |repo: &gix::Repository, part: &[tree::Segment]| -> Result<Loaded, StoreError> {
-        let mut loaded = Loaded::default();
+fn parse_segments(repo: &gix::Repository, segments: Vec<tree::Segment>) -> Result<Loaded, StoreError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    // Each segment is one run of records sorted by id.
+    type Runs = (Vec<Vec<Record>>, Vec<Problem>);
+    let parse = |repo: &gix::Repository, part: &[tree::Segment]| -> Result<Runs, StoreError> {
+        let (mut runs, mut problems) = (Vec::with_capacity(part.len()), Vec::new());
         for s in part {
-            loaded.problems.extend(s.problem.clone());
-            if let Some(blob) = s.blob {
-                // A remote can push anything: look at the size before inflating.
-                let size = tree::object_size(repo, blob)?;
-                if size > segment::MAX_SEGMENT_BYTES as u64 {
-                    loaded.problems.push(Problem {
-                        location: s.location.clone(),
-                        error: EntryError::OversizedSegment {
-                            bytes: size as usize,
-                        },
-                    });
-                    continue;
-                }
-                let bytes = tree::read_blob(repo, blob)?;
-                segment::parse(
-                    &bytes,
-                    s.shard,
-                    &s.location,
-                    &mut loaded.records,
-                    &mut loaded.problems,
-                );
+            problems.extend(s.problem.clone());
+            let Some(blob) = s.blob else { continue };
+            // A remote can push anything: look at the size before inflating.
+            let size = tree::object_size(repo, blob)?;
+            if size > segment::MAX_SEGMENT_BYTES as u64 {
+                problems.push(Problem {
+                    location: s.location.clone(),
+                    error: EntryError::OversizedSegment { bytes: size as usize },
+                });
+                continue;
             }
+            let bytes = tree::read_blob(repo, blob)?;
+            let mut run = Vec::with_capacity(memchr::memchr_iter(b'\n', &bytes).count());
+            segment::parse(&bytes, s.shard, &s.location, &mut run, &mut problems);
+            if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
+                run.sort_by(|a, b| a.id.cmp(&b.id));
+            }
+            runs.push(run);
         }
-        Ok(loaded)
+        Ok((runs, problems))
     };
-    if threads == 1 || segments.len() < 64 {
-        return parse(repo, &segments);
-    }
-    let chunk = segments.len().div_ceil(threads);
-    // A repository handle is not shared between threads: each opens its own.
-    let git_dir = repo.git_dir().to_path_buf();
-    let parts: Vec<Result<Loaded, StoreError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = segments
-            .chunks(chunk)
-            .map(|part| {
-                let git_dir = &git_dir;
-                scope.spawn(move || {
-                    let mut repo = gix::open(git_dir).map_err(git("opening the repository"))?;
-                    with_delta_cache(&mut repo);
-                    parse(&repo, part)
+    let (runs, problems) = if threads == 1 || segments.len() < 64 {
+        parse(repo, &segments)?
+    } else {
+        let chunk = segments.len().div_ceil(threads);
+        // A repository handle is not shared between threads: each opens its own.
+        let git_dir = repo.git_dir().to_path_buf();
+        let parts: Vec<Result<Runs, StoreError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = segments
+                .chunks(chunk)
+                .map(|part| {
+                    let git_dir = &git_dir;
+                    scope.spawn(move || {
+                        let mut repo = gix::open(git_dir).map_err(git("opening the repository"))?;
+                        with_delta_cache(&mut repo);
+                        parse(&repo, part)
+                    })
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a reader thread panicked"))
-            .collect()
-    });
-    let mut loaded = Loaded::default();
-    for part in parts {
-        let part = part?;
-        loaded.records.extend(part.records);
-        loaded.problems.extend(part.problems);
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a reader thread panicked")).collect()
+        });
+        let (mut runs, mut problems) = (Vec::new(), Vec::new());
+        for part in parts {
+            let (r, p) = part?;
+            runs.extend(r);
+            problems.extend(p);
+        }
+        (runs, problems)
+    };
+    Ok(Loaded { records: merge_runs(runs), problems })
+}
+
+/// Merge sorted runs into one sorted list, moving each record once.
+fn merge_runs(runs: Vec<Vec<Record>>) -> Vec<Record> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let total = runs.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(total);
+    let mut iters: Vec<std::iter::Peekable<std::vec::IntoIter<Record>>> =
+        runs.into_iter().map(|r| r.into_iter().peekable()).collect();
+    let mut heap: BinaryHeap<Reverse<(u128, usize)>> = iters
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, it)| it.peek().map(|r| Reverse((crate::ops::id::key(&r.id), i))))
+        .collect();
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let record = iters[i].next().expect("a run with a head");
+        out.push(record);
+        if let Some(next) = iters[i].peek() {
+            heap.push(Reverse((crate::ops::id::key(&next.id), i)));
+        }
     }
-    Ok(loaded)
+    out
 }
 
 /// Sort by id (through a permutation: records are large to move), drop
