@@ -36,6 +36,16 @@ fn fingerprint(f: &Finding) -> String {
         .collect()
 }
 
+/// `Term rule: write "X"`, or `Term rule: avoid "Y"` for a rule with no
+/// preferred form (named by the form its first finding matched).
+fn short_description(what: &str, f: &Finding) -> String {
+    if f.preferred.is_empty() {
+        format!("{what}: avoid \"{}\"", f.matched)
+    } else {
+        format!("{what}: write \"{}\"", f.preferred)
+    }
+}
+
 pub fn render(outcome: &Outcome) -> String {
     // One rule entry per rule with findings, in order of first appearance.
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
@@ -53,7 +63,7 @@ pub fn render(outcome: &Outcome) -> String {
         rules.push(json!({
             "id": f.rule,
             "name": "term",
-            "shortDescription": { "text": format!("{what}: write \"{}\"", f.preferred) },
+            "shortDescription": { "text": short_description(what, f) },
             "defaultConfiguration": { "level": level(f.severity) },
             "properties": { "tags": ["terminology"] },
         }));
