@@ -520,3 +520,14 @@ fn dash_c_runs_as_if_started_there() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(matched(&doc), ["sub/a.md:1:1:Github"]);
 }
+
+#[test]
+fn sarif_uris_are_percent_encoded() {
+    let env = Env::new();
+    env.write("my docs/50% off#1.md", "Quick cast\n");
+    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv", "--format", "sarif"]);
+    assert_eq!(code, 1, "{out}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let loc = &doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], "my%20docs/50%25%20off%231.md");
+}
