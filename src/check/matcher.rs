@@ -1,8 +1,9 @@
 //! One automaton over every form of every rule.
 //!
 //! Matching is on word boundaries (Unicode aware) and case-insensitive,
-//! except that an avoided form differing from its preferred form only in case
-//! matches exactly as written: the rule preferring "OpenTelemetry" and
+//! except that every avoided form of an `exact` rule (an imported Vale rule
+//! that does not ignore case), and an avoided form differing from its
+//! preferred form only in case, match exactly as written: the rule preferring "OpenTelemetry" and
 //! avoiding "opentelemetry" fires on "opentelemetry" only, never on
 //! "OpenTelemetry" or "Opentelemetry" (unless that is listed too).
 //!
@@ -227,7 +228,7 @@ impl Matcher {
                     continue;
                 }
                 let key = fold(form);
-                let exact = key == folded_preferred;
+                let exact = rule.exact || key == folded_preferred;
                 let entry = Entry {
                     rule: r as u32,
                     form: form.into(),
@@ -335,7 +336,9 @@ impl Matcher {
                     1
                 } else if written == self.rules[rule].preferred.trim() {
                     0
-                } else if self.every_preferred {
+                } else if self.every_preferred && !self.rules[rule].exact {
+                    // Case matters to an exact rule: its preferred form
+                    // counts only as written.
                     2
                 } else {
                     // Only the preferred form as written stands against the
@@ -502,6 +505,7 @@ mod tests {
             avoided: avoided.iter().map(|s| s.to_string()).collect(),
             suggested: false,
             advisory: false,
+            exact: false,
         }
     }
 
@@ -536,6 +540,24 @@ mod tests {
         let q = [rule("2", "quickcast", &["Quickcast"])];
         assert!(found(&q, "quickcast").is_empty());
         assert_eq!(found(&q, "Quickcast QUICKCAST"), ["1:1:Quickcast"]);
+    }
+
+    #[test]
+    fn exact_rules_match_every_avoided_form_as_written() {
+        let mut r = rule("1", "GitHub", &["Github", "git hub"]);
+        r.exact = true;
+        let text = "Github GITHUB github git hub Git Hub";
+        assert_eq!(found(std::slice::from_ref(&r), text), ["1:1:Github", "1:22:git hub"]);
+        let mut reject = rule("2", "", &["utilize"]);
+        reject.exact = true;
+        assert_eq!(found(&[reject.clone()], "Utilize utilize"), ["1:9:utilize"]);
+        let m = Matcher::for_usage(&[r, reject]).unwrap();
+        let used = crate::check::usage::count(&m, text, FileKind::Text);
+        assert_eq!(
+            (used[0].preferred, used[0].avoided),
+            (0, 2),
+            "GITHUB and github are neither avoided nor preferred as written"
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod tests {
             avoided: vec!["utilize".into()],
             suggested,
             advisory: false,
+            exact: false,
         };
         let m = Matcher::new(&[rule]).unwrap();
         Outcome {

@@ -238,6 +238,8 @@ fn rules_from_log(session: &Session, ledger: &Ledger) -> Vec<(CheckRule, Option<
                 avoided: r.avoided,
                 suggested: r.suggested,
                 advisory: r.advisory,
+                // The lead wires the log's value.
+                exact: false,
             };
             (rule, Some(r.scope))
         })
@@ -314,6 +316,7 @@ fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, CliEr
             avoided: r.avoided,
             suggested: matches!(r.status, RuleStatus::Suggested | RuleStatus::Contested),
             advisory: r.status == RuleStatus::Advisory,
+            exact: r.exact,
         })
         .collect())
 }
