@@ -531,3 +531,19 @@ fn sarif_uris_are_percent_encoded() {
     let loc = &doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"];
     assert_eq!(loc["artifactLocation"]["uri"], "my%20docs/50%25%20off%231.md");
 }
+
+#[test]
+fn vale_rule_sources_are_not_checked_as_prose() {
+    let env = Env::new();
+    env.write(".vale.ini", "StylesPath = ci/vale\n\n[*.md]\nBasedOnStyles = Vale\n");
+    env.write("ci/vale/Custom/notes.txt", "Github\n");
+    env.write("ci/vale/config/vocabularies/Docs/reject.txt", "Github\n");
+    env.write("styles/Vocab/Base/accept.txt", "Github\n");
+    env.write("docs/a.md", "Github\n");
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 1);
+    assert_eq!(matched(&doc), ["docs/a.md:1:1:Github"]);
+    // A rule source named on the command line is still checked.
+    let (_, doc) = env.json(&["check", "--rules", "terms.tsv", "styles/Vocab/Base/accept.txt"]);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 1);
+}

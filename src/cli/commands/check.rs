@@ -67,7 +67,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Some(r) => Config::load(r).map_err(|e| CliError::usage(e.to_string()))?,
         None => Config::default(),
     };
-    let filter = ProseFilter::new(&config.check).map_err(files_error)?;
+    let filter = ProseFilter::new(&config.check)
+        .map_err(files_error)?
+        .with_vale_styles(root.as_deref());
 
     // The log: rules in force now, each with the scope it holds in.
     let session = match &root {
