@@ -547,3 +547,19 @@ fn vale_rule_sources_are_not_checked_as_prose() {
     let (_, doc) = env.json(&["check", "--rules", "terms.tsv", "styles/Vocab/Base/accept.txt"]);
     assert_eq!(doc["findings"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn kapis_managed_block_in_agents_md_is_not_prose() {
+    let env = Env::new();
+    env.write(
+        "AGENTS.md",
+        "# Agents\n\n<!-- kapi:begin (managed by kapi: edits between these markers are replaced) -->\n## Project context (kapi)\n\n### Notes kept\n\n- Never write Github or Quick cast.\n<!-- kapi:end -->\n",
+    );
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(matched(&doc), Vec::<String>::new());
+    env.write("AGENTS.md", "Use `<!-- vale off -->` to silence Vale.\n\nGithub\n");
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 1);
+    assert_eq!(matched(&doc), ["AGENTS.md:3:1:Github"]);
+}

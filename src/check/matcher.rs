@@ -79,7 +79,20 @@ pub fn fold(text: &str) -> String {
 }
 
 fn is_word(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
+    c.is_alphanumeric() || c == '_' || is_combining_mark(c)
+}
+
+/// The common combining marks (Unicode general category M): a decomposed
+/// `café` (`e` and U+0301) is one word, so it does not match `cafe`.
+fn is_combining_mark(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0300}'..='\u{036F}'
+            | '\u{1AB0}'..='\u{1AFF}'
+            | '\u{1DC0}'..='\u{1DFF}'
+            | '\u{20D0}'..='\u{20FF}'
+            | '\u{FE20}'..='\u{FE2F}'
+    )
 }
 
 fn is_joiner(c: char) -> bool {
@@ -583,6 +596,16 @@ mod tests {
             found(&r, "éStrasse strasse ÜBER BLICK"),
             ["1:10:strasse", "1:18:ÜBER BLICK"]
         );
+    }
+
+    #[test]
+    fn combining_marks_continue_a_word() {
+        let r = [rule("6", "café", &["cafe"])];
+        assert!(found(&r, "cafe\u{301} and cafe\u{0301}s").is_empty());
+        assert_eq!(found(&r, "a cafe here"), ["1:3:cafe"]);
+        let r = [rule("7", "x", &["e\u{301}t"])];
+        assert!(found(&r, "ae\u{301}t").is_empty());
+        assert!(is_combining_mark('\u{20D7}') && !is_combining_mark('a'));
     }
 
     #[test]
