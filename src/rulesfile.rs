@@ -367,8 +367,9 @@ mod tests {
 
     #[test]
     fn markers_inside_fenced_code_are_examples() {
-        let before =
-            format!("# Agents\n\n```markdown\n{BEGIN_LINE}\nexample\n{END}\n```\n\n~~~~\n{END}\n~~~~\n");
+        let before = format!(
+            "# Agents\n\n```markdown\n{BEGIN_LINE}\nexample\n{END}\n```\n\n~~~~\n{END}\n~~~~\n"
+        );
         let after = refresh_block(Some(&before), "body").unwrap();
         assert_eq!(after, format!("{before}\n{}", block("body")));
         let framed = format!("{before}{BEGIN_LINE}\nold\n{END}\n");

@@ -120,9 +120,10 @@ impl ProseFilter {
         {
             return true;
         }
-        self.rule_dirs
-            .iter()
-            .any(|d| rel.strip_prefix(d.as_str()).is_some_and(|r| r.starts_with('/')))
+        self.rule_dirs.iter().any(|d| {
+            rel.strip_prefix(d.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+        })
     }
 
     pub fn is_excluded(&self, rel: &str) -> bool {

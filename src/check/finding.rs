@@ -95,7 +95,10 @@ mod tests {
             message("", "utilize", true),
             "Suggested rule, not yet established: avoid \"utilize\""
         );
-        assert_eq!(message("use", "utilize", false), "use \"use\", not \"utilize\"");
+        assert_eq!(
+            message("use", "utilize", false),
+            "use \"use\", not \"utilize\""
+        );
     }
 }
 

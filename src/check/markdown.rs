@@ -172,7 +172,8 @@ fn looks_like_yaml(block: &[u8]) -> bool {
         }
         if yaml_key_line(t) {
             keys += 1;
-        } else if keys == 0 || !(t[0] == b' ' || t[0] == b'\t' || t == b"-" || t.starts_with(b"- ")) {
+        } else if keys == 0 || !(t[0] == b' ' || t[0] == b'\t' || t == b"-" || t.starts_with(b"- "))
+        {
             return false;
         }
     }
@@ -734,7 +735,10 @@ mod tests {
         assert_eq!(md(t).matches("Github").count(), 1);
         let t = "---\n# c\ntitle: Github\ntags:\n- a\n  - b\n\"q k\": v\n...\nGithub\n";
         assert_eq!(md(t).matches("Github").count(), 1);
-        let far = format!("---\ntitle: x\n{}---\nGithub\n", "k: v\n".repeat(70_000 / 5));
+        let far = format!(
+            "---\ntitle: x\n{}---\nGithub\n",
+            "k: v\n".repeat(70_000 / 5)
+        );
         assert_eq!(md(&far).matches("Github").count(), 1);
         assert!(md(&far).contains("title"));
     }
@@ -745,7 +749,8 @@ mod tests {
         let m = md(t);
         assert!(m.starts_with("   "));
         assert_eq!(m.matches("Github").count(), 1);
-        let t = "\u{feff}<!-- kapi:begin -->\nGithub\n<!-- kapi:end -->\nGithub <!-- kapi off: x -->";
+        let t =
+            "\u{feff}<!-- kapi:begin -->\nGithub\n<!-- kapi:end -->\nGithub <!-- kapi off: x -->";
         let p = prose(t, FileKind::Markdown);
         assert_eq!(p.text.matches("Github").count(), 1);
         assert_eq!(&t[p.switches[0].start..p.switches[0].end], "");

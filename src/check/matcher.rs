@@ -560,7 +560,10 @@ mod tests {
         let mut r = rule("1", "GitHub", &["Github", "git hub"]);
         r.exact = true;
         let text = "Github GITHUB github git hub Git Hub";
-        assert_eq!(found(std::slice::from_ref(&r), text), ["1:1:Github", "1:22:git hub"]);
+        assert_eq!(
+            found(std::slice::from_ref(&r), text),
+            ["1:1:Github", "1:22:git hub"]
+        );
         let mut reject = rule("2", "", &["utilize"]);
         reject.exact = true;
         assert_eq!(found(&[reject.clone()], "Utilize utilize"), ["1:9:utilize"]);

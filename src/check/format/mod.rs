@@ -40,12 +40,21 @@ mod tests {
     fn a_rule_without_a_preferred_form_says_avoid_in_every_format() {
         let o = rejected(false);
         let human = super::human::render(&o);
-        assert!(human.starts_with("error[term]: avoid \"utilize\"\n"), "{human}");
-        assert!(!human.contains("help") && !human.contains("\"\""), "{human}");
+        assert!(
+            human.starts_with("error[term]: avoid \"utilize\"\n"),
+            "{human}"
+        );
+        assert!(
+            !human.contains("help") && !human.contains("\"\""),
+            "{human}"
+        );
         let json = super::json::render(&o);
         assert!(json.contains(r#""message": "avoid \"utilize\"""#), "{json}");
         let sarif = super::sarif::render(&o);
-        assert!(sarif.contains(r#""text": "Term rule: avoid \"utilize\"""#), "{sarif}");
+        assert!(
+            sarif.contains(r#""text": "Term rule: avoid \"utilize\"""#),
+            "{sarif}"
+        );
         assert!(!sarif.contains(r#"\"\""#), "{sarif}");
         let github = super::github::render(&o);
         assert!(github.contains("::avoid \"utilize\"\n"), "{github}");

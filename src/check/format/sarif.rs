@@ -49,7 +49,24 @@ fn uri(path: &str) -> String {
         for &b in segment.as_bytes() {
             // A `:` in the first segment would read as a scheme.
             let keep = b.is_ascii_alphanumeric()
-                || matches!(b, b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' | b'@')
+                || matches!(
+                    b,
+                    b'-' | b'.'
+                        | b'_'
+                        | b'~'
+                        | b'!'
+                        | b'$'
+                        | b'&'
+                        | b'\''
+                        | b'('
+                        | b')'
+                        | b'*'
+                        | b'+'
+                        | b','
+                        | b';'
+                        | b'='
+                        | b'@'
+                )
                 || (b == b':' && i > 0);
             if keep {
                 out.push(b as char);
