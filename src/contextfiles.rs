@@ -62,6 +62,11 @@ pub struct ImportedRule {
     pub id: Option<String>,
     /// The status column of a term list (established elsewhere).
     pub status: RuleStatus,
+    /// The avoided forms match only exactly as written, case included: Vale
+    /// substitution entries unless the style sets `ignorecase: true` (or the
+    /// key starts with `(?i)`), vocabulary `reject.txt` entries unless they
+    /// start with `(?i)`. Term-list rules are not exact.
+    pub exact: bool,
 }
 
 /// What one file held: its rules, and the entries that could not be read as
@@ -135,6 +140,7 @@ pub fn parse_term_list(text: &str) -> Result<ImportedFile, ParseError> {
             line: n,
             id: (!id.is_empty()).then(|| id.to_string()),
             status,
+            exact: false,
         });
     }
     Ok(file)
@@ -199,13 +205,16 @@ impl Vocabulary {
 
     /// As rules: each accepted form is a preferred form with no avoided
     /// forms (kapi derives variants elsewhere); each rejected form is an
-    /// avoided form with no preferred one.
+    /// avoided form with no preferred one, matched exactly as written unless
+    /// the entry starts with `(?i)`. An accepted entry starting with `(?i)`
+    /// gives no rule: Vale accepts it in any case, so no spelling of it is
+    /// wrong.
     pub fn rules(&self) -> ImportedFile {
         let mut file = ImportedFile {
             skipped: self.skipped.clone(),
             ..Default::default()
         };
-        for t in &self.accept {
+        for t in self.accept.iter().filter(|t| !t.ignore_case) {
             for f in &t.forms {
                 file.rules.push(ImportedRule {
                     preferred: Some(f.clone()),
@@ -213,6 +222,7 @@ impl Vocabulary {
                     line: t.line,
                     id: None,
                     status: RuleStatus::Established,
+                    exact: false,
                 });
             }
         }
@@ -223,6 +233,7 @@ impl Vocabulary {
                 line: t.line,
                 id: None,
                 status: RuleStatus::Established,
+                exact: !t.ignore_case,
             });
         }
         file
@@ -237,6 +248,7 @@ impl Vocabulary {
 pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
     let mut file = ImportedFile::default();
     let mut extends: Option<String> = None;
+    let mut ignorecase = false;
     let mut in_swap = false;
     let mut swap_indent: Option<usize> = None;
     for (n, raw) in numbered(text) {
@@ -251,6 +263,7 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
             let (key, value) = split_pair(line).ok_or_else(|| err(n, "expected `key: value`"))?;
             match key.as_str() {
                 "extends" => extends = Some(value.clone()),
+                "ignorecase" => ignorecase = value.eq_ignore_ascii_case("true"),
                 "swap" => {
                     if !value.is_empty() {
                         return Err(err(
@@ -281,7 +294,10 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
         }
         // Vale offers the first of several `|`-separated replacements.
         let preferred = value.split('|').next().unwrap_or("").trim().to_string();
-        let body = key.strip_prefix("(?i)").unwrap_or(&key);
+        let (key_ignores_case, body) = match key.strip_prefix("(?i)") {
+            Some(rest) => (true, rest),
+            None => (false, key.as_str()),
+        };
         match expand(body) {
             Ok(forms) => {
                 let avoided: Vec<String> = forms.into_iter().filter(|f| *f != preferred).collect();
@@ -295,10 +311,17 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
                         line: n,
                         id: None,
                         status: RuleStatus::Established,
+                        exact: !key_ignores_case,
                     });
                 }
             }
             Err(reason) => file.skipped.push((n, format!("{key:?}: {reason}"))),
+        }
+    }
+    // `ignorecase` may come after `swap`.
+    if ignorecase {
+        for r in &mut file.rules {
+            r.exact = false;
         }
     }
     match extends.as_deref() {
@@ -560,6 +583,19 @@ mod tests {
         assert_eq!(f.rules[2].preferred.as_deref(), Some("JavaScript"));
         assert_eq!(f.skipped.len(), 1);
         assert_eq!(f.skipped[0].0, 10);
+        assert!(f.rules.iter().all(|r| !r.exact), "ignorecase: true");
+        let exact = parse_vale_substitution(
+            "extends: substitution\nswap:\n  Github: GitHub\n  (?i)java ?script: JavaScript\nignorecase: false\n",
+        )
+        .unwrap();
+        assert!(exact.rules[0].exact);
+        assert!(!exact.rules[1].exact, "a (?i) key ignores case");
+        let late = parse_vale_substitution(
+            "extends: substitution\nswap:\n  Github: GitHub\nignorecase: true\n",
+        )
+        .unwrap();
+        assert!(!late.rules[0].exact);
+        assert!(!parse_term_list("1\testablished\tA\tb\n").unwrap().rules[0].exact);
         assert!(parse_vale_substitution("extends: existence\n").is_err());
         assert!(parse_vale_substitution("swap:\n  a: b\n").is_err());
     }
@@ -575,8 +611,13 @@ mod tests {
         assert!(v.accept[1].ignore_case);
         assert_eq!(v.skipped.len(), 1);
         let r = v.rules();
-        assert_eq!(r.rules.len(), 4);
-        assert_eq!(r.rules[3].preferred, None);
-        assert_eq!(r.rules[3].avoided, vec!["Quick cast"]);
+        // `(?i)[Gg]rafana` is accepted in any case: no rule.
+        assert_eq!(r.rules.len(), 2);
+        assert_eq!(r.rules[0].preferred.as_deref(), Some("Quickcast"));
+        assert_eq!(r.rules[1].preferred, None);
+        assert_eq!(r.rules[1].avoided, vec!["Quick cast"]);
+        assert!(r.rules[1].exact);
+        let ic = Vocabulary::parse(None, Some("(?i)utili[sz]e\n")).unwrap();
+        assert!(!ic.rules().rules[0].exact);
     }
 }

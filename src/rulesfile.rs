@@ -177,15 +177,56 @@ fn is_end(line: &str) -> bool {
     line.trim() == END
 }
 
+/// A fence opening or closing line (```` ``` ```` or `~~~`, indented at
+/// most three spaces): its character and length.
+fn fence(line: &str) -> Option<(char, usize)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    let body = &line[indent..];
+    let ch = body.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let run = body.len() - body.trim_start_matches(ch).len();
+    (indent <= 3 && run >= 3).then_some((ch, run))
+}
+
 /// The byte span of the block (from its opening marker's line start to the
 /// end of its closing marker's line, newline included), if there is one.
+/// Markers inside fenced code (an example of the block) are not markers; a
+/// byte order mark before the first line is kept outside the block.
 fn find_block(text: &str) -> Result<Option<(usize, usize)>, RulesFileError> {
     let mut open: Option<(usize, usize)> = None; // (line, byte start)
     let mut found: Option<(usize, usize, usize)> = None; // (line, start, end)
+    let mut in_fence: Option<(char, usize)> = None;
     let mut offset = 0;
     for (i, raw) in text.split_inclusive('\n').enumerate() {
-        let line = raw.trim_end_matches(['\n', '\r']);
+        let mut line = raw.trim_end_matches(['\n', '\r']);
+        let mut start = offset;
+        if i == 0
+            && let Some(rest) = line.strip_prefix('\u{feff}')
+        {
+            line = rest;
+            start += '\u{feff}'.len_utf8();
+        }
         let n = i + 1;
+        if open.is_none() {
+            match (in_fence, fence(line)) {
+                (None, Some(f)) => {
+                    in_fence = Some(f);
+                    offset += raw.len();
+                    continue;
+                }
+                (Some((ch, len)), Some((c, run)))
+                    if c == ch && run >= len && line.trim().chars().all(|x| x == ch) =>
+                {
+                    in_fence = None;
+                    offset += raw.len();
+                    continue;
+                }
+                (Some(_), _) => {
+                    offset += raw.len();
+                    continue;
+                }
+                _ => {}
+            }
+        }
         if is_begin(line) {
             if open.is_some() {
                 return Err(RulesFileError::NestedBegin { line: n });
@@ -193,7 +234,7 @@ fn find_block(text: &str) -> Result<Option<(usize, usize)>, RulesFileError> {
             if let Some((first, _, _)) = found {
                 return Err(RulesFileError::Duplicate { first, second: n });
             }
-            open = Some((n, offset));
+            open = Some((n, start));
         } else if is_end(line) {
             match open.take() {
                 Some((first, start)) => found = Some((first, start, offset + raw.len())),
@@ -321,6 +362,29 @@ mod tests {
         assert_eq!(
             refresh_block(Some(custom), "new").unwrap(),
             format!("top\n{BEGIN_LINE}\nnew\n{END}")
+        );
+    }
+
+    #[test]
+    fn markers_inside_fenced_code_are_examples() {
+        let before = format!(
+            "# Agents\n\n```markdown\n{BEGIN_LINE}\nexample\n{END}\n```\n\n~~~~\n{END}\n~~~~\n"
+        );
+        let after = refresh_block(Some(&before), "body").unwrap();
+        assert_eq!(after, format!("{before}\n{}", block("body")));
+        let framed = format!("{before}{BEGIN_LINE}\nold\n{END}\n");
+        assert_eq!(
+            refresh_block(Some(&framed), "new").unwrap(),
+            format!("{before}{}", block("new"))
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_kept_before_the_markers() {
+        let before = format!("\u{feff}{BEGIN_LINE}\nold\n{END}\nrest\n");
+        assert_eq!(
+            refresh_block(Some(&before), "new").unwrap(),
+            format!("\u{feff}{}rest\n", block("new"))
         );
     }
 

@@ -520,3 +520,60 @@ fn dash_c_runs_as_if_started_there() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(matched(&doc), ["sub/a.md:1:1:Github"]);
 }
+
+#[test]
+fn sarif_uris_are_percent_encoded() {
+    let env = Env::new();
+    env.write("my docs/50% off#1.md", "Quick cast\n");
+    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv", "--format", "sarif"]);
+    assert_eq!(code, 1, "{out}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let loc = &doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"];
+    assert_eq!(
+        loc["artifactLocation"]["uri"],
+        "my%20docs/50%25%20off%231.md"
+    );
+}
+
+#[test]
+fn vale_rule_sources_are_not_checked_as_prose() {
+    let env = Env::new();
+    env.write(
+        ".vale.ini",
+        "StylesPath = ci/vale\n\n[*.md]\nBasedOnStyles = Vale\n",
+    );
+    env.write("ci/vale/Custom/notes.txt", "Github\n");
+    env.write("ci/vale/config/vocabularies/Docs/reject.txt", "Github\n");
+    env.write("styles/Vocab/Base/accept.txt", "Github\n");
+    env.write("docs/a.md", "Github\n");
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 1);
+    assert_eq!(matched(&doc), ["docs/a.md:1:1:Github"]);
+    // A rule source named on the command line is still checked.
+    let (_, doc) = env.json(&[
+        "check",
+        "--rules",
+        "terms.tsv",
+        "styles/Vocab/Base/accept.txt",
+    ]);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn kapis_managed_block_in_agents_md_is_not_prose() {
+    let env = Env::new();
+    env.write(
+        "AGENTS.md",
+        "# Agents\n\n<!-- kapi:begin (managed by kapi: edits between these markers are replaced) -->\n## Project context (kapi)\n\n### Notes kept\n\n- Never write Github or Quick cast.\n<!-- kapi:end -->\n",
+    );
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(matched(&doc), Vec::<String>::new());
+    env.write(
+        "AGENTS.md",
+        "Use `<!-- vale off -->` to silence Vale.\n\nGithub\n",
+    );
+    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    assert_eq!(code, 1);
+    assert_eq!(matched(&doc), ["AGENTS.md:3:1:Github"]);
+}

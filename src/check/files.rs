@@ -56,11 +56,17 @@ pub enum Skip {
     Unreadable(String),
 }
 
-/// The `[check]` globs: which files are prose.
+/// The `[check]` globs: which files are prose. Rule sources are never
+/// prose: Vale vocabularies (`accept.txt` and `reject.txt` under a
+/// `vocabularies/` or `Vocab/` folder) and, with
+/// [`ProseFilter::with_vale_styles`], the folder `.vale.ini` names as its
+/// `StylesPath`.
 #[derive(Debug, Clone)]
 pub struct ProseFilter {
     prose: GlobSet,
     exclude: GlobSet,
+    /// Repository-relative folders holding rule sources (Vale's styles).
+    rule_dirs: Vec<String>,
 }
 
 fn globset(globs: &[String]) -> Result<GlobSet, FilesError> {
@@ -83,17 +89,80 @@ impl ProseFilter {
         Ok(ProseFilter {
             prose: globset(&cfg.prose_globs())?,
             exclude: globset(&cfg.exclude)?,
+            rule_dirs: Vec::new(),
         })
+    }
+
+    /// Also leave out the folder named by `StylesPath` in the `.vale.ini`
+    /// at the repository root `root`, if there is one.
+    pub fn with_vale_styles(mut self, root: Option<&Path>) -> Self {
+        if let Some(dir) = root
+            .and_then(|r| std::fs::read_to_string(r.join(".vale.ini")).ok())
+            .and_then(|ini| vale_styles_path(&ini))
+        {
+            self.rule_dirs.push(dir);
+        }
+        self
     }
 
     /// Whether a relative path (forward slashes) is prose.
     pub fn is_prose(&self, rel: &str) -> bool {
-        self.prose.is_match(rel) && !self.exclude.is_match(rel)
+        self.prose.is_match(rel) && !self.exclude.is_match(rel) && !self.is_rule_source(rel)
+    }
+
+    /// Whether a relative path is one of kapi's rule sources: a Vale
+    /// vocabulary file, or a file under Vale's styles folder.
+    pub fn is_rule_source(&self, rel: &str) -> bool {
+        let mut parts: Vec<&str> = rel.split('/').collect();
+        let name = parts.pop().unwrap_or("");
+        if matches!(name, "accept.txt" | "reject.txt")
+            && parts.iter().any(|d| matches!(*d, "vocabularies" | "Vocab"))
+        {
+            return true;
+        }
+        self.rule_dirs.iter().any(|d| {
+            rel.strip_prefix(d.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+        })
     }
 
     pub fn is_excluded(&self, rel: &str) -> bool {
         self.exclude.is_match(rel)
     }
+}
+
+/// The `StylesPath` of a `.vale.ini` (a core setting, before any section),
+/// as a repository-relative folder; `None` when absent, empty, or outside
+/// the repository (absolute, or climbing out with `..`).
+pub fn vale_styles_path(ini: &str) -> Option<String> {
+    for line in ini.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            break;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if key.trim() != "StylesPath" {
+            continue;
+        }
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        let mut parts: Vec<&str> = Vec::new();
+        for part in value.split(['/', '\\']) {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    parts.pop()?;
+                }
+                p => parts.push(p),
+            }
+        }
+        if value.starts_with('/') || value.contains(':') || parts.is_empty() {
+            return None;
+        }
+        return Some(parts.join("/"));
+    }
+    None
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, FilesError> {
@@ -397,6 +466,30 @@ mod tests {
         assert!(f.is_prose("notes.txt"));
         assert!(!f.is_prose("src/main.rs"));
         assert!(!f.is_prose("vendor/x/README.md"));
+    }
+
+    #[test]
+    fn vale_vocabularies_and_styles_are_not_prose() {
+        let f = ProseFilter::new(&CheckConfig::default()).unwrap();
+        assert!(!f.is_prose("styles/config/vocabularies/Docs/accept.txt"));
+        assert!(!f.is_prose(".github/styles/Vocab/Base/reject.txt"));
+        assert!(f.is_prose("vocabularies.txt"));
+        assert!(f.is_prose("docs/accept.txt"));
+        assert!(f.is_prose("vocabularies/notes.txt"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(".vale.ini"),
+            "MinAlertLevel = suggestion\nStylesPath = ./.github/styles/\n\n[*.md]\nStylesPath = other\n",
+        )
+        .unwrap();
+        let f = f.with_vale_styles(Some(dir.path()));
+        assert!(!f.is_prose(".github/styles/Custom/README.md"));
+        assert!(f.is_prose(".github/stylesheet.md"));
+        assert!(f.is_prose("other/a.md"));
+        assert_eq!(vale_styles_path("StylesPath = a/../b"), Some("b".into()));
+        assert_eq!(vale_styles_path("StylesPath = ../x"), None);
+        assert_eq!(vale_styles_path("StylesPath = /abs"), None);
+        assert_eq!(vale_styles_path("[*]\nStylesPath = x"), None);
     }
 
     #[test]

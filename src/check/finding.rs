@@ -50,14 +50,55 @@ impl Finding {
     }
 }
 
-/// The message for a finding of a rule.
-pub fn message(preferred: &str, matched: &str, suggested: bool) -> String {
-    if suggested {
-        format!(
-            "Suggested rule about \"{preferred}\", not yet established: write \"{preferred}\", not \"{matched}\""
-        )
+/// What to do about a finding: `use "X", not "Y"`, or `avoid "Y"` for a
+/// rule with no preferred form (a rejected term).
+pub fn advice(preferred: &str, matched: &str) -> String {
+    if preferred.is_empty() {
+        format!("avoid \"{matched}\"")
     } else {
         format!("use \"{preferred}\", not \"{matched}\"")
+    }
+}
+
+/// How a suggested rule is named: `Suggested rule about "X", not yet
+/// established` (or `Suggested rule, not yet established` without a
+/// preferred form).
+pub fn suggested_note(preferred: &str) -> String {
+    if preferred.is_empty() {
+        "Suggested rule, not yet established".to_string()
+    } else {
+        format!("Suggested rule about \"{preferred}\", not yet established")
+    }
+}
+
+/// The message for a finding of a rule.
+pub fn message(preferred: &str, matched: &str, suggested: bool) -> String {
+    if !suggested {
+        return advice(preferred, matched);
+    }
+    let what = if preferred.is_empty() {
+        format!("avoid \"{matched}\"")
+    } else {
+        format!("write \"{preferred}\", not \"{matched}\"")
+    };
+    format!("{}: {what}", suggested_note(preferred))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rule_without_a_preferred_form_says_avoid() {
+        assert_eq!(message("", "utilize", false), "avoid \"utilize\"");
+        assert_eq!(
+            message("", "utilize", true),
+            "Suggested rule, not yet established: avoid \"utilize\""
+        );
+        assert_eq!(
+            message("use", "utilize", false),
+            "use \"use\", not \"utilize\""
+        );
     }
 }
 

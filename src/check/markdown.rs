@@ -55,15 +55,28 @@ pub struct Prose {
 pub fn prose(text: &str, kind: FileKind) -> Prose {
     let mut m = text.as_bytes().to_vec();
     let mut switches = Vec::new();
+    // A UTF-8 byte order mark is not prose, and what follows it is read as
+    // the file's start (front matter, markers).
+    let bom = if m.starts_with(BOM) {
+        blank(&mut m, 0, BOM.len());
+        BOM.len()
+    } else {
+        0
+    };
+    let body = &mut m[bom..];
     match kind {
         FileKind::Markdown => {
-            front_matter(&mut m);
-            blocks(&mut m);
-            switches = comments(&mut m);
-            inline_code(&mut m);
-            inline(&mut m, true);
+            front_matter(body);
+            blocks(body);
+            managed_block(body);
+            switches = code_and_comments(body);
+            inline(body, true);
         }
-        FileKind::Text => inline(&mut m, false),
+        FileKind::Text => inline(body, false),
+    }
+    for s in &mut switches {
+        s.start += bom;
+        s.end += bom;
     }
     // Every masked range starts and ends at an ASCII byte (or a line end), so
     // whole characters are replaced and the bytes stay UTF-8.
@@ -102,27 +115,111 @@ fn lines(m: &[u8]) -> Vec<(usize, usize, usize)> {
     out
 }
 
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Front matter is looked for only this far into a file.
+const FRONT_MATTER_MAX_BYTES: usize = 64 * 1024;
+
+/// YAML front matter: a first line that is exactly `---`, a closing `---` or
+/// `...` line starting within the first 64 KiB, and between them lines that
+/// read as YAML keys (`key: value`). A thematic break followed by prose is
+/// not front matter. TOML front matter: between `+++` lines.
 fn front_matter(m: &mut [u8]) {
-    let delim: &[u8] = if m.starts_with(b"---") {
-        b"---"
-    } else if m.starts_with(b"+++") {
-        b"+++"
+    if !(m.starts_with(b"---") || m.starts_with(b"+++")) {
+        return;
+    }
+    let ls: Vec<_> = lines(m)
+        .into_iter()
+        .take_while(|&(s, _, _)| s < FRONT_MATTER_MAX_BYTES)
+        .collect();
+    let Some(&(s0, e0, body_start)) = ls.first() else {
+        return;
+    };
+    let first = &m[s0..e0];
+    let yaml = if first == b"---" {
+        true
+    } else if trim_end(first) == b"+++" {
+        false
     } else {
         return;
     };
-    let ls = lines(m);
-    let Some(&(s0, e0, _)) = ls.first() else {
-        return;
-    };
-    if trim_end(&m[s0..e0]) != delim {
-        return;
-    }
     for &(s, e, next) in ls.iter().skip(1) {
-        if trim_end(&m[s..e]) == delim {
-            blank(m, 0, next);
+        let line = &m[s..e];
+        let closes = if yaml {
+            line == b"---" || line == b"..."
+        } else {
+            trim_end(line) == b"+++"
+        };
+        if closes {
+            if !yaml || looks_like_yaml(&m[body_start..s]) {
+                blank(m, 0, next);
+            }
             return;
         }
     }
+}
+
+/// Whether a block reads as a YAML mapping: its first line that is neither
+/// blank nor a comment is a `key:` line, and so is every other unindented
+/// line (except `- ` sequence items and comments).
+fn looks_like_yaml(block: &[u8]) -> bool {
+    let mut keys = 0;
+    for (s, e, _) in lines(block) {
+        let line = &block[s..e];
+        let t = trim_end(line);
+        if t.is_empty() || t[0] == b'#' {
+            continue;
+        }
+        if yaml_key_line(t) {
+            keys += 1;
+        } else if keys == 0 || !(t[0] == b' ' || t[0] == b'\t' || t == b"-" || t.starts_with(b"- "))
+        {
+            return false;
+        }
+    }
+    keys > 0
+}
+
+/// `key:` or `key: value`, the key a quoted string or a run without blanks.
+fn yaml_key_line(t: &[u8]) -> bool {
+    let colon = match t[0] {
+        q @ (b'"' | b'\'') => match t[1..].iter().position(|&c| c == q) {
+            Some(p) if t.get(p + 2) == Some(&b':') => p + 2,
+            _ => return false,
+        },
+        _ => match t.iter().position(|&c| c == b':') {
+            Some(p) if p > 0 && !t[..p].iter().any(|&c| c == b' ' || c == b'\t') => p,
+            _ => return false,
+        },
+    };
+    matches!(t.get(colon + 1), None | Some(b' ' | b'\t'))
+}
+
+/// kapi's managed block in a rules file (AGENTS.md, CLAUDE.md): from a line
+/// starting with the begin marker through the end marker line. It lists the
+/// rules and notes in force, written by kapi; it is not the project's prose.
+/// Markers inside fenced code (already masked) do not count; a begin marker
+/// never closed masks nothing.
+fn managed_block(m: &mut [u8]) {
+    let begin = crate::rulesfile::BEGIN.as_bytes();
+    let end = crate::rulesfile::END.as_bytes();
+    let mut open: Option<usize> = None;
+    for (s, e, next) in lines(m) {
+        let line = trim_start(&m[s..e]);
+        match open {
+            None if line.starts_with(begin) => open = Some(s),
+            Some(from) if trim_end(line) == end => {
+                blank(m, from, next);
+                open = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn trim_start(b: &[u8]) -> &[u8] {
+    let n = b.iter().take_while(|&&c| c == b' ' || c == b'\t').count();
+    &b[n..]
 }
 
 fn trim_end(b: &[u8]) -> &[u8] {
@@ -280,23 +377,43 @@ fn switch_event(comment: &str) -> Option<Event> {
     }
 }
 
-/// HTML comments: masked, and read for switches.
-fn comments(m: &mut [u8]) -> Vec<Switch> {
+/// Inline code spans and HTML comments, in one pass from left to right:
+/// whichever opens first wins (as in CommonMark), so a comment written
+/// inside code is code (`` `<!-- vale off -->` `` switches nothing off), and
+/// a backtick inside a comment is part of the comment. Comments are masked
+/// and read for switches.
+fn code_and_comments(m: &mut [u8]) -> Vec<Switch> {
     let mut events: Vec<(usize, usize, Event)> = Vec::new();
     let mut i = 0;
-    while let Some(p) = find(m, b"<!--", i) {
-        let end = match find(m, b"-->", p + 4) {
+    while let Some(p) = memchr::memchr2(b'`', b'<', &m[i..]) {
+        let at = i + p;
+        if m[at] == b'`' {
+            let j = run_end(m, at, b'`');
+            match code_span_end(m, j, j - at) {
+                Some(end) => {
+                    blank(m, at, end);
+                    i = end;
+                }
+                None => i = j,
+            }
+            continue;
+        }
+        if !m[at..].starts_with(b"<!--") {
+            i = at + 1;
+            continue;
+        }
+        let end = match find(m, b"-->", at + 4) {
             Some(q) => q + 3,
             None => m.len(),
         };
-        let inner_end = end.saturating_sub(3).max(p + 4);
-        if let Some(ev) = std::str::from_utf8(&m[p + 4..inner_end])
+        let inner_end = end.saturating_sub(3).max(at + 4);
+        if let Some(ev) = std::str::from_utf8(&m[at + 4..inner_end])
             .ok()
             .and_then(switch_event)
         {
-            events.push((p, end, ev));
+            events.push((at, end, ev));
         }
-        blank(m, p, end);
+        blank(m, at, end);
         i = end;
     }
     let mut switches = Vec::new();
@@ -370,41 +487,26 @@ fn blank_line_at(m: &[u8], start: usize) -> bool {
         .all(|&c| matches!(c, b' ' | b'\t' | b'\r'))
 }
 
-/// Inline code spans: a run of backticks closed by a run of the same length,
-/// within one paragraph.
-fn inline_code(m: &mut [u8]) {
-    let mut i = 0;
-    while let Some(p) = memchr::memchr(b'`', &m[i..]) {
-        let open = i + p;
-        let j = run_end(m, open, b'`');
-        let run = j - open;
-        // A closing run of exactly `run` backticks before a blank line.
-        let mut k = j;
-        let mut closed = None;
-        while let Some(q) = memchr::memchr2(b'`', b'\n', &m[k..]) {
-            let q = k + q;
-            if m[q] == b'\n' {
-                if blank_line_at(m, q + 1) {
-                    break;
-                }
-                k = q + 1;
-                continue;
+/// The end of the inline code span whose opening run of `run` backticks
+/// ends at `j`: a closing run of exactly `run` backticks before a blank line.
+fn code_span_end(m: &[u8], j: usize, run: usize) -> Option<usize> {
+    let mut k = j;
+    while let Some(q) = memchr::memchr2(b'`', b'\n', &m[k..]) {
+        let q = k + q;
+        if m[q] == b'\n' {
+            if blank_line_at(m, q + 1) {
+                return None;
             }
-            let e = run_end(m, q, b'`');
-            if e - q == run {
-                closed = Some(e);
-                break;
-            }
-            k = e;
+            k = q + 1;
+            continue;
         }
-        match closed {
-            Some(end) => {
-                blank(m, open, end);
-                i = end;
-            }
-            None => i = j,
+        let e = run_end(m, q, b'`');
+        if e - q == run {
+            return Some(e);
         }
+        k = e;
     }
+    None
 }
 
 fn is_word_byte(b: u8) -> bool {
@@ -594,6 +696,65 @@ mod tests {
         let s = &p.switches[0];
         assert_eq!(s.selectors, vec!["Quickcast".to_string()]);
         assert_eq!(&t[s.start..s.end], "x");
+    }
+
+    #[test]
+    fn kapis_managed_block_is_not_prose() {
+        let t = "Github\n<!-- kapi:begin (managed by kapi) -->\n- Write **GitHub**, not `Github`\n- Never write Github in titles.\n<!-- kapi:end -->\nGithub\n";
+        assert_eq!(md(t).matches("Github").count(), 2);
+        assert!(!md(t).contains("Never"));
+        // A marker in a fenced example opens no block; an unclosed one masks
+        // nothing past its own line.
+        let f = "```\n<!-- kapi:begin -->\n```\nGithub\n<!-- kapi:end -->\n";
+        assert_eq!(md(f).matches("Github").count(), 1);
+        let u = "<!-- kapi:begin -->\nGithub\n";
+        assert_eq!(md(u).matches("Github").count(), 1);
+        // Plain text files hold no managed block.
+        let p = prose(t, FileKind::Text);
+        assert_eq!(p.text.matches("Github").count(), 4);
+    }
+
+    #[test]
+    fn comments_inside_inline_code_are_code() {
+        let t = "Use `<!-- vale off -->` to silence Vale. Github\n\nGithub\n";
+        assert_eq!(md(t).matches("Github").count(), 2);
+        let t = "Comments start with `<!--`. Github\n\nGithub `-->` Github\n";
+        assert_eq!(md(t).matches("Github").count(), 3);
+        // A backtick inside a comment stays in the comment.
+        let t = "<!-- it's ` here -->Github ` x\n";
+        assert_eq!(md(t).matches("Github").count(), 1);
+        let p = prose("a `<!-- kapi off: GitHub -->` Github", FileKind::Markdown);
+        assert!(p.switches.is_empty());
+    }
+
+    #[test]
+    fn a_thematic_break_is_not_front_matter() {
+        let t = "---\nGithub is great, really.\n---\nGithub\n";
+        assert_eq!(md(t).matches("Github").count(), 2);
+        let t = "--- \ntitle: Github\n---\n";
+        assert_eq!(md(t).matches("Github").count(), 1);
+        let t = "---\n# c\ntitle: Github\ntags:\n- a\n  - b\n\"q k\": v\n...\nGithub\n";
+        assert_eq!(md(t).matches("Github").count(), 1);
+        let far = format!(
+            "---\ntitle: x\n{}---\nGithub\n",
+            "k: v\n".repeat(70_000 / 5)
+        );
+        assert_eq!(md(&far).matches("Github").count(), 1);
+        assert!(md(&far).contains("title"));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_stripped_before_front_matter_and_markers() {
+        let t = "\u{feff}---\ntitle: Github\n---\nGithub\n";
+        let m = md(t);
+        assert!(m.starts_with("   "));
+        assert_eq!(m.matches("Github").count(), 1);
+        let t =
+            "\u{feff}<!-- kapi:begin -->\nGithub\n<!-- kapi:end -->\nGithub <!-- kapi off: x -->";
+        let p = prose(t, FileKind::Markdown);
+        assert_eq!(p.text.matches("Github").count(), 1);
+        assert_eq!(&t[p.switches[0].start..p.switches[0].end], "");
+        assert_eq!(p.switches[0].start, t.len());
     }
 
     #[test]

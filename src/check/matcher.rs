@@ -1,8 +1,9 @@
 //! One automaton over every form of every rule.
 //!
 //! Matching is on word boundaries (Unicode aware) and case-insensitive,
-//! except that an avoided form differing from its preferred form only in case
-//! matches exactly as written: the rule preferring "OpenTelemetry" and
+//! except that every avoided form of an `exact` rule (an imported Vale rule
+//! that does not ignore case), and an avoided form differing from its
+//! preferred form only in case, match exactly as written: the rule preferring "OpenTelemetry" and
 //! avoiding "opentelemetry" fires on "opentelemetry" only, never on
 //! "OpenTelemetry" or "Opentelemetry" (unless that is listed too).
 //!
@@ -78,7 +79,20 @@ pub fn fold(text: &str) -> String {
 }
 
 fn is_word(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
+    c.is_alphanumeric() || c == '_' || is_combining_mark(c)
+}
+
+/// The common combining marks (Unicode general category M): a decomposed
+/// `café` (`e` and U+0301) is one word, so it does not match `cafe`.
+fn is_combining_mark(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0300}'..='\u{036F}'
+            | '\u{1AB0}'..='\u{1AFF}'
+            | '\u{1DC0}'..='\u{1DFF}'
+            | '\u{20D0}'..='\u{20FF}'
+            | '\u{FE20}'..='\u{FE2F}'
+    )
 }
 
 fn is_joiner(c: char) -> bool {
@@ -227,7 +241,7 @@ impl Matcher {
                     continue;
                 }
                 let key = fold(form);
-                let exact = key == folded_preferred;
+                let exact = rule.exact || key == folded_preferred;
                 let entry = Entry {
                     rule: r as u32,
                     form: form.into(),
@@ -335,7 +349,9 @@ impl Matcher {
                     1
                 } else if written == self.rules[rule].preferred.trim() {
                     0
-                } else if self.every_preferred {
+                } else if self.every_preferred && !self.rules[rule].exact {
+                    // Case matters to an exact rule: its preferred form
+                    // counts only as written.
                     2
                 } else {
                     // Only the preferred form as written stands against the
@@ -502,6 +518,7 @@ mod tests {
             avoided: avoided.iter().map(|s| s.to_string()).collect(),
             suggested: false,
             advisory: false,
+            exact: false,
         }
     }
 
@@ -539,6 +556,27 @@ mod tests {
     }
 
     #[test]
+    fn exact_rules_match_every_avoided_form_as_written() {
+        let mut r = rule("1", "GitHub", &["Github", "git hub"]);
+        r.exact = true;
+        let text = "Github GITHUB github git hub Git Hub";
+        assert_eq!(
+            found(std::slice::from_ref(&r), text),
+            ["1:1:Github", "1:22:git hub"]
+        );
+        let mut reject = rule("2", "", &["utilize"]);
+        reject.exact = true;
+        assert_eq!(found(&[reject.clone()], "Utilize utilize"), ["1:9:utilize"]);
+        let m = Matcher::for_usage(&[r, reject]).unwrap();
+        let used = crate::check::usage::count(&m, text, FileKind::Text);
+        assert_eq!(
+            (used[0].preferred, used[0].avoided),
+            (0, 2),
+            "GITHUB and github are neither avoided nor preferred as written"
+        );
+    }
+
+    #[test]
     fn word_boundaries_paths_and_domains() {
         let r = [rule("4", "GitHub", &["github", "Github"])];
         assert!(
@@ -561,6 +599,16 @@ mod tests {
             found(&r, "éStrasse strasse ÜBER BLICK"),
             ["1:10:strasse", "1:18:ÜBER BLICK"]
         );
+    }
+
+    #[test]
+    fn combining_marks_continue_a_word() {
+        let r = [rule("6", "café", &["cafe"])];
+        assert!(found(&r, "cafe\u{301} and cafe\u{0301}s").is_empty());
+        assert_eq!(found(&r, "a cafe here"), ["1:3:cafe"]);
+        let r = [rule("7", "x", &["e\u{301}t"])];
+        assert!(found(&r, "ae\u{301}t").is_empty());
+        assert!(is_combining_mark('\u{20D7}') && !is_combining_mark('a'));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 /// One rule handed to the matcher. The log's fold (or a `--rules` term list)
 /// builds these; the checker never derives variants itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckRule {
     /// The rule's operation id (24 characters), or `terms.tsv:3` for a rule
     /// read from a term list (the file's name and the rule's line).
@@ -16,6 +16,11 @@ pub struct CheckRule {
     pub suggested: bool,
     /// Established but advisory: findings report and do not fail.
     pub advisory: bool,
+    /// Every avoided form matches only exactly as written (case included),
+    /// as Vale matches an imported substitution or `reject.txt` entry that
+    /// does not ignore case. Otherwise only avoided forms differing from the
+    /// preferred form in case alone match as written.
+    pub exact: bool,
 }
 
 impl CheckRule {
@@ -49,6 +54,7 @@ mod tests {
             avoided: vec!["Quick cast".into()],
             suggested: false,
             advisory: false,
+            exact: false,
         }
     }
 

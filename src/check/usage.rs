@@ -42,6 +42,7 @@ mod tests {
             avoided: vec!["github".into(), "Git Hub".into()],
             suggested: true,
             advisory: false,
+            exact: false,
         }];
         let m = Matcher::for_usage(&rules).unwrap();
         let t = "GitHub and GITHUB, git hub, github `github` https://github.com";

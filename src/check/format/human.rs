@@ -1,5 +1,6 @@
 //! For people, in rustc's style.
 
+use crate::check::finding::{advice, suggested_note};
 use crate::check::{Finding, Outcome, Severity, Summary};
 
 /// One finding as a rustc-style diagnostic.
@@ -15,18 +16,18 @@ pub fn finding(f: &Finding) -> String {
     let before = " ".repeat(before);
     let carets = "^".repeat(f.matched.chars().count().max(1));
     let mut s = format!(
-        "{head}: use \"{p}\", not \"{m}\"\n{pad}--> {path}:{line}:{col}\n{pad} |\n{num} | {shown}\n{pad} | {before}{carets}\n{pad} = help: write \"{p}\"\n",
-        p = f.preferred,
-        m = f.matched,
+        "{head}: {advice}\n{pad}--> {path}:{line}:{col}\n{pad} |\n{num} | {shown}\n{pad} | {before}{carets}\n",
+        advice = advice(&f.preferred, &f.matched),
         path = f.path,
         line = f.line,
         col = f.column,
     );
+    // A rule with no preferred form (a rejected term) has nothing to write.
+    if !f.preferred.is_empty() {
+        s.push_str(&format!("{pad} = help: write \"{}\"\n", f.preferred));
+    }
     if f.suggested {
-        s.push_str(&format!(
-            "{pad} = note: Suggested rule about \"{}\", not yet established\n",
-            f.preferred
-        ));
+        s.push_str(&format!("{pad} = note: {}\n", suggested_note(&f.preferred)));
     } else if !f.fails {
         s.push_str(&format!(
             "{pad} = note: the rule is advisory: this does not fail the check\n"

@@ -14,3 +14,55 @@ pub enum Format {
     Sarif,
     Github,
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::check::{CheckRule, FileKind, Matcher, Outcome};
+
+    fn rejected(suggested: bool) -> Outcome {
+        let rule = CheckRule {
+            id: "r".into(),
+            preferred: String::new(),
+            avoided: vec!["utilize".into()],
+            suggested,
+            advisory: false,
+            exact: false,
+        };
+        let m = Matcher::new(&[rule]).unwrap();
+        Outcome {
+            findings: m.check("a.md", "We utilize it.\n", FileKind::Markdown),
+            files: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_rule_without_a_preferred_form_says_avoid_in_every_format() {
+        let o = rejected(false);
+        let human = super::human::render(&o);
+        assert!(
+            human.starts_with("error[term]: avoid \"utilize\"\n"),
+            "{human}"
+        );
+        assert!(
+            !human.contains("help") && !human.contains("\"\""),
+            "{human}"
+        );
+        let json = super::json::render(&o);
+        assert!(json.contains(r#""message": "avoid \"utilize\"""#), "{json}");
+        let sarif = super::sarif::render(&o);
+        assert!(
+            sarif.contains(r#""text": "Term rule: avoid \"utilize\"""#),
+            "{sarif}"
+        );
+        assert!(!sarif.contains(r#"\"\""#), "{sarif}");
+        let github = super::github::render(&o);
+        assert!(github.contains("::avoid \"utilize\"\n"), "{github}");
+        let human = super::human::render(&rejected(true));
+        assert!(
+            human.contains("= note: Suggested rule, not yet established\n"),
+            "{human}"
+        );
+        assert!(!human.contains("\"\""), "{human}");
+    }
+}

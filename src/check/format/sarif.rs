@@ -36,6 +36,58 @@ fn fingerprint(f: &Finding) -> String {
         .collect()
 }
 
+/// A relative path as a URI reference (RFC 3986): each segment
+/// percent-encoded, keeping the unreserved characters, the sub-delimiters
+/// other than those a path could misread, `:` and `@`, and `/` between
+/// segments.
+fn uri(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for &b in segment.as_bytes() {
+            // A `:` in the first segment would read as a scheme.
+            let keep = b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'-' | b'.'
+                        | b'_'
+                        | b'~'
+                        | b'!'
+                        | b'$'
+                        | b'&'
+                        | b'\''
+                        | b'('
+                        | b')'
+                        | b'*'
+                        | b'+'
+                        | b','
+                        | b';'
+                        | b'='
+                        | b'@'
+                )
+                || (b == b':' && i > 0);
+            if keep {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
+}
+
+/// `Term rule: write "X"`, or `Term rule: avoid "Y"` for a rule with no
+/// preferred form (named by the form its first finding matched).
+fn short_description(what: &str, f: &Finding) -> String {
+    if f.preferred.is_empty() {
+        format!("{what}: avoid \"{}\"", f.matched)
+    } else {
+        format!("{what}: write \"{}\"", f.preferred)
+    }
+}
+
 pub fn render(outcome: &Outcome) -> String {
     // One rule entry per rule with findings, in order of first appearance.
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
@@ -53,7 +105,7 @@ pub fn render(outcome: &Outcome) -> String {
         rules.push(json!({
             "id": f.rule,
             "name": "term",
-            "shortDescription": { "text": format!("{what}: write \"{}\"", f.preferred) },
+            "shortDescription": { "text": short_description(what, f) },
             "defaultConfiguration": { "level": level(f.severity) },
             "properties": { "tags": ["terminology"] },
         }));
@@ -73,7 +125,7 @@ pub fn render(outcome: &Outcome) -> String {
                 "message": { "text": f.message },
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": { "uri": f.path },
+                        "artifactLocation": { "uri": uri(&f.path) },
                         "region": {
                             "startLine": f.line,
                             "startColumn": f.column,
@@ -103,4 +155,17 @@ pub fn render(outcome: &Outcome) -> String {
     let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri;
+
+    #[test]
+    fn uris_are_percent_encoded_per_segment() {
+        assert_eq!(uri("docs/a.md"), "docs/a.md");
+        assert_eq!(uri("my docs/50% off#1.md"), "my%20docs/50%25%20off%231.md");
+        assert_eq!(uri("a?b[c]/d:e/é.md"), "a%3Fb%5Bc%5D/d:e/%C3%A9.md");
+        assert_eq!(uri("c:x.md"), "c%3Ax.md");
+    }
 }

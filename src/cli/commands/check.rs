@@ -67,7 +67,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Some(r) => Config::load(r).map_err(|e| CliError::usage(e.to_string()))?,
         None => Config::default(),
     };
-    let filter = ProseFilter::new(&config.check).map_err(files_error)?;
+    let filter = ProseFilter::new(&config.check)
+        .map_err(files_error)?
+        .with_vale_styles(root.as_deref());
 
     // The log: rules in force now, each with the scope it holds in.
     let session = match &root {
@@ -241,6 +243,8 @@ fn rules_from_log(session: &Session, ledger: &Ledger) -> Vec<(CheckRule, Option<
                 avoided: r.avoided,
                 suggested: r.suggested,
                 advisory: r.advisory,
+                // The lead wires the log's value.
+                exact: false,
             };
             (rule, Some(r.scope))
         })
@@ -317,6 +321,7 @@ fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, CliEr
             avoided: r.avoided,
             suggested: matches!(r.status, RuleStatus::Suggested | RuleStatus::Contested),
             advisory: r.status == RuleStatus::Advisory,
+            exact: r.exact,
         })
         .collect())
 }
