@@ -619,3 +619,20 @@ fn a_broken_context_section_warns_but_does_not_change_the_verdict() {
     assert_eq!(code, 0, "{doc}");
     assert!(doc["warnings"].to_string().contains("missing.tsv"), "{doc}");
 }
+
+#[test]
+fn vale_rules_imported_into_the_log_match_case_as_vale_does() {
+    let repo = Repo::new();
+    repo.write(".vale.ini", "StylesPath = styles\n");
+    repo.write(
+        "styles/Acme/Terms.yml",
+        "extends: substitution\nmessage: x\nswap:\n  US: United States\n",
+    );
+    repo.write("a.md", "Tell us about the US market.\n");
+    repo.kapi(&["store", "import"]).ok();
+    let (code, doc) = check_json(&repo, &["a.md"]);
+    assert_eq!(code, 1, "{doc}");
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "only the capitalised US: {doc}");
+    assert_eq!(findings[0]["matched"], "US");
+}

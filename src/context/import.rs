@@ -209,6 +209,7 @@ fn entries(parsed: &ImportedFile) -> Vec<TermEntry> {
             avoid,
             advisory: rule.status == RuleStatus::Advisory,
             suggested: matches!(rule.status, RuleStatus::Suggested | RuleStatus::Contested),
+            exact: rule.exact,
         });
     }
     out

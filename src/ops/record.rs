@@ -235,6 +235,10 @@ pub struct TermEntry {
     /// The file declares it a suggestion: it advises.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suggested: bool,
+    /// Every avoided form matches only as written (a case-sensitive source,
+    /// such as a Vale substitution without `ignorecase`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
 }
 
 impl Subject {

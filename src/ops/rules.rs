@@ -20,6 +20,8 @@ pub struct TermRule {
     /// Advises only: suggested, contested, or declared a suggestion by its file.
     pub suggested: bool,
     pub advisory: bool,
+    /// Every avoided form matches only as written.
+    pub exact: bool,
     pub scope: Scope,
 }
 
@@ -53,6 +55,7 @@ impl Ledger {
                     status: state.status,
                     suggested: advises,
                     advisory: state.advisory,
+                    exact: false,
                     scope: state.scope.clone(),
                 }),
                 Some(Subject::Terms { terms }) => {
@@ -65,6 +68,7 @@ impl Ledger {
                             status: state.status,
                             suggested: advises || t.suggested,
                             advisory: state.advisory || t.advisory,
+                            exact: t.exact,
                             scope: state.scope.clone(),
                         });
                     }

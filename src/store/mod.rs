@@ -491,8 +491,13 @@ fn with_delta_cache(repo: &mut gix::Repository) {
 }
 
 /// Inflate and parse segments on every core: decoding is most of a read.
-fn parse_segments(repo: &gix::Repository, segments: Vec<tree::Segment>) -> Result<Loaded, StoreError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+fn parse_segments(
+    repo: &gix::Repository,
+    segments: Vec<tree::Segment>,
+) -> Result<Loaded, StoreError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
     // Each segment is one run of records sorted by id.
     type Runs = (Vec<Vec<Record>>, Vec<Problem>);
     let parse = |repo: &gix::Repository, part: &[tree::Segment]| -> Result<Runs, StoreError> {
@@ -505,7 +510,9 @@ fn parse_segments(repo: &gix::Repository, segments: Vec<tree::Segment>) -> Resul
             if size > segment::MAX_SEGMENT_BYTES as u64 {
                 problems.push(Problem {
                     location: s.location.clone(),
-                    error: EntryError::OversizedSegment { bytes: size as usize },
+                    error: EntryError::OversizedSegment {
+                        bytes: size as usize,
+                    },
                 });
                 continue;
             }
@@ -537,7 +544,10 @@ fn parse_segments(repo: &gix::Repository, segments: Vec<tree::Segment>) -> Resul
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("a reader thread panicked")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a reader thread panicked"))
+                .collect()
         });
         let (mut runs, mut problems) = (Vec::new(), Vec::new());
         for part in parts {
@@ -547,7 +557,10 @@ fn parse_segments(repo: &gix::Repository, segments: Vec<tree::Segment>) -> Resul
         }
         (runs, problems)
     };
-    Ok(Loaded { records: merge_runs(runs), problems })
+    Ok(Loaded {
+        records: merge_runs(runs),
+        problems,
+    })
 }
 
 /// Merge sorted runs into one sorted list, moving each record once.

@@ -243,8 +243,7 @@ fn rules_from_log(session: &Session, ledger: &Ledger) -> Vec<(CheckRule, Option<
                 avoided: r.avoided,
                 suggested: r.suggested,
                 advisory: r.advisory,
-                // The lead wires the log's value.
-                exact: false,
+                exact: r.exact,
             };
             (rule, Some(r.scope))
         })
