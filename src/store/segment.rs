@@ -136,19 +136,14 @@ fn parse_capped(
         });
         return;
     }
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        problems.push(Problem {
-            location: origin.to_owned(),
-            error: EntryError::NotUtf8,
-        });
-        return;
-    };
-    for (n, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+    // Lines are split on bytes; each line's JSON parser checks its UTF-8.
+    for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         let location = || format!("{origin} line {}", n + 1);
-        match Record::from_untrusted(line.as_bytes()) {
+        match Record::from_untrusted(line) {
             Ok(record) => {
                 let found = shard(&record.id);
                 if let Some(exp) = expected
