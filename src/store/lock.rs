@@ -11,8 +11,18 @@ pub struct Lock {
 }
 
 impl Lock {
+    /// The commit lock: held while a ref moves.
     pub fn acquire(kapi_dir: &Path) -> Result<Self, StoreError> {
-        let path = kapi_dir.join("lock");
+        Self::acquire_named(kapi_dir, "lock")
+    }
+
+    /// The journal lock: held while ids are minted and journal lines written.
+    pub fn journal(kapi_dir: &Path) -> Result<Self, StoreError> {
+        Self::acquire_named(kapi_dir, "journal.lock")
+    }
+
+    fn acquire_named(kapi_dir: &Path, name: &str) -> Result<Self, StoreError> {
+        let path = kapi_dir.join(name);
         let open = || {
             OpenOptions::new()
                 .create(true)

@@ -9,6 +9,7 @@
 //! is the union of their trees. Everything read from a ref is untrusted:
 //! bad operations are reported by name and skipped, never hiding the rest.
 
+mod journal;
 mod lock;
 pub mod segment;
 mod tree;
@@ -207,8 +208,10 @@ impl Store {
         self.load_refs(&[which])
     }
 
-    /// Read both logs: what the fold reads.
+    /// Read both logs: what the fold reads. Lines a crashed writer left in
+    /// the journal are committed first (when the repository is writable).
     pub fn load_all(&self) -> Result<Loaded, StoreError> {
+        let _ = self.flush();
         self.load_refs(&[LogRef::Shared, LogRef::Local])
     }
 
@@ -268,16 +271,21 @@ impl Store {
         if templates.is_empty() {
             return Ok(Vec::new());
         }
-        let _lock = lock::Lock::acquire(&self.kapi_dir())?;
-        const ATTEMPTS: usize = 8;
-        for _ in 0..ATTEMPTS {
-            // Mint against the tips as they are now: a retry after a lost race
-            // mints again, so ids never sort before what the winner wrote.
+        let dir = self.kapi_dir();
+        // 1. Mint past every id the log and the journal hold, and journal
+        //    the lines: a short critical section that writes no git object.
+        let records = {
+            let _journal = lock::Lock::journal(&dir)?;
+            let pending = journal::read(&dir)?;
+            let journaled = segment::lines(&pending)
+                .iter()
+                .filter_map(|l| segment::line_id(l).and_then(|id| OpId::parse(id).ok()))
+                .max();
             let shared = self.tip(LogRef::Shared)?;
             let local = self.tip(LogRef::Local)?;
-            let mut newest = self.newest(shared)?.max(self.newest(local)?);
+            let mut newest = self.newest(shared)?.max(self.newest(local)?).max(journaled);
             let mut records = Vec::with_capacity(templates.len());
-            for (n, template) in templates.iter().enumerate() {
+            for (n, template) in templates.into_iter().enumerate() {
                 let tail = random.rotate_left(17 * n as u32)
                     ^ (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 let id =
@@ -292,20 +300,75 @@ impl Store {
                 let record = Record {
                     id: id.to_string(),
                     at: rfc3339_ms(id.unix_ms()),
-                    ..template.clone()
+                    ..template
                 };
                 record.validate()?;
                 newest = Some(id);
                 records.push(record);
             }
-            let newest = newest.expect("at least one record");
-            let mut lost = false;
-            for (which, tip) in [(LogRef::Shared, shared), (LogRef::Local, local)] {
-                let mine: Vec<&Record> = records
-                    .iter()
-                    .filter(|r| LogRef::for_record(r) == which)
-                    .collect();
-                let Some(last) = mine.last() else { continue };
+            let lines: Vec<String> = records.iter().map(Record::to_canonical_json).collect();
+            journal::append(&dir, &lines)?;
+            records
+        };
+        // 2. Commit: whoever holds the commit lock commits every journaled
+        //    line; a writer whose lines an earlier holder committed is done.
+        let _commit = lock::Lock::acquire(&dir)?;
+        self.commit_journal(Some(&records))?;
+        Ok(records)
+    }
+
+    /// Move every line the journal holds onto the refs, in one commit per
+    /// ref (call under the commit lock). With `mine`, does nothing when none
+    /// of those records is still in the journal.
+    fn commit_journal(&self, mine: Option<&[Record]>) -> Result<(), StoreError> {
+        let dir = self.kapi_dir();
+        let pending = {
+            let _journal = lock::Lock::journal(&dir)?;
+            journal::read(&dir)?
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&pending);
+        if let Some(mine) = mine
+            && !mine
+                .iter()
+                .any(|r| text.contains(&format!("\"id\":\"{}\"", r.id)))
+        {
+            return Ok(());
+        }
+        let (mut records, mut problems) = (Vec::new(), Vec::new());
+        segment::parse_file(&pending, "journal", &mut records, &mut problems);
+        if !problems.is_empty() {
+            let torn: Vec<&[u8]> = pending
+                .split(|&b| b == b'\n')
+                .filter(|l| {
+                    !l.iter().all(u8::is_ascii_whitespace) && Record::from_untrusted(l).is_err()
+                })
+                .collect();
+            journal::set_aside(&dir, &torn)?;
+        }
+        records.sort_by(|a, b| a.id.cmp(&b.id));
+        records.dedup_by(|a, b| a.id == b.id);
+        let newest = records
+            .iter()
+            .map(|r| r.id.as_str())
+            .max()
+            .and_then(|id| OpId::parse(id).ok());
+        const ATTEMPTS: usize = 8;
+        for which in [LogRef::Shared, LogRef::Local] {
+            let mine: Vec<&Record> = records
+                .iter()
+                .filter(|r| LogRef::for_record(r) == which)
+                .collect();
+            let Some(last) = mine.last() else { continue };
+            let mut moved = false;
+            for _ in 0..ATTEMPTS {
+                let tip = self.tip(which)?;
+                let newest = self
+                    .newest(tip)?
+                    .max(newest.clone())
+                    .expect("records have ids");
                 let message = if mine.len() == 1 {
                     format!(
                         "kapi: {} {}\n\nnewest: {newest}\n",
@@ -335,16 +398,26 @@ impl Store {
                     seconds,
                     &message,
                 )?;
-                if self.move_ref(which, tip, commit).is_err() {
-                    lost = true;
+                if self.move_ref(which, tip, commit).is_ok() {
+                    moved = true;
                     break;
                 }
             }
-            if !lost {
-                return Ok(records);
+            if !moved {
+                return Err(StoreError::Contended(which.name(), ATTEMPTS));
             }
         }
-        Err(StoreError::Contended("refs/kapi/ops", ATTEMPTS))
+        let _journal = lock::Lock::journal(&dir)?;
+        journal::drop_prefix(&dir, pending.len())
+    }
+
+    /// Commit whatever a crashed writer left in the journal.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        if journal::read(&self.kapi_dir())?.is_empty() {
+            return Ok(());
+        }
+        let _commit = lock::Lock::acquire(&self.kapi_dir())?;
+        self.commit_journal(None)
     }
 
     /// Merge records from elsewhere (an exported file) by union. An id the
