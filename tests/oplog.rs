@@ -907,3 +907,27 @@ fn operations_the_fold_ignores_are_marked_in_the_log() {
     );
     assert_eq!(status_of(&repo, &id), "suggested");
 }
+
+#[test]
+fn lines_a_crashed_writer_left_in_the_journal_are_committed_by_the_next_reader() {
+    let a = Repo::new();
+    note_term(&a, "s1", "Quickcast", "Quick cast");
+    let line = a.kapi(&["store", "export", "-"]).ok().stdout;
+    // Another repository's writer died after journaling, before committing;
+    // a torn line follows.
+    let b = Repo::new();
+    let out = b
+        .kapi_cmd(&["context", "note", "A first note"])
+        .env("KAPI_SEED", "8")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let journal = b.path().join(".git/kapi/journal");
+    std::fs::write(&journal, format!("{}{{\"v\":1,\"id\":\"0tt", line)).unwrap();
+    let lines = log(&b);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines.iter().any(|l| l["subject"]["use"] == "Quickcast"));
+    assert_eq!(std::fs::read(&journal).unwrap(), b"");
+    let rejected = std::fs::read_to_string(b.path().join(".git/kapi/journal.rejected")).unwrap();
+    assert!(rejected.starts_with("{\"v\":1,\"id\":\"0tt"), "{rejected}");
+}
