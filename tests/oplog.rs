@@ -930,4 +930,10 @@ fn lines_a_crashed_writer_left_in_the_journal_are_committed_by_the_next_reader()
     assert_eq!(std::fs::read(&journal).unwrap(), b"");
     let rejected = std::fs::read_to_string(b.path().join(".git/kapi/journal.rejected")).unwrap();
     assert!(rejected.starts_with("{\"v\":1,\"id\":\"0tt"), "{rejected}");
+    let run = b.kapi(&["store", "doctor"]).code(1);
+    assert!(
+        run.stdout.contains("journal.rejected line 1"),
+        "{}",
+        run.stdout
+    );
 }

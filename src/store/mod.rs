@@ -411,6 +411,13 @@ impl Store {
         journal::drop_prefix(&dir, pending.len())
     }
 
+    /// Lines a crash tore, set aside from the journal (for `kapi store doctor`).
+    pub fn torn_journal_lines(&self) -> Vec<String> {
+        std::fs::read(self.kapi_dir().join("journal.rejected"))
+            .map(|bytes| segment::lines(&bytes))
+            .unwrap_or_default()
+    }
+
     /// Commit whatever a crashed writer left in the journal.
     pub fn flush(&self) -> Result<(), StoreError> {
         if journal::read(&self.kapi_dir())?.is_empty() {

@@ -15,12 +15,20 @@ pub struct Args {}
 pub fn run(_args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let session = ctx.session()?;
     let loaded = session.store.load_all()?;
-    let problems = loaded.problems.len();
+    let torn = session.store.torn_journal_lines();
+    let problems = loaded.problems.len() + torn.len();
     let total = loaded.records.len();
     let ledger = fold(loaded.records);
     let mut out = Out::new();
     for p in &loaded.problems {
         out.line(format!("unreadable: {}: {}", p.location, p.error))?;
+    }
+    for (n, line) in torn.iter().enumerate() {
+        let shown: String = line.chars().take(80).collect();
+        out.line(format!(
+            "unreadable: .git/kapi/journal.rejected line {}: a line a crash tore, set aside from the journal: {shown}",
+            n + 1
+        ))?;
     }
     for i in &ledger.ignored {
         out.line(format!("ignored: {}: {}", i.id, i.reason))?;
