@@ -54,6 +54,14 @@ pub fn read(kapi_dir: &Path) -> Result<Vec<u8>, StoreError> {
     }
 }
 
+/// Whether the journal bytes still hold any of `records`.
+pub fn holds_any(journal: &[u8], records: &[crate::ops::record::Record]) -> bool {
+    let text = String::from_utf8_lossy(journal);
+    records
+        .iter()
+        .any(|r| text.contains(&format!("\"id\":\"{}\"", r.id)))
+}
+
 /// Append lines in one write (call under the journal lock).
 pub fn append(kapi_dir: &Path, lines: &[String]) -> Result<(), StoreError> {
     let mut bytes = Vec::new();

@@ -21,8 +21,27 @@ impl Lock {
         Self::acquire_named(kapi_dir, "journal.lock")
     }
 
+    /// The commit lock if no one holds it now.
+    pub fn try_acquire(kapi_dir: &Path) -> Result<Option<Self>, StoreError> {
+        let path = kapi_dir.join("lock");
+        let file = Self::open(kapi_dir, &path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Self { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Lock { path, source }),
+        }
+    }
+
     fn acquire_named(kapi_dir: &Path, name: &str) -> Result<Self, StoreError> {
         let path = kapi_dir.join(name);
+        let file = Self::open(kapi_dir, &path)?;
+        file.lock()
+            .map_err(|source| StoreError::Lock { path, source })?;
+        Ok(Self { _file: file })
+    }
+
+    fn open(kapi_dir: &Path, path: &Path) -> Result<File, StoreError> {
+        let path = path.to_path_buf();
         let open = || {
             OpenOptions::new()
                 .create(true)
@@ -44,8 +63,6 @@ impl Lock {
             }
             Err(source) => return Err(StoreError::Lock { path, source }),
         };
-        file.lock()
-            .map_err(|source| StoreError::Lock { path, source })?;
-        Ok(Self { _file: file })
+        Ok(file)
     }
 }

@@ -312,9 +312,25 @@ impl Store {
         };
         // 2. Commit: whoever holds the commit lock commits every journaled
         //    line; a writer whose lines an earlier holder committed is done.
-        let _commit = lock::Lock::acquire(&dir)?;
-        self.commit_journal(Some(&records))?;
-        Ok(records)
+        //    Waiting for the lock itself would queue behind flushes that do not
+        //    concern us (the lock is not fair), so poll: take the lock if it
+        //    is free, else see whether the holder already committed our lines.
+        let mut pause = std::time::Duration::from_micros(200);
+        loop {
+            if let Some(_commit) = lock::Lock::try_acquire(&dir)? {
+                self.commit_journal(Some(&records))?;
+                return Ok(records);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(2));
+            let pending = {
+                let _journal = lock::Lock::journal(&dir)?;
+                journal::read(&dir)?
+            };
+            if !journal::holds_any(&pending, &records) {
+                return Ok(records);
+            }
+        }
     }
 
     /// Move every line the journal holds onto the refs, in one commit per
@@ -329,11 +345,8 @@ impl Store {
         if pending.is_empty() {
             return Ok(());
         }
-        let text = String::from_utf8_lossy(&pending);
         if let Some(mine) = mine
-            && !mine
-                .iter()
-                .any(|r| text.contains(&format!("\"id\":\"{}\"", r.id)))
+            && !journal::holds_any(&pending, mine)
         {
             return Ok(());
         }
