@@ -937,3 +937,51 @@ fn lines_a_crashed_writer_left_in_the_journal_are_committed_by_the_next_reader()
         run.stdout
     );
 }
+
+#[test]
+fn the_read_cache_gives_the_same_log_and_survives_damage() {
+    let a = Repo::new();
+    // Enough operations that reads keep a segment cache (over 256 KiB).
+    let mut lines = String::new();
+    for n in 0..1500u64 {
+        let id = kapi::ops::OpId::mint(
+            kapi::ops::id::EPOCH_MS + 1_000 + n,
+            u128::from(n) * 104_729,
+            None,
+        )
+        .unwrap();
+        let op = serde_json::json!({
+            "v": 1, "id": id.to_string(), "project": "p", "at": id.instant(), "kind": "context.observe",
+            "actor": {"kind": "agent", "name": "a", "session": "s"},
+            "subject": {"type": "note", "text": format!("note {n}: {}", "x".repeat(200))},
+        });
+        lines.push_str(&op.to_string());
+        lines.push('\n');
+    }
+    a.write("ops.jsonl", &lines);
+    a.kapi(&["store", "import", "ops.jsonl"]).ok();
+    let first = a.kapi(&["context", "log", "--json"]).ok().stdout;
+    let cache = a.path().join(".git/kapi/segments.cache");
+    assert!(cache.exists(), "a read of a large log keeps a cache");
+    let second = a.kapi(&["context", "log", "--json"]).ok().stdout;
+    assert_eq!(first, second);
+    assert_eq!(first.lines().count(), 1500);
+    // A damaged cache is read around; a deleted one is rebuilt.
+    let mut raw = std::fs::read(&cache).unwrap();
+    let mid = raw.len() / 2;
+    raw[mid] ^= 0x20;
+    std::fs::write(&cache, raw).unwrap();
+    assert_eq!(a.kapi(&["context", "log", "--json"]).ok().stdout, first);
+    std::fs::remove_file(&cache).unwrap();
+    assert_eq!(a.kapi(&["context", "log", "--json"]).ok().stdout, first);
+    // An append changes one segment; the next read sees it.
+    a.kapi(&["context", "note", "After the cache"]).ok();
+    assert_eq!(
+        a.kapi(&["context", "log", "--json"])
+            .ok()
+            .stdout
+            .lines()
+            .count(),
+        1501
+    );
+}

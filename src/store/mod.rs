@@ -9,11 +9,13 @@
 //! is the union of their trees. Everything read from a ref is untrusted:
 //! bad operations are reported by name and skipped, never hiding the rest.
 
+mod cache;
 mod journal;
 mod lock;
 pub mod segment;
 mod tree;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
@@ -223,9 +225,36 @@ impl Store {
                 tree::read_segments(&self.repo, tree, which.name(), &mut segments)?;
             }
         }
-        let mut loaded = parse_segments(&self.repo, segments)?;
+        let cache = cache::SegmentCache::read(&self.kapi_dir());
+        let (mut loaded, fresh) = parse_segments(&self.repo, &segments, &cache)?;
         finish(&mut loaded);
+        self.refresh_cache(&segments, &cache, fresh);
         Ok(loaded)
+    }
+
+    /// Rewrite the read cache when segments changed since it was written
+    /// (best effort: a read never fails because the cache could not be kept).
+    fn refresh_cache(
+        &self,
+        segments: &[tree::Segment],
+        old: &cache::SegmentCache,
+        fresh: Vec<(ObjectId, Vec<u8>)>,
+    ) {
+        let current: Vec<ObjectId> = segments.iter().filter_map(|s| s.blob).collect();
+        if fresh.is_empty() && old.len() == current.len() {
+            return;
+        }
+        let fresh: HashMap<ObjectId, Vec<u8>> = fresh.into_iter().collect();
+        let mut entries = Vec::with_capacity(current.len());
+        for id in current {
+            match fresh.get(&id).map(Vec::as_slice).or_else(|| old.get(&id)) {
+                Some(bytes) => entries.push((id, bytes)),
+                None => return,
+            }
+        }
+        if entries.iter().map(|(_, b)| b.len()).sum::<usize>() >= cache::MIN_BYTES {
+            let _ = cache::write(&self.kapi_dir(), &entries);
+        }
     }
 
     /// Find one operation by its full id, reading only its segment.
@@ -583,21 +612,35 @@ fn with_delta_cache(repo: &mut gix::Repository) {
     });
 }
 
+/// Segments read from git rather than from the read cache, with their bytes.
+type Fresh = Vec<(ObjectId, Vec<u8>)>;
+
 /// Inflate and parse segments on every core: decoding is most of a read.
 fn parse_segments(
     repo: &gix::Repository,
-    segments: Vec<tree::Segment>,
-) -> Result<Loaded, StoreError> {
+    segments: &[tree::Segment],
+    cache: &cache::SegmentCache,
+) -> Result<(Loaded, Fresh), StoreError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
     // Each segment is one run of records sorted by id.
-    type Runs = (Vec<Vec<Record>>, Vec<Problem>);
+    type Runs = (Vec<Vec<Record>>, Vec<Problem>, Vec<(ObjectId, Vec<u8>)>);
     let parse = |repo: &gix::Repository, part: &[tree::Segment]| -> Result<Runs, StoreError> {
-        let (mut runs, mut problems) = (Vec::with_capacity(part.len()), Vec::new());
+        let (mut runs, mut problems, mut fresh) =
+            (Vec::with_capacity(part.len()), Vec::new(), Vec::new());
         for s in part {
             problems.extend(s.problem.clone());
             let Some(blob) = s.blob else { continue };
+            if let Some(bytes) = cache.get(&blob) {
+                let mut run = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count());
+                segment::parse(bytes, s.shard, &s.location, &mut run, &mut problems);
+                if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
+                    run.sort_by(|a, b| a.id.cmp(&b.id));
+                }
+                runs.push(run);
+                continue;
+            }
             // A remote can push anything: look at the size before inflating.
             let size = tree::object_size(repo, blob)?;
             if size > segment::MAX_SEGMENT_BYTES as u64 {
@@ -616,11 +659,12 @@ fn parse_segments(
                 run.sort_by(|a, b| a.id.cmp(&b.id));
             }
             runs.push(run);
+            fresh.push((blob, bytes));
         }
-        Ok((runs, problems))
+        Ok((runs, problems, fresh))
     };
-    let (runs, problems) = if threads == 1 || segments.len() < 64 {
-        parse(repo, &segments)?
+    let (runs, problems, fresh) = if threads == 1 || segments.len() < 64 {
+        parse(repo, segments)?
     } else {
         let chunk = segments.len().div_ceil(threads);
         // A repository handle is not shared between threads: each opens its own.
@@ -642,18 +686,22 @@ fn parse_segments(
                 .map(|h| h.join().expect("a reader thread panicked"))
                 .collect()
         });
-        let (mut runs, mut problems) = (Vec::new(), Vec::new());
+        let (mut runs, mut problems, mut fresh) = (Vec::new(), Vec::new(), Vec::new());
         for part in parts {
-            let (r, p) = part?;
+            let (r, p, f) = part?;
             runs.extend(r);
             problems.extend(p);
+            fresh.extend(f);
         }
-        (runs, problems)
+        (runs, problems, fresh)
     };
-    Ok(Loaded {
-        records: merge_runs(runs),
-        problems,
-    })
+    Ok((
+        Loaded {
+            records: merge_runs(runs),
+            problems,
+        },
+        fresh,
+    ))
 }
 
 /// Merge sorted runs into one sorted list, moving each record once.

@@ -1,0 +1,123 @@
+//! A derived read cache: the inflated bytes of the log's segments, keyed by
+//! blob id, in one file (`.git/kapi/segments.cache`). Reading a packed log
+//! is mostly inflating chains of deltas; with the cache a read inflates only
+//! the segments that changed since the last read. The cache is never a
+//! source of truth: records read from it pass the same checks as records
+//! read from git, every entry carries a CRC-32 of its bytes so a damaged
+//! entry is read from git instead, and the file is always safe to delete.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use gix::ObjectId;
+
+const NAME: &str = "segments.cache";
+const MAGIC: &[u8] = b"kapi segment cache v2\n";
+/// Below this many bytes of segments a log reads fast enough without it.
+pub const MIN_BYTES: usize = 256 * 1024;
+
+#[derive(Default)]
+pub struct SegmentCache {
+    bytes: Vec<u8>,
+    index: HashMap<ObjectId, (usize, usize, u32)>,
+}
+
+impl SegmentCache {
+    /// Read the cache, or an empty one when it is missing or damaged.
+    pub fn read(kapi_dir: &Path) -> Self {
+        let Ok(bytes) = std::fs::read(kapi_dir.join(NAME)) else {
+            return Self::default();
+        };
+        match index(&bytes) {
+            Some(index) => Self { bytes, index },
+            None => Self::default(),
+        }
+    }
+
+    /// The bytes of a segment, if cached and intact.
+    pub fn get(&self, blob: &ObjectId) -> Option<&[u8]> {
+        let &(start, len, crc) = self.index.get(blob)?;
+        let bytes = &self.bytes[start..start + len];
+        (crc32fast::hash(bytes) == crc).then_some(bytes)
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+}
+
+/// `<40 hex> <length> <crc32>\n<bytes>` entries after the magic line.
+fn index(bytes: &[u8]) -> Option<HashMap<ObjectId, (usize, usize, u32)>> {
+    let mut at = bytes.strip_prefix(MAGIC).map(|_| MAGIC.len())?;
+    let mut index = HashMap::new();
+    while at < bytes.len() {
+        let end = at + memchr::memchr(b'\n', &bytes[at..])?;
+        let header = std::str::from_utf8(&bytes[at..end]).ok()?;
+        let mut fields = header.split(' ');
+        let id = ObjectId::from_hex(fields.next()?.as_bytes()).ok()?;
+        let len: usize = fields.next()?.parse().ok()?;
+        let crc: u32 = fields.next()?.parse().ok()?;
+        let start = end + 1;
+        if start.checked_add(len)? > bytes.len() {
+            return None;
+        }
+        index.insert(id, (start, len, crc));
+        at = start + len;
+    }
+    Some(index)
+}
+
+/// Replace the cache with these segments (written whole, then renamed).
+pub fn write(kapi_dir: &Path, segments: &[(ObjectId, &[u8])]) -> std::io::Result<()> {
+    let mut out =
+        Vec::with_capacity(segments.iter().map(|(_, b)| b.len() + 64).sum::<usize>() + MAGIC.len());
+    out.extend_from_slice(MAGIC);
+    for (id, bytes) in segments {
+        writeln!(
+            out,
+            "{} {} {}",
+            id.to_hex(),
+            bytes.len(),
+            crc32fast::hash(bytes)
+        )?;
+        out.extend_from_slice(bytes);
+    }
+    std::fs::create_dir_all(kapi_dir)?;
+    let tmp = kapi_dir.join(format!("{NAME}.tmp.{}", std::process::id()));
+    let result =
+        std::fs::write(&tmp, &out).and_then(|()| std::fs::rename(&tmp, kapi_dir.join(NAME)));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_ignores_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap();
+        let b = ObjectId::from_hex(b"9876543210987654321098765432109876543210").unwrap();
+        write(dir.path(), &[(a, b"one\n"), (b, b"")]).unwrap();
+        let cache = SegmentCache::read(dir.path());
+        assert_eq!(cache.get(&a), Some(&b"one\n"[..]));
+        assert_eq!(cache.get(&b), Some(&b""[..]));
+        std::fs::write(
+            dir.path().join(NAME),
+            b"kapi segment cache v2\n0123 9\nshort",
+        )
+        .unwrap();
+        assert_eq!(SegmentCache::read(dir.path()).len(), 0);
+        // A flipped byte fails its checksum: the entry is read from git.
+        write(dir.path(), &[(a, b"one\n")]).unwrap();
+        let mut raw = std::fs::read(dir.path().join(NAME)).unwrap();
+        let last = raw.len() - 2;
+        raw[last] = b'X';
+        std::fs::write(dir.path().join(NAME), raw).unwrap();
+        assert_eq!(SegmentCache::read(dir.path()).get(&a), None);
+    }
+}
