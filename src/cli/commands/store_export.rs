@@ -18,6 +18,8 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let session = ctx.session()?;
+    // Lines a crashed writer left in the journal belong to the log too.
+    session.store.flush()?;
     let loaded = session.store.load(LogRef::Shared)?;
     let mut bytes = Vec::new();
     for record in &loaded.records {
