@@ -545,3 +545,103 @@ fn count_sessions(records: &[Record], states: &mut [Option<Box<State>>]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::id::{EPOCH_MS, OpId};
+    use crate::ops::record::{Actor, FORMAT_VERSION};
+
+    fn op(n: u64, kind: Kind, actor: ActorKind) -> Record {
+        let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();
+        Record {
+            v: FORMAT_VERSION,
+            id: id.to_string(),
+            project: "p".into(),
+            actor: Actor {
+                kind: actor,
+                name: "x".into(),
+                session: Some("s".into()),
+            },
+            kind,
+            subject: None,
+            correction: None,
+            evidence: vec![],
+            basis: Default::default(),
+            scope: Default::default(),
+            target: None,
+            before: None,
+            note: None,
+            at: id.instant(),
+            address: None,
+            signal: None,
+            because: vec![],
+            check: None,
+            advisory: false,
+        }
+    }
+
+    fn note(n: u64, text: &str) -> Record {
+        Record {
+            subject: Some(Subject::Note { text: text.into() }),
+            ..op(n, Kind::Observe, ActorKind::Agent)
+        }
+    }
+
+    fn reset(n: u64, before: &Record) -> Record {
+        Record {
+            before: Some(before.id.clone()),
+            ..op(n, Kind::Reset, ActorKind::Person)
+        }
+    }
+
+    #[test]
+    fn a_reset_sets_aside_from_its_point_and_a_later_reset_takes_it_back() {
+        let a = note(1, "a");
+        let b = note(2, "b");
+        let keep_b = Record {
+            target: Some(b.id.clone()),
+            ..op(3, Kind::Keep, ActorKind::Person)
+        };
+        let r1 = reset(4, &b);
+        let c = note(5, "c");
+        let status =
+            |records: Vec<Record>, of: &Record| fold(records).state(&of.id).map(|s| s.status);
+
+        let log = vec![a.clone(), b.clone(), keep_b.clone(), r1.clone(), c.clone()];
+        assert_eq!(status(log.clone(), &a), Some(Status::Suggested));
+        assert_eq!(
+            status(log.clone(), &b),
+            Some(Status::Reset),
+            "b and its keep are set aside"
+        );
+        assert_eq!(
+            status(log.clone(), &c),
+            Some(Status::Suggested),
+            "what follows the reset answers"
+        );
+
+        // A reset to before the first reset sets it aside, and with it
+        // everything from its point: b answers again, as kept.
+        let r2 = reset(6, &r1);
+        let log = vec![a.clone(), b.clone(), keep_b, r1, c.clone(), r2];
+        assert_eq!(status(log.clone(), &b), Some(Status::Established));
+        assert_eq!(status(log.clone(), &c), Some(Status::Reset));
+
+        // An agent's reset is refused and sets nothing aside.
+        let forged = Record {
+            actor: Actor {
+                kind: ActorKind::Agent,
+                name: "x".into(),
+                session: None,
+            },
+            ..reset(7, &a)
+        };
+        let ledger = fold(vec![a.clone(), forged.clone()]);
+        assert_eq!(
+            ledger.state(&a.id).map(|s| s.status),
+            Some(Status::Suggested)
+        );
+        assert!(ledger.ignored.iter().any(|i| i.id == forged.id));
+    }
+}
