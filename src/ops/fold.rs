@@ -644,4 +644,25 @@ mod tests {
         );
         assert!(ledger.ignored.iter().any(|i| i.id == forged.id));
     }
+
+    #[test]
+    fn one_operation_per_content_address_and_the_older_id_stands() {
+        let older = Record {
+            address: Some("sha256:x".into()),
+            ..note(1, "from one machine")
+        };
+        let younger = Record {
+            address: Some("sha256:x".into()),
+            ..note(2, "from another")
+        };
+        let ledger = fold(vec![younger.clone(), older.clone()]);
+        assert!(ledger.get(&older.id).is_some());
+        assert!(ledger.get(&younger.id).is_none());
+        assert!(
+            ledger
+                .ignored
+                .iter()
+                .any(|i| i.id == younger.id && i.reason.contains("content address"))
+        );
+    }
 }
