@@ -120,13 +120,10 @@ fn is_substitution(text: &str) -> bool {
     })
 }
 
-/// `StylesPath` from `.vale.ini`, relative to the work tree.
+/// `StylesPath` from the work tree's `.vale.ini`, as the checker reads it
+/// (a folder inside the work tree, or none).
 fn vale_styles_path(root: &Path) -> Option<String> {
-    let ini = std::fs::read_to_string(root.join(".vale.ini")).ok()?;
-    ini.lines().find_map(|l| {
-        let (key, value) = l.split_once('=')?;
-        (key.trim() == "StylesPath").then(|| value.trim().trim_start_matches("./").to_owned())
-    })
+    crate::check::files::vale_styles_path(&std::fs::read_to_string(root.join(".vale.ini")).ok()?)
 }
 
 /// Visit regular files under `dir` (no symlinks, bounded depth), with paths
