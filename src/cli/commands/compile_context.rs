@@ -166,22 +166,11 @@ pub(super) fn today(text: Option<&str>, ctx: &Ctx) -> Result<time::Date, CliErro
         return date::parse(t)
             .ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date")));
     }
-    let Some(now) = ctx.var("KAPI_NOW").filter(|v| !v.is_empty()) else {
-        return Ok(time::OffsetDateTime::now_utc().date());
-    };
-    let parsed = match now.trim().parse::<i128>() {
-        Ok(ms) => time::OffsetDateTime::from_unix_timestamp_nanos(ms * 1_000_000).ok(),
-        Err(_) => {
-            time::OffsetDateTime::parse(&now, &time::format_description::well_known::Rfc3339).ok()
-        }
-    };
-    parsed
-        .map(|t| t.to_offset(time::UtcOffset::UTC).date())
-        .ok_or_else(|| {
-            CliError::usage(format!(
-                "KAPI_NOW={now} is neither an RFC 3339 instant nor Unix milliseconds"
-            ))
-        })
+    let ms = ctx.now_ms()?;
+    let now = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).map_err(
+        |_| CliError::usage(format!("the clock ({ms} ms) is outside the range of dates")),
+    )?;
+    Ok(now.date())
 }
 
 pub(super) fn ranking(text: &str) -> Result<Ranking, CliError> {
