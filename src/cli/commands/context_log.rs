@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::ops::record::{Kind, Record};
@@ -116,13 +116,8 @@ fn human_line(record: &Record, state: Option<&State>) -> String {
         line.push_str(&format!(" → #{}", &target[..10.min(target.len())]));
     }
     if let Some(state) = state {
-        if !state.contested_by.is_empty() {
-            let names: Vec<String> = state
-                .contested_by
-                .iter()
-                .map(|c| format!("#{}", &c[..10]))
-                .collect();
-            line.push_str(&format!(" [contested by {}]", names.join(", ")));
+        if let Some(contest) = contested_by(&state.contested_by) {
+            line.push_str(&format!(" {contest}"));
         }
         if state.advisory {
             line.push_str(" (advisory)");

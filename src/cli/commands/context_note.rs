@@ -126,21 +126,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         record.short(),
         record.kind.as_str()
     ))?;
-    if !refreshed.is_empty() {
-        let names: Vec<String> = refreshed
-            .iter()
-            .map(|p| {
-                p.strip_prefix(&session.root)
-                    .unwrap_or(p)
-                    .display()
-                    .to_string()
-            })
-            .collect();
-        out.line(format!(
-            "updated the rules in force in {}",
-            names.join(", ")
-        ))?;
-    }
+    super::report_rules_files(&session, &refreshed, &mut out)?;
     if matches!(record.kind, Kind::Observe | Kind::Correct) && record.subject.is_some() {
         out.line(format!(
             "it advises as a suggestion until a person keeps it: kapi context review --keep {}",

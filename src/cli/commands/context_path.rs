@@ -1,6 +1,6 @@
 //! `kapi context <path>`
 
-use super::Ctx;
+use super::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::{Item, applies_at, point_of};
@@ -92,13 +92,8 @@ fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
         if item.advisory {
             line.push_str("  (advisory)");
         }
-        if !item.contested_by.is_empty() {
-            let names: Vec<String> = item
-                .contested_by
-                .iter()
-                .map(|c| format!("#{}", &c[..10]))
-                .collect();
-            line.push_str(&format!("  [contested by {}]", names.join(", ")));
+        if let Some(contest) = contested_by(&item.contested_by) {
+            line.push_str(&format!("  {contest}"));
         }
         if let Some(standing) = &item.standing {
             line.push_str(&format!("  · {standing}"));

@@ -1,6 +1,6 @@
 //! `kapi context review`
 
-use super::Ctx;
+use super::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::{ReviewRequest, review};
@@ -57,16 +57,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
                         .map(|c| format!("\"{}\" → \"{}\"", c.from, c.to))
                         .unwrap_or_default()
                 });
-            let contest = if state.contested_by.is_empty() {
-                String::new()
-            } else {
-                let names: Vec<String> = state
-                    .contested_by
-                    .iter()
-                    .map(|c| format!("#{}", &c[..10]))
-                    .collect();
-                format!(" [contested by {}]", names.join(", "))
-            };
+            let contest = contested_by(&state.contested_by)
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
             let standing = if state.standing.sessions > 0 {
                 format!(" · {}", state.standing.describe())
             } else {
@@ -105,32 +98,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             &target[..10]
         ))?;
     }
-    refresh_rules_files(&session, &mut out)?;
+    super::refresh_rules_files(&session, &mut out)?;
     Ok(Exit::Ok)
-}
-
-/// Refresh the managed block of AGENTS.md and CLAUDE.md after what is in
-/// force changed, and say which files were written.
-pub fn refresh_rules_files(
-    session: &crate::context::Session,
-    out: &mut Out,
-) -> Result<(), CliError> {
-    let ledger = session.ledger()?;
-    let written = crate::context::rulesfiles::refresh(session, &ledger)?;
-    if !written.is_empty() {
-        let names: Vec<String> = written
-            .iter()
-            .map(|p| {
-                p.strip_prefix(&session.root)
-                    .unwrap_or(p)
-                    .display()
-                    .to_string()
-            })
-            .collect();
-        out.line(format!(
-            "updated the rules in force in {}",
-            names.join(", ")
-        ))?;
-    }
-    Ok(())
 }

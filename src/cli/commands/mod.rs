@@ -181,6 +181,53 @@ impl From<StoreError> for CliError {
     }
 }
 
+/// `[contested by #0tt2jbffx7, #0tt2jbh1t6]`, or `None` when uncontested.
+pub(super) fn contested_by(ids: &[String]) -> Option<String> {
+    if ids.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = ids
+        .iter()
+        .map(|c| format!("#{}", &c[..c.len().min(10)]))
+        .collect();
+    Some(format!("[contested by {}]", names.join(", ")))
+}
+
+/// Refresh the managed block of AGENTS.md and CLAUDE.md after what is in
+/// force changed, and say which files were written.
+pub(super) fn refresh_rules_files(
+    session: &Session,
+    out: &mut super::output::Out,
+) -> Result<(), CliError> {
+    let ledger = session.ledger()?;
+    let written = crate::context::rulesfiles::refresh(session, &ledger)?;
+    report_rules_files(session, &written, out)
+}
+
+/// Say which rules files a refresh wrote (nothing when none).
+pub(super) fn report_rules_files(
+    session: &Session,
+    written: &[std::path::PathBuf],
+    out: &mut super::output::Out,
+) -> Result<(), CliError> {
+    if written.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = written
+        .iter()
+        .map(|p| {
+            p.strip_prefix(&session.root)
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        })
+        .collect();
+    out.line(format!(
+        "updated the rules in force in {}",
+        names.join(", ")
+    ))
+}
+
 pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
     match command {
         Command::Context(args) => context::run(args, ctx),

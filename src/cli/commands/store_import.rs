@@ -70,7 +70,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     }
     if merged.added > 0 {
         let mut out = crate::cli::output::Out::new();
-        super::context_review::refresh_rules_files(&session, &mut out)?;
+        super::refresh_rules_files(&session, &mut out)?;
     }
     let rejected = problems.len() + merged.refused.len();
     if rejected == 0 {
@@ -125,7 +125,7 @@ fn import_context_files(session: &crate::context::Session, force: bool) -> Resul
         }
     }
     if imported > 0 {
-        super::context_review::refresh_rules_files(session, &mut out)?;
+        super::refresh_rules_files(session, &mut out)?;
     }
     Ok(if failed > 0 { Exit::Usage } else { Exit::Ok })
 }
