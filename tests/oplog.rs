@@ -729,50 +729,35 @@ fn git_kapi_is_a_git_subcommand() {
 
 mod union_law {
     use super::common::Repo;
-    use kapi::ops::record::{Actor, ActorKind, Evidence, FORMAT_VERSION, Kind, Record, Subject};
+    use kapi::ops::record::{Actor, ActorKind, Evidence, Kind, Record, Subject};
     use kapi::store::{LogRef, Store};
     use proptest::prelude::*;
 
     fn record(n: u32, term: u8, avoid: u8, session: u8) -> Record {
-        let mut r = Record {
-            v: FORMAT_VERSION,
-            id: kapi::ops::OpId::mint(
-                kapi::ops::id::EPOCH_MS + 1000 + u64::from(n),
-                u128::from(n) * 7919,
-                None,
-            )
-            .unwrap()
-            .to_string(),
-            project: "p".into(),
-            actor: Actor {
-                kind: ActorKind::Agent,
-                name: "a".into(),
-                session: Some(format!("s{session}")),
-            },
-            kind: Kind::Observe,
+        let id = kapi::ops::OpId::mint(
+            kapi::ops::id::EPOCH_MS + 1000 + u64::from(n),
+            u128::from(n) * 7919,
+            None,
+        )
+        .unwrap();
+        let actor = Actor {
+            kind: ActorKind::Agent,
+            name: "a".into(),
+            session: Some(format!("s{session}")),
+        };
+        Record {
+            id: id.to_string(),
+            at: id.instant(),
             subject: Some(Subject::Term {
                 preferred: format!("Term{term}"),
                 avoid: vec![format!("Form{avoid}")],
             }),
-            correction: None,
             evidence: vec![Evidence {
                 quote: Some("q".into()),
                 ..Default::default()
             }],
-            basis: Default::default(),
-            scope: Default::default(),
-            target: None,
-            before: None,
-            note: None,
-            at: String::new(),
-            address: None,
-            signal: None,
-            because: vec![],
-            check: None,
-            advisory: false,
-        };
-        r.at = r.op_id().instant();
-        r
+            ..Record::new("p", actor, Kind::Observe)
+        }
     }
 
     const NOW: u64 = kapi::ops::id::EPOCH_MS + 86_400_000;

@@ -23,7 +23,7 @@ use crate::config::{Config, ConfigError};
 use crate::ops::forms::FormsError;
 use crate::ops::id::ResolveError;
 use crate::ops::policy::PolicyError;
-use crate::ops::record::{Actor, Basis, FORMAT_VERSION, Kind, Record};
+use crate::ops::record::{Actor, Basis, Kind, Record};
 use crate::ops::scope::ScopeError;
 use crate::ops::{Ledger, fold};
 use crate::store::{Store, StoreError};
@@ -107,25 +107,8 @@ impl Session {
     /// A record with the common fields filled in; the store fills id and at.
     pub fn record(&self, kind: Kind) -> Record {
         Record {
-            v: FORMAT_VERSION,
-            id: String::new(),
-            project: self.project.clone(),
-            actor: self.actor.clone(),
-            kind,
-            subject: None,
-            correction: None,
-            evidence: Vec::new(),
             basis: self.basis(),
-            scope: Default::default(),
-            target: None,
-            before: None,
-            note: None,
-            at: String::new(),
-            address: None,
-            signal: None,
-            because: Vec::new(),
-            check: None,
-            advisory: false,
+            ..Record::new(self.project.clone(), self.actor.clone(), kind)
         }
     }
 

@@ -550,34 +550,19 @@ fn count_sessions(records: &[Record], states: &mut [Option<Box<State>>]) {
 mod tests {
     use super::*;
     use crate::ops::id::{EPOCH_MS, OpId};
-    use crate::ops::record::{Actor, FORMAT_VERSION};
+    use crate::ops::record::Actor;
 
     fn op(n: u64, kind: Kind, actor: ActorKind) -> Record {
         let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();
+        let actor = Actor {
+            kind: actor,
+            name: "x".into(),
+            session: Some("s".into()),
+        };
         Record {
-            v: FORMAT_VERSION,
             id: id.to_string(),
-            project: "p".into(),
-            actor: Actor {
-                kind: actor,
-                name: "x".into(),
-                session: Some("s".into()),
-            },
-            kind,
-            subject: None,
-            correction: None,
-            evidence: vec![],
-            basis: Default::default(),
-            scope: Default::default(),
-            target: None,
-            before: None,
-            note: None,
             at: id.instant(),
-            address: None,
-            signal: None,
-            because: vec![],
-            check: None,
-            advisory: false,
+            ..Record::new("p", actor, kind)
         }
     }
 

@@ -111,7 +111,6 @@ pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::record::FORMAT_VERSION;
 
     fn actor(kind: ActorKind, name: &str, session: &str) -> Actor {
         Actor {
@@ -123,25 +122,8 @@ mod tests {
 
     fn target_by(actor: Actor) -> Record {
         Record {
-            v: FORMAT_VERSION,
             id: "0n79tw5k9s00000000000000".into(),
-            project: "p".into(),
-            actor,
-            kind: Kind::Observe,
-            subject: None,
-            correction: None,
-            evidence: vec![],
-            basis: Default::default(),
-            scope: Default::default(),
-            target: None,
-            before: None,
-            note: None,
-            at: "2026-11-30T00:00:00.000Z".into(),
-            address: None,
-            signal: None,
-            because: vec![],
-            check: None,
-            advisory: false,
+            ..Record::new("p", actor, Kind::Observe)
         }
     }
 

@@ -388,6 +388,32 @@ pub enum RecordError {
 }
 
 impl Record {
+    /// A record of `kind` by `actor` that carries nothing else yet; the
+    /// store mints its `id` and `at` when it is appended.
+    pub fn new(project: impl Into<String>, actor: Actor, kind: Kind) -> Record {
+        Record {
+            v: FORMAT_VERSION,
+            id: String::new(),
+            project: project.into(),
+            actor,
+            kind,
+            subject: None,
+            correction: None,
+            evidence: Vec::new(),
+            basis: Basis::default(),
+            scope: Scope::default(),
+            target: None,
+            before: None,
+            note: None,
+            at: String::new(),
+            address: None,
+            signal: None,
+            because: Vec::new(),
+            check: None,
+            advisory: false,
+        }
+    }
+
     /// The canonical bytes: compact JSON, keys sorted, UTF-8, no newline.
     pub fn to_canonical_json(&self) -> String {
         // serde_json's Value keeps object keys in a BTreeMap: sorted.
