@@ -36,21 +36,11 @@ pub struct Args {
     /// The whole report's byte budget, newline included (160 to 4194304).
     #[arg(long, value_name = "BYTES", default_value_t = 32768)]
     pub max_bytes: usize,
-    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
-    #[arg(long, value_name = "DATE")]
-    pub today: Option<String>,
     /// The agent the context is compiled for (recorded in the recipe).
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
-    /// The vault folder (default: `[vault] root` in kapi.toml, else `decisions`).
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
-    /// Permit every label up to this one: public, internal, confidential, restricted.
-    #[arg(long, value_name = "LABEL", conflicts_with = "allow")]
-    pub max_sensitivity: Option<String>,
-    /// Permit exactly these labels, comma-separated.
-    #[arg(long, value_name = "LABELS")]
-    pub allow: Option<String>,
+    #[command(flatten)]
+    pub vault: VaultArgs,
     /// Regenerate every `[[compile]]` artifact kapi.toml declares.
     #[arg(long, conflicts_with_all = ["targets", "query", "root", "max_sensitivity", "allow", "agent"])]
     pub all: bool,
@@ -60,14 +50,17 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
-    let today = today(args.today.as_deref(), ctx)?;
+    let today = today(args.vault.today.as_deref(), ctx)?;
     let (project, config) = project(ctx)?;
     if args.all {
         return compile_all(&project, &config, today);
     }
     let ranking = ranking(&args.ranking)?;
-    let grant = grant(args.max_sensitivity.as_deref(), args.allow.as_deref())?;
-    let root = vault_root(ctx, &project, &config, args.root.as_deref());
+    let grant = grant(
+        args.vault.max_sensitivity.as_deref(),
+        args.vault.allow.as_deref(),
+    )?;
+    let root = vault_root(ctx, &project, &config, args.vault.root.as_deref());
     let query = args.query.filter(|q| !q.trim().is_empty());
     let options = Options {
         recipe: Recipe {
@@ -161,6 +154,25 @@ pub(super) fn compile_error(err: CompileError, root: &Path) -> CliError {
 
 /// The evaluation day: `--today`, else the UTC date of the clock, which
 /// `KAPI_NOW` (RFC 3339 or Unix milliseconds) pins for tests.
+/// The day, the vault and the grant: what compile-context and
+/// verify-context both read the vault with.
+#[derive(Debug, clap::Args)]
+#[group(skip)]
+pub struct VaultArgs {
+    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
+    #[arg(long, value_name = "DATE")]
+    pub today: Option<String>,
+    /// The vault folder (default: `[vault] root` in kapi.toml, else `decisions`).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Permit every label up to this one: public, internal, confidential, restricted.
+    #[arg(long, value_name = "LABEL", conflicts_with = "allow")]
+    pub max_sensitivity: Option<String>,
+    /// Permit exactly these labels, comma-separated.
+    #[arg(long, value_name = "LABELS")]
+    pub allow: Option<String>,
+}
+
 pub(super) fn today(text: Option<&str>, ctx: &Ctx) -> Result<time::Date, CliError> {
     if let Some(t) = text {
         return date::parse(t)

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::Ctx;
-use super::compile_context::{compile_error, grant, project, ranking, today, vault_root};
+use super::compile_context::{
+    VaultArgs, compile_error, grant, project, ranking, today, vault_root,
+};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::compile::verify::{Expected, Input, VerifyError, VerifyOptions};
@@ -28,18 +30,8 @@ pub struct Args {
     /// The compiled report, saved unchanged (`-` reads stdin).
     #[arg(value_name = "ARTIFACT", required_unless_present = "all")]
     pub artifact: Option<PathBuf>,
-    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
-    #[arg(long, value_name = "DATE")]
-    pub today: Option<String>,
-    /// The vault folder (default: `[vault] root` in kapi.toml, else `decisions`).
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
-    /// Permit every label up to this one: public, internal, confidential, restricted.
-    #[arg(long, value_name = "LABEL", conflicts_with = "allow")]
-    pub max_sensitivity: Option<String>,
-    /// Permit exactly these labels, comma-separated.
-    #[arg(long, value_name = "LABELS")]
-    pub allow: Option<String>,
+    #[command(flatten)]
+    pub vault: VaultArgs,
     /// Expect exactly these targets, comma-separated (empty: none).
     #[arg(long, value_name = "IDS")]
     pub expect_targets: Option<String>,
@@ -68,7 +60,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
-    let today = today(args.today.as_deref(), ctx)?;
+    let today = today(args.vault.today.as_deref(), ctx)?;
     let (project, config) = project(ctx)?;
     if args.all {
         return verify_all(&project, &config, today);
@@ -90,12 +82,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     };
     let options = VerifyOptions {
         today,
-        grant: grant(args.max_sensitivity.as_deref(), args.allow.as_deref())?,
+        grant: grant(
+            args.vault.max_sensitivity.as_deref(),
+            args.vault.allow.as_deref(),
+        )?,
         expected,
         scope: Default::default(),
         layout: config.vault_layout(),
     };
-    let root = vault_root(ctx, &project, &config, args.root.as_deref());
+    let root = vault_root(ctx, &project, &config, args.vault.root.as_deref());
     let path = args.artifact.unwrap_or_default();
     let bytes = if path.as_os_str() == "-" {
         let mut buf = Vec::new();
