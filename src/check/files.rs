@@ -186,14 +186,6 @@ fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, FilesError> {
     Ok(out.stdout)
 }
 
-/// The top of the work tree containing `dir`, if it is in one.
-pub fn repo_root(dir: &Path) -> Option<PathBuf> {
-    let out = git(dir, &["rev-parse", "--show-toplevel"]).ok()?;
-    let s = String::from_utf8(out).ok()?;
-    let s = s.trim_end_matches(['\n', '\r']);
-    (!s.is_empty()).then(|| PathBuf::from(s))
-}
-
 fn split_z(bytes: &[u8]) -> impl Iterator<Item = &str> {
     bytes
         .split(|&b| b == 0)

@@ -62,20 +62,17 @@ pub enum FormatArg {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
-    let root = files::repo_root(&ctx.cwd);
-    let config = match &root {
-        Some(r) => Config::load(r).map_err(|e| CliError::usage(e.to_string()))?,
-        None => Config::default(),
-    };
+    // One discovery of the repository and one reading of kapi.toml serve the
+    // file listing, the prose filter and the log.
+    let session = ctx.session_if_in_work_tree()?;
+    let root = session.as_ref().map(|s| s.root.clone());
+    let default_config = Config::default();
+    let config = session.as_ref().map_or(&default_config, |s| &s.config);
     let filter = ProseFilter::new(&config.check)
         .map_err(files_error)?
         .with_vale_styles(root.as_deref());
 
     // The log: rules in force now, each with the scope it holds in.
-    let session = match &root {
-        Some(_) => Some(ctx.session()?),
-        None => None,
-    };
     let ledger = session.as_ref().map(|s| s.ledger()).transpose()?;
     let mut rules: Vec<(CheckRule, Option<Scope>)> = match (&session, &ledger) {
         (Some(session), Some(ledger)) => rules_from_log(session, ledger),

@@ -102,7 +102,21 @@ impl Ctx {
 
     /// Open the repository, read kapi.toml and name the actor.
     pub fn session(&self) -> Result<Session, CliError> {
-        let now = self.now_ms()?;
+        self.open_session().map_err(CliError::from)
+    }
+
+    /// The session of the work tree kapi runs in, or `None` outside one
+    /// (or in a repository without a work tree).
+    pub fn session_if_in_work_tree(&self) -> Result<Option<Session>, CliError> {
+        match self.open_session() {
+            Ok(s) if s.store.work_tree().is_some() => Ok(Some(s)),
+            Ok(_) | Err(ContextError::Store(StoreError::NotARepository(_))) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn open_session(&self) -> Result<Session, ContextError> {
+        let now = self.now_ms().map_err(|e| ContextError::Usage(e.message))?;
         let actor = |store: &crate::store::Store| {
             actor::detect(
                 |name| self.var(name),
@@ -115,7 +129,7 @@ impl Ctx {
                 },
             )
         };
-        Session::open(&self.cwd, actor, now, self.random()).map_err(CliError::from)
+        Session::open(&self.cwd, actor, now, self.random())
     }
 }
 
