@@ -196,11 +196,7 @@ impl Store {
         tree::read_segments(&self.repo, root, "", &mut segments)?;
         let mut newest = None;
         for blob in segments.iter().filter_map(|s| s.blob) {
-            let lines = segment::lines(&tree::read_blob(&self.repo, blob)?);
-            let ids = lines
-                .iter()
-                .filter_map(|l| segment::line_id(l).and_then(|id| OpId::parse(id).ok()));
-            newest = newest.max(ids.max());
+            newest = newest.max(segment::newest_id(&tree::read_blob(&self.repo, blob)?));
         }
         Ok(newest)
     }
@@ -306,10 +302,7 @@ impl Store {
         let records = {
             let _journal = lock::Lock::journal(&dir)?;
             let pending = journal::read(&dir)?;
-            let journaled = segment::lines(&pending)
-                .iter()
-                .filter_map(|l| segment::line_id(l).and_then(|id| OpId::parse(id).ok()))
-                .max();
+            let journaled = segment::newest_id(&pending);
             let shared = self.tip(LogRef::Shared)?;
             let local = self.tip(LogRef::Local)?;
             let mut newest = self.newest(shared)?.max(self.newest(local)?).max(journaled);

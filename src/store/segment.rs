@@ -26,6 +26,14 @@ pub fn line_id(line: &str) -> Option<&str> {
     (line.as_bytes().get(at + LEN) == Some(&b'"')).then_some(id)
 }
 
+/// The newest valid id among JSON Lines bytes, found without parsing records.
+pub fn newest_id(bytes: &[u8]) -> Option<crate::ops::id::OpId> {
+    lines(bytes)
+        .iter()
+        .filter_map(|l| line_id(l).and_then(|id| crate::ops::id::OpId::parse(id).ok()))
+        .max()
+}
+
 /// Sort lines by id (then bytes) and drop exact duplicates.
 pub fn normalize(lines: &mut Vec<String>) {
     lines.sort_by(|a, b| {
