@@ -30,38 +30,14 @@ fn context_at_a_path_says_what_applies_and_what_stays_correct() {
         "kapi.toml",
         "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"quickcast\" }\n",
     );
-    repo.agent(
-        "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Flowkit",
-            "--instead-of",
-            "Flow kit",
-            "--path",
-            "docs/app/a.md",
-        ],
-    )
-    .ok();
+    repo.agent_term("s1", "Flowkit", "Flow kit", &["--path", "docs/app/a.md"])
+        .ok();
     let flow = keep_last(&repo);
     repo.kapi(&["context", "note", "The docs address the administrator"])
         .ok();
     let note = keep_last(&repo);
-    repo.agent(
-        "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Supabase",
-            "--instead-of",
-            "Supa base",
-            "--quote",
-            "q",
-        ],
-    )
-    .ok();
+    repo.agent_term("s1", "Supabase", "Supa base", &["--quote", "q"])
+        .ok();
 
     let app = json(repo.kapi(&["context", "docs/app/a.md", "--json"]).ok());
     assert_eq!(app["point"], serde_json::json!({"product": "quickcast"}));
@@ -84,20 +60,11 @@ fn context_at_a_path_says_what_applies_and_what_stays_correct() {
     assert!(human.contains("Suggestions here"), "{human}");
 
     // A rule outside its window does not apply.
-    repo.agent(
+    repo.agent_term(
         "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Oldname",
-            "--instead-of",
-            "Old name",
-            "--quote",
-            "q",
-            "--valid-to",
-            "2026-01-01",
-        ],
+        "Oldname",
+        "Old name",
+        &["--quote", "q", "--valid-to", "2026-01-01"],
     )
     .ok();
     keep_last(&repo);
@@ -232,20 +199,8 @@ fn a_bad_context_file_is_named_and_the_others_still_import() {
 fn the_rules_files_list_what_is_in_force_and_nothing_else_changes() {
     let repo = Repo::new();
     repo.write("AGENTS.md", "# Agents\n\nHand-written guidance stays.\n");
-    repo.agent(
-        "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--quote",
-            "q",
-        ],
-    )
-    .ok();
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
+        .ok();
     // A suggestion is not in force: no rules file is written.
     assert_eq!(
         std::fs::read_to_string(repo.path().join("AGENTS.md")).unwrap(),
@@ -314,18 +269,11 @@ fn a_kept_rule_fails_the_check_and_a_suggestion_only_advises() {
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-qm", "docs"]);
-    repo.agent(
+    repo.agent_term(
         "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--path",
-            "docs/intro.md",
-        ],
+        "Quickcast",
+        "Quick cast",
+        &["--path", "docs/intro.md"],
     )
     .ok();
 
@@ -381,18 +329,11 @@ fn a_rule_holds_only_where_its_scope_covers_the_file() {
     );
     repo.write("docs/app/a.md", "Open Quick cast.\n");
     repo.write("docs/web/b.md", "Open Quick cast.\n");
-    repo.agent(
+    repo.agent_term(
         "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--path",
-            "docs/app/a.md",
-        ],
+        "Quickcast",
+        "Quick cast",
+        &["--path", "docs/app/a.md"],
     )
     .ok();
     keep_last(&repo);
@@ -433,20 +374,8 @@ fn a_rule_holds_only_where_its_scope_covers_the_file() {
 fn a_whole_project_check_records_usage_only_when_it_changes() {
     let repo = Repo::new();
     repo.write("docs/a.md", "Quickcast is here. Quick cast is not.\n");
-    repo.agent(
-        "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--path",
-            "docs/a.md",
-        ],
-    )
-    .ok();
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--path", "docs/a.md"])
+        .ok();
     let signals = |r: &Repo| {
         r.kapi(&["context", "log", "--kind", "signal", "--json"])
             .ok()
@@ -520,20 +449,8 @@ fn rules_files_follow_corrections_symlinks_and_modes() {
         std::fs::Permissions::from_mode(0o640),
     )
     .unwrap();
-    repo.agent(
-        "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--quote",
-            "q",
-        ],
-    )
-    .ok();
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
+        .ok();
     keep_last(&repo);
     let link = std::fs::symlink_metadata(repo.path().join("AGENTS.md")).unwrap();
     assert!(link.file_type().is_symlink(), "AGENTS.md stays a symlink");
@@ -573,20 +490,8 @@ fn context_paths_resolve_from_where_kapi_runs() {
     );
     repo.write("docs/app/a.md", "x\n");
     repo.write("tools/x.sh", "x\n");
-    repo.agent(
-        "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Flowkit",
-            "--instead-of",
-            "Flow kit",
-            "--path",
-            "docs/app/a.md",
-        ],
-    )
-    .ok();
+    repo.agent_term("s1", "Flowkit", "Flow kit", &["--path", "docs/app/a.md"])
+        .ok();
     keep_last(&repo);
     for (dir, path) in [
         ("tools", "../docs/app/a.md"),

@@ -8,19 +8,11 @@ use serde_json::Value;
 
 fn note_term(repo: &Repo, session: &str, term: &str, instead: &str) -> String {
     let run = repo
-        .agent(
+        .agent_term(
             session,
-            &[
-                "context",
-                "note",
-                "--term",
-                term,
-                "--instead-of",
-                instead,
-                "--path",
-                "docs/intro.md",
-                "--json",
-            ],
+            term,
+            instead,
+            &["--path", "docs/intro.md", "--json"],
         )
         .ok();
     let op: Value = serde_json::from_str(run.stdout.trim()).unwrap();
@@ -320,68 +312,32 @@ fn disagreeing_suggestions_are_contested_until_a_person_chooses() {
 #[test]
 fn rules_in_different_windows_or_points_do_not_disagree() {
     let repo = Repo::new();
-    repo.agent(
+    repo.agent_term(
         "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--quote",
-            "q",
-            "--valid-to",
-            "2026-12-01",
-        ],
+        "Quickcast",
+        "Quick cast",
+        &["--quote", "q", "--valid-to", "2026-12-01"],
     )
     .ok();
-    repo.agent(
+    repo.agent_term(
         "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quick Cast",
-            "--instead-of",
-            "Quickcast",
-            "--quote",
-            "q",
-            "--valid-from",
-            "2026-12-01",
-        ],
+        "Quick Cast",
+        "Quickcast",
+        &["--quote", "q", "--valid-from", "2026-12-01"],
     )
     .ok();
-    repo.agent(
+    repo.agent_term(
         "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Flowkit",
-            "--instead-of",
-            "Flow kit",
-            "--quote",
-            "q",
-            "--point",
-            "market=no",
-        ],
+        "Flowkit",
+        "Flow kit",
+        &["--quote", "q", "--point", "market=no"],
     )
     .ok();
-    repo.agent(
+    repo.agent_term(
         "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Flow Kit",
-            "--instead-of",
-            "Flowkit",
-            "--quote",
-            "q",
-            "--point",
-            "market=de",
-        ],
+        "Flow Kit",
+        "Flowkit",
+        &["--quote", "q", "--point", "market=de"],
     )
     .ok();
     for line in log(&repo) {

@@ -125,6 +125,21 @@ impl Repo {
             .into()
     }
 
+    /// The agent `claude-code` in `session` notes a term rule:
+    /// `kapi context note --term TERM --instead-of FORM ...extra`.
+    pub fn agent_term(&self, session: &str, term: &str, instead_of: &str, extra: &[&str]) -> Run {
+        let mut args = vec![
+            "context",
+            "note",
+            "--term",
+            term,
+            "--instead-of",
+            instead_of,
+        ];
+        args.extend_from_slice(extra);
+        self.agent(session, &args)
+    }
+
     pub fn git(&self, args: &[&str]) -> String {
         let mut cmd = Command::new("git");
         self.isolate(&mut cmd);
