@@ -350,20 +350,11 @@ fn a_rule_holds_only_where_its_scope_covers_the_file() {
     let other = Repo::new();
     other.write("a.md", "Old name here.\n");
     other
-        .agent(
+        .agent_term(
             "s1",
-            &[
-                "context",
-                "note",
-                "--term",
-                "Oldname",
-                "--instead-of",
-                "Old name",
-                "--quote",
-                "q",
-                "--valid-to",
-                "2026-06-01",
-            ],
+            "Oldname",
+            "Old name",
+            &["--quote", "q", "--valid-to", "2026-06-01"],
         )
         .ok();
     keep_last(&other);

@@ -34,20 +34,11 @@ fn status_of(repo: &Repo, id: &str) -> String {
 fn an_agent_suggests_and_a_person_keeps() {
     let repo = Repo::new();
     let run = repo
-        .agent(
+        .agent_term(
             "s1",
-            &[
-                "context",
-                "note",
-                "--term",
-                "Quickcast",
-                "--instead-of",
-                "Quick cast",
-                "--path",
-                "docs/intro.md",
-                "--quote",
-                "Open Quick cast",
-            ],
+            "Quickcast",
+            "Quick cast",
+            &["--path", "docs/intro.md", "--quote", "Open Quick cast"],
         )
         .ok();
     assert!(
@@ -127,17 +118,7 @@ fn the_record_is_canonical_and_versioned() {
 fn a_rule_needs_evidence() {
     let repo = Repo::new();
     let run = repo
-        .agent(
-            "s1",
-            &[
-                "context",
-                "note",
-                "--term",
-                "Quickcast",
-                "--instead-of",
-                "Quick cast",
-            ],
-        )
+        .agent_term("s1", "Quickcast", "Quick cast", &[])
         .code(2);
     assert!(
         run.stderr.contains("evidence is required"),
