@@ -2,6 +2,7 @@
 //! withdrawal, and a person's review decisions. Each builds its operation,
 //! asks the policy, and appends it; none prints.
 
+pub mod doctor;
 mod here;
 mod import;
 mod note;
@@ -42,6 +43,8 @@ pub enum ContextError {
     Forms(#[from] FormsError),
     #[error(transparent)]
     Scope(#[from] ScopeError),
+    #[error(transparent)]
+    Actor(#[from] crate::ops::actor::ActorError),
     /// Bad input the caller can fix; the message says how.
     #[error("{0}")]
     Usage(String),
@@ -69,7 +72,7 @@ impl Session {
     /// Open the repository at or above `dir` and read `kapi.toml`.
     pub fn open(
         dir: &Path,
-        actor: impl FnOnce(&Store) -> Actor,
+        actor: impl FnOnce(&Store) -> Result<Actor, crate::ops::actor::ActorError>,
         now_ms: u64,
         random: u128,
     ) -> Result<Self, ContextError> {
@@ -80,7 +83,7 @@ impl Session {
             .unwrap_or_else(|| dir.to_path_buf());
         let config = Config::load(&root)?;
         let project = project_key(&config, &store, &root);
-        let actor = actor(&store);
+        let actor = actor(&store)?;
         Ok(Self {
             store,
             config,

@@ -8,69 +8,114 @@
 //! - `KAPI_TOOL=<name>`: a tool (kapi's own CI step, with `KAPI_SESSION`).
 //! - Otherwise a person, named by git identity: `user.email`, else
 //!   `user.name`, else `unnamed`.
+//!
+//! Detection fails closed: one of these variables set to nothing, to
+//! whitespace or to bytes that are not UTF-8 is an error, never a person.
+
+use std::ffi::OsString;
 
 use super::record::{Actor, ActorKind};
+
+/// The variables that name who acts, besides git identity.
+pub const VARIABLES: &[&str] = &["KAPI_AGENT", "KAPI_SESSION", "KAPI_TOOL", "CLAUDECODE"];
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ActorError {
+    #[error(
+        "{0} is set but empty; set it to a name (or unset it): kapi does not take an agent whose name it cannot read for a person"
+    )]
+    Empty(&'static str),
+    #[error(
+        "{0} is set but is not UTF-8; set it to a name in UTF-8 (or unset it): kapi does not take an agent whose name it cannot read for a person"
+    )]
+    NotUtf8(&'static str),
+}
 
 /// The agent hosts kapi recognises from their environment.
 pub const HOSTS: &[(&str, &str, &str)] = &[("CLAUDECODE", "1", "claude-code")];
 
 /// Detect the actor from an environment lookup and the git identity.
 pub fn detect(
-    var: impl Fn(&str) -> Option<String>,
+    var: impl Fn(&str) -> Option<OsString>,
     git_identity: impl FnOnce() -> (Option<String>, Option<String>),
-) -> Actor {
-    let non_empty = |name: &str| {
-        var(name)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    };
-    let session = non_empty("KAPI_SESSION");
-    if let Some(name) = non_empty("KAPI_AGENT") {
-        return Actor {
+) -> Result<Actor, ActorError> {
+    let mut values = [None, None, None, None];
+    for (slot, name) in values.iter_mut().zip(VARIABLES) {
+        let Some(raw) = var(name) else { continue };
+        let text = raw.into_string().map_err(|_| ActorError::NotUtf8(name))?;
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(ActorError::Empty(name));
+        }
+        *slot = Some(text.to_owned());
+    }
+    let [agent, session, tool, claude] = values;
+    if let Some(name) = agent {
+        return Ok(Actor {
             kind: ActorKind::Agent,
             name,
             session,
-        };
+        });
     }
     for (variable, value, name) in HOSTS {
-        if non_empty(variable).as_deref() == Some(value) {
-            return Actor {
+        debug_assert_eq!(*variable, "CLAUDECODE");
+        if claude.as_deref() == Some(value) {
+            return Ok(Actor {
                 kind: ActorKind::Agent,
                 name: (*name).to_owned(),
                 session,
-            };
+            });
         }
     }
     // Checked after the agent hosts: an agent cannot make itself a tool.
-    if let Some(name) = non_empty("KAPI_TOOL") {
-        return Actor {
+    if let Some(name) = tool {
+        return Ok(Actor {
             kind: ActorKind::Tool,
             name,
             session,
-        };
+        });
     }
     let (email, name) = git_identity();
     let name = email
         .filter(|e| !e.trim().is_empty())
         .or(name.filter(|n| !n.trim().is_empty()))
         .unwrap_or_else(|| "unnamed".to_owned());
-    Actor {
+    Ok(Actor {
         kind: ActorKind::Person,
         name,
         session: None,
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |k| {
             pairs
                 .iter()
                 .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn a_variable_set_to_nothing_readable_is_an_error_never_a_person() {
+        for value in ["", "  ", "\t"] {
+            let e = detect(env(&[("KAPI_AGENT", value)]), || (Some("a@b".into()), None));
+            assert_eq!(e, Err(ActorError::Empty("KAPI_AGENT")));
+        }
+        let e = detect(env(&[("KAPI_TOOL", " ")]), || (None, None));
+        assert_eq!(e, Err(ActorError::Empty("KAPI_TOOL")));
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStringExt;
+            let bad = |k: &str| (k == "KAPI_AGENT").then(|| OsString::from_vec(vec![0xff, 0x61]));
+            assert_eq!(
+                detect(bad, || (None, None)),
+                Err(ActorError::NotUtf8("KAPI_AGENT"))
+            );
         }
     }
 
@@ -78,24 +123,27 @@ mod tests {
     fn hosts_and_overrides() {
         let a = detect(env(&[("CLAUDECODE", "1"), ("KAPI_SESSION", "s1")]), || {
             (None, None)
-        });
+        })
+        .unwrap();
         assert_eq!(
             (a.kind, a.name.as_str(), a.session.as_deref()),
             (ActorKind::Agent, "claude-code", Some("s1"))
         );
         let a = detect(env(&[("CLAUDECODE", "1"), ("KAPI_AGENT", "codex")]), || {
             (None, None)
-        });
+        })
+        .unwrap();
         assert_eq!(a.name, "codex");
         let p = detect(env(&[]), || {
             (Some("ada@example.com".into()), Some("Ada".into()))
-        });
+        })
+        .unwrap();
         assert_eq!(
             (p.kind, p.name.as_str()),
             (ActorKind::Person, "ada@example.com")
         );
-        let p = detect(env(&[]), || (None, Some("Ada".into())));
+        let p = detect(env(&[]), || (None, Some("Ada".into()))).unwrap();
         assert_eq!(p.name, "Ada");
-        assert_eq!(detect(env(&[]), || (None, None)).name, "unnamed");
+        assert_eq!(detect(env(&[]), || (None, None)).unwrap().name, "unnamed");
     }
 }

@@ -4,15 +4,19 @@
 //! A writer mints its ids and appends its canonical lines to
 //! `.git/kapi/journal` under a short lock (no git objects written, no file
 //! created), then takes the commit lock. Whoever holds the commit lock
-//! moves every line the journal holds into `refs/kapi/ops` in one commit
-//! and empties the journal; a writer whose lines a previous holder already
-//! committed returns at once. Every writer returns only after its lines are
-//! on the ref, so the ref stays the log; the journal only shortens the
-//! queue. A crash leaves lines in the journal, and the next writer commits
-//! them (committing a line twice changes nothing: the union keeps one).
+//! moves every line the journal holds onto the refs in one commit per ref,
+//! then **compacts** the journal: it writes what was appended meanwhile to
+//! `journal.new` and renames that over `journal`. The journal is never
+//! truncated in place, so a crash at any point leaves either the old
+//! journal (whose lines commit again, changing nothing: the union keeps
+//! one copy) or the new one, and never loses a line another writer
+//! appended. A writer whose lines left the journal confirms them on the ref
+//! before it reports them recorded; a line that left the journal without
+//! reaching the ref (set aside as torn or as unable to land) is reported
+//! as not recorded, never acknowledged.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
@@ -56,10 +60,10 @@ pub fn read(kapi_dir: &Path) -> Result<Vec<u8>, StoreError> {
 
 /// Whether the journal bytes still hold any of `records`.
 pub fn holds_any(journal: &[u8], records: &[crate::ops::record::Record]) -> bool {
-    let text = String::from_utf8_lossy(journal);
-    records
-        .iter()
-        .any(|r| text.contains(&format!("\"id\":\"{}\"", r.id)))
+    records.iter().any(|r| {
+        let needle = format!("\"id\":\"{}\"", r.id);
+        memchr::memmem::find(journal, needle.as_bytes()).is_some()
+    })
 }
 
 /// Append lines in one write (call under the journal lock).
@@ -76,16 +80,46 @@ pub fn append(kapi_dir: &Path, lines: &[String]) -> Result<(), StoreError> {
         .map_err(io(&path(kapi_dir)))
 }
 
-/// Drop the first `committed` bytes, keeping what was appended since, in
-/// place (call under the journal lock).
-pub fn drop_prefix(kapi_dir: &Path, committed: usize) -> Result<(), StoreError> {
+/// Flush the journal to the disk (before a writer reports lines that are
+/// only in the journal as kept).
+pub fn sync(kapi_dir: &Path) -> Result<(), StoreError> {
+    let p = path(kapi_dir);
+    File::open(&p).and_then(|f| f.sync_all()).map_err(io(&p))
+}
+
+/// Replace the journal with what it holds beyond `committed` (the bytes a
+/// commit moved onto the refs), by writing `journal.new` and renaming it
+/// over `journal` (call under the journal lock). Lines appended since
+/// `committed` was read follow it in the file, because only the holder of
+/// the commit lock compacts; if the journal no longer starts with
+/// `committed` (edited by hand), every line not byte-for-byte among the
+/// committed ones is kept.
+pub fn compact(kapi_dir: &Path, committed: &[u8]) -> Result<(), StoreError> {
     let p = path(kapi_dir);
     let all = read(kapi_dir)?;
-    let rest = all.get(committed..).unwrap_or_default();
-    let mut f = OpenOptions::new().write(true).open(&p).map_err(io(&p))?;
-    f.set_len(0).map_err(io(&p))?;
-    f.seek(SeekFrom::Start(0)).map_err(io(&p))?;
-    f.write_all(rest).map_err(io(&p))
+    let rest: Vec<u8> = match all.strip_prefix(committed) {
+        Some(rest) => rest.to_vec(),
+        None => {
+            let done: std::collections::HashSet<&[u8]> = committed.split(|&b| b == b'\n').collect();
+            let mut rest = Vec::new();
+            for line in all.split(|&b| b == b'\n') {
+                if !line.is_empty() && !done.contains(line) {
+                    rest.extend_from_slice(line);
+                    rest.push(b'\n');
+                }
+            }
+            rest
+        }
+    };
+    if rest.len() == all.len() {
+        return Ok(());
+    }
+    let new = kapi_dir.join("journal.new");
+    std::fs::write(&new, &rest).map_err(io(&new))?;
+    super::fault::point("compact-written");
+    std::fs::rename(&new, &p).map_err(io(&p))?;
+    super::fault::point("compacted");
+    Ok(())
 }
 
 /// Keep lines no one can read out of the way (a crash tore them), so they

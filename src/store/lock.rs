@@ -1,68 +1,117 @@
-//! The short advisory lock writers take around an append. The kernel
-//! releases it when a process dies, so a crash never leaves it stale.
+//! The advisory locks writers take around an append: `.git/kapi/journal.lock`
+//! while ids are minted and journal lines written (microseconds), and
+//! `.git/kapi/lock` while a ref moves. They are `flock` locks: the kernel
+//! releases them when a process dies, so a crash never leaves one stale.
+//! A process that is stopped (SIGSTOP, a suspended job, a debugger) keeps
+//! holding its lock, so no wait is without limit: a writer gives up after
+//! the store's lock timeout (`KAPI_LOCK_TIMEOUT_MS`, 10 s by default) and
+//! names the lock and the process that holds it. The holder writes its
+//! process id into the lock file for that message.
 
 use std::fs::{File, OpenOptions};
-use std::path::Path;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::StoreError;
+
+/// How long a writer waits for a lock by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct Lock {
     _file: File,
 }
 
+/// The commit lock's file name under `.git/kapi/`.
+pub const COMMIT: &str = "lock";
+/// The journal lock's file name under `.git/kapi/`.
+pub const JOURNAL: &str = "journal.lock";
+
 impl Lock {
-    /// The commit lock: held while a ref moves.
-    pub fn acquire(kapi_dir: &Path) -> Result<Self, StoreError> {
-        Self::acquire_named(kapi_dir, "lock")
+    /// The commit lock, waiting at most `timeout`.
+    pub fn commit(kapi_dir: &Path, timeout: Duration) -> Result<Self, StoreError> {
+        Self::wait(kapi_dir, COMMIT, timeout)
     }
 
-    /// The journal lock: held while ids are minted and journal lines written.
-    pub fn journal(kapi_dir: &Path) -> Result<Self, StoreError> {
-        Self::acquire_named(kapi_dir, "journal.lock")
+    /// The journal lock, waiting at most `timeout`.
+    pub fn journal(kapi_dir: &Path, timeout: Duration) -> Result<Self, StoreError> {
+        Self::wait(kapi_dir, JOURNAL, timeout)
     }
 
     /// The commit lock if no one holds it now.
-    pub fn try_acquire(kapi_dir: &Path) -> Result<Option<Self>, StoreError> {
-        let path = kapi_dir.join("lock");
-        let file = Self::open(kapi_dir, &path)?;
+    pub fn try_commit(kapi_dir: &Path) -> Result<Option<Self>, StoreError> {
+        Self::try_named(kapi_dir, COMMIT)
+    }
+
+    fn wait(kapi_dir: &Path, name: &str, timeout: Duration) -> Result<Self, StoreError> {
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(100);
+        loop {
+            if let Some(lock) = Self::try_named(kapi_dir, name)? {
+                return Ok(lock);
+            }
+            if start.elapsed() >= timeout {
+                let path = kapi_dir.join(name);
+                return Err(StoreError::LockTimeout {
+                    holder: holder(&path),
+                    path,
+                    waited: timeout,
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+
+    fn try_named(kapi_dir: &Path, name: &str) -> Result<Option<Self>, StoreError> {
+        let path = kapi_dir.join(name);
+        let mut file = open(kapi_dir, &path)?;
         match file.try_lock() {
-            Ok(()) => Ok(Some(Self { _file: file })),
+            Ok(()) => {
+                // Name the holder for anyone who waits (best effort).
+                let _ = file
+                    .set_len(0)
+                    .and_then(|()| file.rewind())
+                    .and_then(|()| write!(file, "{}\n", std::process::id()));
+                Ok(Some(Self { _file: file }))
+            }
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
             Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Lock { path, source }),
         }
     }
+}
 
-    fn acquire_named(kapi_dir: &Path, name: &str) -> Result<Self, StoreError> {
-        let path = kapi_dir.join(name);
-        let file = Self::open(kapi_dir, &path)?;
-        file.lock()
-            .map_err(|source| StoreError::Lock { path, source })?;
-        Ok(Self { _file: file })
-    }
+/// Whether someone holds the lock `name` now (for `kapi store doctor`).
+pub fn held(kapi_dir: &Path, name: &str) -> Result<bool, StoreError> {
+    Ok(Lock::try_named(kapi_dir, name)?.is_none())
+}
 
-    fn open(kapi_dir: &Path, path: &Path) -> Result<File, StoreError> {
-        let path = path.to_path_buf();
-        let open = || {
-            OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-        };
-        let file = match open() {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(kapi_dir).map_err(|source| StoreError::Lock {
-                    path: path.clone(),
-                    source,
-                })?;
-                open().map_err(|source| StoreError::Lock {
-                    path: path.clone(),
-                    source,
-                })?
-            }
-            Err(source) => return Err(StoreError::Lock { path, source }),
-        };
-        Ok(file)
+/// The process id a lock file names, if it names one.
+pub fn holder(path: &Path) -> Option<u32> {
+    let mut text = String::new();
+    File::open(path).ok()?.read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+fn open(kapi_dir: &Path, path: &Path) -> Result<File, StoreError> {
+    let path: PathBuf = path.to_path_buf();
+    let open = || {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+    };
+    match open() {
+        Ok(f) => Ok(f),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(kapi_dir).map_err(|source| StoreError::Lock {
+                path: path.clone(),
+                source,
+            })?;
+            open().map_err(|source| StoreError::Lock { path, source })
+        }
+        Err(source) => Err(StoreError::Lock { path, source }),
     }
 }

@@ -3,26 +3,37 @@
 //! segments (`<c8>/<c9>`, JSON Lines sorted by id). `refs/kapi/local`
 //! holds the kinds that stay on this machine (`check`).
 //!
-//! Appends take a short advisory lock (`.git/kapi/lock`), write the segment
-//! blob and the two touched trees, a commit with a fixed signature and an
-//! explicit time, and move the ref with compare-and-swap. Merging two logs
-//! is the union of their trees. Everything read from a ref is untrusted:
-//! bad operations are reported by name and skipped, never hiding the rest.
+//! The store is split by concern: `append` (group commit through the
+//! journal), `merge` (union with logs from elsewhere), `read` (parallel
+//! parsing, conflicts between copies), `newest` (the id to mint past),
+//! `reflock` (moving a ref, recovering an abandoned ref lock), `lock` (the
+//! bounded advisory locks), `sweep` (temporary files killed writers left),
+//! `fault` (fault points for crash tests). Everything read from a ref is
+//! untrusted: bad operations are reported by name and skipped, never hiding
+//! the rest, and nothing pushed can stop this machine from writing.
 
+mod append;
 mod cache;
+pub mod fault;
 mod journal;
-mod lock;
+pub mod lock;
+mod merge;
+pub mod newest;
+mod read;
+mod reflock;
 pub mod segment;
+pub mod sweep;
 mod tree;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use gix::ObjectId;
-use gix::refs::transaction::PreviousValue;
 
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
+pub use reflock::RefLock;
 pub use segment::{EntryError, Problem};
 
 /// Where an operation is kept.
@@ -65,16 +76,63 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error(
-        "the log holds #{0}, dated {1}, later than this machine's clock allows ids to reach; `kapi store doctor` lists it"
+        "gave up after {} s waiting for {}{}; nothing was recorded. Try again; if that process is stuck, end it, or set KAPI_LOCK_TIMEOUT_MS to wait longer",
+        waited.as_secs_f32(), path.display(), holder_text(*holder)
     )]
-    FutureId(String, String),
-    #[error("{0} moved under us {1} times in a row; another program is writing it. Try again.")]
-    Contended(&'static str, usize),
+    LockTimeout {
+        path: PathBuf,
+        holder: Option<u32>,
+        waited: Duration,
+    },
+    #[error(
+        "{} is in the journal (.git/kapi/journal, synced to disk) but not yet on refs/kapi/ops: {}{} for {} s. It is not lost and must not be recorded again: the next kapi command that takes the lock moves it onto the ref. If that process is stuck, end it",
+        ids.iter().map(|i| format!("#{}", &i[..i.len().min(10)])).collect::<Vec<_>>().join(", "),
+        path.display(), holder_text(*holder), waited.as_secs_f32()
+    )]
+    Journaled {
+        ids: Vec<String>,
+        path: PathBuf,
+        holder: Option<u32>,
+        waited: Duration,
+    },
+    #[error(
+        "{} exists: another program (git itself?) is moving that ref, or died while moving it; kapi waited {} s and does not remove another program's lock. If no git command is running in this repository, remove the file and run the command again",
+        path.display(), waited.as_secs_f32()
+    )]
+    RefLocked { path: PathBuf, waited: Duration },
+    #[error(
+        "not recorded: {} left the journal without reaching refs/kapi/ops ({reason}); `kapi store doctor` names it. Record it again",
+        ids.iter().map(|i| format!("#{}", &i[..i.len().min(10)])).collect::<Vec<_>>().join(", ")
+    )]
+    NotRecorded { ids: Vec<String>, reason: String },
+    #[error(
+        "no segment of the log can take another operation: every shard tried is over the {} MiB limit kapi reads. `kapi store doctor` names the oversized segments",
+        segment::MAX_SEGMENT_BYTES / (1024 * 1024)
+    )]
+    NoRoom,
+    #[error("this machine's clock is outside the range an id can hold (2026 to 2060)")]
+    ClockOutOfRange,
+    #[error(
+        "{0} moved under us {1} times in a row ({2}); another program is writing it. Try again."
+    )]
+    Contended(&'static str, usize, String),
     #[error("the operation is not valid: {0}")]
     Invalid(#[from] crate::ops::record::RecordError),
     #[error(transparent)]
     Id(#[from] crate::ops::id::IdError),
+}
+
+fn holder_text(holder: Option<u32>) -> String {
+    match holder {
+        Some(pid) => format!(", held by process {pid}"),
+        None => String::new(),
+    }
 }
 
 pub(crate) fn git<E: std::fmt::Display>(context: &'static str) -> impl FnOnce(E) -> StoreError {
@@ -83,9 +141,6 @@ pub(crate) fn git<E: std::fmt::Display>(context: &'static str) -> impl FnOnce(E)
         message: e.to_string(),
     }
 }
-
-/// How far past this machine's clock an imported operation may be dated.
-const FUTURE_SLACK_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// What a merge did.
 #[derive(Debug, Default)]
@@ -110,6 +165,8 @@ pub struct Loaded {
 /// The operation store of one repository.
 pub struct Store {
     repo: gix::Repository,
+    /// How long a writer waits for a lock before it gives up.
+    lock_timeout: Duration,
 }
 
 /// The fixed identity of kapi's own commits on its refs.
@@ -128,12 +185,16 @@ impl Store {
             gix::discover(dir).map_err(|_| StoreError::NotARepository(dir.to_owned()))?;
         // Packed segments are deltas of each other: without a cache of delta
         // bases, reading a log re-inflates every base of every chain.
-        repo.objects.set_pack_cache(|| {
-            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
-                64 * 1024 * 1024,
-            ))
-        });
-        Ok(Self { repo })
+        read::with_delta_cache(&mut repo);
+        Ok(Self {
+            repo,
+            lock_timeout: lock::DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// Wait at most `timeout` for a lock (`KAPI_LOCK_TIMEOUT_MS`).
+    pub fn set_lock_timeout(&mut self, timeout: Duration) {
+        self.lock_timeout = timeout;
     }
 
     pub fn repo(&self) -> &gix::Repository {
@@ -175,32 +236,6 @@ impl Store {
             .detach())
     }
 
-    /// The newest id a log holds, from its tip commit's message.
-    fn newest(&self, tip: Option<ObjectId>) -> Result<Option<OpId>, StoreError> {
-        let Some(tip) = tip else { return Ok(None) };
-        let commit = self
-            .repo
-            .find_commit(tip)
-            .map_err(git("reading the log's commit"))?;
-        let message = commit.message_raw_sloppy().to_string();
-        let noted = message
-            .lines()
-            .find_map(|l| l.strip_prefix("newest: "))
-            .and_then(|id| OpId::parse(id.trim()).ok());
-        if noted.is_some() {
-            return Ok(noted);
-        }
-        // A tip kapi did not write (a tool, a hand edit): read the log.
-        let root = self.tree_of(tip)?;
-        let mut segments = Vec::new();
-        tree::read_segments(&self.repo, root, "", &mut segments)?;
-        let mut newest = None;
-        for blob in segments.iter().filter_map(|s| s.blob) {
-            newest = newest.max(segment::newest_id(&tree::read_blob(&self.repo, blob)?));
-        }
-        Ok(newest)
-    }
-
     /// Read every operation of one log.
     pub fn load(&self, which: LogRef) -> Result<Loaded, StoreError> {
         self.load_refs(&[which])
@@ -209,8 +244,20 @@ impl Store {
     /// Read both logs: what the fold reads. Lines a crashed writer left in
     /// the journal are committed first (when the repository is writable).
     pub fn load_all(&self) -> Result<Loaded, StoreError> {
-        let _ = self.flush();
-        self.load_refs(&[LogRef::Shared, LogRef::Local])
+        let _ = self.flush_if_free();
+        let mut loaded = self.load_refs(&[LogRef::Shared, LogRef::Local])?;
+        // Lines still in the journal (its committer is slow, stopped or
+        // dead) are part of the log: a line on the ref and in the journal
+        // reads once.
+        let pending = self.pending()?;
+        if !pending.is_empty() {
+            loaded.records.extend(pending);
+            let conflicts = read::finish(&mut loaded);
+            if !conflicts.is_empty() {
+                self.settle_conflicts(&[LogRef::Shared, LogRef::Local], conflicts, &mut loaded)?;
+            }
+        }
+        Ok(loaded)
     }
 
     fn load_refs(&self, refs: &[LogRef]) -> Result<Loaded, StoreError> {
@@ -222,8 +269,11 @@ impl Store {
             }
         }
         let cache = cache::SegmentCache::read(&self.kapi_dir());
-        let (mut loaded, fresh) = parse_segments(&self.repo, &segments, &cache)?;
-        finish(&mut loaded);
+        let (mut loaded, fresh) = read::parse_segments(&self.repo, &segments, &cache)?;
+        let conflicts = read::finish(&mut loaded);
+        if !conflicts.is_empty() {
+            self.settle_conflicts(refs, conflicts, &mut loaded)?;
+        }
         self.refresh_cache(&segments, &cache, fresh);
         Ok(loaded)
     }
@@ -264,272 +314,18 @@ impl Store {
             {
                 let (mut records, mut problems) = (Vec::new(), Vec::new());
                 segment::parse(&bytes, None, "", &mut records, &mut problems);
-                if let Some(r) = records.into_iter().find(|r| r.id == id.as_str()) {
-                    return Ok(Some(r));
+                let mut copies = records.into_iter().filter(|r| r.id == id.as_str());
+                if let Some(first) = copies.next() {
+                    if copies.any(|other| other != first) {
+                        // Two copies: the full read decides which stands.
+                        let loaded = self.load(which)?;
+                        return Ok(loaded.records.into_iter().find(|r| r.id == id.as_str()));
+                    }
+                    return Ok(Some(first));
                 }
             }
         }
         Ok(None)
-    }
-
-    /// Append one operation. Its id and instant are minted under the lock,
-    /// past the newest id the log holds; the template's own are ignored.
-    pub fn append(
-        &self,
-        now_ms: u64,
-        random: u128,
-        template: Record,
-    ) -> Result<Record, StoreError> {
-        let mut records = self.append_all(now_ms, random, vec![template])?;
-        Ok(records.pop().expect("one record in, one out"))
-    }
-
-    /// Append several operations as one commit per log, under one lock.
-    /// Each template's id and instant are minted here, in order, so they
-    /// sort in the order given.
-    pub fn append_all(
-        &self,
-        now_ms: u64,
-        random: u128,
-        templates: Vec<Record>,
-    ) -> Result<Vec<Record>, StoreError> {
-        if templates.is_empty() {
-            return Ok(Vec::new());
-        }
-        let dir = self.kapi_dir();
-        // 1. Mint past every id the log and the journal hold, and journal
-        //    the lines: a short critical section that writes no git object.
-        let records = {
-            let _journal = lock::Lock::journal(&dir)?;
-            let pending = journal::read(&dir)?;
-            let journaled = segment::newest_id(&pending);
-            let shared = self.tip(LogRef::Shared)?;
-            let local = self.tip(LogRef::Local)?;
-            let mut newest = self.newest(shared)?.max(self.newest(local)?).max(journaled);
-            let mut records = Vec::with_capacity(templates.len());
-            for (n, template) in templates.into_iter().enumerate() {
-                let tail = random.rotate_left(17 * n as u32)
-                    ^ (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                let id =
-                    OpId::mint(now_ms, tail, newest.as_ref()).map_err(|e| match (&e, &newest) {
-                        (crate::ops::id::IdError::ClockOutOfRange, Some(n))
-                            if n.unix_ms() > now_ms =>
-                        {
-                            StoreError::FutureId(n.to_string(), rfc3339_ms(n.unix_ms()))
-                        }
-                        _ => e.into(),
-                    })?;
-                let record = Record {
-                    id: id.to_string(),
-                    at: rfc3339_ms(id.unix_ms()),
-                    ..template
-                };
-                record.validate()?;
-                newest = Some(id);
-                records.push(record);
-            }
-            let lines: Vec<String> = records.iter().map(Record::to_canonical_json).collect();
-            journal::append(&dir, &lines)?;
-            records
-        };
-        // 2. Commit: whoever holds the commit lock commits every journaled
-        //    line; a writer whose lines an earlier holder committed is done.
-        //    Waiting for the lock itself would queue behind flushes that do not
-        //    concern us (the lock is not fair), so poll: take the lock if it
-        //    is free, else see whether the holder already committed our lines.
-        let mut pause = std::time::Duration::from_micros(200);
-        loop {
-            if let Some(_commit) = lock::Lock::try_acquire(&dir)? {
-                self.commit_journal(Some(&records))?;
-                return Ok(records);
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(std::time::Duration::from_millis(2));
-            let pending = {
-                let _journal = lock::Lock::journal(&dir)?;
-                journal::read(&dir)?
-            };
-            if !journal::holds_any(&pending, &records) {
-                return Ok(records);
-            }
-        }
-    }
-
-    /// Move every line the journal holds onto the refs, in one commit per
-    /// ref (call under the commit lock). With `mine`, does nothing when none
-    /// of those records is still in the journal.
-    fn commit_journal(&self, mine: Option<&[Record]>) -> Result<(), StoreError> {
-        let dir = self.kapi_dir();
-        let pending = {
-            let _journal = lock::Lock::journal(&dir)?;
-            journal::read(&dir)?
-        };
-        if pending.is_empty() {
-            return Ok(());
-        }
-        if let Some(mine) = mine
-            && !journal::holds_any(&pending, mine)
-        {
-            return Ok(());
-        }
-        let (mut records, mut problems) = (Vec::new(), Vec::new());
-        segment::parse_file(&pending, "journal", &mut records, &mut problems);
-        if !problems.is_empty() {
-            let torn: Vec<&[u8]> = pending
-                .split(|&b| b == b'\n')
-                .filter(|l| {
-                    !l.iter().all(u8::is_ascii_whitespace) && Record::from_untrusted(l).is_err()
-                })
-                .collect();
-            journal::set_aside(&dir, &torn)?;
-        }
-        records.sort_by(|a, b| a.id.cmp(&b.id));
-        records.dedup_by(|a, b| a.id == b.id);
-        let newest = records
-            .iter()
-            .map(|r| r.id.as_str())
-            .max()
-            .and_then(|id| OpId::parse(id).ok());
-        const ATTEMPTS: usize = 8;
-        for which in [LogRef::Shared, LogRef::Local] {
-            let mine: Vec<&Record> = records
-                .iter()
-                .filter(|r| LogRef::for_record(r) == which)
-                .collect();
-            let Some(last) = mine.last() else { continue };
-            let mut moved = false;
-            for _ in 0..ATTEMPTS {
-                let tip = self.tip(which)?;
-                let newest = self
-                    .newest(tip)?
-                    .max(newest.clone())
-                    .expect("records have ids");
-                let message = if mine.len() == 1 {
-                    format!(
-                        "kapi: {} {}\n\nnewest: {newest}\n",
-                        last.kind.as_str(),
-                        last.short()
-                    )
-                } else {
-                    format!(
-                        "kapi: {} operations, last {}\n\nnewest: {newest}\n",
-                        mine.len(),
-                        last.short()
-                    )
-                };
-                let seconds = (last.op_id().unix_ms() / 1000) as i64;
-                let mut root = tip.map(|t| self.tree_of(t)).transpose()?;
-                for r in &mine {
-                    root = Some(tree::insert_line(
-                        &self.repo,
-                        root,
-                        segment::shard(&r.id),
-                        &r.to_canonical_json(),
-                    )?);
-                }
-                let commit = self.commit(
-                    root.expect("records were written"),
-                    tip.into_iter().collect(),
-                    seconds,
-                    &message,
-                )?;
-                if self.move_ref(which, tip, commit).is_ok() {
-                    moved = true;
-                    break;
-                }
-            }
-            if !moved {
-                return Err(StoreError::Contended(which.name(), ATTEMPTS));
-            }
-        }
-        let _journal = lock::Lock::journal(&dir)?;
-        journal::drop_prefix(&dir, pending.len())
-    }
-
-    /// Lines a crash tore, set aside from the journal (for `kapi store doctor`).
-    pub fn torn_journal_lines(&self) -> Vec<String> {
-        std::fs::read(self.kapi_dir().join("journal.rejected"))
-            .map(|bytes| segment::lines(&bytes))
-            .unwrap_or_default()
-    }
-
-    /// Commit whatever a crashed writer left in the journal.
-    pub fn flush(&self) -> Result<(), StoreError> {
-        if journal::read(&self.kapi_dir())?.is_empty() {
-            return Ok(());
-        }
-        let _commit = lock::Lock::acquire(&self.kapi_dir())?;
-        self.commit_journal(None)
-    }
-
-    /// Merge records from elsewhere (an exported file) by union. An id the
-    /// log holds changes nothing; a record that would change one (the same
-    /// id with other bytes) or that is dated more than a day past this
-    /// machine's clock is refused and reported, never merged.
-    pub fn merge_records(&self, records: &[Record], now_ms: u64) -> Result<Merged, StoreError> {
-        let _lock = lock::Lock::acquire(&self.kapi_dir())?;
-        let mut merged_report = Merged::default();
-        for which in [LogRef::Shared, LogRef::Local] {
-            let held: std::collections::HashMap<String, String> = self
-                .load(which)?
-                .records
-                .into_iter()
-                .map(|r| (r.id.clone(), r.to_canonical_json()))
-                .collect();
-            let mut lines = Vec::new();
-            for r in records.iter().filter(|r| LogRef::for_record(r) == which) {
-                let line = r.to_canonical_json();
-                match held.get(&r.id) {
-                    Some(existing) if *existing == line => merged_report.held += 1,
-                    Some(_) => merged_report.refused.push(Problem {
-                        location: format!("operation {}", r.id),
-                        error: EntryError::Conflict { id: r.id.clone() },
-                    }),
-                    None if r.op_id().unix_ms() > now_ms + FUTURE_SLACK_MS => {
-                        merged_report.refused.push(Problem {
-                            location: format!("operation {}", r.id),
-                            error: EntryError::Future {
-                                id: r.id.clone(),
-                                at: r.at.clone(),
-                            },
-                        })
-                    }
-                    None => lines.push(line),
-                }
-            }
-            lines.sort();
-            lines.dedup();
-            if lines.is_empty() {
-                continue;
-            }
-            let tip = self.tip(which)?;
-            let base = tip.map(|t| self.tree_of(t)).transpose()?;
-            let newest = lines
-                .iter()
-                .filter_map(|l| segment::line_id(l))
-                .max()
-                .map(str::to_owned);
-            let count = lines.len();
-            let incoming = tree::build(&self.repo, lines.into_iter())?;
-            let merged = match base {
-                Some(base) => tree::union(&self.repo, base, incoming)?,
-                None => incoming,
-            };
-            let newest = match (self.newest(tip)?, newest) {
-                (Some(a), Some(b)) => a.as_str().max(b.as_str()).to_owned(),
-                (a, b) => a.map(|a| a.to_string()).or(b).unwrap_or_default(),
-            };
-            let message = format!("kapi: merge {count} operations\n\nnewest: {newest}\n");
-            let commit = self.commit(
-                merged,
-                tip.into_iter().collect(),
-                (now_ms / 1000) as i64,
-                &message,
-            )?;
-            self.move_ref(which, tip, commit)?;
-            merged_report.added += count;
-        }
-        Ok(merged_report)
     }
 
     /// The tree id of a log (for comparing two logs).
@@ -559,216 +355,74 @@ impl Store {
             .map_err(git("writing the log's commit"))?
             .detach())
     }
-
-    /// Compare-and-swap the ref from `old` to `new`.
-    fn move_ref(
-        &self,
-        which: LogRef,
-        old: Option<ObjectId>,
-        new: ObjectId,
-    ) -> Result<(), StoreError> {
-        use gix::refs::Target;
-        use gix::refs::transaction::{Change, LogChange, RefEdit, RefLog};
-        let expected = match old {
-            Some(old) => PreviousValue::MustExistAndMatch(Target::Object(old)),
-            None => PreviousValue::MustNotExist,
-        };
-        let edit = RefEdit {
-            change: Change::Update {
-                log: LogChange {
-                    mode: RefLog::AndReference,
-                    force_create_reflog: false,
-                    message: "kapi".into(),
-                },
-                expected,
-                new: Target::Object(new),
-            },
-            name: which.name().try_into().map_err(git("naming the ref"))?,
-            deref: false,
-        };
-        let committer = signature(0);
-        let mut time = gix::date::parse::TimeBuf::default();
-        self.repo
-            .edit_references_as(Some(edit), Some(committer.to_ref(&mut time)))
-            .map_err(git("moving the ref"))?;
-        Ok(())
-    }
-}
-
-/// Packed segments are deltas of each other: without a cache of delta
-/// bases, reading a log re-inflates every base of every chain.
-fn with_delta_cache(repo: &mut gix::Repository) {
-    repo.objects.set_pack_cache(|| {
-        Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
-            64 * 1024 * 1024,
-        ))
-    });
-}
-
-/// Segments read from git rather than from the read cache, with their bytes.
-type Fresh = Vec<(ObjectId, Vec<u8>)>;
-
-/// Inflate and parse segments on every core: decoding is most of a read.
-fn parse_segments(
-    repo: &gix::Repository,
-    segments: &[tree::Segment],
-    cache: &cache::SegmentCache,
-) -> Result<(Loaded, Fresh), StoreError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    // Each segment is one run of records sorted by id.
-    type Runs = (Vec<Vec<Record>>, Vec<Problem>, Vec<(ObjectId, Vec<u8>)>);
-    let parse = |repo: &gix::Repository, part: &[tree::Segment]| -> Result<Runs, StoreError> {
-        let (mut runs, mut problems, mut fresh) =
-            (Vec::with_capacity(part.len()), Vec::new(), Vec::new());
-        for s in part {
-            problems.extend(s.problem.clone());
-            let Some(blob) = s.blob else { continue };
-            if let Some(bytes) = cache.get(&blob) {
-                let mut run = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count());
-                segment::parse(bytes, s.shard, &s.location, &mut run, &mut problems);
-                if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
-                    run.sort_by(|a, b| a.id.cmp(&b.id));
-                }
-                runs.push(run);
-                continue;
-            }
-            // A remote can push anything: look at the size before inflating.
-            let size = tree::object_size(repo, blob)?;
-            if size > segment::MAX_SEGMENT_BYTES as u64 {
-                problems.push(Problem {
-                    location: s.location.clone(),
-                    error: EntryError::OversizedSegment {
-                        bytes: size as usize,
-                    },
-                });
-                continue;
-            }
-            let bytes = tree::read_blob(repo, blob)?;
-            let mut run = Vec::with_capacity(memchr::memchr_iter(b'\n', &bytes).count());
-            segment::parse(&bytes, s.shard, &s.location, &mut run, &mut problems);
-            if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
-                run.sort_by(|a, b| a.id.cmp(&b.id));
-            }
-            runs.push(run);
-            fresh.push((blob, bytes));
-        }
-        Ok((runs, problems, fresh))
-    };
-    let (runs, problems, fresh) = if threads == 1 || segments.len() < 64 {
-        parse(repo, segments)?
-    } else {
-        let chunk = segments.len().div_ceil(threads);
-        // A repository handle is not shared between threads: each opens its own.
-        let git_dir = repo.git_dir().to_path_buf();
-        let parts: Vec<Result<Runs, StoreError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = segments
-                .chunks(chunk)
-                .map(|part| {
-                    let git_dir = &git_dir;
-                    scope.spawn(move || {
-                        let mut repo = gix::open(git_dir).map_err(git("opening the repository"))?;
-                        with_delta_cache(&mut repo);
-                        parse(&repo, part)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("a reader thread panicked"))
-                .collect()
-        });
-        let (mut runs, mut problems, mut fresh) = (Vec::new(), Vec::new(), Vec::new());
-        for part in parts {
-            let (r, p, f) = part?;
-            runs.extend(r);
-            problems.extend(p);
-            fresh.extend(f);
-        }
-        (runs, problems, fresh)
-    };
-    Ok((
-        Loaded {
-            records: merge_runs(runs),
-            problems,
-        },
-        fresh,
-    ))
-}
-
-/// Merge sorted runs into one sorted list, moving each record once.
-fn merge_runs(runs: Vec<Vec<Record>>) -> Vec<Record> {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-    let total = runs.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(total);
-    let mut iters: Vec<std::iter::Peekable<std::vec::IntoIter<Record>>> =
-        runs.into_iter().map(|r| r.into_iter().peekable()).collect();
-    let mut heap: BinaryHeap<Reverse<(u128, usize)>> = iters
-        .iter_mut()
-        .enumerate()
-        .filter_map(|(i, it)| it.peek().map(|r| Reverse((crate::ops::id::key(&r.id), i))))
-        .collect();
-    while let Some(Reverse((_, i))) = heap.pop() {
-        let record = iters[i].next().expect("a run with a head");
-        out.push(record);
-        if let Some(next) = iters[i].peek() {
-            heap.push(Reverse((crate::ops::id::key(&next.id), i)));
-        }
-    }
-    out
-}
-
-/// Sort by id (through a permutation: records are large to move), drop
-/// exact repeats, and report a second copy of an id with different bytes.
-fn finish(loaded: &mut Loaded) {
-    if !loaded.records.is_sorted_by(|a, b| a.id <= b.id) {
-        // Sort numeric keys, not strings: a log has 100,000s of ids.
-        let mut order: Vec<(u128, usize)> = loaded
-            .records
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (crate::ops::id::key(&r.id), i))
-            .collect();
-        order.sort_unstable();
-        let mut slots: Vec<Option<Record>> = loaded.records.drain(..).map(Some).collect();
-        loaded.records = order
-            .into_iter()
-            .map(|(_, i)| slots[i].take().expect("a permutation"))
-            .collect();
-    }
-    // Most logs hold every id once: then there is nothing to rebuild.
-    if !loaded.records.windows(2).any(|w| w[0].id == w[1].id) {
-        return;
-    }
-    // Two copies of one id with different bytes: no copy can be trusted
-    // over the other, so every copy is set aside and named.
-    let mut out: Vec<Record> = Vec::with_capacity(loaded.records.len());
-    let mut conflicted: Option<String> = None;
-    for r in loaded.records.drain(..) {
-        match out.last() {
-            Some(last) if last.id == r.id => {
-                if *last != r {
-                    loaded.problems.push(Problem {
-                        location: format!("operation {}", r.id),
-                        error: EntryError::DuplicateId { id: r.id.clone() },
-                    });
-                    conflicted = Some(r.id.clone());
-                }
-            }
-            _ => {
-                if conflicted.take().is_some() {
-                    out.pop();
-                }
-                out.push(r);
-            }
-        }
-    }
-    if conflicted.is_some() {
-        out.pop();
-    }
-    loaded.records = out;
 }
 
 pub use crate::ops::id::rfc3339_ms;
+
+/// What `kapi store doctor` finds about the store itself, besides the
+/// operations it cannot read.
+#[derive(Debug, Default)]
+pub struct Health {
+    /// Ref lock files present now, told apart (only when kapi's commit lock
+    /// is free: otherwise a live writer may be moving the ref).
+    pub ref_locks: Vec<RefLock>,
+    /// Whether a live process holds kapi's commit lock (its process id).
+    pub commit_lock_holder: Option<Option<u32>>,
+    /// Temporary files killed writers left, old enough to remove.
+    pub leftovers: Vec<PathBuf>,
+    /// `newest:` lines of the refs' tip commits (informational only: kapi
+    /// never mints from them), with the ref.
+    pub claims: Vec<(LogRef, String)>,
+}
+
+impl Store {
+    fn objects_dir(&self) -> PathBuf {
+        self.repo.objects.store_ref().path().to_path_buf()
+    }
+
+    /// Look at the locks, leftovers and tip claims.
+    pub fn health(&self) -> Result<Health, StoreError> {
+        let dir = self.kapi_dir();
+        let mut health = Health {
+            leftovers: sweep::leftovers(&self.objects_dir(), &dir),
+            ..Health::default()
+        };
+        match lock::Lock::try_commit(&dir)? {
+            Some(_commit) => health.ref_locks = self.ref_locks(),
+            None => health.commit_lock_holder = Some(lock::holder(&dir.join(lock::COMMIT))),
+        }
+        for which in [LogRef::Shared, LogRef::Local] {
+            let Some(tip) = self.tip(which)? else {
+                continue;
+            };
+            let commit = self
+                .repo
+                .find_commit(tip)
+                .map_err(git("reading the log's commit"))?;
+            let message = commit.message_raw_sloppy().to_string();
+            if let Some(claim) = message.lines().find_map(|l| l.strip_prefix("newest: ")) {
+                health.claims.push((which, claim.trim().to_owned()));
+            }
+        }
+        Ok(health)
+    }
+
+    /// Remove kapi's own abandoned ref locks and the leftovers (waiting for
+    /// the commit lock up to the lock timeout); returns what was removed.
+    pub fn repair(&self) -> Result<Vec<PathBuf>, StoreError> {
+        let dir = self.kapi_dir();
+        let _commit = lock::Lock::commit(&dir, self.lock_timeout)?;
+        let mut removed = Vec::new();
+        for found in self.ref_locks() {
+            if let RefLock::Abandoned(path) = found
+                && std::fs::remove_file(&path).is_ok()
+            {
+                removed.push(path);
+            }
+        }
+        let leftovers = sweep::leftovers(&self.objects_dir(), &dir);
+        sweep::sweep(&self.objects_dir(), &dir);
+        removed.extend(leftovers.into_iter().filter(|p| !p.exists()));
+        Ok(removed)
+    }
+}

@@ -20,22 +20,26 @@ pub fn shard(id: &str) -> (u8, u8) {
 /// The id of a canonical line without parsing it: `"id":"…"` occurs once at
 /// the top level of a record and cannot occur inside a JSON string (quotes
 /// there are escaped).
-pub fn line_id(line: &str) -> Option<&str> {
-    let at = line.find("\"id\":\"")? + 6;
+pub fn line_id(line: &[u8]) -> Option<&str> {
+    let at = memchr::memmem::find(line, b"\"id\":\"")? + 6;
     let id = line.get(at..at + LEN)?;
-    (line.as_bytes().get(at + LEN) == Some(&b'"')).then_some(id)
+    if line.get(at + LEN) != Some(&b'"') {
+        return None;
+    }
+    std::str::from_utf8(id).ok()
 }
 
-/// The newest valid id among JSON Lines bytes, found without parsing records.
+/// The newest valid id among JSON Lines bytes, found without parsing records
+/// (only for lines kapi wrote itself: the journal).
 pub fn newest_id(bytes: &[u8]) -> Option<crate::ops::id::OpId> {
     lines(bytes)
-        .iter()
         .filter_map(|l| line_id(l).and_then(|id| crate::ops::id::OpId::parse(id).ok()))
         .max()
 }
 
-/// Sort lines by id (then bytes) and drop exact duplicates.
-pub fn normalize(lines: &mut Vec<String>) {
+/// Sort lines by id (then bytes) and drop exact duplicates. Bytes are kept
+/// exactly as they are: a line that cannot be read stays unreadable.
+pub fn normalize(lines: &mut Vec<&[u8]>) {
     lines.sort_by(|a, b| {
         line_id(a)
             .unwrap_or("")
@@ -46,22 +50,20 @@ pub fn normalize(lines: &mut Vec<String>) {
 }
 
 /// Join lines into segment bytes.
-pub fn to_bytes(lines: &[String]) -> Vec<u8> {
+pub fn to_bytes(lines: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
     for line in lines {
-        out.extend_from_slice(line.as_bytes());
+        out.extend_from_slice(line);
         out.push(b'\n');
     }
     out
 }
 
-/// Split segment bytes into lines (kept verbatim, for unions).
-pub fn lines(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_owned)
-        .collect()
+/// Split segment bytes into their non-blank lines, byte for byte.
+pub fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
 }
 
 /// What is wrong with one stored operation.
@@ -75,17 +77,33 @@ pub enum EntryError {
         found: String,
         expected: String,
     },
-    #[error("duplicate id: {id} is stored twice with different bytes; neither copy is used")]
+    #[error(
+        "duplicate id: {id} is stored twice with different bytes and the log's history does not say which it held first; neither copy is used. Import the copy you trust from a file you trust (`kapi store import`)"
+    )]
     DuplicateId { id: String },
+    #[error(
+        "later copy: {id} is stored again with other bytes; the copy the log held first stands and this one is not used (an operation never changes once written)"
+    )]
+    LaterCopy { id: String },
+    #[error(
+        "dated ahead: {id} is dated {at}, more than 10 minutes past this machine's clock; new ids here are not minted past it. If this machine's clock is right, the operation came from a machine whose clock runs ahead (or was forged); it is kept and counts like any other"
+    )]
+    Ahead { id: String, at: String },
     #[error(
         "conflict: the log holds {id} with other bytes; an operation never changes once written, so this copy was refused"
     )]
     Conflict { id: String },
     #[error(
-        "dated in the future: {id} is dated {at}, more than a day past this machine's clock; refused"
+        "dated in the future: {id} is dated {at}, more than 10 minutes past this machine's clock; refused"
     )]
     Future { id: String, at: String },
-    #[error("oversized segment: {bytes} bytes, the limit is {MAX_SEGMENT_BYTES}")]
+    #[error(
+        "no room: {id} belongs in segment {shard}, which would grow past the {MAX_SEGMENT_BYTES}-byte limit kapi reads; refused"
+    )]
+    SegmentFull { id: String, shard: String },
+    #[error(
+        "oversized segment: {bytes} bytes, the limit is {MAX_SEGMENT_BYTES}; its operations are not read. Someone wrote it with another tool: new operations are minted into other segments"
+    )]
     OversizedSegment { bytes: usize },
     #[error("unexpected entry: the log's tree holds `{0}`, which is not a shard")]
     UnexpectedEntry(String),
@@ -183,8 +201,8 @@ mod tests {
 
     #[test]
     fn line_ids_are_found_without_parsing() {
-        let line = r#"{"actor":{"kind":"agent","name":"a"},"id":"0n79tw5k9s0000000000000a","note":"\"id\":\"x"}"#;
+        let line = br#"{"actor":{"kind":"agent","name":"a"},"id":"0n79tw5k9s0000000000000a","note":"\"id\":\"x"}"#;
         assert_eq!(line_id(line), Some("0n79tw5k9s0000000000000a"));
-        assert_eq!(line_id("{}"), None);
+        assert_eq!(line_id(b"{}"), None);
     }
 }

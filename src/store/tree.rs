@@ -11,9 +11,9 @@ use super::segment::{self, EntryError, Problem};
 use super::{StoreError, git};
 use crate::ops::id::ALPHABET;
 
-type Entries = Vec<Entry>;
+pub(super) type Entries = Vec<Entry>;
 
-fn read_entries(repo: &gix::Repository, id: ObjectId) -> Result<Entries, StoreError> {
+pub(super) fn read_entries(repo: &gix::Repository, id: ObjectId) -> Result<Entries, StoreError> {
     let tree = repo
         .find_tree(id)
         .map_err(git("reading a tree of the log"))?;
@@ -137,79 +137,148 @@ pub fn read_segment(
 ) -> Result<Option<Vec<u8>>, StoreError> {
     let Some(top) = read_entries(repo, root)?
         .into_iter()
-        .find(|e| e.filename.as_slice() == [a])
+        .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
     else {
         return Ok(None);
     };
     let Some(leaf) = read_entries(repo, top.oid)?
         .into_iter()
-        .find(|e| e.filename.as_slice() == [b])
+        .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
     else {
         return Ok(None);
     };
+    // A remote can push anything: never inflate a segment over the limit.
+    if object_size(repo, leaf.oid)? > segment::MAX_SEGMENT_BYTES as u64 {
+        return Ok(None);
+    }
     read_blob(repo, leaf.oid).map(Some)
 }
 
-/// Add one line to its segment, rewriting only the segment and the two
-/// trees above it.
-pub fn insert_line(
+/// The size of the segment `(a, b)` holds under `root`, if it has one,
+/// read from the object header (nothing is inflated).
+pub fn segment_size(
+    repo: &gix::Repository,
+    root: ObjectId,
+    (a, b): (u8, u8),
+) -> Result<Option<u64>, StoreError> {
+    let Some(top) = read_entries(repo, root)?
+        .into_iter()
+        .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
+    else {
+        return Ok(None);
+    };
+    let Some(leaf) = read_entries(repo, top.oid)?
+        .into_iter()
+        .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
+    else {
+        return Ok(None);
+    };
+    object_size(repo, leaf.oid).map(Some)
+}
+
+/// Add lines to their segments, rewriting only the touched segments and
+/// the trees above them (each once). A segment that would grow past the
+/// limit kapi reads is not touched: its lines come back in the second list,
+/// so nothing lands where no one could read it.
+pub fn insert_lines<'l>(
     repo: &gix::Repository,
     root: Option<ObjectId>,
-    (a, b): (u8, u8),
-    line: &str,
-) -> Result<ObjectId, StoreError> {
+    lines: &[&'l [u8]],
+) -> Result<(ObjectId, Vec<&'l [u8]>), StoreError> {
+    let mut by_shard: BTreeMap<u8, BTreeMap<u8, Vec<&[u8]>>> = BTreeMap::new();
+    for line in lines {
+        let Some(id) = segment::line_id(line) else {
+            continue;
+        };
+        let (a, b) = segment::shard(id);
+        by_shard
+            .entry(a)
+            .or_default()
+            .entry(b)
+            .or_default()
+            .push(line);
+    }
     let mut top = match root {
         Some(root) => read_entries(repo, root)?,
         None => Vec::new(),
     };
-    let mut level = match top
-        .iter()
-        .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
-    {
-        Some(e) => read_entries(repo, e.oid)?,
-        None => Vec::new(),
-    };
-    let bytes = match level
-        .iter()
-        .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
-    {
-        Some(e) => read_blob(repo, e.oid)?,
-        None => Vec::new(),
-    };
-    let new_id = segment::line_id(line);
-    let last_id = bytes
+    let mut refused = Vec::new();
+    for (a, leaves) in by_shard {
+        let mut level = match top
+            .iter()
+            .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
+        {
+            Some(e) => read_entries(repo, e.oid)?,
+            None => Vec::new(),
+        };
+        let mut touched = false;
+        for (b, new) in leaves {
+            let old = level
+                .iter()
+                .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
+                .map(|e| e.oid);
+            let old_size = match old {
+                Some(oid) => object_size(repo, oid)? as usize,
+                None => 0,
+            };
+            let added: usize = new.iter().map(|l| l.len() + 1).sum();
+            if old_size + added > segment::MAX_SEGMENT_BYTES {
+                refused.extend(new);
+                continue;
+            }
+            let bytes = match old {
+                Some(oid) => read_blob(repo, oid)?,
+                None => Vec::new(),
+            };
+            let segment_bytes = append_sorted(&bytes, new);
+            upsert(
+                &mut level,
+                b,
+                EntryKind::Blob,
+                write_blob(repo, &segment_bytes)?,
+            );
+            touched = true;
+        }
+        if touched {
+            let level_id = write_entries(repo, level)?;
+            upsert(&mut top, a, EntryKind::Tree, level_id);
+        }
+    }
+    Ok((write_entries(repo, top)?, refused))
+}
+
+/// A segment's bytes with `new` lines added, sorted by id, exact repeats
+/// dropped. The common case, new ids sorting after everything the segment
+/// holds, appends without touching the old bytes.
+fn append_sorted(old: &[u8], mut new: Vec<&[u8]>) -> Vec<u8> {
+    segment::normalize(&mut new);
+    let last_old = old
         .strip_suffix(b"\n")
         .and_then(|body| body.rsplit(|&c| c == b'\n').next())
-        .and_then(|l| std::str::from_utf8(l).ok())
         .and_then(segment::line_id);
-    let segment_bytes =
-        if bytes.is_empty() || (bytes.ends_with(b"\n") && last_id < new_id && last_id.is_some()) {
-            // The common case: a new id sorts after everything in its shard.
-            let mut out = bytes;
-            out.extend_from_slice(line.as_bytes());
+    let first_new = new.first().and_then(|l| segment::line_id(l));
+    if old.is_empty() || (old.ends_with(b"\n") && last_old.is_some() && last_old < first_new) {
+        let mut out = old.to_vec();
+        for line in new {
+            out.extend_from_slice(line);
             out.push(b'\n');
-            out
-        } else {
-            let mut lines = segment::lines(&bytes);
-            lines.push(line.to_owned());
-            segment::normalize(&mut lines);
-            segment::to_bytes(&lines)
-        };
-    let blob = write_blob(repo, &segment_bytes)?;
-    upsert(&mut level, b, EntryKind::Blob, blob);
-    let level_id = write_entries(repo, level)?;
-    upsert(&mut top, a, EntryKind::Tree, level_id);
-    write_entries(repo, top)
+        }
+        return out;
+    }
+    let mut lines: Vec<&[u8]> = segment::lines(old).collect();
+    lines.extend(new);
+    segment::normalize(&mut lines);
+    segment::to_bytes(&lines)
 }
 
 /// Build the tree of a set of canonical lines.
-pub fn build(
+pub fn build<'l>(
     repo: &gix::Repository,
-    lines: impl Iterator<Item = String>,
+    lines: impl Iterator<Item = &'l [u8]>,
 ) -> Result<ObjectId, StoreError> {
-    let mut shards: BTreeMap<u8, BTreeMap<u8, Vec<String>>> = BTreeMap::new();
+    let mut shards: BTreeMap<u8, BTreeMap<u8, Vec<&[u8]>>> = BTreeMap::new();
     for line in lines {
-        let Some(id) = segment::line_id(&line) else {
+        let Some(id) = segment::line_id(line) else {
             continue;
         };
         let (a, b) = segment::shard(id);
@@ -234,7 +303,11 @@ pub fn build(
 }
 
 /// The union of two logs' trees. Equal subtrees are reused; only differing
-/// segments are read and merged line by line.
+/// segments are read and merged line by line, byte for byte. `left` is the
+/// log that was held first: where `right` holds an id `left` already holds
+/// with other bytes, `left`'s copy stands and `right`'s is not taken (an
+/// operation never changes once written, and a copy arriving later cannot
+/// undo a decision).
 pub fn union(
     repo: &gix::Repository,
     left: ObjectId,
@@ -272,10 +345,7 @@ fn union_level(
                 Entry { oid, ..l }
             }
             (Some(l), Some(r)) if l.mode.is_blob() && r.mode.is_blob() => {
-                let mut lines = segment::lines(&read_blob(repo, l.oid)?);
-                lines.extend(segment::lines(&read_blob(repo, r.oid)?));
-                segment::normalize(&mut lines);
-                let oid = write_blob(repo, &segment::to_bytes(&lines))?;
+                let oid = union_segments(repo, l.oid, r.oid)?;
                 Entry { oid, ..l }
             }
             // Entries of different kinds under one name (only a hostile
@@ -293,4 +363,38 @@ fn union_level(
         out.push(entry);
     }
     write_entries(repo, out)
+}
+
+/// The union of two segments, `left` held first. A segment over the limit
+/// is never inflated: the other side stands alone (the oversized one is
+/// named by every read of the side that holds it).
+fn union_segments(
+    repo: &gix::Repository,
+    left: ObjectId,
+    right: ObjectId,
+) -> Result<ObjectId, StoreError> {
+    let cap = segment::MAX_SEGMENT_BYTES as u64;
+    if object_size(repo, right)? > cap {
+        return Ok(left);
+    }
+    if object_size(repo, left)? > cap {
+        return Ok(right);
+    }
+    let (l, r) = (read_blob(repo, left)?, read_blob(repo, right)?);
+    let held: std::collections::HashMap<&str, Vec<&[u8]>> =
+        segment::lines(&l).fold(Default::default(), |mut m, line| {
+            if let Some(id) = segment::line_id(line) {
+                m.entry(id).or_insert_with(Vec::new).push(line);
+            }
+            m
+        });
+    let mut lines: Vec<&[u8]> = segment::lines(&l).collect();
+    lines.extend(segment::lines(&r).filter(|line| {
+        match segment::line_id(line).and_then(|id| held.get(id)) {
+            Some(copies) => copies.contains(line),
+            None => true,
+        }
+    }));
+    segment::normalize(&mut lines);
+    write_blob(repo, &segment::to_bytes(&lines))
 }

@@ -119,7 +119,7 @@ impl Ctx {
         let now = self.now_ms().map_err(|e| ContextError::Usage(e.message))?;
         let actor = |store: &crate::store::Store| {
             actor::detect(
-                |name| self.var(name),
+                |name| std::env::var_os(name),
                 || {
                     let config = store.repo().config_snapshot();
                     (
@@ -129,7 +129,26 @@ impl Ctx {
                 },
             )
         };
-        Session::open(&self.cwd, actor, now, self.random())
+        let mut session = Session::open(&self.cwd, actor, now, self.random())?;
+        if let Some(timeout) = self.lock_timeout()? {
+            session.store.set_lock_timeout(timeout);
+        }
+        Ok(session)
+    }
+
+    /// `KAPI_LOCK_TIMEOUT_MS`: how long a writer waits for a lock.
+    fn lock_timeout(&self) -> Result<Option<std::time::Duration>, ContextError> {
+        let Some(text) = self.var("KAPI_LOCK_TIMEOUT_MS") else {
+            return Ok(None);
+        };
+        text.trim()
+            .parse::<u64>()
+            .map(|ms| Some(std::time::Duration::from_millis(ms)))
+            .map_err(|_| {
+                ContextError::Usage(format!(
+                    "KAPI_LOCK_TIMEOUT_MS={text} is not a number of milliseconds"
+                ))
+            })
     }
 }
 
@@ -183,6 +202,7 @@ impl From<ContextError> for CliError {
             | ContextError::Resolve(_)
             | ContextError::Forms(_)
             | ContextError::Scope(_)
+            | ContextError::Actor(_)
             | ContextError::Usage(_) => Exit::Usage,
         };
         CliError::new(exit, err.to_string())

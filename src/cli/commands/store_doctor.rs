@@ -3,46 +3,46 @@
 use super::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
-use crate::ops::fold;
+use crate::context::doctor::doctor;
 
 /// Read both logs whole and list, by name, every stored operation that
-/// cannot be read (malformed, oversized, unknown version, misplaced,
-/// duplicated) and every operation the fold ignores (refused by the policy,
-/// acting on nothing). Exits 1 when it finds any.
+/// cannot be read (malformed, oversized, unknown version, misplaced, a
+/// later copy of a held id), every operation dated more than 10 minutes
+/// past this machine's clock, every operation the fold ignores (refused by
+/// the policy, acting on nothing), ref locks and temporary files killed
+/// writers left. Exits 1 when it finds any.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// First remove what killed kapi writers left behind: their ref locks
+    /// (never another program's) and temporary files older than 10 minutes.
+    #[arg(long)]
+    pub repair: bool,
+    /// Print the diagnosis as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let session = ctx.session()?;
-    let loaded = session.store.load_all()?;
-    let torn = session.store.torn_journal_lines();
-    let problems = loaded.problems.len() + torn.len();
-    let total = loaded.records.len();
-    let ledger = fold(loaded.records);
+    let diagnosis = doctor(&session, args.repair)?;
     let mut out = Out::new();
-    for p in &loaded.problems {
-        out.line(format!("unreadable: {}: {}", p.location, p.error))?;
-    }
-    for (n, line) in torn.iter().enumerate() {
-        let shown: String = line.chars().take(80).collect();
+    if args.json {
+        out.line(serde_json::to_string(&diagnosis).expect("a diagnosis serializes"))?;
+    } else {
+        for path in &diagnosis.repaired {
+            out.line(format!("repaired: removed {}", path.display()))?;
+        }
+        for f in &diagnosis.findings {
+            out.line(format!("{}: {}: {}", f.class, f.location, f.message))?;
+        }
         out.line(format!(
-            "unreadable: .git/kapi/journal.rejected line {}: a line a crash tore, set aside from the journal: {shown}",
-            n + 1
+            "{} operations read, {} unreadable, {} ignored by the fold",
+            diagnosis.operations, diagnosis.unreadable, diagnosis.ignored
         ))?;
     }
-    for i in &ledger.ignored {
-        out.line(format!("ignored: {}: {}", i.id, i.reason))?;
-    }
-    out.line(format!(
-        "{total} operations read, {problems} unreadable, {} ignored by the fold",
-        ledger.ignored.len()
-    ))?;
-    let exit = if problems + ledger.ignored.len() == 0 {
+    Ok(if diagnosis.clean() {
         Exit::Ok
     } else {
         Exit::Failed
-    };
-    // The process ends now: freeing a large log costs more than it returns.
-    std::mem::forget(ledger);
-    Ok(exit)
+    })
 }

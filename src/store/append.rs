@@ -1,0 +1,314 @@
+//! Appending by group commit (see `journal`): a writer mints its ids and
+//! journals its lines under the short journal lock, then either commits
+//! every journaled line itself (when the commit lock is free) or waits for
+//! the holder to commit them. It reports its operations recorded only once
+//! it has found them on the ref; a writer that gives up waiting has its
+//! lines synced to disk in the journal and says so.
+
+use std::time::{Duration, Instant};
+
+use gix::ObjectId;
+
+use super::newest::{self, AHEAD_BOUND_MS};
+use super::reflock::Moved;
+use super::{LogRef, Store, StoreError, fault, journal, lock, segment, sweep, tree};
+use crate::ops::id::OpId;
+use crate::ops::record::Record;
+
+/// How often a writer tries to move a ref another program keeps moving.
+const ATTEMPTS: usize = 8;
+/// How many tails a writer tries before it gives up on finding a segment
+/// with room (only a log full of oversized segments runs out).
+const TAILS: u32 = 64;
+
+impl Store {
+    /// Append one operation. Its id and instant are minted under the lock,
+    /// past the newest id the log holds; the template's own are ignored.
+    pub fn append(
+        &self,
+        now_ms: u64,
+        random: u128,
+        template: Record,
+    ) -> Result<Record, StoreError> {
+        let mut records = self.append_all(now_ms, random, vec![template])?;
+        Ok(records.pop().expect("one record in, one out"))
+    }
+
+    /// Append several operations as one commit per log. Each template's id
+    /// and instant are minted here, in order, so they sort in the order
+    /// given.
+    pub fn append_all(
+        &self,
+        now_ms: u64,
+        random: u128,
+        templates: Vec<Record>,
+    ) -> Result<Vec<Record>, StoreError> {
+        if templates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let dir = self.kapi_dir();
+        let (records, computed) = {
+            let _journal = lock::Lock::journal(&dir, self.lock_timeout)?;
+            let (records, computed) = self.mint(now_ms, random, templates)?;
+            let lines: Vec<String> = records.iter().map(Record::to_canonical_json).collect();
+            journal::append(&dir, &lines)?;
+            (records, computed)
+        };
+        fault::point("journaled");
+        for (which, root, newest) in computed {
+            newest::remember(&dir, which, root, &newest);
+        }
+        self.wait_for_commit(records)
+    }
+
+    /// Mint ids past the newest the logs and the journal hold (within the
+    /// clock bound), each in a segment with room for its line (call under
+    /// the journal lock). Also returns the newest ids computed afresh, for
+    /// the cache.
+    #[allow(clippy::type_complexity)]
+    fn mint(
+        &self,
+        now_ms: u64,
+        random: u128,
+        templates: Vec<Record>,
+    ) -> Result<(Vec<Record>, Vec<(LogRef, ObjectId, newest::Newest)>), StoreError> {
+        let dir = self.kapi_dir();
+        let bound = now_ms.saturating_add(AHEAD_BOUND_MS);
+        let pending = journal::read(&dir)?;
+        let mut newest = segment::lines(&pending)
+            .filter_map(|l| segment::line_id(l).and_then(|id| OpId::parse(id).ok()))
+            .filter(|id| id.unix_ms() <= bound)
+            .max();
+        let mut roots = [None, None];
+        let mut computed = Vec::new();
+        for (slot, which) in [LogRef::Shared, LogRef::Local].into_iter().enumerate() {
+            let root = self.tip(which)?.map(|t| self.tree_of(t)).transpose()?;
+            let (found, fresh) = newest::of_tree(&self.repo, &dir, which, root, now_ms)?;
+            newest = newest.max(found.for_minting().cloned());
+            if let (true, Some(root)) = (fresh, root) {
+                computed.push((which, root, found));
+            }
+            roots[slot] = root;
+        }
+        let mut records = Vec::with_capacity(templates.len());
+        for (n, template) in templates.into_iter().enumerate() {
+            let root = roots[usize::from(LogRef::for_record(&template) == LogRef::Local)];
+            let mut tries = 0;
+            let record = loop {
+                let tail = random.rotate_left(17 * n as u32 + 29 * tries)
+                    ^ (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    ^ u128::from(tries).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+                let id = OpId::mint(now_ms, tail, newest.as_ref())
+                    .map_err(|_| StoreError::ClockOutOfRange)?;
+                let record = Record {
+                    id: id.to_string(),
+                    at: crate::ops::id::rfc3339_ms(id.unix_ms()),
+                    ..template.clone()
+                };
+                record.validate()?;
+                if self.has_room(root, &record)? {
+                    break record;
+                }
+                tries += 1;
+                if tries == TAILS {
+                    return Err(StoreError::NoRoom);
+                }
+            };
+            newest = Some(record.op_id());
+            records.push(record);
+        }
+        Ok((records, computed))
+    }
+
+    /// Whether the segment `record` belongs in can take its line.
+    fn has_room(&self, root: Option<ObjectId>, record: &Record) -> Result<bool, StoreError> {
+        let Some(root) = root else { return Ok(true) };
+        let size = tree::segment_size(&self.repo, root, segment::shard(&record.id))?.unwrap_or(0);
+        let line = record.to_canonical_json().len() + 1;
+        Ok(size as usize + line <= segment::MAX_SEGMENT_BYTES)
+    }
+
+    /// Commit the journal when the commit lock is free, or wait until its
+    /// holder has committed our lines; then confirm them on the ref.
+    fn wait_for_commit(&self, records: Vec<Record>) -> Result<Vec<Record>, StoreError> {
+        let dir = self.kapi_dir();
+        let start = Instant::now();
+        // Waiting for the lock itself would queue behind flushes that do not
+        // concern us (the lock is not fair), so poll: take the lock if it is
+        // free, else see whether the holder already committed our lines.
+        let mut pause = Duration::from_micros(200);
+        loop {
+            if let Some(_commit) = lock::Lock::try_commit(&dir)? {
+                self.commit_journal(Some(&records))?;
+                return self.confirm(records);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+            // No lock needed: compaction replaces the journal by a rename,
+            // and a line being appended is either whole or not ours yet.
+            if !journal::holds_any(&journal::read(&dir)?, &records) {
+                return self.confirm(records);
+            }
+            if start.elapsed() >= self.lock_timeout {
+                journal::sync(&dir)?;
+                let path = dir.join(lock::COMMIT);
+                return Err(StoreError::Journaled {
+                    ids: records.iter().map(|r| r.id.clone()).collect(),
+                    holder: lock::holder(&path),
+                    path,
+                    waited: self.lock_timeout,
+                });
+            }
+        }
+    }
+
+    /// Our operations, once each is found on its ref.
+    fn confirm(&self, records: Vec<Record>) -> Result<Vec<Record>, StoreError> {
+        let mut missing = Vec::new();
+        for r in &records {
+            if self.find(&r.op_id())?.as_ref() != Some(r) {
+                missing.push(r.id.clone());
+            }
+        }
+        if missing.is_empty() {
+            return Ok(records);
+        }
+        Err(StoreError::NotRecorded {
+            ids: missing,
+            reason: "set aside in .git/kapi/journal.rejected: its segment had no room".to_owned(),
+        })
+    }
+
+    /// Move every line the journal holds onto the refs, in one commit per
+    /// ref, then compact the journal (call under the commit lock). With
+    /// `mine`, does nothing when none of those records is still in the
+    /// journal.
+    pub(super) fn commit_journal(&self, mine: Option<&[Record]>) -> Result<(), StoreError> {
+        let dir = self.kapi_dir();
+        if sweep::due(&dir) {
+            sweep::sweep(&self.objects_dir(), &dir);
+        }
+        let pending = {
+            let _journal = lock::Lock::journal(&dir, self.lock_timeout)?;
+            journal::read(&dir)?
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if let Some(mine) = mine
+            && !journal::holds_any(&pending, mine)
+        {
+            return Ok(());
+        }
+        let (mut records, mut problems) = (Vec::new(), Vec::new());
+        segment::parse_file(&pending, "journal", &mut records, &mut problems);
+        if !problems.is_empty() {
+            let torn: Vec<&[u8]> = segment::lines(&pending)
+                .filter(|l| Record::from_untrusted(l).is_err())
+                .collect();
+            journal::set_aside(&dir, &torn)?;
+        }
+        records.sort_by(|a, b| a.id.cmp(&b.id));
+        records.dedup_by(|a, b| a.id == b.id);
+        let mut unlanded: Vec<Vec<u8>> = Vec::new();
+        for which in [LogRef::Shared, LogRef::Local] {
+            let lines: Vec<String> = records
+                .iter()
+                .filter(|r| LogRef::for_record(r) == which)
+                .map(Record::to_canonical_json)
+                .collect();
+            if lines.is_empty() {
+                continue;
+            }
+            unlanded.extend(self.commit_lines(which, &lines)?);
+        }
+        fault::point("ref-moved");
+        let unlanded: Vec<&[u8]> = unlanded.iter().map(Vec::as_slice).collect();
+        journal::set_aside(&dir, &unlanded)?;
+        let _journal = lock::Lock::journal(&dir, self.lock_timeout)?;
+        journal::compact(&dir, &pending)
+    }
+
+    /// Commit canonical lines onto one ref; returns the lines no segment
+    /// had room for.
+    fn commit_lines(&self, which: LogRef, lines: &[String]) -> Result<Vec<Vec<u8>>, StoreError> {
+        let bytes: Vec<&[u8]> = lines.iter().map(String::as_bytes).collect();
+        let mut why = String::new();
+        for _ in 0..ATTEMPTS {
+            let tip = self.tip(which)?;
+            let root = tip.map(|t| self.tree_of(t)).transpose()?;
+            let (new_root, refused) = tree::insert_lines(&self.repo, root, &bytes)?;
+            let refused: Vec<Vec<u8>> = refused.into_iter().map(<[u8]>::to_vec).collect();
+            let landed: Vec<&str> = lines
+                .iter()
+                .filter(|l| !refused.iter().any(|r| r == l.as_bytes()))
+                .map(String::as_str)
+                .collect();
+            let Some(last) = landed.last().and_then(|l| segment::line_id(l.as_bytes())) else {
+                return Ok(refused);
+            };
+            let last = OpId::parse(last)?;
+            let message = if landed.len() == 1 {
+                let kind = Record::from_untrusted(landed[0].as_bytes())
+                    .map(|r| r.kind.as_str().to_owned())
+                    .unwrap_or_default();
+                format!("kapi: {kind} {}\n", last.short())
+            } else {
+                format!("kapi: {} operations, last {}\n", landed.len(), last.short())
+            };
+            let seconds = (last.unix_ms() / 1000) as i64;
+            let commit = self.commit(new_root, tip.into_iter().collect(), seconds, &message)?;
+            fault::point("objects-written");
+            match self.move_ref(which, tip, commit)? {
+                Moved::Done => return Ok(refused),
+                Moved::Raced(e) => why = e,
+            }
+        }
+        Err(StoreError::Contended(which.name(), ATTEMPTS, why))
+    }
+
+    /// Commit whatever a crashed writer left in the journal, waiting for
+    /// the commit lock up to the lock timeout.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let dir = self.kapi_dir();
+        if journal::read(&dir)?.is_empty() {
+            return Ok(());
+        }
+        let _commit = lock::Lock::commit(&dir, self.lock_timeout)?;
+        self.commit_journal(None)
+    }
+
+    /// Commit what the journal holds if the commit lock is free now (a
+    /// reader does not wait: it reads pending lines from the journal).
+    pub(super) fn flush_if_free(&self) -> Result<(), StoreError> {
+        let dir = self.kapi_dir();
+        if journal::read(&dir)?.is_empty() {
+            return Ok(());
+        }
+        match lock::Lock::try_commit(&dir)? {
+            Some(_commit) => self.commit_journal(None),
+            None => Ok(()),
+        }
+    }
+
+    /// The complete lines the journal holds now, parsed (what a reader adds
+    /// to the refs when a writer has not committed them yet).
+    pub(super) fn pending(&self) -> Result<Vec<Record>, StoreError> {
+        let bytes = journal::read(&self.kapi_dir())?;
+        let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+            Some(end) => &bytes[..=end],
+            None => return Ok(Vec::new()),
+        };
+        Ok(segment::lines(complete)
+            .filter_map(|l| Record::from_untrusted(l).ok())
+            .collect())
+    }
+
+    /// Lines set aside from the journal: torn by a crash, or with no room
+    /// on the ref (for `kapi store doctor`).
+    pub fn rejected_journal_lines(&self) -> Vec<Vec<u8>> {
+        std::fs::read(self.kapi_dir().join("journal.rejected"))
+            .map(|bytes| segment::lines(&bytes).map(<[u8]>::to_vec).collect())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,130 @@
+//! Merging operations from elsewhere (an exported file; sync later) by
+//! union. An id the log holds changes nothing; a copy of a held id with
+//! other bytes, an operation dated past the clock bound, and a line whose
+//! segment has no room are refused and named, never merged.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::newest::AHEAD_BOUND_MS;
+use super::reflock::Moved;
+use super::{EntryError, LogRef, Merged, Problem, Store, StoreError, lock, segment, tree};
+use crate::ops::record::Record;
+
+const ATTEMPTS: usize = 8;
+
+impl Store {
+    /// Merge `records` into the logs they belong to.
+    pub fn merge_records(&self, records: &[Record], now_ms: u64) -> Result<Merged, StoreError> {
+        let _lock = lock::Lock::commit(&self.kapi_dir(), self.lock_timeout)?;
+        let mut report = Merged::default();
+        for which in [LogRef::Shared, LogRef::Local] {
+            let held: HashMap<String, String> = self
+                .load(which)?
+                .records
+                .into_iter()
+                .map(|r| (r.id.clone(), r.to_canonical_json()))
+                .collect();
+            let mut lines = Vec::new();
+            for r in records.iter().filter(|r| LogRef::for_record(r) == which) {
+                let line = r.to_canonical_json();
+                let problem = |error| Problem {
+                    location: format!("operation {}", r.id),
+                    error,
+                };
+                match held.get(&r.id) {
+                    Some(existing) if *existing == line => report.held += 1,
+                    Some(_) => report
+                        .refused
+                        .push(problem(EntryError::Conflict { id: r.id.clone() })),
+                    None if r.op_id().unix_ms() > now_ms.saturating_add(AHEAD_BOUND_MS) => {
+                        report.refused.push(problem(EntryError::Future {
+                            id: r.id.clone(),
+                            at: r.at.clone(),
+                        }))
+                    }
+                    None => lines.push(line),
+                }
+            }
+            lines.sort();
+            lines.dedup();
+            if lines.is_empty() {
+                continue;
+            }
+            let mut why = String::new();
+            let mut moved = false;
+            for _ in 0..ATTEMPTS {
+                let tip = self.tip(which)?;
+                let base = tip.map(|t| self.tree_of(t)).transpose()?;
+                let (fit, full) = self.fitting(base, &lines)?;
+                if fit.is_empty() {
+                    report.refused.extend(full);
+                    moved = true;
+                    break;
+                }
+                let incoming = tree::build(&self.repo, fit.iter().map(|l| l.as_bytes()))?;
+                let merged = match base {
+                    Some(base) => tree::union(&self.repo, base, incoming)?,
+                    None => incoming,
+                };
+                let message = format!("kapi: merge {} operations\n", fit.len());
+                let commit = self.commit(
+                    merged,
+                    tip.into_iter().collect(),
+                    (now_ms / 1000) as i64,
+                    &message,
+                )?;
+                match self.move_ref(which, tip, commit)? {
+                    Moved::Done => {
+                        report.added += fit.len();
+                        report.refused.extend(full);
+                        moved = true;
+                        break;
+                    }
+                    Moved::Raced(e) => why = e,
+                }
+            }
+            if !moved {
+                return Err(StoreError::Contended(which.name(), ATTEMPTS, why));
+            }
+        }
+        Ok(report)
+    }
+
+    /// Split lines into those whose segments have room for them and those
+    /// refused because a segment would grow past the limit kapi reads.
+    fn fitting<'l>(
+        &self,
+        base: Option<gix::ObjectId>,
+        lines: &'l [String],
+    ) -> Result<(Vec<&'l String>, Vec<Problem>), StoreError> {
+        let mut by_shard: BTreeMap<(u8, u8), Vec<&String>> = BTreeMap::new();
+        for line in lines {
+            if let Some(id) = segment::line_id(line.as_bytes()) {
+                by_shard.entry(segment::shard(id)).or_default().push(line);
+            }
+        }
+        let (mut fit, mut full) = (Vec::new(), Vec::new());
+        for (shard, group) in by_shard {
+            let held = match base {
+                Some(base) => tree::segment_size(&self.repo, base, shard)?.unwrap_or(0),
+                None => 0,
+            } as usize;
+            let added: usize = group.iter().map(|l| l.len() + 1).sum();
+            if held + added <= segment::MAX_SEGMENT_BYTES {
+                fit.extend(group);
+                continue;
+            }
+            for line in group {
+                let id = segment::line_id(line.as_bytes()).unwrap_or_default();
+                full.push(Problem {
+                    location: format!("operation {id}"),
+                    error: EntryError::SegmentFull {
+                        id: id.to_owned(),
+                        shard: format!("{}/{}", shard.0 as char, shard.1 as char),
+                    },
+                });
+            }
+        }
+        Ok((fit, full))
+    }
+}

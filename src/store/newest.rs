@@ -1,0 +1,324 @@
+//! The newest id a log holds, for minting ids that sort after it. It is
+//! taken from the operations the log holds and can read, never from a
+//! commit message (anyone who can push can write any message), and an
+//! operation dated more than [`AHEAD_BOUND_MS`] past this machine's clock is
+//! set apart: a pushed operation dated 2060 must not drag every later id
+//! here into 2060. `kapi store doctor` names such operations.
+//!
+//! Reading a whole log for this on every append would cost what a full
+//! read costs, so the answer is kept in a derived cache
+//! (`.git/kapi/newest`), one entry per ref keyed by the tree it was
+//! computed from. When the ref has moved, only the segments that differ
+//! between the cached tree and the new one are read. The cache is safe to
+//! delete: a missing or damaged one is rebuilt from the log.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use gix::ObjectId;
+
+use super::tree::{self, Entries};
+use super::{LogRef, StoreError, segment};
+use crate::ops::id::OpId;
+use crate::ops::record::Record;
+
+/// How far past this machine's clock an operation may be dated and still
+/// count as the newest id when minting (10 minutes).
+pub const AHEAD_BOUND_MS: u64 = 10 * 60 * 1000;
+/// At most this many ahead ids are remembered per ref.
+const MAX_AHEAD: usize = 1024;
+
+const NAME: &str = "newest";
+const MAGIC: &str = "kapi newest v1";
+
+/// The newest ids of one log's tree, as seen at `seen_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Newest {
+    /// The newest id dated within the bound of `seen_at`.
+    pub within: Option<OpId>,
+    /// Ids dated past the bound of `seen_at`, ascending (at most 1,024).
+    pub ahead: Vec<OpId>,
+    /// Whether ids were left out of `ahead` for its cap.
+    pub truncated: bool,
+    pub seen_at: u64,
+}
+
+impl Newest {
+    fn empty(seen_at: u64) -> Self {
+        Self {
+            within: None,
+            ahead: Vec::new(),
+            truncated: false,
+            seen_at,
+        }
+    }
+
+    fn add(&mut self, id: OpId) {
+        if id.unix_ms() > self.seen_at + AHEAD_BOUND_MS {
+            if let Err(at) = self.ahead.binary_search(&id) {
+                self.ahead.insert(at, id);
+            }
+            if self.ahead.len() > MAX_AHEAD {
+                self.ahead.pop();
+                self.truncated = true;
+            }
+        } else {
+            self.within = self.within.take().max(Some(id));
+        }
+    }
+
+    /// The same ids seen at a later instant: ahead ids whose time has come
+    /// count as within. `None` when the answer needs a fresh read (an
+    /// earlier instant, or a truncated list that ran out).
+    fn at(&self, now_ms: u64) -> Option<Newest> {
+        if now_ms < self.seen_at {
+            return None;
+        }
+        let mut out = Newest::empty(now_ms);
+        out.within = self.within.clone();
+        out.truncated = self.truncated;
+        for id in &self.ahead {
+            out.add(id.clone());
+        }
+        if self.truncated && out.ahead.is_empty() {
+            return None;
+        }
+        Some(out)
+    }
+
+    /// The newest id to mint past at `now_ms`.
+    pub fn for_minting(&self) -> Option<&OpId> {
+        self.within.as_ref()
+    }
+}
+
+/// One cache entry: the tree it describes and what it holds.
+struct Entry {
+    tree: ObjectId,
+    newest: Newest,
+}
+
+fn read_cache(kapi_dir: &Path) -> BTreeMap<String, Entry> {
+    let mut out = BTreeMap::new();
+    let Ok(text) = std::fs::read_to_string(kapi_dir.join(NAME)) else {
+        return out;
+    };
+    let mut lines = text.lines();
+    if lines.next() != Some(MAGIC) {
+        return out;
+    }
+    for line in lines {
+        let mut fields = line.split(' ');
+        let parsed = (|| {
+            let name = fields.next()?.to_owned();
+            let tree = ObjectId::from_hex(fields.next()?.as_bytes()).ok()?;
+            let seen_at: u64 = fields.next()?.parse().ok()?;
+            let within = match fields.next()? {
+                "-" => None,
+                id => Some(OpId::parse(id).ok()?),
+            };
+            let truncated = fields.next()? == "1";
+            let mut ahead = Vec::new();
+            for id in fields {
+                ahead.push(OpId::parse(id).ok()?);
+            }
+            Some((
+                name,
+                Entry {
+                    tree,
+                    newest: Newest {
+                        within,
+                        ahead,
+                        truncated,
+                        seen_at,
+                    },
+                },
+            ))
+        })();
+        match parsed {
+            Some((name, entry)) => {
+                out.insert(name, entry);
+            }
+            None => return BTreeMap::new(),
+        }
+    }
+    out
+}
+
+/// Write the cache whole, then rename it into place (best effort: the
+/// cache is derived).
+fn write_cache(kapi_dir: &Path, entries: &BTreeMap<String, Entry>) {
+    let mut text = format!("{MAGIC}\n");
+    for (name, e) in entries {
+        let n = &e.newest;
+        text.push_str(&format!(
+            "{name} {} {} {} {}",
+            e.tree.to_hex(),
+            n.seen_at,
+            n.within.as_ref().map_or("-", OpId::as_str),
+            u8::from(n.truncated)
+        ));
+        for id in &n.ahead {
+            text.push(' ');
+            text.push_str(id.as_str());
+        }
+        text.push('\n');
+    }
+    let tmp = kapi_dir.join(format!("{NAME}.tmp.{}", std::process::id()));
+    if std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, kapi_dir.join(NAME)))
+        .is_err()
+    {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// The newest ids of the log `which` whose tip tree is `root`, as of
+/// `now_ms`; the second value says whether the cache should be rewritten
+/// with it (done by [`remember`], outside any lock).
+pub fn of_tree(
+    repo: &gix::Repository,
+    kapi_dir: &Path,
+    which: LogRef,
+    root: Option<ObjectId>,
+    now_ms: u64,
+) -> Result<(Newest, bool), StoreError> {
+    let Some(root) = root else {
+        return Ok((Newest::empty(now_ms), false));
+    };
+    let cache = read_cache(kapi_dir);
+    let cached = cache.get(which.name());
+    if let Some(e) = cached
+        && e.tree == root
+        && let Some(n) = e.newest.at(now_ms)
+    {
+        return Ok((n, false));
+    }
+    let mut newest = Newest::empty(now_ms);
+    let changed = match cached.and_then(|e| e.newest.at(now_ms).map(|n| (e.tree, n))) {
+        Some((old_tree, old)) => {
+            newest = old;
+            changed_segments(repo, old_tree, root)?
+        }
+        None => all_segments(repo, root)?,
+    };
+    for (shard, blob) in changed {
+        scan(repo, shard, blob, &mut newest)?;
+    }
+    Ok((newest, true))
+}
+
+/// Keep what [`of_tree`] computed for the next writer.
+pub fn remember(kapi_dir: &Path, which: LogRef, root: ObjectId, newest: &Newest) {
+    let mut cache = read_cache(kapi_dir);
+    cache.insert(
+        which.name().to_owned(),
+        Entry {
+            tree: root,
+            newest: newest.clone(),
+        },
+    );
+    write_cache(kapi_dir, &cache);
+}
+
+/// Add the valid, correctly placed operations of one segment.
+fn scan(
+    repo: &gix::Repository,
+    shard: (u8, u8),
+    blob: ObjectId,
+    newest: &mut Newest,
+) -> Result<(), StoreError> {
+    if tree::object_size(repo, blob)? > segment::MAX_SEGMENT_BYTES as u64 {
+        return Ok(());
+    }
+    let bytes = tree::read_blob(repo, blob)?;
+    for line in segment::lines(&bytes) {
+        if let Ok(record) = Record::from_untrusted(line)
+            && segment::shard(&record.id) == shard
+        {
+            newest.add(record.op_id());
+        }
+    }
+    Ok(())
+}
+
+type Segments = Vec<((u8, u8), ObjectId)>;
+
+fn shard_entries(entries: &Entries, tree: bool) -> BTreeMap<u8, ObjectId> {
+    entries
+        .iter()
+        .filter_map(|e| match e.filename.as_slice() {
+            [c] if crate::ops::id::ALPHABET.contains(c) => {
+                let kind_ok = if tree {
+                    e.mode.is_tree()
+                } else {
+                    e.mode.is_blob()
+                };
+                kind_ok.then_some((*c, e.oid))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn all_segments(repo: &gix::Repository, root: ObjectId) -> Result<Segments, StoreError> {
+    let mut out = Vec::new();
+    for (a, level) in shard_entries(&tree::read_entries(repo, root)?, true) {
+        for (b, blob) in shard_entries(&tree::read_entries(repo, level)?, false) {
+            out.push(((a, b), blob));
+        }
+    }
+    Ok(out)
+}
+
+/// The segments of `new` that `old` does not hold with the same bytes.
+fn changed_segments(
+    repo: &gix::Repository,
+    old: ObjectId,
+    new: ObjectId,
+) -> Result<Segments, StoreError> {
+    if old == new {
+        return Ok(Vec::new());
+    }
+    let old_top = shard_entries(&tree::read_entries(repo, old)?, true);
+    let mut out = Vec::new();
+    for (a, level) in shard_entries(&tree::read_entries(repo, new)?, true) {
+        let old_leaves = match old_top.get(&a) {
+            Some(old_level) if *old_level == level => continue,
+            Some(old_level) => shard_entries(&tree::read_entries(repo, *old_level)?, false),
+            None => BTreeMap::new(),
+        };
+        for (b, blob) in shard_entries(&tree::read_entries(repo, level)?, false) {
+            if old_leaves.get(&b) != Some(&blob) {
+                out.push(((a, b), blob));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ms: u64, tail: u128) -> OpId {
+        OpId::mint(ms, tail, None).unwrap()
+    }
+
+    #[test]
+    fn ids_past_the_bound_are_set_apart_until_their_time_comes() {
+        let now = crate::ops::id::EPOCH_MS + 1_000_000;
+        let mut n = Newest::empty(now);
+        n.add(id(now - 5, 1));
+        n.add(id(now + AHEAD_BOUND_MS + 60_000, 2));
+        assert_eq!(n.for_minting(), Some(&id(now - 5, 1)));
+        assert_eq!(n.ahead.len(), 1);
+        let later = n.at(now + 120_000).unwrap();
+        assert_eq!(
+            later.for_minting(),
+            Some(&id(now + AHEAD_BOUND_MS + 60_000, 2))
+        );
+        assert!(later.ahead.is_empty());
+        assert!(n.at(now - 1).is_none(), "an earlier clock reads afresh");
+    }
+}

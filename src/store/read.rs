@@ -1,0 +1,273 @@
+//! Reading a log: segments inflated and parsed on every core, sorted runs
+//! merged once, and copies of one id with different bytes settled.
+
+use gix::ObjectId;
+
+use super::segment::EntryError;
+use super::{Loaded, LogRef, Problem, Store, StoreError, cache, git, segment, tree};
+use crate::ops::record::Record;
+
+/// Packed segments are deltas of each other: without a cache of delta
+/// bases, reading a log re-inflates every base of every chain.
+pub(super) fn with_delta_cache(repo: &mut gix::Repository) {
+    repo.objects.set_pack_cache(|| {
+        Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
+            64 * 1024 * 1024,
+        ))
+    });
+}
+
+/// Segments read from git rather than from the read cache, with their bytes.
+type Fresh = Vec<(ObjectId, Vec<u8>)>;
+
+/// Inflate and parse segments on every core: decoding is most of a read.
+pub(super) fn parse_segments(
+    repo: &gix::Repository,
+    segments: &[tree::Segment],
+    cache: &cache::SegmentCache,
+) -> Result<(Loaded, Fresh), StoreError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
+    // Each segment is one run of records sorted by id.
+    type Runs = (Vec<Vec<Record>>, Vec<Problem>, Vec<(ObjectId, Vec<u8>)>);
+    let parse = |repo: &gix::Repository, part: &[tree::Segment]| -> Result<Runs, StoreError> {
+        let (mut runs, mut problems, mut fresh) =
+            (Vec::with_capacity(part.len()), Vec::new(), Vec::new());
+        for s in part {
+            problems.extend(s.problem.clone());
+            let Some(blob) = s.blob else { continue };
+            if let Some(bytes) = cache.get(&blob) {
+                let mut run = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count());
+                segment::parse(bytes, s.shard, &s.location, &mut run, &mut problems);
+                if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
+                    run.sort_by(|a, b| a.id.cmp(&b.id));
+                }
+                runs.push(run);
+                continue;
+            }
+            // A remote can push anything: look at the size before inflating.
+            let size = tree::object_size(repo, blob)?;
+            if size > segment::MAX_SEGMENT_BYTES as u64 {
+                problems.push(Problem {
+                    location: s.location.clone(),
+                    error: EntryError::OversizedSegment {
+                        bytes: size as usize,
+                    },
+                });
+                continue;
+            }
+            let bytes = tree::read_blob(repo, blob)?;
+            let mut run = Vec::with_capacity(memchr::memchr_iter(b'\n', &bytes).count());
+            segment::parse(&bytes, s.shard, &s.location, &mut run, &mut problems);
+            if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
+                run.sort_by(|a, b| a.id.cmp(&b.id));
+            }
+            runs.push(run);
+            fresh.push((blob, bytes));
+        }
+        Ok((runs, problems, fresh))
+    };
+    let (runs, problems, fresh) = if threads == 1 || segments.len() < 64 {
+        parse(repo, segments)?
+    } else {
+        let chunk = segments.len().div_ceil(threads);
+        // A repository handle is not shared between threads: each opens its own.
+        let git_dir = repo.git_dir().to_path_buf();
+        let parts: Vec<Result<Runs, StoreError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = segments
+                .chunks(chunk)
+                .map(|part| {
+                    let git_dir = &git_dir;
+                    scope.spawn(move || {
+                        let mut repo = gix::open(git_dir).map_err(git("opening the repository"))?;
+                        with_delta_cache(&mut repo);
+                        parse(&repo, part)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a reader thread panicked"))
+                .collect()
+        });
+        let (mut runs, mut problems, mut fresh) = (Vec::new(), Vec::new(), Vec::new());
+        for part in parts {
+            let (r, p, f) = part?;
+            runs.extend(r);
+            problems.extend(p);
+            fresh.extend(f);
+        }
+        (runs, problems, fresh)
+    };
+    Ok((
+        Loaded {
+            records: merge_runs(runs),
+            problems,
+        },
+        fresh,
+    ))
+}
+
+/// Merge sorted runs into one sorted list, moving each record once.
+fn merge_runs(runs: Vec<Vec<Record>>) -> Vec<Record> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let total = runs.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(total);
+    let mut iters: Vec<std::iter::Peekable<std::vec::IntoIter<Record>>> =
+        runs.into_iter().map(|r| r.into_iter().peekable()).collect();
+    let mut heap: BinaryHeap<Reverse<(u128, usize)>> = iters
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, it)| it.peek().map(|r| Reverse((crate::ops::id::key(&r.id), i))))
+        .collect();
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let record = iters[i].next().expect("a run with a head");
+        out.push(record);
+        if let Some(next) = iters[i].peek() {
+            heap.push(Reverse((crate::ops::id::key(&next.id), i)));
+        }
+    }
+    out
+}
+
+/// Sort by id (through a permutation: records are large to move) and drop
+/// exact repeats. Two copies of one id with different bytes are taken out
+/// and returned, every copy, for the store to settle from history.
+pub(super) fn finish(loaded: &mut Loaded) -> Vec<Vec<Record>> {
+    if !loaded.records.is_sorted_by(|a, b| a.id <= b.id) {
+        // Sort numeric keys, not strings: a log has 100,000s of ids.
+        let mut order: Vec<(u128, usize)> = loaded
+            .records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (crate::ops::id::key(&r.id), i))
+            .collect();
+        order.sort_unstable();
+        let mut slots: Vec<Option<Record>> = loaded.records.drain(..).map(Some).collect();
+        loaded.records = order
+            .into_iter()
+            .map(|(_, i)| slots[i].take().expect("a permutation"))
+            .collect();
+    }
+    // Most logs hold every id once: then there is nothing to rebuild.
+    if !loaded.records.windows(2).any(|w| w[0].id == w[1].id) {
+        return Vec::new();
+    }
+    let mut out: Vec<Record> = Vec::with_capacity(loaded.records.len());
+    let mut conflicts: Vec<Vec<Record>> = Vec::new();
+    let mut records = std::mem::take(&mut loaded.records).into_iter().peekable();
+    while let Some(first) = records.next() {
+        let mut copies = vec![first];
+        while let Some(next) = records.next_if(|n| n.id == copies[0].id) {
+            if !copies.contains(&next) {
+                copies.push(next);
+            }
+        }
+        if copies.len() == 1 {
+            out.extend(copies);
+        } else {
+            conflicts.push(copies);
+        }
+    }
+    loaded.records = out;
+    conflicts
+}
+
+impl Store {
+    /// Settle the ids stored with different bytes: the copy the log held
+    /// first stands, found by walking the ref's first-parent history back
+    /// to the oldest commit that holds any copy (kapi's own commits put the
+    /// log this machine held first, so a copy pushed or merged in later
+    /// cannot undo a decision). When that commit holds more than one copy,
+    /// no copy can be trusted over the others and all are set aside. Every
+    /// copy that does not stand is named.
+    pub(super) fn settle_conflicts(
+        &self,
+        refs: &[LogRef],
+        conflicts: Vec<Vec<Record>>,
+        loaded: &mut Loaded,
+    ) -> Result<(), StoreError> {
+        let mut standing = Vec::new();
+        for copies in conflicts {
+            let id = copies[0].id.clone();
+            let mut first = None;
+            for &which in refs {
+                if let Some(line) = self.first_held(which, &id)? {
+                    first = copies
+                        .iter()
+                        .position(|c| c.to_canonical_json().as_bytes() == line);
+                    break;
+                }
+            }
+            for (n, copy) in copies.into_iter().enumerate() {
+                if Some(n) == first {
+                    standing.push(copy);
+                } else {
+                    loaded.problems.push(Problem {
+                        location: format!("operation {id}"),
+                        error: if first.is_some() {
+                            EntryError::LaterCopy { id: id.clone() }
+                        } else {
+                            EntryError::DuplicateId { id: id.clone() }
+                        },
+                    });
+                }
+            }
+        }
+        if !standing.is_empty() {
+            loaded.records.extend(standing);
+            loaded.records.sort_by_key(|r| crate::ops::id::key(&r.id));
+        }
+        Ok(())
+    }
+
+    /// The line of `id` the oldest commit on `which`'s first-parent chain
+    /// that holds any copy of it holds, when it holds exactly one.
+    fn first_held(&self, which: LogRef, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let shard = segment::shard(id);
+        let mut at = self.tip(which)?;
+        let mut oldest: Option<Vec<Vec<u8>>> = None;
+        let mut last_blob: Option<Option<Vec<u8>>> = None;
+        while let Some(commit_id) = at {
+            let commit = self
+                .repo
+                .find_commit(commit_id)
+                .map_err(git("reading the log's history"))?;
+            let root = commit
+                .tree_id()
+                .map_err(git("reading the log's history"))?
+                .detach();
+            let bytes = tree::read_segment(&self.repo, root, shard)?;
+            if last_blob.as_ref() != Some(&bytes) {
+                let copies: Vec<Vec<u8>> = bytes
+                    .as_deref()
+                    .map(|b| {
+                        segment::lines(b)
+                            .filter(|l| segment::line_id(l) == Some(id))
+                            .filter(|l| Record::from_untrusted(l).is_ok())
+                            .map(<[u8]>::to_vec)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if copies.is_empty() {
+                    break;
+                }
+                oldest = Some(copies);
+                last_blob = Some(bytes);
+            }
+            at = commit.parent_ids().next().map(|p| p.detach());
+        }
+        Ok(match oldest {
+            Some(mut copies) if copies.len() == 1 => {
+                // Compare canonical forms: a copy is read back as a record.
+                let line = copies.pop().expect("one copy");
+                Record::from_untrusted(&line)
+                    .ok()
+                    .map(|r| r.to_canonical_json().into_bytes())
+            }
+            _ => None,
+        })
+    }
+}

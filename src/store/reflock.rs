@@ -1,0 +1,169 @@
+//! Moving a log's ref, and recovering a ref lock a killed writer left.
+//!
+//! git moves a ref by writing `refs/kapi/ops.lock` and renaming it over the
+//! ref. A writer killed between the two leaves the lock file behind, and
+//! every later move would fail on it. kapi moves its refs only while it
+//! holds its commit lock, and before locking the ref it writes its intent
+//! (`.git/kapi/ref-intent`: process, ref, new commit). So a writer that
+//! holds the commit lock and finds a ref lock whose content is exactly the
+//! commit the last intent named knows that lock is kapi's own and abandoned
+//! (its writer no longer holds the commit lock, so it is gone) and removes
+//! it. Any other ref lock belongs to another program (git itself): kapi
+//! waits for it up to the lock timeout and never removes it.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use gix::ObjectId;
+use gix::refs::transaction::PreviousValue;
+
+use super::{LogRef, Store, StoreError, fault, git};
+
+const INTENT: &str = "ref-intent";
+
+/// What a compare-and-swap of a ref did.
+pub(super) enum Moved {
+    Done,
+    /// The ref was not where the writer read it (another writer moved it).
+    Raced(String),
+}
+
+/// The intent a writer recorded before locking a ref.
+#[derive(Debug, PartialEq, Eq)]
+struct Intent {
+    pid: u32,
+    name: String,
+    new: String,
+}
+
+fn read_intent(kapi_dir: &Path) -> Option<Intent> {
+    let text = std::fs::read_to_string(kapi_dir.join(INTENT)).ok()?;
+    let mut fields = text.split_whitespace();
+    Some(Intent {
+        pid: fields.next()?.parse().ok()?,
+        name: fields.next()?.to_owned(),
+        new: fields.next()?.to_owned(),
+    })
+}
+
+fn write_intent(kapi_dir: &Path, which: LogRef, new: ObjectId) -> Result<(), StoreError> {
+    let path = kapi_dir.join(INTENT);
+    std::fs::write(
+        &path,
+        format!("{} {} {}\n", std::process::id(), which.name(), new),
+    )
+    .map_err(|source| StoreError::Io { path, source })
+}
+
+/// A ref lock found while kapi holds its commit lock.
+#[derive(Debug)]
+pub enum RefLock {
+    /// kapi's own, abandoned by a writer that died while moving the ref.
+    Abandoned(PathBuf),
+    /// Another program's: never removed by kapi.
+    Foreign(PathBuf),
+}
+
+impl Store {
+    /// Where git keeps the lock of a log's ref.
+    pub(super) fn ref_lock_path(&self, which: LogRef) -> PathBuf {
+        self.repo
+            .common_dir()
+            .join(format!("{}.lock", which.name()))
+    }
+
+    /// The ref locks present now, told apart (call under the commit lock).
+    pub fn ref_locks(&self) -> Vec<RefLock> {
+        let intent = read_intent(&self.kapi_dir());
+        [LogRef::Shared, LogRef::Local]
+            .into_iter()
+            .filter_map(|which| {
+                let path = self.ref_lock_path(which);
+                let content = std::fs::read_to_string(&path).ok()?;
+                let ours = intent
+                    .as_ref()
+                    .is_some_and(|i| i.name == which.name() && i.new == content.trim());
+                Some(if ours {
+                    RefLock::Abandoned(path)
+                } else {
+                    RefLock::Foreign(path)
+                })
+            })
+            .collect()
+    }
+
+    /// Compare-and-swap the ref from `old` to `new` (call under the commit
+    /// lock). An abandoned kapi ref lock is removed; a foreign one is waited
+    /// for up to the lock timeout.
+    pub(super) fn move_ref(
+        &self,
+        which: LogRef,
+        old: Option<ObjectId>,
+        new: ObjectId,
+    ) -> Result<Moved, StoreError> {
+        use gix::refs::Target;
+        use gix::refs::transaction::{Change, LogChange, RefEdit, RefLog};
+        let kapi_dir = self.kapi_dir();
+        let lock_path = self.ref_lock_path(which);
+        let previous = read_intent(&kapi_dir);
+        let start = Instant::now();
+        loop {
+            let expected = match old {
+                Some(old) => PreviousValue::MustExistAndMatch(Target::Object(old)),
+                None => PreviousValue::MustNotExist,
+            };
+            let edit = RefEdit {
+                change: Change::Update {
+                    log: LogChange {
+                        mode: RefLog::AndReference,
+                        force_create_reflog: false,
+                        message: "kapi".into(),
+                    },
+                    expected,
+                    new: Target::Object(new),
+                },
+                name: which.name().try_into().map_err(git("naming the ref"))?,
+                deref: false,
+            };
+            write_intent(&kapi_dir, which, new)?;
+            let prepared = self.repo.refs.transaction().prepare(
+                Some(edit),
+                gix::lock::acquire::Fail::Immediately,
+                gix::lock::acquire::Fail::Immediately,
+            );
+            match prepared {
+                Ok(transaction) => {
+                    fault::point("ref-locked");
+                    let committer = super::signature(0);
+                    let mut time = gix::date::parse::TimeBuf::default();
+                    transaction
+                        .commit(Some(committer.to_ref(&mut time)))
+                        .map_err(git("moving the ref"))?;
+                    return Ok(Moved::Done);
+                }
+                Err(e) => {
+                    let Ok(content) = std::fs::read_to_string(&lock_path) else {
+                        return Ok(Moved::Raced(e.to_string()));
+                    };
+                    let abandoned = previous
+                        .as_ref()
+                        .is_some_and(|i| i.name == which.name() && i.new == content.trim());
+                    if abandoned {
+                        std::fs::remove_file(&lock_path).map_err(|source| StoreError::Io {
+                            path: lock_path.clone(),
+                            source,
+                        })?;
+                        continue;
+                    }
+                    if start.elapsed() >= self.lock_timeout {
+                        return Err(StoreError::RefLocked {
+                            path: lock_path,
+                            waited: self.lock_timeout,
+                        });
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+        }
+    }
+}
