@@ -139,8 +139,19 @@ impl Store {
         let mut pause = Duration::from_micros(200);
         loop {
             if let Some(_commit) = lock::Lock::try_commit(&dir)? {
-                self.commit_journal(Some(&records))?;
-                return self.confirm(records);
+                return match self.commit_journal(Some(&records)) {
+                    Ok(()) => self.confirm(records),
+                    // Our lines are journaled: say so rather than invite a
+                    // second recording.
+                    Err(e @ (StoreError::RefLocked { .. } | StoreError::LockTimeout { .. })) => {
+                        journal::sync(&dir)?;
+                        Err(StoreError::Journaled {
+                            ids: records.iter().map(|r| r.id.clone()).collect(),
+                            reason: e.to_string(),
+                        })
+                    }
+                    Err(e) => Err(e),
+                };
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(2));
@@ -152,11 +163,17 @@ impl Store {
             if start.elapsed() >= self.lock_timeout {
                 journal::sync(&dir)?;
                 let path = dir.join(lock::COMMIT);
+                let holder = match lock::holder(&path) {
+                    Some(pid) => format!(" by process {pid}"),
+                    None => String::new(),
+                };
                 return Err(StoreError::Journaled {
                     ids: records.iter().map(|r| r.id.clone()).collect(),
-                    holder: lock::holder(&path),
-                    path,
-                    waited: self.lock_timeout,
+                    reason: format!(
+                        "{} has been held{holder} for {} s (if that process is stuck, end it)",
+                        path.display(),
+                        self.lock_timeout.as_secs_f32()
+                    ),
                 });
             }
         }

@@ -91,18 +91,12 @@ pub enum StoreError {
         waited: Duration,
     },
     #[error(
-        "{} is in the journal (.git/kapi/journal, synced to disk) but not yet on refs/kapi/ops: {}{} for {} s. It is not lost and must not be recorded again: the next kapi command that takes the lock moves it onto the ref. If that process is stuck, end it",
-        ids.iter().map(|i| format!("#{}", &i[..i.len().min(10)])).collect::<Vec<_>>().join(", "),
-        path.display(), holder_text(*holder), waited.as_secs_f32()
+        "{} is in the journal (.git/kapi/journal, synced to disk) but not yet on refs/kapi/ops: {reason}. It is not lost and must not be recorded again: the next kapi command that can write the ref moves it there",
+        ids.iter().map(|i| format!("#{}", &i[..i.len().min(10)])).collect::<Vec<_>>().join(", ")
     )]
-    Journaled {
-        ids: Vec<String>,
-        path: PathBuf,
-        holder: Option<u32>,
-        waited: Duration,
-    },
+    Journaled { ids: Vec<String>, reason: String },
     #[error(
-        "{} exists: another program (git itself?) is moving that ref, or died while moving it; kapi waited {} s and does not remove another program's lock. If no git command is running in this repository, remove the file and run the command again",
+        "{} exists: another program (git itself?) is moving that ref, or died while moving it; kapi waited {} s and does not remove another program's lock. If no git command is running in this repository, remove that file",
         path.display(), waited.as_secs_f32()
     )]
     RefLocked { path: PathBuf, waited: Duration },
