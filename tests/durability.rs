@@ -348,3 +348,349 @@ fn temporary_files_of_killed_writers_are_swept_and_fresh_ones_kept() {
     repo.kapi(&["context", "note", "sweeps"]).ok();
     assert!(!old.exists() && fresh.exists());
 }
+
+/// Commit blobs at shard paths (`a/b`) on top of `refs/kapi/ops` with
+/// `message`, as another tool pushing to the ref would.
+fn push_segments(repo: &Repo, segments: &[(String, String)], message: &str) {
+    let index = repo.path().join(".git/kapi-test-index");
+    let git = |args: &[&str]| -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(repo.path())
+            .env("GIT_INDEX_FILE", &index)
+            .env("GIT_AUTHOR_NAME", "mallory")
+            .env("GIT_AUTHOR_EMAIL", "m@example.com")
+            .env("GIT_COMMITTER_NAME", "mallory")
+            .env("GIT_COMMITTER_EMAIL", "m@example.com")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    git(&["read-tree", "refs/kapi/ops"]);
+    for (path, blob) in segments {
+        git(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{blob},{path}"),
+        ]);
+    }
+    let tree = git(&["write-tree"]);
+    let commit = git(&["commit-tree", &tree, "-p", "refs/kapi/ops", "-m", message]);
+    git(&["update-ref", "refs/kapi/ops", &commit]);
+    std::fs::remove_file(index).unwrap();
+}
+
+fn blob(repo: &Repo, bytes: &[u8]) -> String {
+    repo.git_stdin(&["hash-object", "-w", "--stdin"], bytes)
+}
+
+/// The segment path and current bytes of the shard an id belongs in.
+fn segment_of(repo: &Repo, id: &str) -> (String, String) {
+    let path = format!("{}/{}", &id[8..9], &id[9..10]);
+    let bytes = Command::new("git")
+        .args(["show", &format!("refs/kapi/ops:{path}")])
+        .current_dir(repo.path())
+        .output()
+        .unwrap()
+        .stdout;
+    (path, String::from_utf8(bytes).unwrap())
+}
+
+/// A note's record as JSON, re-dated to `ms` with `tail` as its random part.
+fn redated(template: &str, ms: u64, tail: u128) -> (String, String) {
+    let id = kapi::ops::OpId::mint(ms, tail, None).unwrap();
+    let mut op: Value = serde_json::from_str(template.trim()).unwrap();
+    op["id"] = Value::from(id.to_string());
+    op["at"] = Value::from(id.instant());
+    (id.to_string(), op.to_string())
+}
+
+fn noted(repo: &Repo, text: &str) -> Value {
+    let run = repo.kapi(&["context", "note", text, "--json"]).ok();
+    serde_json::from_str(run.stdout.trim()).unwrap()
+}
+
+/// KAPI_NOW in the harness: 2026-11-30T09:00:00Z.
+const NOW_MS: u64 = 1_796_029_200_000;
+
+#[test]
+fn nothing_pushed_about_the_newest_id_can_stop_or_drag_the_writes_here() {
+    let repo = Repo::new();
+    let first = noted(&repo, "A first note");
+    let template = first.to_string();
+    // A tip whose message claims an operation no one holds.
+    push_segments(&repo, &[], "forged\n\nnewest: zzzzzzzzzzzzzzzzzzzzzzzz\n");
+    let doctor = repo.kapi(&["store", "doctor"]).code(1);
+    assert!(
+        doctor.stdout.contains("newest: zzzzzzzzzzzzzzzzzzzzzzzz")
+            && doctor.stdout.contains("does not hold"),
+        "{}",
+        doctor.stdout
+    );
+    let next = noted(&repo, "after a forged claim");
+    assert!(
+        next["at"].as_str().unwrap().starts_with("2026-11-30T09:00"),
+        "{next}"
+    );
+    // An operation dated 2059 and one two days ahead, pushed with another tool.
+    let year_2059 = 1_767_225_600_000 + 33 * 365 * 86_400_000;
+    let (far, far_line) = redated(&template, year_2059, 77);
+    let (near, near_line) = redated(&template, NOW_MS + 2 * 86_400_000, 78);
+    for (id, line) in [(&far, &far_line), (&near, &near_line)] {
+        let (path, old) = segment_of(&repo, id);
+        let b = blob(&repo, format!("{old}{line}\n").as_bytes());
+        push_segments(&repo, &[(path, b)], "pushed ahead");
+    }
+    let after = noted(&repo, "after operations dated ahead");
+    assert!(
+        after["at"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-11-30T09:00"),
+        "an id here is not dragged ahead: {after}"
+    );
+    let doctor = repo.kapi(&["store", "doctor"]).code(1);
+    for id in [&far, &near] {
+        assert!(
+            doctor
+                .stdout
+                .contains(&format!("ahead: operation {id}: dated ahead")),
+            "{}",
+            doctor.stdout
+        );
+    }
+    // A tip that understates the newest: ids still sort after what the log holds.
+    let (newer, newer_line) = redated(&template, NOW_MS + 60_000, 79);
+    let (path, old) = segment_of(&repo, &newer);
+    let b = blob(&repo, format!("{old}{newer_line}\n").as_bytes());
+    let older = first["id"].as_str().unwrap();
+    push_segments(&repo, &[(path, b)], &format!("x\n\nnewest: {older}\n"));
+    let minted = noted(&repo, "after an understated claim");
+    assert!(
+        minted["id"].as_str().unwrap() > newer.as_str(),
+        "{minted} vs {newer}"
+    );
+}
+
+#[test]
+fn an_oversized_pushed_segment_is_never_inflated_nor_written_into() {
+    let repo = Repo::new();
+    noted(&repo, "A first note");
+    // 65 MiB of one line, under half of the shard names.
+    let huge = "x".repeat(65 * 1024 * 1024);
+    let b = blob(&repo, huge.as_bytes());
+    let alphabet = "0123456789abcdefghjkmnpqrstvwxyz";
+    let mut segments = Vec::new();
+    for (i, a) in alphabet.chars().enumerate() {
+        for (j, c) in alphabet.chars().enumerate() {
+            if (i + j) % 2 == 0 {
+                segments.push((format!("{a}/{c}"), b.clone()));
+            }
+        }
+    }
+    push_segments(&repo, &segments, "huge");
+    for n in 0..4 {
+        let op = noted(&repo, &format!("note {n} beside huge segments"));
+        let id = op["id"].as_str().unwrap().to_owned();
+        let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+        assert!(
+            log.iter().any(|l| l["id"] == id.as_str()),
+            "{id} reads back"
+        );
+    }
+    let doctor = repo.kapi(&["store", "doctor"]).code(1);
+    assert!(
+        doctor.stdout.contains("oversized segment"),
+        "{}",
+        doctor.stdout
+    );
+}
+
+#[test]
+fn a_segment_near_the_limit_takes_no_line_it_could_not_read_back() {
+    // Where would the pinned seed put the next note? Ask a twin repository.
+    let twin = Repo::new();
+    noted(&twin, "A first note");
+    let probe = noted(&twin, "the note");
+    let id = probe["id"].as_str().unwrap();
+    let path = format!("{}/{}", &id[8..9], &id[9..10]);
+    let repo = Repo::new();
+    noted(&repo, "A first note");
+    let nearly = format!("{}\n", "y".repeat(64 * 1024 * 1024 - 10));
+    let b = blob(&repo, nearly.as_bytes());
+    push_segments(&repo, &[(path.clone(), b)], "nearly full");
+    let op = noted(&repo, "the note");
+    let landed = op["id"].as_str().unwrap();
+    assert_ne!(format!("{}/{}", &landed[8..9], &landed[9..10]), path);
+    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    assert!(log.iter().any(|l| l["id"] == landed), "{landed} reads back");
+}
+
+#[test]
+fn a_pushed_second_copy_of_a_decision_cannot_undo_it() {
+    let repo = Repo::new();
+    let run = repo
+        .agent_term(
+            "s1",
+            "Quickcast",
+            "Quick cast",
+            &["--path", "docs/a.md", "--json"],
+        )
+        .ok();
+    let suggestion: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let target = suggestion["id"].as_str().unwrap().to_owned();
+    repo.kapi(&["context", "review", "--keep", &target[..10]])
+        .ok();
+    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let keep = log.iter().find(|l| l["kind"] == "keep").unwrap().clone();
+    let keep_id = keep["id"].as_str().unwrap().to_owned();
+    let status = |repo: &Repo| {
+        repo.kapi(&["context", "log", "--json"])
+            .ok()
+            .json_lines()
+            .into_iter()
+            .find(|l| l["id"] == target.as_str())
+            .unwrap()["status"]
+            .clone()
+    };
+    assert_eq!(status(&repo), "established");
+    // Someone pushes another copy of the keep's id with other bytes.
+    let (path, old) = segment_of(&repo, &keep_id);
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    let original = exported
+        .lines()
+        .find(|l| l.contains(&format!("\"id\":\"{keep_id}\"")))
+        .unwrap();
+    let mut forged: Value = serde_json::from_str(original).unwrap();
+    forged["kind"] = Value::from("context.drop");
+    let b = blob(&repo, format!("{old}{forged}\n").as_bytes());
+    push_segments(&repo, &[(path, b)], "a second copy");
+    assert_eq!(status(&repo), "established", "the copy held first stands");
+    let doctor = repo.kapi(&["store", "doctor"]).code(1);
+    assert!(
+        doctor.stdout.contains(&format!("later copy: {keep_id}")),
+        "{}",
+        doctor.stdout
+    );
+    // An import of the forged copy is refused the same way.
+    repo.write("forged.jsonl", &format!("{forged}\n"));
+    let run = repo.kapi(&["store", "import", "forged.jsonl"]).code(5);
+    assert!(run.stderr.contains("conflict"), "{}", run.stderr);
+    assert_eq!(status(&repo), "established");
+}
+
+#[test]
+fn a_union_keeps_every_lines_bytes_exactly() {
+    let repo = Repo::new();
+    let op = noted(&repo, "A first note");
+    let id = op["id"].as_str().unwrap().to_owned();
+    // An unreadable line (a string holding bytes that are not UTF-8) in
+    // the note's segment.
+    let (path, old) = segment_of(&repo, &id);
+    let mut bytes = old.into_bytes();
+    bytes.extend_from_slice(b"{\"v\":1,\"note\":\"\xff\xfe\"}\n");
+    let b = blob(&repo, &bytes);
+    push_segments(&repo, &[(path, b)], "an unreadable line");
+    let before = repo.kapi(&["store", "doctor"]).code(1).stdout;
+    assert!(before.contains("1 unreadable"), "{before}");
+    // Import an operation that lands in the same segment.
+    let mut sibling = op.clone();
+    let sibling_id = format!("{}{}", &id[..10], "zzzzzzzzzzzzzz");
+    sibling["id"] = Value::from(sibling_id.clone());
+    repo.write("sibling.jsonl", &format!("{sibling}\n"));
+    repo.kapi(&["store", "import", "sibling.jsonl"]).ok();
+    let after = repo.kapi(&["store", "doctor"]).code(1).stdout;
+    assert!(after.contains("1 unreadable"), "still unreadable: {after}");
+    let (_, segment) = {
+        let path = format!("{}/{}", &id[8..9], &id[9..10]);
+        let raw = Command::new("git")
+            .args(["cat-file", "blob", &format!("refs/kapi/ops:{path}")])
+            .current_dir(repo.path())
+            .output()
+            .unwrap()
+            .stdout;
+        (path, raw)
+    };
+    assert!(
+        segment.windows(2).any(|w| w == b"\xff\xfe"),
+        "the bytes survive the union"
+    );
+}
+
+#[test]
+fn export_writes_where_it_is_told_and_reports_failure() {
+    let repo = Repo::new();
+    noted(&repo, "A first note");
+    // A regular file is replaced whole.
+    repo.write("out.jsonl", "old contents\n");
+    repo.kapi(&["store", "export", "out.jsonl"]).ok();
+    let text = std::fs::read_to_string(repo.path().join("out.jsonl")).unwrap();
+    assert!(text.contains("A first note") && !text.contains("old contents"));
+    // A symbolic link is refused and left as it is.
+    std::os::unix::fs::symlink("out.jsonl", repo.path().join("link.jsonl")).unwrap();
+    let run = repo.kapi(&["store", "export", "link.jsonl"]).code(2);
+    assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
+    assert!(
+        std::fs::symlink_metadata(repo.path().join("link.jsonl"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // A device that fails writes: an error, and the device stays a device.
+    let run = repo.kapi(&["store", "export", "/dev/full"]);
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("/dev/full"), "{}", run.stderr);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        std::fs::metadata("/dev/full")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+    // A FIFO is written in place.
+    let fifo = repo.path().join("pipe");
+    Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    repo.kapi(&["store", "export", "pipe"]).ok();
+    assert!(reader.join().unwrap().contains("A first note"));
+    assert!(
+        std::fs::metadata(&fifo).unwrap().file_type().is_fifo(),
+        "the FIFO is still a FIFO"
+    );
+}
+
+#[test]
+fn an_agent_variable_set_to_nothing_readable_is_an_error_never_a_person() {
+    use std::os::unix::ffi::OsStrExt;
+    let repo = Repo::new();
+    for value in [&b""[..], b"   ", b"\xff\xfeagent"] {
+        let run: Run = repo
+            .kapi_cmd(&["context", "note", "who am I"])
+            .env("KAPI_AGENT", std::ffi::OsStr::from_bytes(value))
+            .output()
+            .unwrap()
+            .into();
+        let run = run.code(2);
+        assert!(
+            run.stderr.contains("KAPI_AGENT is set but"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(
+        repo.kapi(&["context", "log", "--json"])
+            .ok()
+            .stdout
+            .is_empty(),
+        "nothing was recorded"
+    );
+}

@@ -72,7 +72,7 @@ impl Lock {
                 let _ = file
                     .set_len(0)
                     .and_then(|()| file.rewind())
-                    .and_then(|()| write!(file, "{}\n", std::process::id()));
+                    .and_then(|()| writeln!(file, "{}", std::process::id()));
                 Ok(Some(Self { _file: file }))
             }
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
