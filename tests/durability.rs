@@ -694,3 +694,47 @@ fn an_agent_variable_set_to_nothing_readable_is_an_error_never_a_person() {
         "nothing was recorded"
     );
 }
+
+#[test]
+fn doctor_names_an_abandoned_ref_lock_and_repair_removes_it() {
+    let a = Repo::new();
+    noted(&a, "A first note");
+    let exported = a.kapi(&["store", "export", "-"]).ok().stdout;
+    let b = Repo::new();
+    let run = b
+        .kapi_cmd(&["context", "note", "B's note"])
+        .env("KAPI_SEED", "8")
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    b.write("a.jsonl", &exported);
+    // An import killed while it holds the ref lock: nothing is journaled,
+    // so nothing recovers the lock until the next write.
+    let run: Run = b
+        .kapi_cmd(&["store", "import", "a.jsonl"])
+        .env("KAPI_FAULT", "ref-locked")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, -1, "killed: {}", run.stderr);
+    let lock = b.path().join(".git/refs/kapi/ops.lock");
+    assert!(lock.exists());
+    let doctor = b.kapi(&["store", "doctor"]).code(1);
+    assert!(
+        doctor
+            .stdout
+            .contains("a ref lock a killed kapi writer left behind"),
+        "{}",
+        doctor.stdout
+    );
+    let repaired = b.kapi(&["store", "doctor", "--repair"]).ok();
+    assert!(
+        repaired.stdout.contains("repaired: removed"),
+        "{}",
+        repaired.stdout
+    );
+    assert!(!lock.exists());
+    b.kapi(&["store", "import", "a.jsonl"]).ok();
+    assert_eq!(ids_in_log(&b).len(), 2);
+    fsck_clean(&b);
+}
