@@ -15,6 +15,21 @@ use super::{LogRef, Store, StoreError, fault, journal, lock, segment, sweep, tre
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
 
+/// What a commit of the journal did for the caller's lines.
+pub(super) enum Committed {
+    /// Every line the journal held is on its ref now.
+    All,
+    /// Nothing to do, or some lines were set aside: confirm on the ref.
+    Other,
+}
+
+/// A ref a commit moved: its tree before and after, and the ids it added.
+struct RefMove {
+    old: Option<ObjectId>,
+    new: ObjectId,
+    ids: Vec<OpId>,
+}
+
 /// How often a writer tries to move a ref another program keeps moving.
 const ATTEMPTS: usize = 8;
 /// How many tails a writer tries before it gives up on finding a segment
@@ -47,17 +62,17 @@ impl Store {
             return Ok(Vec::new());
         }
         let dir = self.kapi_dir();
-        let (records, computed) = {
+        let records = {
             let _journal = lock::Lock::journal(&dir, self.lock_timeout)?;
             let (records, computed) = self.mint(now_ms, random, templates)?;
             let lines: Vec<String> = records.iter().map(Record::to_canonical_json).collect();
             journal::append(&dir, &lines)?;
-            (records, computed)
+            for (which, root, newest) in computed {
+                newest::remember(&dir, which, root, &newest);
+            }
+            records
         };
         fault::point("journaled");
-        for (which, root, newest) in computed {
-            newest::remember(&dir, which, root, &newest);
-        }
         self.wait_for_commit(records)
     }
 
@@ -140,7 +155,9 @@ impl Store {
         loop {
             if let Some(_commit) = lock::Lock::try_commit(&dir)? {
                 return match self.commit_journal(Some(&records)) {
-                    Ok(()) => self.confirm(records),
+                    // Committed by this call with nothing set aside: on the ref.
+                    Ok(Committed::All) => Ok(records),
+                    Ok(Committed::Other) => self.confirm(records),
                     // Our lines are journaled: say so rather than invite a
                     // second recording.
                     Err(e @ (StoreError::RefLocked { .. } | StoreError::LockTimeout { .. })) => {
@@ -200,7 +217,7 @@ impl Store {
     /// ref, then compact the journal (call under the commit lock). With
     /// `mine`, does nothing when none of those records is still in the
     /// journal.
-    pub(super) fn commit_journal(&self, mine: Option<&[Record]>) -> Result<(), StoreError> {
+    pub(super) fn commit_journal(&self, mine: Option<&[Record]>) -> Result<Committed, StoreError> {
         let dir = self.kapi_dir();
         if sweep::due(&dir) {
             sweep::sweep(&self.objects_dir(), &dir);
@@ -210,12 +227,12 @@ impl Store {
             journal::read(&dir)?
         };
         if pending.is_empty() {
-            return Ok(());
+            return Ok(Committed::Other);
         }
         if let Some(mine) = mine
             && !journal::holds_any(&pending, mine)
         {
-            return Ok(());
+            return Ok(Committed::Other);
         }
         let (mut records, mut problems) = (Vec::new(), Vec::new());
         segment::parse_file(&pending, "journal", &mut records, &mut problems);
@@ -228,6 +245,7 @@ impl Store {
         records.sort_by(|a, b| a.id.cmp(&b.id));
         records.dedup_by(|a, b| a.id == b.id);
         let mut unlanded: Vec<Vec<u8>> = Vec::new();
+        let mut advanced = Vec::new();
         for which in [LogRef::Shared, LogRef::Local] {
             let lines: Vec<String> = records
                 .iter()
@@ -237,18 +255,34 @@ impl Store {
             if lines.is_empty() {
                 continue;
             }
-            unlanded.extend(self.commit_lines(which, &lines)?);
+            let (moved, refused) = self.commit_lines(which, &lines)?;
+            unlanded.extend(refused);
+            advanced.extend(moved.map(|m| (which, m)));
         }
         fault::point("ref-moved");
+        let outcome = if unlanded.is_empty() && problems.is_empty() {
+            Committed::All
+        } else {
+            Committed::Other
+        };
         let unlanded: Vec<&[u8]> = unlanded.iter().map(Vec::as_slice).collect();
         journal::set_aside(&dir, &unlanded)?;
         let _journal = lock::Lock::journal(&dir, self.lock_timeout)?;
-        journal::compact(&dir, &pending)
+        for (which, m) in advanced {
+            let now = m.ids.last().map_or(0, OpId::unix_ms);
+            newest::advance(&dir, which, m.old, m.new, &m.ids, now);
+        }
+        journal::compact(&dir, &pending)?;
+        Ok(outcome)
     }
 
-    /// Commit canonical lines onto one ref; returns the lines no segment
-    /// had room for.
-    fn commit_lines(&self, which: LogRef, lines: &[String]) -> Result<Vec<Vec<u8>>, StoreError> {
+    /// Commit canonical lines onto one ref; returns how the ref moved (if
+    /// any line landed) and the lines no segment had room for.
+    fn commit_lines(
+        &self,
+        which: LogRef,
+        lines: &[String],
+    ) -> Result<(Option<RefMove>, Vec<Vec<u8>>), StoreError> {
         let bytes: Vec<&[u8]> = lines.iter().map(String::as_bytes).collect();
         let mut why = String::new();
         for _ in 0..ATTEMPTS {
@@ -261,10 +295,14 @@ impl Store {
                 .filter(|l| !refused.iter().any(|r| r == l.as_bytes()))
                 .map(String::as_str)
                 .collect();
-            let Some(last) = landed.last().and_then(|l| segment::line_id(l.as_bytes())) else {
-                return Ok(refused);
+            let ids: Vec<OpId> = landed
+                .iter()
+                .filter_map(|l| segment::line_id(l.as_bytes()))
+                .filter_map(|id| OpId::parse(id).ok())
+                .collect();
+            let Some(last) = ids.iter().max().cloned() else {
+                return Ok((None, refused));
             };
-            let last = OpId::parse(last)?;
             let message = if landed.len() == 1 {
                 let kind = Record::from_untrusted(landed[0].as_bytes())
                     .map(|r| r.kind.as_str().to_owned())
@@ -277,7 +315,14 @@ impl Store {
             let commit = self.commit(new_root, tip.into_iter().collect(), seconds, &message)?;
             fault::point("objects-written");
             match self.move_ref(which, tip, commit)? {
-                Moved::Done => return Ok(refused),
+                Moved::Done => {
+                    let moved = RefMove {
+                        old: root,
+                        new: new_root,
+                        ids,
+                    };
+                    return Ok((Some(moved), refused));
+                }
                 Moved::Raced(e) => why = e,
             }
         }
@@ -292,7 +337,7 @@ impl Store {
             return Ok(());
         }
         let _commit = lock::Lock::commit(&dir, self.lock_timeout)?;
-        self.commit_journal(None)
+        self.commit_journal(None).map(drop)
     }
 
     /// Commit what the journal holds if the commit lock is free now (a
@@ -303,7 +348,7 @@ impl Store {
             return Ok(());
         }
         match lock::Lock::try_commit(&dir)? {
-            Some(_commit) => self.commit_journal(None),
+            Some(_commit) => self.commit_journal(None).map(drop),
             None => Ok(()),
         }
     }

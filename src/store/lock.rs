@@ -11,7 +11,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::StoreError;
 
@@ -43,38 +43,59 @@ impl Lock {
         Self::try_named(kapi_dir, COMMIT)
     }
 
+    /// Wait for the lock at most `timeout`. The kernel queues waiters in
+    /// `flock` far better than polling would, so a helper thread blocks in
+    /// it while this one waits on a channel with the bound; a helper that
+    /// gets the lock after its caller gave up releases it at once.
     fn wait(kapi_dir: &Path, name: &str, timeout: Duration) -> Result<Self, StoreError> {
-        let start = Instant::now();
-        let mut pause = Duration::from_micros(100);
-        loop {
-            if let Some(lock) = Self::try_named(kapi_dir, name)? {
-                return Ok(lock);
-            }
-            if start.elapsed() >= timeout {
-                let path = kapi_dir.join(name);
-                return Err(StoreError::LockTimeout {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        if let Some(lock) = Self::try_named(kapi_dir, name)? {
+            return Ok(lock);
+        }
+        let path = kapi_dir.join(name);
+        let file = open(kapi_dir, &path)?;
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        {
+            let abandoned = Arc::clone(&abandoned);
+            std::thread::spawn(move || {
+                let locked = file.lock();
+                if !abandoned.load(Ordering::SeqCst) {
+                    // A send to a caller that gave up returns the file,
+                    // which is dropped here: the lock is released.
+                    let _ = tx.send((locked, file));
+                }
+            });
+        }
+        match rx.recv_timeout(timeout) {
+            Ok((Ok(()), file)) => Ok(Self::held_by_us(file)),
+            Ok((Err(source), _)) => Err(StoreError::Lock { path, source }),
+            Err(_) => {
+                abandoned.store(true, Ordering::SeqCst);
+                Err(StoreError::LockTimeout {
                     holder: holder(&path),
                     path,
                     waited: timeout,
-                });
+                })
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
         }
+    }
+
+    /// Name this process as the holder (best effort), for anyone who waits.
+    fn held_by_us(mut file: File) -> Self {
+        let _ = file
+            .set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| writeln!(file, "{}", std::process::id()));
+        Self { _file: file }
     }
 
     fn try_named(kapi_dir: &Path, name: &str) -> Result<Option<Self>, StoreError> {
         let path = kapi_dir.join(name);
-        let mut file = open(kapi_dir, &path)?;
+        let file = open(kapi_dir, &path)?;
         match file.try_lock() {
-            Ok(()) => {
-                // Name the holder for anyone who waits (best effort).
-                let _ = file
-                    .set_len(0)
-                    .and_then(|()| file.rewind())
-                    .and_then(|()| writeln!(file, "{}", std::process::id()));
-                Ok(Some(Self { _file: file }))
-            }
+            Ok(()) => Ok(Some(Self::held_by_us(file))),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
             Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Lock { path, source }),
         }

@@ -103,7 +103,18 @@ fn read_cache(kapi_dir: &Path) -> BTreeMap<String, Entry> {
     let Ok(text) = std::fs::read_to_string(kapi_dir.join(NAME)) else {
         return out;
     };
-    let mut lines = text.lines();
+    // The last line checksums the rest: a write a crash tore reads as none.
+    let Some((body, crc)) = text
+        .strip_suffix('\n')
+        .and_then(|t| t.rsplit_once('\n'))
+        .and_then(|(body, last)| Some((body, last.strip_prefix("crc ")?.parse::<u32>().ok()?)))
+    else {
+        return out;
+    };
+    if crc32fast::hash(body.as_bytes()) != crc {
+        return out;
+    }
+    let mut lines = body.lines();
     if lines.next() != Some(MAGIC) {
         return out;
     }
@@ -145,8 +156,10 @@ fn read_cache(kapi_dir: &Path) -> BTreeMap<String, Entry> {
     out
 }
 
-/// Write the cache whole, then rename it into place (best effort: the
-/// cache is derived).
+/// Write the cache in place (call under the journal lock, which every
+/// writer of the cache holds; best effort: the cache is derived, and a
+/// write a crash tore fails its checksum and is rebuilt). In place, not by
+/// rename: creating a file costs an append more than the rest of it.
 fn write_cache(kapi_dir: &Path, entries: &BTreeMap<String, Entry>) {
     let mut text = format!("{MAGIC}\n");
     for (name, e) in entries {
@@ -164,18 +177,14 @@ fn write_cache(kapi_dir: &Path, entries: &BTreeMap<String, Entry>) {
         }
         text.push('\n');
     }
-    let tmp = kapi_dir.join(format!("{NAME}.tmp.{}", std::process::id()));
-    if std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, kapi_dir.join(NAME)))
-        .is_err()
-    {
-        let _ = std::fs::remove_file(&tmp);
-    }
+    let crc = crc32fast::hash(text.trim_end_matches('\n').as_bytes());
+    text.push_str(&format!("crc {crc}\n"));
+    let _ = std::fs::write(kapi_dir.join(NAME), text);
 }
 
 /// The newest ids of the log `which` whose tip tree is `root`, as of
 /// `now_ms`; the second value says whether the cache should be rewritten
-/// with it (done by [`remember`], outside any lock).
+/// with it (done by [`remember`], under the journal lock).
 pub fn of_tree(
     repo: &gix::Repository,
     kapi_dir: &Path,
@@ -218,6 +227,34 @@ pub fn remember(kapi_dir: &Path, which: LogRef, root: ObjectId, newest: &Newest)
             newest: newest.clone(),
         },
     );
+    write_cache(kapi_dir, &cache);
+}
+
+/// After a commit moved `which` from `old` to `new` by adding `ids`: if the
+/// cache described `old`, it now describes `new` (call under the journal
+/// lock). The next writer then finds its answer without reading a segment.
+pub fn advance(
+    kapi_dir: &Path,
+    which: LogRef,
+    old: Option<ObjectId>,
+    new: ObjectId,
+    ids: &[OpId],
+    now_ms: u64,
+) {
+    let mut cache = read_cache(kapi_dir);
+    let newest = match (old, cache.get(which.name())) {
+        (None, _) => Newest::empty(now_ms),
+        (Some(old), Some(e)) if e.tree == old => match e.newest.at(now_ms) {
+            Some(n) => n,
+            None => return,
+        },
+        _ => return,
+    };
+    let mut newest = newest;
+    for id in ids {
+        newest.add(id.clone());
+    }
+    cache.insert(which.name().to_owned(), Entry { tree: new, newest });
     write_cache(kapi_dir, &cache);
 }
 
