@@ -306,9 +306,11 @@ impl Store {
             let root = self.tree_of(tip)?;
             if let Some(bytes) = tree::read_segment(&self.repo, root, segment::shard(id.as_str()))?
             {
-                let (mut records, mut problems) = (Vec::new(), Vec::new());
-                segment::parse(&bytes, None, "", &mut records, &mut problems);
-                let mut copies = records.into_iter().filter(|r| r.id == id.as_str());
+                // Parse only the lines that carry the id.
+                let mut copies = segment::lines(&bytes)
+                    .filter(|l| segment::line_id(l) == Some(id.as_str()))
+                    .filter_map(|l| Record::from_untrusted(l).ok())
+                    .filter(|r| segment::shard(&r.id) == segment::shard(id.as_str()));
                 if let Some(first) = copies.next() {
                     if copies.any(|other| other != first) {
                         // Two copies: the full read decides which stands.

@@ -211,9 +211,7 @@ pub fn of_tree(
         }
         None => all_segments(repo, root)?,
     };
-    for (shard, blob) in changed {
-        scan(repo, shard, blob, &mut newest)?;
-    }
+    scan(repo, kapi_dir, &changed, &mut newest)?;
     Ok((newest, true))
 }
 
@@ -244,7 +242,7 @@ pub fn advance(
     let mut cache = read_cache(kapi_dir);
     let newest = match (old, cache.get(which.name())) {
         (None, _) => Newest::empty(now_ms),
-        (Some(old), Some(e)) if e.tree == old => match e.newest.at(now_ms) {
+        (Some(old), Some(e)) if e.tree == old => match e.newest.at(now_ms.max(e.newest.seen_at)) {
             Some(n) => n,
             None => return,
         },
@@ -258,22 +256,63 @@ pub fn advance(
     write_cache(kapi_dir, &cache);
 }
 
-/// Add the valid, correctly placed operations of one segment.
+/// Add the newest valid, correctly placed operations of these segments.
+/// Ids are found without parsing (`line_id`), then only the candidates
+/// from the newest down are parsed and checked, until one within the bound
+/// is valid: a full scan of a large log costs its inflating, not a parse of
+/// every record. Segments come from the read cache where it has them.
 fn scan(
     repo: &gix::Repository,
-    shard: (u8, u8),
-    blob: ObjectId,
+    kapi_dir: &Path,
+    segments: &[((u8, u8), ObjectId)],
     newest: &mut Newest,
 ) -> Result<(), StoreError> {
-    if tree::object_size(repo, blob)? > segment::MAX_SEGMENT_BYTES as u64 {
-        return Ok(());
+    let cache = if segments.len() > 64 {
+        super::cache::SegmentCache::read(kapi_dir)
+    } else {
+        super::cache::SegmentCache::default()
+    };
+    let mut blobs: Vec<std::borrow::Cow<'_, [u8]>> = Vec::with_capacity(segments.len());
+    for (_, blob) in segments {
+        match cache.get(blob) {
+            Some(bytes) => blobs.push(bytes.into()),
+            None if tree::object_size(repo, *blob)? > segment::MAX_SEGMENT_BYTES as u64 => {
+                blobs.push(Vec::new().into())
+            }
+            None => blobs.push(tree::read_blob(repo, *blob)?.into()),
+        }
     }
-    let bytes = tree::read_blob(repo, blob)?;
-    for line in segment::lines(&bytes) {
-        if let Ok(record) = Record::from_untrusted(line)
-            && segment::shard(&record.id) == shard
-        {
-            newest.add(record.op_id());
+    let mut candidates: Vec<(u128, usize, &[u8])> = Vec::new();
+    for (n, bytes) in blobs.iter().enumerate() {
+        for line in segment::lines(bytes) {
+            if let Some(id) = segment::line_id(line)
+                && crate::ops::id::is_id(id)
+            {
+                candidates.push((crate::ops::id::key(id), n, line));
+            }
+        }
+    }
+    candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    let bound = newest.seen_at.saturating_add(AHEAD_BOUND_MS);
+    let floor = newest
+        .within
+        .as_ref()
+        .map(|id| crate::ops::id::key(id.as_str()));
+    for (key, n, line) in candidates {
+        if floor.is_some_and(|f| key <= f) {
+            break;
+        }
+        let Ok(record) = Record::from_untrusted(line) else {
+            continue;
+        };
+        if segment::shard(&record.id) != segments[n].0 {
+            continue;
+        }
+        let id = record.op_id();
+        let within = id.unix_ms() <= bound;
+        newest.add(id);
+        if within {
+            break;
         }
     }
     Ok(())
