@@ -83,6 +83,24 @@ fn ids_in_log(repo: &Repo) -> BTreeSet<String> {
         .collect()
 }
 
+/// The ids `refs/kapi/ops` itself holds, read with git (not kapi, whose
+/// reads also take lines still in the journal).
+fn ids_on_ref(repo: &Repo) -> BTreeSet<String> {
+    let listing = repo.git(&["ls-tree", "-r", "refs/kapi/ops"]);
+    let mut ids = BTreeSet::new();
+    for line in listing.lines() {
+        let blob = line.split_whitespace().nth(2).unwrap();
+        for op in repo.git(&["cat-file", "blob", blob]).lines() {
+            if let Ok(v) = serde_json::from_str::<Value>(op)
+                && let Some(id) = v["id"].as_str()
+            {
+                ids.insert(id.to_owned());
+            }
+        }
+    }
+    ids
+}
+
 fn fsck_clean(repo: &Repo) {
     let out = Command::new("git")
         .args(["fsck", "--no-dangling", "--no-progress"])
@@ -205,7 +223,7 @@ fn concurrent_writers_killed_at_random_keep_every_acknowledged_note() {
             }
         }
     }
-    let held = ids_in_log(&repo);
+    let held = ids_on_ref(&repo);
     let present = acked.iter().filter(|id| held.contains(*id)).count();
     eprintln!(
         "stress: {writers} writers x {rounds} rounds: {started} started, {kills} killed, {} acknowledged, {present} present",
@@ -737,4 +755,174 @@ fn doctor_names_an_abandoned_ref_lock_and_repair_removes_it() {
     b.kapi(&["store", "import", "a.jsonl"]).ok();
     assert_eq!(ids_in_log(&b).len(), 2);
     fsck_clean(&b);
+}
+
+#[test]
+fn a_committer_killed_while_compacting_around_later_lines_loses_none() {
+    for point in ["compact-written", "compacted"] {
+        let repo = Repo::new();
+        repo.kapi(&["context", "note", "A first note"]).ok();
+        // The victim stops after moving the ref, before it compacts; others
+        // journal behind it; continued, it dies while compacting around
+        // their lines (the rename path).
+        let victim = spawn_note(
+            &repo,
+            "the victim",
+            &[("KAPI_FAULT", &format!("ref-moved:stop,{point}"))],
+        );
+        wait_stopped(victim.id());
+        let others: Vec<Child> = (0..3)
+            .map(|n| {
+                spawn_note(
+                    &repo,
+                    &format!("note {n}"),
+                    &[("KAPI_LOCK_TIMEOUT_MS", "60000")],
+                )
+            })
+            .collect();
+        // Wait until all three are journaled.
+        let journal = repo.path().join(".git/kapi/journal");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            < 4
+        {
+            assert!(Instant::now() < deadline, "the others never journaled");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        signal(victim.id(), "-CONT");
+        let (victim_id, run) = acknowledged(victim);
+        assert_eq!(victim_id, None, "at {point}: {}", run.stderr);
+        let mut acked = Vec::new();
+        for child in others {
+            let (id, run) = acknowledged(child);
+            acked.push(id.unwrap_or_else(|| panic!("at {point}: {}", run.stderr)));
+        }
+        let on_ref = ids_on_ref(&repo);
+        for id in &acked {
+            assert!(on_ref.contains(id), "at {point}: {id} is not on the ref");
+        }
+        fsck_clean(&repo);
+    }
+}
+
+#[test]
+fn a_killed_import_leaves_no_lock_on_the_local_log_that_wedges_it() {
+    let repo = Repo::new();
+    repo.kapi(&["context", "note", "A first note"]).ok();
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    let mut check: Value = serde_json::from_str(exported.trim()).unwrap();
+    let (id, _) = redated(exported.trim(), NOW_MS - 1000, 4242);
+    check["id"] = Value::from(id.clone());
+    check["at"] = Value::from(kapi::ops::OpId::parse(&id).unwrap().instant());
+    check["kind"] = Value::from("context.check");
+    check.as_object_mut().unwrap().remove("subject");
+    check["check"] =
+        serde_json::json!({"hook": "manual", "files": [], "failing": [], "clean": true});
+    repo.write("check.jsonl", &format!("{check}\n"));
+    let run: Run = repo
+        .kapi_cmd(&["store", "import", "check.jsonl"])
+        .env("KAPI_FAULT", "ref-locked")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, -1, "{}", run.stderr);
+    // Another ref moves meanwhile; the local lock is still known as kapi's.
+    repo.kapi(&["context", "note", "shared moves on"]).ok();
+    let lock = repo.path().join(".git/refs/kapi/local.lock");
+    assert!(lock.exists());
+    let doctor = repo.kapi(&["store", "doctor"]).code(1);
+    assert!(
+        doctor
+            .stdout
+            .contains("local.lock: a ref lock a killed kapi writer left behind"),
+        "{}",
+        doctor.stdout
+    );
+    repo.kapi(&["store", "import", "check.jsonl"]).ok();
+    assert!(!lock.exists());
+    fsck_clean(&repo);
+}
+
+#[test]
+fn a_ref_pointed_at_a_tag_or_a_blob_does_not_stop_writes() {
+    let repo = Repo::new();
+    repo.kapi(&["context", "note", "A first note"]).ok();
+    let tip = repo.git(&["rev-parse", "refs/kapi/ops"]);
+    let tag = repo.git_stdin(
+        &["mktag"],
+        format!(
+            "object {tip}\ntype commit\ntag t\ntagger M <m@example.com> 1796029200 +0000\n\nt\n"
+        )
+        .as_bytes(),
+    );
+    repo.git(&["update-ref", "refs/kapi/ops", &tag]);
+    repo.kapi(&["context", "note", "after a tag"]).ok();
+    let log = repo.kapi(&["context", "log"]).ok().stdout;
+    assert!(
+        log.contains("A first note") && log.contains("after a tag"),
+        "{log}"
+    );
+    let b = blob(&repo, b"not a log");
+    repo.git(&["update-ref", "refs/kapi/ops", &b]);
+    let doctor = repo.kapi(&["store", "doctor"]).code(1);
+    assert!(
+        doctor.stdout.contains("not a commit of the log"),
+        "{}",
+        doctor.stdout
+    );
+    repo.kapi(&["context", "note", "after a blob"]).ok();
+    assert!(
+        repo.kapi(&["context", "log"])
+            .ok()
+            .stdout
+            .contains("after a blob")
+    );
+}
+
+#[test]
+fn an_operation_a_few_minutes_ahead_still_counts_as_the_newest() {
+    let repo = Repo::new();
+    let first = noted(&repo, "A first note");
+    let (ahead, line) = redated(&first.to_string(), NOW_MS + 5 * 60_000, 91);
+    let (path, old) = segment_of(&repo, &ahead);
+    let b = blob(&repo, format!("{old}{line}\n").as_bytes());
+    push_segments(&repo, &[(path, b)], "five minutes ahead");
+    let next = noted(&repo, "after it");
+    assert!(next["id"].as_str().unwrap() > ahead.as_str(), "{next}");
+    assert!(
+        repo.kapi(&["store", "doctor"])
+            .ok()
+            .stdout
+            .contains("0 unreadable")
+    );
+}
+
+#[test]
+fn a_forged_copy_pushed_after_deleting_the_original_does_not_stand() {
+    let repo = Repo::new();
+    let op = noted(&repo, "the original");
+    let id = op["id"].as_str().unwrap().to_owned();
+    let (path, old) = segment_of(&repo, &id);
+    let mut forged = op.clone();
+    forged["subject"]["text"] = Value::from("the forgery");
+    let without: String = old
+        .lines()
+        .filter(|l| !l.contains(&id))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // Delete the original, push the forgery alone, then both.
+    let gap = blob(&repo, without.as_bytes());
+    push_segments(&repo, &[(path.clone(), gap)], "gap");
+    let alone = blob(&repo, format!("{without}{forged}\n").as_bytes());
+    push_segments(&repo, &[(path.clone(), alone)], "forgery");
+    let both = blob(&repo, format!("{old}{forged}\n").as_bytes());
+    push_segments(&repo, &[(path, both)], "both");
+    let log = repo.kapi(&["context", "log"]).ok().stdout;
+    assert!(
+        log.contains("the original") && !log.contains("the forgery"),
+        "{log}"
+    );
 }

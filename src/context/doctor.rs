@@ -113,6 +113,16 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
             );
         }
     }
+    for (which, target) in &health.odd_tips {
+        add(
+            "ref",
+            which.name().to_owned(),
+            format!(
+                "points at {target}, which is not a commit of the log; it holds no operations for kapi, and the next write starts the log afresh there. If the log was there before, point the ref back at its last commit (`git reflog {}`)",
+                which.name()
+            ),
+        );
+    }
     for lock in &health.ref_locks {
         match lock {
             RefLock::Abandoned(path) => add(

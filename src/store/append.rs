@@ -64,9 +64,10 @@ impl Store {
         let dir = self.kapi_dir();
         let records = {
             let _journal = lock::Lock::journal(&dir, self.lock_timeout)?;
-            let (records, computed) = self.mint(now_ms, random, templates)?;
+            let pending = journal::read(&dir)?;
+            let (records, computed) = self.mint(now_ms, random, &pending, templates)?;
             let lines: Vec<String> = records.iter().map(Record::to_canonical_json).collect();
-            journal::append(&dir, &lines)?;
+            journal::append(&dir, &pending, &lines)?;
             for (which, root, newest) in computed {
                 newest::remember(&dir, which, root, &newest);
             }
@@ -85,12 +86,12 @@ impl Store {
         &self,
         now_ms: u64,
         random: u128,
+        pending: &[u8],
         templates: Vec<Record>,
     ) -> Result<(Vec<Record>, Vec<(LogRef, ObjectId, newest::Newest)>), StoreError> {
         let dir = self.kapi_dir();
         let bound = now_ms.saturating_add(AHEAD_BOUND_MS);
-        let pending = journal::read(&dir)?;
-        let mut newest = segment::lines(&pending)
+        let mut newest = segment::lines(pending)
             .filter_map(|l| segment::line_id(l).and_then(|id| OpId::parse(id).ok()))
             .filter(|id| id.unix_ms() <= bound)
             .max();
@@ -160,14 +161,13 @@ impl Store {
                     Ok(Committed::Other) => self.confirm(records),
                     // Our lines are journaled: say so rather than invite a
                     // second recording.
-                    Err(e @ (StoreError::RefLocked { .. } | StoreError::LockTimeout { .. })) => {
-                        journal::sync(&dir)?;
-                        Err(StoreError::Journaled {
+                    Err(e) => match journal::sync(&dir) {
+                        Ok(()) => Err(StoreError::Journaled {
                             ids: records.iter().map(|r| r.id.clone()).collect(),
                             reason: e.to_string(),
-                        })
-                    }
-                    Err(e) => Err(e),
+                        }),
+                        Err(_) => Err(e),
+                    },
                 };
             }
             std::thread::sleep(pause);
@@ -209,7 +209,7 @@ impl Store {
         }
         Err(StoreError::NotRecorded {
             ids: missing,
-            reason: "set aside in .git/kapi/journal.rejected: its segment had no room".to_owned(),
+            reason: "set aside in .git/kapi/journal.rejected, torn by a crash or without room in its segment".to_owned(),
         })
     }
 
@@ -260,17 +260,20 @@ impl Store {
             advanced.extend(moved.map(|m| (which, m)));
         }
         fault::point("ref-moved");
-        let outcome = if unlanded.is_empty() && problems.is_empty() {
-            Committed::All
-        } else {
-            Committed::Other
+        let landed: std::collections::HashSet<OpId> = advanced
+            .iter()
+            .flat_map(|(_, m): &(LogRef, RefMove)| m.ids.iter().cloned())
+            .collect();
+        let outcome = match mine {
+            Some(mine) if mine.iter().all(|r| landed.contains(&r.op_id())) => Committed::All,
+            _ => Committed::Other,
         };
         let unlanded: Vec<&[u8]> = unlanded.iter().map(Vec::as_slice).collect();
         journal::set_aside(&dir, &unlanded)?;
         let _journal = lock::Lock::journal(&dir, self.lock_timeout)?;
-        for (which, m) in advanced {
+        for (which, m) in &advanced {
             let now = m.ids.last().map_or(0, OpId::unix_ms);
-            newest::advance(&dir, which, m.old, m.new, &m.ids, now);
+            newest::advance(&dir, *which, m.old, m.new, &m.ids, now);
         }
         journal::compact(&dir, &pending)?;
         Ok(outcome)
@@ -286,7 +289,8 @@ impl Store {
         let bytes: Vec<&[u8]> = lines.iter().map(String::as_bytes).collect();
         let mut why = String::new();
         for _ in 0..ATTEMPTS {
-            let tip = self.tip(which)?;
+            let state = self.ref_state(which)?;
+            let tip = state.as_ref().and_then(|s| s.commit);
             let root = tip.map(|t| self.tree_of(t)).transpose()?;
             let (new_root, refused) = tree::insert_lines(&self.repo, root, &bytes)?;
             let refused: Vec<Vec<u8>> = refused.into_iter().map(<[u8]>::to_vec).collect();
@@ -314,7 +318,7 @@ impl Store {
             let seconds = (last.unix_ms() / 1000) as i64;
             let commit = self.commit(new_root, tip.into_iter().collect(), seconds, &message)?;
             fault::point("objects-written");
-            match self.move_ref(which, tip, commit)? {
+            match self.move_ref(which, state.as_ref(), commit)? {
                 Moved::Done => {
                     let moved = RefMove {
                         old: root,

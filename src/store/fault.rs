@@ -2,8 +2,9 @@
 //! `KAPI_FAULT=<point>` a kapi process kills itself (SIGKILL) the first
 //! time it reaches `<point>`; with `KAPI_FAULT=<point>:stop` it stops itself
 //! (SIGSTOP), as a suspended terminal job or a debugger would, so a test can
-//! watch what later writers do while it holds what it holds. Unset, a point
-//! costs one load of a cached flag.
+//! watch what later writers do while it holds what it holds. Several points
+//! may be named, separated by commas. Unset, a point costs a lock of an
+//! empty list.
 //!
 //! The points, in the order a writer reaches them:
 //! - `journaled`: the writer's lines are in `.git/kapi/journal`;
@@ -15,6 +16,7 @@
 //!   one (`journal.new`) and not yet renamed over it;
 //! - `compacted`: the journal holds only what was not committed.
 
+use std::sync::Mutex;
 use std::sync::OnceLock;
 
 /// The points a test may name.
@@ -27,31 +29,46 @@ pub const POINTS: &[&str] = &[
     "compacted",
 ];
 
-fn armed() -> Option<&'static (String, bool)> {
-    static SPEC: OnceLock<Option<(String, bool)>> = OnceLock::new();
+/// `KAPI_FAULT`: points separated by commas, each `<point>` (kill) or
+/// `<point>:stop`; each fires the first time it is reached, so
+/// `ref-moved:stop,compact-written` stops a writer after it moved the ref
+/// and, once continued, kills it while it compacts.
+fn armed() -> &'static Mutex<Vec<(String, bool)>> {
+    static SPEC: OnceLock<Mutex<Vec<(String, bool)>>> = OnceLock::new();
     SPEC.get_or_init(|| {
-        let spec = std::env::var("KAPI_FAULT").ok()?;
-        let (point, stop) = match spec.strip_suffix(":stop") {
-            Some(point) => (point.to_owned(), true),
-            None => (spec, false),
-        };
-        POINTS.contains(&point.as_str()).then_some((point, stop))
+        let spec = std::env::var("KAPI_FAULT").unwrap_or_default();
+        let points = spec
+            .split(',')
+            .filter_map(|p| {
+                let (point, stop) = match p.trim().strip_suffix(":stop") {
+                    Some(point) => (point, true),
+                    None => (p.trim(), false),
+                };
+                POINTS.contains(&point).then(|| (point.to_owned(), stop))
+            })
+            .collect();
+        Mutex::new(points)
     })
-    .as_ref()
 }
 
 /// Die (or stop) here if a test armed this point.
 pub fn point(name: &str) {
-    let Some((armed, stop)) = armed() else { return };
-    if armed != name {
-        return;
-    }
-    let signal = if *stop { "-STOP" } else { "-KILL" };
+    let stop = {
+        let mut armed = armed().lock().unwrap_or_else(|e| e.into_inner());
+        if armed.is_empty() {
+            return;
+        }
+        let Some(at) = armed.iter().position(|(p, _)| p == name) else {
+            return;
+        };
+        armed.remove(at).1
+    };
+    let signal = if stop { "-STOP" } else { "-KILL" };
     let _ = std::process::Command::new("kill")
         .arg(signal)
         .arg(std::process::id().to_string())
         .status();
-    if !*stop {
+    if !stop {
         // The signal is delivered before `kill` returns; never go on.
         loop {
             std::thread::sleep(std::time::Duration::from_secs(1));

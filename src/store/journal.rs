@@ -6,8 +6,9 @@
 //! created), then takes the commit lock. Whoever holds the commit lock
 //! moves every line the journal holds onto the refs in one commit per ref,
 //! then **compacts** the journal: it writes what was appended meanwhile to
-//! `journal.new` and renames that over `journal`. The journal is never
-//! truncated in place, so a crash at any point leaves either the old
+//! `journal.new` (synced first when the journal holds lines a writer
+//! reported as synced) and renames that over `journal`. The journal is
+//! never truncated in place, so a crash at any point leaves either the old
 //! journal (whose lines commit again, changing nothing: the union keeps
 //! one copy) or the new one, and never loses a line another writer
 //! appended. A writer whose lines left the journal confirms them on the ref
@@ -66,9 +67,15 @@ pub fn holds_any(journal: &[u8], records: &[crate::ops::record::Record]) -> bool
     })
 }
 
-/// Append lines in one write (call under the journal lock).
-pub fn append(kapi_dir: &Path, lines: &[String]) -> Result<(), StoreError> {
+/// Append lines in one write (call under the journal lock). `journal` is
+/// what the journal held when the lock was taken: when a crash tore its
+/// last line, a newline first ends the torn line, so it cannot swallow
+/// ours.
+pub fn append(kapi_dir: &Path, journal: &[u8], lines: &[String]) -> Result<(), StoreError> {
     let mut bytes = Vec::new();
+    if journal.last().is_some_and(|&b| b != b'\n') {
+        bytes.push(b'\n');
+    }
     for line in lines {
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
@@ -84,8 +91,18 @@ pub fn append(kapi_dir: &Path, lines: &[String]) -> Result<(), StoreError> {
 /// only in the journal as kept).
 pub fn sync(kapi_dir: &Path) -> Result<(), StoreError> {
     let p = path(kapi_dir);
-    File::open(&p).and_then(|f| f.sync_all()).map_err(io(&p))
+    // Remember that the journal holds lines acknowledged as synced, so
+    // compaction syncs their next home too.
+    std::fs::write(kapi_dir.join(SYNCED), b"")
+        .and_then(|()| File::open(&p))
+        .and_then(|f| f.sync_all())
+        .and_then(|()| File::open(kapi_dir))
+        .and_then(|d| d.sync_all())
+        .map_err(io(&p))
 }
+
+/// Present while the journal holds lines a writer reported as synced.
+const SYNCED: &str = "journal.synced";
 
 /// Replace the journal with what it holds beyond `committed` (the bytes a
 /// commit moved onto the refs), by writing `journal.new` and renaming it
@@ -114,23 +131,27 @@ pub fn compact(kapi_dir: &Path, committed: &[u8]) -> Result<(), StoreError> {
     if rest.len() == all.len() {
         return Ok(());
     }
-    if rest.is_empty() {
-        // Everything the journal holds is on the ref, and no one appends
-        // while we hold the journal lock: emptying it in place loses
-        // nothing, and costs no new file.
-        super::fault::point("compact-written");
-        OpenOptions::new()
-            .write(true)
-            .open(&p)
-            .and_then(|f| f.set_len(0))
-            .map_err(io(&p))?;
-        super::fault::point("compacted");
-        return Ok(());
-    }
     let new = kapi_dir.join("journal.new");
-    std::fs::write(&new, &rest).map_err(io(&new))?;
+    let synced = kapi_dir.join(SYNCED);
+    // Lines a writer reported as kept in the journal were synced to disk:
+    // their new home is synced before it replaces the old one.
+    let durable = synced.exists();
+    std::fs::write(&new, &rest)
+        .and_then(|()| match durable {
+            true => File::open(&new).and_then(|f| f.sync_all()),
+            false => Ok(()),
+        })
+        .map_err(io(&new))?;
     super::fault::point("compact-written");
     std::fs::rename(&new, &p).map_err(io(&p))?;
+    if durable {
+        File::open(kapi_dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(kapi_dir))?;
+        if rest.is_empty() {
+            let _ = std::fs::remove_file(&synced);
+        }
+    }
     super::fault::point("compacted");
     Ok(())
 }

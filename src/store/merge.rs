@@ -53,7 +53,8 @@ impl Store {
             let mut why = String::new();
             let mut moved = false;
             for _ in 0..ATTEMPTS {
-                let tip = self.tip(which)?;
+                let state = self.ref_state(which)?;
+                let tip = state.as_ref().and_then(|s| s.commit);
                 let base = tip.map(|t| self.tree_of(t)).transpose()?;
                 let (fit, full) = self.fitting(base, &lines)?;
                 if fit.is_empty() {
@@ -73,7 +74,7 @@ impl Store {
                     (now_ms / 1000) as i64,
                     &message,
                 )?;
-                match self.move_ref(which, tip, commit)? {
+                match self.move_ref(which, state.as_ref(), commit)? {
                     Moved::Done => {
                         report.added += fit.len();
                         report.refused.extend(full);

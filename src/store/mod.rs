@@ -136,6 +136,13 @@ pub(crate) fn git<E: std::fmt::Display>(context: &'static str) -> impl FnOnce(E)
     }
 }
 
+/// What a log's ref holds (see [`Store::ref_state`]).
+#[derive(Debug, Clone)]
+pub(crate) struct RefState {
+    pub target: gix::refs::Target,
+    pub commit: Option<ObjectId>,
+}
+
 /// What a merge did.
 #[derive(Debug, Default)]
 pub struct Merged {
@@ -207,16 +214,44 @@ impl Store {
 
     /// The commit a ref points at, if the ref exists.
     pub fn tip(&self, which: LogRef) -> Result<Option<ObjectId>, StoreError> {
-        let reference = self
+        Ok(self.ref_state(which)?.and_then(|t| t.commit))
+    }
+
+    /// What a log's ref holds: its raw target (what a compare-and-swap
+    /// must expect) and the commit it peels to. A ref someone pointed at a
+    /// tag peels through it; one pointing at a blob, a tree or another ref
+    /// holds no log (`commit` is `None`, and doctor names it), so the next
+    /// append starts the log afresh on top of nothing rather than failing.
+    pub(crate) fn ref_state(&self, which: LogRef) -> Result<Option<RefState>, StoreError> {
+        let Some(reference) = self
             .repo
             .try_find_reference(which.name())
-            .map_err(git("reading the ref"))?;
-        match reference {
-            None => Ok(None),
-            Some(mut r) => Ok(Some(
-                r.peel_to_id().map_err(git("peeling the ref"))?.detach(),
-            )),
-        }
+            .map_err(git("reading the ref"))?
+        else {
+            return Ok(None);
+        };
+        let target = reference.target().into_owned();
+        let commit = match &target {
+            gix::refs::Target::Object(oid) => {
+                let kind = self
+                    .repo
+                    .find_header(*oid)
+                    .map_err(git("reading the ref's object"))?
+                    .kind();
+                match kind {
+                    gix::object::Kind::Commit => Some(*oid),
+                    gix::object::Kind::Tag => self
+                        .repo
+                        .find_object(*oid)
+                        .ok()
+                        .and_then(|o| o.peel_to_kind(gix::object::Kind::Commit).ok())
+                        .map(|c| c.id),
+                    _ => None,
+                }
+            }
+            gix::refs::Target::Symbolic(_) => None,
+        };
+        Ok(Some(RefState { target, commit }))
     }
 
     fn tree_of(&self, commit: ObjectId) -> Result<ObjectId, StoreError> {
@@ -239,11 +274,12 @@ impl Store {
     /// the journal are committed first (when the repository is writable).
     pub fn load_all(&self) -> Result<Loaded, StoreError> {
         let _ = self.flush_if_free();
-        let mut loaded = self.load_refs(&[LogRef::Shared, LogRef::Local])?;
         // Lines still in the journal (its committer is slow, stopped or
         // dead) are part of the log: a line on the ref and in the journal
-        // reads once.
+        // reads once. The journal is read first: a line leaves it only
+        // after it reached the ref, so read in this order none is missed.
         let pending = self.pending()?;
+        let mut loaded = self.load_refs(&[LogRef::Shared, LogRef::Local])?;
         if !pending.is_empty() {
             loaded.records.extend(pending);
             let conflicts = read::finish(&mut loaded);
@@ -369,6 +405,8 @@ pub struct Health {
     /// `newest:` lines of the refs' tip commits (informational only: kapi
     /// never mints from them), with the ref.
     pub claims: Vec<(LogRef, String)>,
+    /// Refs that point at something other than a commit (or a tag of one).
+    pub odd_tips: Vec<(LogRef, String)>,
 }
 
 impl Store {
@@ -388,7 +426,11 @@ impl Store {
             None => health.commit_lock_holder = Some(lock::holder(&dir.join(lock::COMMIT))),
         }
         for which in [LogRef::Shared, LogRef::Local] {
-            let Some(tip) = self.tip(which)? else {
+            let Some(state) = self.ref_state(which)? else {
+                continue;
+            };
+            let Some(tip) = state.commit else {
+                health.odd_tips.push((which, state.target.to_string()));
                 continue;
             };
             let commit = self

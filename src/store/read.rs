@@ -223,13 +223,18 @@ impl Store {
         Ok(())
     }
 
-    /// The line of `id` the oldest commit on `which`'s first-parent chain
-    /// that holds any copy of it holds, when it holds exactly one.
+    /// The copy of `id` that appears furthest back on `which`'s
+    /// first-parent chain (read whole: a copy deleted and pushed back later
+    /// still counts from where it first appeared), when exactly one copy
+    /// appears that far back. Segments are compared by blob id and
+    /// inflated only where they change.
     fn first_held(&self, which: LogRef, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let shard = segment::shard(id);
+        let (a, b) = segment::shard(id);
         let mut at = self.tip(which)?;
-        let mut oldest: Option<Vec<Vec<u8>>> = None;
-        let mut last_blob: Option<Option<Vec<u8>>> = None;
+        let mut oldest: Vec<(Vec<u8>, usize)> = Vec::new();
+        let mut last_blob: Option<Option<ObjectId>> = None;
+        let mut last_copies: Vec<Vec<u8>> = Vec::new();
+        let mut depth = 0usize;
         while let Some(commit_id) = at {
             let commit = self
                 .repo
@@ -239,34 +244,49 @@ impl Store {
                 .tree_id()
                 .map_err(git("reading the log's history"))?
                 .detach();
-            let bytes = tree::read_segment(&self.repo, root, shard)?;
-            if last_blob.as_ref() != Some(&bytes) {
-                let copies: Vec<Vec<u8>> = bytes
-                    .as_deref()
-                    .map(|b| {
-                        segment::lines(b)
+            let blob = tree::read_entries(&self.repo, root)?
+                .into_iter()
+                .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
+                .map(|top| tree::read_entries(&self.repo, top.oid))
+                .transpose()?
+                .and_then(|level| {
+                    level
+                        .into_iter()
+                        .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
+                })
+                .map(|e| e.oid);
+            if last_blob != Some(blob) {
+                last_copies = match blob {
+                    Some(blob)
+                        if tree::object_size(&self.repo, blob)?
+                            <= segment::MAX_SEGMENT_BYTES as u64 =>
+                    {
+                        let bytes = tree::read_blob(&self.repo, blob)?;
+                        segment::lines(&bytes)
                             .filter(|l| segment::line_id(l) == Some(id))
-                            .filter(|l| Record::from_untrusted(l).is_ok())
-                            .map(<[u8]>::to_vec)
+                            .filter_map(|l| Record::from_untrusted(l).ok())
+                            .map(|r| r.to_canonical_json().into_bytes())
                             .collect()
-                    })
-                    .unwrap_or_default();
-                if copies.is_empty() {
-                    break;
-                }
-                oldest = Some(copies);
-                last_blob = Some(bytes);
+                    }
+                    _ => Vec::new(),
+                };
+                last_blob = Some(blob);
             }
+            for copy in &last_copies {
+                match oldest.iter_mut().find(|(c, _)| c == copy) {
+                    Some(seen) => seen.1 = depth,
+                    None => oldest.push((copy.clone(), depth)),
+                }
+            }
+            depth += 1;
             at = commit.parent_ids().next().map(|p| p.detach());
         }
-        Ok(match oldest {
-            Some(mut copies) if copies.len() == 1 => {
-                // Compare canonical forms: a copy is read back as a record.
-                let line = copies.pop().expect("one copy");
-                Record::from_untrusted(&line)
-                    .ok()
-                    .map(|r| r.to_canonical_json().into_bytes())
-            }
+        let Some(furthest) = oldest.iter().map(|(_, d)| *d).max() else {
+            return Ok(None);
+        };
+        let mut first = oldest.into_iter().filter(|(_, d)| *d == furthest);
+        Ok(match (first.next(), first.next()) {
+            (Some((copy, _)), None) => Some(copy),
             _ => None,
         })
     }

@@ -4,12 +4,12 @@
 //! ref. A writer killed between the two leaves the lock file behind, and
 //! every later move would fail on it. kapi moves its refs only while it
 //! holds its commit lock, and before locking the ref it writes its intent
-//! (`.git/kapi/ref-intent`: process, ref, new commit). So a writer that
-//! holds the commit lock and finds a ref lock whose content is exactly the
-//! commit the last intent named knows that lock is kapi's own and abandoned
-//! (its writer no longer holds the commit lock, so it is gone) and removes
-//! it. Any other ref lock belongs to another program (git itself): kapi
-//! waits for it up to the lock timeout and never removes it.
+//! (`.git/kapi/ref-intent.<log>`, one per ref: process, ref, new commit).
+//! So a writer that holds the commit lock and finds a ref lock whose
+//! content is exactly the commit the last intent for that ref named, from a
+//! process that no longer runs, knows that lock is kapi's own and abandoned
+//! and removes it. Any other ref lock belongs to another program (git
+//! itself): kapi waits for it up to the lock timeout and never removes it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -19,7 +19,28 @@ use gix::refs::transaction::PreviousValue;
 
 use super::{LogRef, Store, StoreError, fault, git};
 
-const INTENT: &str = "ref-intent";
+fn intent_path(kapi_dir: &Path, which: LogRef) -> PathBuf {
+    let log = match which {
+        LogRef::Shared => "ops",
+        LogRef::Local => "local",
+    };
+    kapi_dir.join(format!("ref-intent.{log}"))
+}
+
+/// Whether a process runs (on Linux; elsewhere, assume it does not, as
+/// holding the commit lock already says no kapi writer moves the ref).
+fn running(pid: u32) -> bool {
+    pid == std::process::id()
+        || (cfg!(target_os = "linux") && Path::new(&format!("/proc/{pid}")).exists())
+}
+
+impl Intent {
+    /// Whether a ref lock with `content` is the one this intent's writer
+    /// took and abandoned.
+    fn abandoned(&self, which: LogRef, content: &str) -> bool {
+        self.name == which.name() && self.new == content.trim() && !running(self.pid)
+    }
+}
 
 /// What a compare-and-swap of a ref did.
 pub(super) enum Moved {
@@ -36,8 +57,8 @@ struct Intent {
     new: String,
 }
 
-fn read_intent(kapi_dir: &Path) -> Option<Intent> {
-    let text = std::fs::read_to_string(kapi_dir.join(INTENT)).ok()?;
+fn read_intent(kapi_dir: &Path, which: LogRef) -> Option<Intent> {
+    let text = std::fs::read_to_string(intent_path(kapi_dir, which)).ok()?;
     let mut fields = text.split_whitespace();
     Some(Intent {
         pid: fields.next()?.parse().ok()?,
@@ -47,7 +68,7 @@ fn read_intent(kapi_dir: &Path) -> Option<Intent> {
 }
 
 fn write_intent(kapi_dir: &Path, which: LogRef, new: ObjectId) -> Result<(), StoreError> {
-    let path = kapi_dir.join(INTENT);
+    let path = intent_path(kapi_dir, which);
     std::fs::write(
         &path,
         format!("{} {} {}\n", std::process::id(), which.name(), new),
@@ -74,15 +95,13 @@ impl Store {
 
     /// The ref locks present now, told apart (call under the commit lock).
     pub fn ref_locks(&self) -> Vec<RefLock> {
-        let intent = read_intent(&self.kapi_dir());
         [LogRef::Shared, LogRef::Local]
             .into_iter()
             .filter_map(|which| {
                 let path = self.ref_lock_path(which);
                 let content = std::fs::read_to_string(&path).ok()?;
-                let ours = intent
-                    .as_ref()
-                    .is_some_and(|i| i.name == which.name() && i.new == content.trim());
+                let ours = read_intent(&self.kapi_dir(), which)
+                    .is_some_and(|i| i.abandoned(which, &content));
                 Some(if ours {
                     RefLock::Abandoned(path)
                 } else {
@@ -98,18 +117,18 @@ impl Store {
     pub(super) fn move_ref(
         &self,
         which: LogRef,
-        old: Option<ObjectId>,
+        old: Option<&super::RefState>,
         new: ObjectId,
     ) -> Result<Moved, StoreError> {
         use gix::refs::Target;
         use gix::refs::transaction::{Change, LogChange, RefEdit, RefLog};
         let kapi_dir = self.kapi_dir();
         let lock_path = self.ref_lock_path(which);
-        let previous = read_intent(&kapi_dir);
+        let previous = read_intent(&kapi_dir, which);
         let start = Instant::now();
         loop {
             let expected = match old {
-                Some(old) => PreviousValue::MustExistAndMatch(Target::Object(old)),
+                Some(old) => PreviousValue::MustExistAndMatch(old.target.clone()),
                 None => PreviousValue::MustNotExist,
             };
             let edit = RefEdit {

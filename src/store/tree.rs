@@ -13,20 +13,45 @@ use crate::ops::id::ALPHABET;
 
 pub(super) type Entries = Vec<Entry>;
 
+/// The shard entries of a tree (names of one character of the id
+/// alphabet), read without decoding anything else into memory: a tree
+/// someone pushed with a million other entries costs its inflating, once
+/// (kapi writes trees of shard entries only).
 pub(super) fn read_entries(repo: &gix::Repository, id: ObjectId) -> Result<Entries, StoreError> {
+    read_filtered(repo, id, true)
+}
+
+/// Every entry of a tree, for naming what is not a shard (at most 100).
+fn read_all_entries(repo: &gix::Repository, id: ObjectId) -> Result<Entries, StoreError> {
+    read_filtered(repo, id, false)
+}
+
+fn read_filtered(
+    repo: &gix::Repository,
+    id: ObjectId,
+    shards_only: bool,
+) -> Result<Entries, StoreError> {
     let tree = repo
         .find_tree(id)
         .map_err(git("reading a tree of the log"))?;
-    let decoded = tree.decode().map_err(git("decoding a tree of the log"))?;
-    Ok(decoded
-        .entries
-        .iter()
-        .map(|e| Entry {
+    let mut out = Vec::new();
+    let mut others = 0;
+    for e in gix::objs::TreeRefIter::from_bytes(&tree.data, repo.object_hash()) {
+        let e = e.map_err(git("decoding a tree of the log"))?;
+        let shard = matches!(e.filename.as_ref() as &[u8], [c] if shard_name(*c));
+        if !shard {
+            others += 1;
+            if shards_only || others > 100 {
+                continue;
+            }
+        }
+        out.push(Entry {
             mode: e.mode,
             filename: e.filename.to_owned(),
             oid: e.oid.to_owned(),
-        })
-        .collect())
+        });
+    }
+    Ok(out)
 }
 
 fn write_entries(repo: &gix::Repository, mut entries: Entries) -> Result<ObjectId, StoreError> {
@@ -105,13 +130,13 @@ pub fn read_segments(
             error: EntryError::UnexpectedEntry(entry),
         }),
     };
-    for top in read_entries(repo, root)? {
+    for top in read_all_entries(repo, root)? {
         let name = String::from_utf8_lossy(&top.filename).into_owned();
         let Some(a) = single(&top).filter(|_| top.mode.is_tree()) else {
             out.push(problem(format!("{origin}:{name}"), name));
             continue;
         };
-        for leaf in read_entries(repo, top.oid)? {
+        for leaf in read_all_entries(repo, top.oid)? {
             let leaf_name = String::from_utf8_lossy(&leaf.filename).into_owned();
             let location = format!("{origin}:{name}/{leaf_name}");
             let Some(b) = single(&leaf).filter(|_| leaf.mode.is_blob()) else {
@@ -221,14 +246,33 @@ pub fn insert_lines<'l>(
                 Some(oid) => object_size(repo, oid)? as usize,
                 None => 0,
             };
+            let mut new = new;
             let added: usize = new.iter().map(|l| l.len() + 1).sum();
-            if old_size + added > segment::MAX_SEGMENT_BYTES {
+            let bytes = if old_size + added <= segment::MAX_SEGMENT_BYTES {
+                match old {
+                    Some(oid) => read_blob(repo, oid)?,
+                    None => Vec::new(),
+                }
+            } else if old_size <= segment::MAX_SEGMENT_BYTES
+                && let Some(oid) = old
+            {
+                // Lines the segment already holds (a crashed commit being
+                // replayed) need no room.
+                let bytes = read_blob(repo, oid)?;
+                let held: std::collections::HashSet<&[u8]> = segment::lines(&bytes).collect();
+                new.retain(|l| !held.contains(l));
+                let added: usize = new.iter().map(|l| l.len() + 1).sum();
+                if old_size + added > segment::MAX_SEGMENT_BYTES {
+                    refused.extend(new);
+                    continue;
+                }
+                if new.is_empty() {
+                    continue;
+                }
+                bytes
+            } else {
                 refused.extend(new);
                 continue;
-            }
-            let bytes = match old {
-                Some(oid) => read_blob(repo, oid)?,
-                None => Vec::new(),
             };
             let segment_bytes = append_sorted(&bytes, new);
             upsert(

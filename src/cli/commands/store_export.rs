@@ -104,13 +104,18 @@ fn write_atomically(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.kapi-tmp.{}", std::process::id()));
-    let result = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        if let Some(p) = permissions {
-            f.set_permissions(p)?;
-        }
-        f.sync_all()
-    });
+    // A new file, never one planted at that name (a link is not followed).
+    let result = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            if let Some(p) = permissions {
+                f.set_permissions(p)?;
+            }
+            f.sync_all()
+        });
     match result.and_then(|()| std::fs::rename(&tmp, path)) {
         Ok(()) => Ok(()),
         Err(e) => {
