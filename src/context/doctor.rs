@@ -80,7 +80,7 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
     for r in loaded
         .records
         .iter()
-        .filter(|r| r.op_id().unix_ms() > bound)
+        .filter(|r| crate::ops::id::time_of(&r.id) + crate::ops::id::EPOCH_MS > bound)
     {
         add(
             "ahead",
