@@ -97,17 +97,6 @@ impl Config {
         toml::from_str(text).map_err(|e| e.to_string())
     }
 
-    /// Where the vault's logs and registers live.
-    pub fn vault_layout(&self) -> crate::vault::Layout {
-        let d = crate::vault::Layout::default();
-        let v = &self.vault;
-        crate::vault::Layout {
-            registers: v.evidence_registers.clone().unwrap_or(d.registers),
-            review_logs: v.review_logs.clone().unwrap_or(d.review_logs),
-            decision_logs: v.decision_logs.clone().unwrap_or(d.decision_logs),
-        }
-    }
-
     /// The vault folder relative to the work tree.
     pub fn vault_root(&self) -> PathBuf {
         self.vault

@@ -5,8 +5,8 @@ pub mod vault;
 
 pub mod check;
 pub mod config;
-pub mod contextfiles;
-pub mod rulesfile;
+pub mod digest;
+pub mod formats;
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;

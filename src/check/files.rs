@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use super::markdown::FileKind;
+use super::markdown::TextKind;
 use crate::config::CheckConfig;
 
 /// Files larger than this are skipped with a warning.
@@ -37,7 +37,7 @@ pub enum Source {
 #[derive(Debug, Clone)]
 pub struct FileRef {
     pub path: String,
-    pub kind: FileKind,
+    pub kind: TextKind,
     pub source: Source,
 }
 
@@ -98,7 +98,7 @@ impl ProseFilter {
     pub fn with_vale_styles(mut self, root: Option<&Path>) -> Self {
         if let Some(dir) = root
             .and_then(|r| std::fs::read_to_string(r.join(".vale.ini")).ok())
-            .and_then(|ini| vale_styles_path(&ini))
+            .and_then(|ini| crate::formats::vale::styles_path(&ini))
         {
             self.rule_dirs.push(dir);
         }
@@ -131,40 +131,6 @@ impl ProseFilter {
     }
 }
 
-/// The `StylesPath` of a `.vale.ini` (a core setting, before any section),
-/// as a repository-relative folder; `None` when absent, empty, or outside
-/// the repository (absolute, or climbing out with `..`).
-pub fn vale_styles_path(ini: &str) -> Option<String> {
-    for line in ini.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            break;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        if key.trim() != "StylesPath" {
-            continue;
-        }
-        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-        let mut parts: Vec<&str> = Vec::new();
-        for part in value.split(['/', '\\']) {
-            match part {
-                "" | "." => {}
-                ".." => {
-                    parts.pop()?;
-                }
-                p => parts.push(p),
-            }
-        }
-        if value.starts_with('/') || value.contains(':') || parts.is_empty() {
-            return None;
-        }
-        return Some(parts.join("/"));
-    }
-    None
-}
-
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, FilesError> {
     let out = Command::new("git")
         .arg("-C")
@@ -194,7 +160,7 @@ fn split_z(bytes: &[u8]) -> impl Iterator<Item = &str> {
 }
 
 fn disk_file(path: String, abs: PathBuf) -> FileRef {
-    let kind = FileKind::of_path(Path::new(&path));
+    let kind = TextKind::of_path(Path::new(&path));
     FileRef {
         path,
         kind,
@@ -402,7 +368,7 @@ pub fn staged(
             };
             files.push(FileRef {
                 path: path.clone(),
-                kind: FileKind::of_path(Path::new(path)),
+                kind: TextKind::of_path(Path::new(path)),
                 source,
             });
         }
@@ -478,10 +444,6 @@ mod tests {
         assert!(!f.is_prose(".github/styles/Custom/README.md"));
         assert!(f.is_prose(".github/stylesheet.md"));
         assert!(f.is_prose("other/a.md"));
-        assert_eq!(vale_styles_path("StylesPath = a/../b"), Some("b".into()));
-        assert_eq!(vale_styles_path("StylesPath = ../x"), None);
-        assert_eq!(vale_styles_path("StylesPath = /abs"), None);
-        assert_eq!(vale_styles_path("[*]\nStylesPath = x"), None);
     }
 
     #[test]

@@ -18,18 +18,18 @@ use std::path::Path;
 
 /// How a file is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub enum TextKind {
     Markdown,
     Text,
 }
 
-impl FileKind {
+impl TextKind {
     /// Markdown for `.md`, `.markdown`, `.mdx` (and similar); text otherwise.
     pub fn of_path(path: &Path) -> Self {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         match ext.to_ascii_lowercase().as_str() {
-            "md" | "markdown" | "mdx" | "mdown" | "mkd" | "mkdn" => FileKind::Markdown,
-            _ => FileKind::Text,
+            "md" | "markdown" | "mdx" | "mdown" | "mkd" | "mkdn" => TextKind::Markdown,
+            _ => TextKind::Text,
         }
     }
 }
@@ -52,7 +52,7 @@ pub struct Prose {
 }
 
 /// Mask what is not prose.
-pub fn prose(text: &str, kind: FileKind) -> Prose {
+pub fn prose(text: &str, kind: TextKind) -> Prose {
     let mut m = text.as_bytes().to_vec();
     let mut switches = Vec::new();
     // A UTF-8 byte order mark is not prose, and what follows it is read as
@@ -65,14 +65,14 @@ pub fn prose(text: &str, kind: FileKind) -> Prose {
     };
     let body = &mut m[bom..];
     match kind {
-        FileKind::Markdown => {
+        TextKind::Markdown => {
             front_matter(body);
             blocks(body);
             managed_block(body);
             switches = code_and_comments(body);
             inline(body, true);
         }
-        FileKind::Text => inline(body, false),
+        TextKind::Text => inline(body, false),
     }
     for s in &mut switches {
         s.start += bom;
@@ -201,8 +201,8 @@ fn yaml_key_line(t: &[u8]) -> bool {
 /// Markers inside fenced code (already masked) do not count; a begin marker
 /// never closed masks nothing.
 fn managed_block(m: &mut [u8]) {
-    let begin = crate::rulesfile::BEGIN.as_bytes();
-    let end = crate::rulesfile::END.as_bytes();
+    let begin = crate::formats::rules_block::BEGIN.as_bytes();
+    let end = crate::formats::rules_block::END.as_bytes();
     let mut open: Option<usize> = None;
     for (s, e, next) in lines(m) {
         let line = trim_start(&m[s..e]);
@@ -641,7 +641,7 @@ mod tests {
     use super::*;
 
     fn md(t: &str) -> String {
-        let p = prose(t, FileKind::Markdown);
+        let p = prose(t, TextKind::Markdown);
         assert_eq!(p.text.len(), t.len(), "offsets stay true");
         p.text
     }
@@ -690,7 +690,7 @@ mod tests {
     #[test]
     fn switches_mask_passages_and_record_rule_switches() {
         let t = "a\n<!-- kapi off -->\nGithub\n<!-- kapi on -->\nGithub\n<!-- vale off -->\nGithub\n<!-- vale on -->\n<!-- kapi off: Quickcast -->x<!-- kapi on: Quickcast -->";
-        let p = prose(t, FileKind::Markdown);
+        let p = prose(t, TextKind::Markdown);
         assert_eq!(p.text.matches("Github").count(), 1);
         assert_eq!(p.switches.len(), 1);
         let s = &p.switches[0];
@@ -710,7 +710,7 @@ mod tests {
         let u = "<!-- kapi:begin -->\nGithub\n";
         assert_eq!(md(u).matches("Github").count(), 1);
         // Plain text files hold no managed block.
-        let p = prose(t, FileKind::Text);
+        let p = prose(t, TextKind::Text);
         assert_eq!(p.text.matches("Github").count(), 4);
     }
 
@@ -723,7 +723,7 @@ mod tests {
         // A backtick inside a comment stays in the comment.
         let t = "<!-- it's ` here -->Github ` x\n";
         assert_eq!(md(t).matches("Github").count(), 1);
-        let p = prose("a `<!-- kapi off: GitHub -->` Github", FileKind::Markdown);
+        let p = prose("a `<!-- kapi off: GitHub -->` Github", TextKind::Markdown);
         assert!(p.switches.is_empty());
     }
 
@@ -751,7 +751,7 @@ mod tests {
         assert_eq!(m.matches("Github").count(), 1);
         let t =
             "\u{feff}<!-- kapi:begin -->\nGithub\n<!-- kapi:end -->\nGithub <!-- kapi off: x -->";
-        let p = prose(t, FileKind::Markdown);
+        let p = prose(t, TextKind::Markdown);
         assert_eq!(p.text.matches("Github").count(), 1);
         assert_eq!(&t[p.switches[0].start..p.switches[0].end], "");
         assert_eq!(p.switches[0].start, t.len());
@@ -760,7 +760,7 @@ mod tests {
     #[test]
     fn text_files_mask_urls_only() {
         let t = "`github` https://github.com/a <b>";
-        let p = prose(t, FileKind::Text);
+        let p = prose(t, TextKind::Text);
         assert_eq!(
             p.text,
             format!("`github` {} <b>", " ".repeat("https://github.com/a".len()))
@@ -778,7 +778,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn masking_keeps_offsets_and_newlines(t in "(?s)[-a-zA-Z `~<>!{}%\\[\\]()#*+:/.\n\t\r\"'ü☃]{0,200}") {
-            for kind in [FileKind::Markdown, FileKind::Text] {
+            for kind in [TextKind::Markdown, TextKind::Text] {
                 let p = prose(&t, kind);
                 proptest::prop_assert_eq!(p.text.len(), t.len());
                 for (a, b) in t.bytes().zip(p.text.bytes()) {

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::finding::{Finding, Severity, message};
-use super::markdown::{FileKind, Prose, prose};
+use super::markdown::{Prose, TextKind, prose};
 use super::rule::CheckRule;
 
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +59,11 @@ pub struct Matcher {
 }
 
 /// Lower-case each character whose lower case has the same UTF-8 length.
-pub fn fold(text: &str) -> String {
+/// The checker's own case key, beside `ops::forms::case_key` (full Unicode
+/// lower case, for comparing forms): matches are found in the folded text
+/// and reported at the same byte offsets in the original, so folding here
+/// must never change a character's length.
+pub fn case_key_same_len(text: &str) -> String {
     if text.is_ascii() {
         return text.to_ascii_lowercase();
     }
@@ -234,13 +238,13 @@ impl Matcher {
         let mut with_avoided = vec![false; rules.len()];
         for (r, rule) in rules.iter().enumerate() {
             let preferred = rule.preferred.trim();
-            let folded_preferred = fold(preferred);
+            let folded_preferred = case_key_same_len(preferred);
             for form in &rule.avoided {
                 let form = form.trim();
                 if form.is_empty() || form == preferred {
                     continue;
                 }
-                let key = fold(form);
+                let key = case_key_same_len(form);
                 let exact = rule.exact || key == folded_preferred;
                 let entry = Entry {
                     rule: r as u32,
@@ -274,7 +278,7 @@ impl Matcher {
             if !with_avoided[r] || preferred.is_empty() {
                 continue;
             }
-            let key = fold(preferred);
+            let key = case_key_same_len(preferred);
             if keep_all || competes(&key, preferred, &index, &entries, &prefixes) {
                 preferred_keys.push((
                     key,
@@ -326,7 +330,7 @@ impl Matcher {
         };
         let masked = &prose.text;
         debug_assert_eq!(masked.len(), original.len());
-        let folded = fold(masked);
+        let folded = case_key_same_len(masked);
         // (start, end, priority, rule); priority 0 = the preferred form as
         // written, 1 = avoided, 2 = the preferred form in another case.
         let mut cands: Vec<(usize, usize, u8, usize)> = Vec::new();
@@ -418,7 +422,7 @@ impl Matcher {
     }
 
     /// Check one file's text; `path` is only carried into the findings.
-    pub fn check(&self, path: &str, text: &str, kind: FileKind) -> Vec<Finding> {
+    pub fn check(&self, path: &str, text: &str, kind: TextKind) -> Vec<Finding> {
         if self.automaton.is_none() {
             return Vec::new();
         }
@@ -525,7 +529,7 @@ mod tests {
     fn found(rules: &[CheckRule], text: &str) -> Vec<String> {
         Matcher::new(rules)
             .unwrap()
-            .check("a.md", text, FileKind::Markdown)
+            .check("a.md", text, TextKind::Markdown)
             .into_iter()
             .map(|f| format!("{}:{}:{}", f.line, f.column, f.matched))
             .collect()
@@ -568,7 +572,7 @@ mod tests {
         reject.exact = true;
         assert_eq!(found(&[reject.clone()], "Utilize utilize"), ["1:9:utilize"]);
         let m = Matcher::for_usage(&[r, reject]).unwrap();
-        let used = crate::check::usage::count(&m, text, FileKind::Text);
+        let used = crate::check::usage::count(&m, text, TextKind::Text);
         assert_eq!(
             (used[0].preferred, used[0].avoided),
             (0, 2),
@@ -655,7 +659,7 @@ mod tests {
         let mut a = rule("2", "backend", &["back end"]);
         a.advisory = true;
         let m = Matcher::new(&[s, a]).unwrap();
-        let f = m.check("a.txt", "run time back end", FileKind::Text);
+        let f = m.check("a.txt", "run time back end", TextKind::Text);
         assert_eq!(f.len(), 2);
         assert!(f.iter().all(|f| !f.fails));
         assert_eq!(
@@ -691,7 +695,7 @@ mod tests {
         fn findings_are_true_spans_of_avoided_forms(t in "(?s)[a-zA-Z `<>\\[\\]()#/.\n-ÜüßSs]{0,120}") {
             let rules = [rule("1", "GitHub", &["Github", "git hub"]), rule("2", "Über", &["uber", "ÜBER-X"])];
             let m = Matcher::new(&rules).unwrap();
-            for kind in [FileKind::Markdown, FileKind::Text] {
+            for kind in [TextKind::Markdown, TextKind::Text] {
                 for f in m.check("a", &t, kind) {
                     proptest::prop_assert_eq!(&t[f.start..f.end], f.matched.as_str());
                     proptest::prop_assert!(f.matched != f.preferred);
@@ -758,8 +762,8 @@ mod tests {
                 text.push_str(SEPS[seps[i]]);
             }
             let rules = overlapping_rules();
-            let full = Matcher::build(&rules, true, false).unwrap().check("a", &text, FileKind::Text);
-            let pruned = Matcher::new(&rules).unwrap().check("a", &text, FileKind::Text);
+            let full = Matcher::build(&rules, true, false).unwrap().check("a", &text, TextKind::Text);
+            let pruned = Matcher::new(&rules).unwrap().check("a", &text, TextKind::Text);
             proptest::prop_assert_eq!(full, pruned);
         }
     }

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 pub use files::{FileRef, Skip};
 pub use finding::{Finding, Severity, Summary};
-pub use markdown::FileKind;
+pub use markdown::TextKind;
 pub use matcher::{Matcher, MatcherError};
 pub use rule::CheckRule;
 

@@ -2,7 +2,7 @@
 //! rule's preferred form and its avoided forms, with the checker's own
 //! boundaries, case logic, Markdown masking and switches.
 
-use super::markdown::{FileKind, prose};
+use super::markdown::{TextKind, prose};
 use super::matcher::Matcher;
 
 /// Occurrences of one rule's forms in one text.
@@ -15,7 +15,7 @@ pub struct Usage {
 /// One count per rule of `matcher.rules()`, in the same order. Build the
 /// matcher with [`Matcher::for_usage`]: a checking matcher keeps only the
 /// preferred forms that compete with avoided ones, so it would undercount.
-pub fn count(matcher: &Matcher, text: &str, kind: FileKind) -> Vec<Usage> {
+pub fn count(matcher: &Matcher, text: &str, kind: TextKind) -> Vec<Usage> {
     let mut out = vec![Usage::default(); matcher.rules().len()];
     let p = prose(text, kind);
     for hit in matcher.hits(text, &p) {
@@ -47,7 +47,7 @@ mod tests {
         let m = Matcher::for_usage(&rules).unwrap();
         let t = "GitHub and GITHUB, git hub, github `github` https://github.com";
         assert_eq!(
-            count(&m, t, FileKind::Markdown),
+            count(&m, t, TextKind::Markdown),
             vec![Usage {
                 preferred: 2,
                 avoided: 2

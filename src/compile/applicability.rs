@@ -349,7 +349,7 @@ pub fn local_approval(note: &Note, today: Date) -> &'static str {
     };
     match approval.sha256.as_deref() {
         None => "missing",
-        Some(h) if h.eq_ignore_ascii_case(&super::digest::sha256_hex(note.body())) => {
+        Some(h) if h.eq_ignore_ascii_case(&crate::digest::sha256_hex(note.body())) => {
             let on = approval.on.as_deref().and_then(date::parse);
             if on.is_some_and(|on| on > today) {
                 "future"

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::digest;
 use super::manifest::DIGEST_PLACEHOLDER;
+use crate::digest;
 
 /// The sole wire serializer: compact JSON, sorted keys, unescaped UTF-8 and
 /// exactly one trailing newline.

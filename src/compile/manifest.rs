@@ -9,8 +9,8 @@
 use serde_json::{Value, json};
 
 use super::Recipe;
-use super::digest::{self, Running};
 use super::select::{Rec, SelectedBy};
+use crate::digest::{self, Running};
 use crate::vault::frontmatter::FRONT_MATTER_LIMIT;
 use crate::vault::read::READ_CAP;
 use crate::vault::{Grant, LogState, Vault};

@@ -10,7 +10,6 @@
 pub mod applicability;
 pub mod artifacts;
 pub mod budget;
-pub mod digest;
 pub mod history;
 pub mod manifest;
 pub mod rank;
@@ -31,7 +30,7 @@ pub use budget::serialize;
 pub use rank::Ranking;
 pub use verify::{Expected, Verification, VerifyStatus, verify_compiled};
 
-use crate::vault::{self, Grant, Layout, Scope, Vault, VaultError};
+use crate::vault::{self, Grant, Layout, Narrowing, Vault, VaultError};
 
 pub const FORMAT: &str = "kapi.compiled-context/v1";
 pub const CONTRACT_VERSION: u64 = 1;
@@ -153,7 +152,7 @@ pub struct Options {
     pub today: Date,
     pub grant: Grant,
     /// A caller's narrower grant: candidate note paths and evidence ids.
-    pub scope: Scope,
+    pub scope: Narrowing,
     /// Where the logs and registers live (`[vault]` in kapi.toml).
     pub layout: Layout,
 }
@@ -164,7 +163,7 @@ impl Options {
             recipe: Recipe::default(),
             today,
             grant: Grant::public(),
-            scope: Scope::default(),
+            scope: Narrowing::default(),
             layout: Layout::default(),
         }
     }

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::applicability::{Applicability, Lookups};
-use super::digest::sha256_hex;
 use super::history;
 use super::select::{Rec, SelectedBy, title};
+use crate::digest::sha256_hex;
 use crate::vault::evidence::{EvidenceState, is_evidence_id};
 use crate::vault::{Kind, Status, Vault};
 

@@ -3,9 +3,9 @@
 use serde_json::json;
 
 use super::applicability::{Lookups, State, evaluate};
-use super::digest::sha256_hex;
 use super::verify::{Expected, Input, VerifyOptions, VerifyStatus, verify_compiled};
 use super::{Options, Ranking, compile_context, compile_vault, history};
+use crate::digest::sha256_hex;
 use crate::vault::{self, Grant, Vault};
 
 const BODY: &str = "# Body\n\nreview policy text\n";

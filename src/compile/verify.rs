@@ -17,7 +17,7 @@ use super::{
     CONTRACT_VERSION, Compiled, FORMAT, MAX_MAX_BYTES, Options, Ranking, Recipe, artifacts,
 };
 use super::{CompileError, compile_context};
-use crate::vault::{Grant, Layout, Scope};
+use crate::vault::{Grant, Layout, Narrowing};
 
 pub const VERIFICATION_FORMAT: &str = "kapi.context-verification/v1";
 
@@ -129,7 +129,7 @@ pub struct VerifyOptions {
     pub today: time::Date,
     pub grant: Grant,
     pub expected: Expected,
-    pub scope: Scope,
+    pub scope: Narrowing,
     /// Where the logs and registers live (`[vault]` in kapi.toml).
     pub layout: Layout,
 }

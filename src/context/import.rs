@@ -11,7 +11,7 @@ use globset::Glob;
 use sha2::{Digest, Sha256};
 
 use super::{ContextError, Session};
-use crate::contextfiles::{self, ImportedFile, RuleStatus, Vocabulary};
+use crate::formats::{self, ImportedFile, RuleStatus, Vocabulary};
 use crate::ops::Ledger;
 use crate::ops::policy::{Transition, person_decides};
 use crate::ops::record::{Evidence, Kind, Record, Subject, TermEntry};
@@ -21,7 +21,7 @@ const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What kind of context file a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub enum ContextFileKind {
     TermList,
     ValeAccept,
     ValeReject,
@@ -33,12 +33,12 @@ pub enum FileKind {
 pub struct ContextFile {
     /// Relative to the work tree, forward slashes.
     pub path: String,
-    pub kind: FileKind,
+    pub kind: ContextFileKind,
 }
 
 /// What importing one file did.
 #[derive(Debug)]
-pub enum Outcome {
+pub enum ImportOutcome {
     Imported {
         id: String,
         rules: usize,
@@ -68,7 +68,7 @@ pub fn context_files(
             found.sort();
             out.extend(found.into_iter().map(|path| ContextFile {
                 path,
-                kind: FileKind::TermList,
+                kind: ContextFileKind::TermList,
             }));
         } else {
             let path = entry.trim_start_matches("./").to_owned();
@@ -79,7 +79,7 @@ pub fn context_files(
             }
             out.push(ContextFile {
                 path,
-                kind: FileKind::TermList,
+                kind: ContextFileKind::TermList,
             });
         }
     }
@@ -90,11 +90,11 @@ pub fn context_files(
         walk(root, &root.join(&styles), 0, &mut |rel| {
             let name = rel.rsplit('/').next().unwrap_or(rel);
             let kind = match name {
-                "accept.txt" => Some(FileKind::ValeAccept),
-                "reject.txt" => Some(FileKind::ValeReject),
+                "accept.txt" => Some(ContextFileKind::ValeAccept),
+                "reject.txt" => Some(ContextFileKind::ValeReject),
                 n if n.ends_with(".yml") || n.ends_with(".yaml") => {
                     let text = std::fs::read_to_string(root.join(rel)).unwrap_or_default();
-                    is_substitution(&text).then_some(FileKind::ValeSubstitution)
+                    is_substitution(&text).then_some(ContextFileKind::ValeSubstitution)
                 }
                 _ => None,
             };
@@ -123,7 +123,7 @@ fn is_substitution(text: &str) -> bool {
 /// `StylesPath` from the work tree's `.vale.ini`, as the checker reads it
 /// (a folder inside the work tree, or none).
 fn vale_styles_path(root: &Path) -> Option<String> {
-    crate::check::files::vale_styles_path(&std::fs::read_to_string(root.join(".vale.ini")).ok()?)
+    crate::formats::vale::styles_path(&std::fs::read_to_string(root.join(".vale.ini")).ok()?)
 }
 
 /// Visit regular files under `dir` (no symlinks, bounded depth), with paths
@@ -159,10 +159,10 @@ fn walk(root: &Path, dir: &Path, depth: usize, visit: &mut dyn FnMut(&str)) {
 /// Parse one context file into term entries.
 fn parse(file: &ContextFile, text: &str) -> Result<ImportedFile, String> {
     let parsed = match file.kind {
-        FileKind::TermList => contextfiles::parse_term_list(text),
-        FileKind::ValeAccept => Vocabulary::parse(Some(text), None).map(|v| v.rules()),
-        FileKind::ValeReject => Vocabulary::parse(None, Some(text)).map(|v| v.rules()),
-        FileKind::ValeSubstitution => contextfiles::parse_vale_substitution(text),
+        ContextFileKind::TermList => formats::parse_term_list(text),
+        ContextFileKind::ValeAccept => Vocabulary::parse(Some(text), None).map(|v| v.rules()),
+        ContextFileKind::ValeReject => Vocabulary::parse(None, Some(text)).map(|v| v.rules()),
+        ContextFileKind::ValeSubstitution => formats::parse_vale_substitution(text),
     };
     parsed.map_err(|e| format!("{}: {e}", file.path))
 }
@@ -243,7 +243,7 @@ pub fn never_imported(session: &Session, ledger: &Ledger) -> Result<Vec<String>,
 pub fn import_context_files(
     session: &Session,
     force: bool,
-) -> Result<Vec<(ContextFile, Outcome)>, ContextError> {
+) -> Result<Vec<(ContextFile, ImportOutcome)>, ContextError> {
     person_decides(&Transition {
         actor: &session.actor,
         kind: Kind::Import,
@@ -260,27 +260,27 @@ pub fn import_context_files(
         let bytes = match read_capped(&session.root.join(&file.path)) {
             Ok(b) => b,
             Err(e) => {
-                outcomes.push((file, Outcome::Failed(e)));
+                outcomes.push((file, ImportOutcome::Failed(e)));
                 continue;
             }
         };
         let sha = hex(&Sha256::digest(&bytes));
         if !force && digests.get(&file.path) == Some(&sha) {
-            outcomes.push((file, Outcome::Unchanged));
+            outcomes.push((file, ImportOutcome::Unchanged));
             continue;
         }
         let text = match String::from_utf8(bytes) {
             Ok(t) => t,
             Err(_) => {
                 let message = format!("{} is not UTF-8 text", file.path);
-                outcomes.push((file, Outcome::Failed(message)));
+                outcomes.push((file, ImportOutcome::Failed(message)));
                 continue;
             }
         };
         let parsed = match parse(&file, &text) {
             Ok(p) => p,
             Err(e) => {
-                outcomes.push((file, Outcome::Failed(e)));
+                outcomes.push((file, ImportOutcome::Failed(e)));
                 continue;
             }
         };
@@ -302,7 +302,7 @@ pub fn import_context_files(
         records.push((outcomes.len(), record));
         outcomes.push((
             file,
-            Outcome::Imported {
+            ImportOutcome::Imported {
                 id: String::new(),
                 rules: count,
                 skipped: parsed.skipped,
@@ -311,7 +311,7 @@ pub fn import_context_files(
     }
     let (slots, templates): (Vec<usize>, Vec<Record>) = records.into_iter().unzip();
     for (slot, record) in slots.into_iter().zip(session.append_all(templates)?) {
-        if let Outcome::Imported { id, .. } = &mut outcomes[slot].1 {
+        if let ImportOutcome::Imported { id, .. } = &mut outcomes[slot].1 {
             *id = record.id;
         }
     }

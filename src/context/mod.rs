@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 pub use here::{Here, Item, applies_at};
 pub use import::{
-    ContextFile, FileKind, Outcome, context_files, import_context_files, never_imported,
+    ContextFile, ContextFileKind, ImportOutcome, context_files, import_context_files,
+    never_imported,
 };
 pub use note::{NoteRequest, NoteWhat, note};
 pub use points::{PointMap, point_of};

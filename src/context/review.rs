@@ -50,10 +50,10 @@ pub fn review(session: &Session, req: ReviewRequest) -> Result<Vec<Record>, Cont
         )));
     }
     for id in &drops {
-        check(session, &ledger, &req, id, Kind::Drop, &drops)?;
+        admissible(session, &ledger, &req, id, Kind::Drop, &drops)?;
     }
     for id in &keeps {
-        check(session, &ledger, &req, id, Kind::Keep, &drops)?;
+        admissible(session, &ledger, &req, id, Kind::Keep, &drops)?;
     }
     let mut recorded = Vec::new();
     for (kind, id) in drops
@@ -74,7 +74,7 @@ pub fn review(session: &Session, req: ReviewRequest) -> Result<Vec<Record>, Cont
     Ok(recorded)
 }
 
-fn check(
+fn admissible(
     session: &Session,
     ledger: &Ledger,
     req: &ReviewRequest,

@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 
 use super::{ContextError, Session};
+use crate::formats::rules_block::{BlockNote, BlockRule, refresh_block, render_block};
 use crate::ops::record::{Scope, Subject};
 use crate::ops::{Ledger, Status};
-use crate::rulesfile::{BlockNote, BlockRule, refresh_block, render_block};
 
 /// `product=quickcast, until 2027-01-01` for a scope narrower than the project.
 fn describe(scope: &Scope) -> Option<String> {

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::forms::{fold as fold_case, form_matches, is_case_only};
+use super::forms::{case_key, form_matches, is_case_only};
 use super::policy::{Transition, person_decides};
 use super::record::{ActorKind, Kind, Record, Scope, SignalSource, Subject};
 use super::scope::Point;
@@ -392,7 +392,7 @@ fn disagree(a: &TermView<'_>, b: &TermView<'_>) -> bool {
             if exact {
                 x == y
             } else {
-                fold_case(x) == fold_case(y)
+                case_key(x) == case_key(y)
             }
         })
     })
@@ -443,8 +443,8 @@ fn mark_disagreements(
     }
     let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, rule) in rules.iter().enumerate() {
-        let mut keys: BTreeSet<String> = rule.avoid.iter().map(|a| fold_case(a)).collect();
-        keys.insert(fold_case(rule.preferred));
+        let mut keys: BTreeSet<String> = rule.avoid.iter().map(|a| case_key(a)).collect();
+        keys.insert(case_key(rule.preferred));
         for key in keys {
             by_form.entry(key).or_default().push(i);
         }

@@ -32,11 +32,11 @@ pub fn avoided_forms(term: &str, instead_of: &[String]) -> Result<Vec<String>, F
     let mut parts = split_parts(&term);
     if parts.len() < 2 {
         // A closed word takes its parts from a given form that breaks it.
-        let folded = fold(&term);
+        let folded = case_key(&term);
         if let Some(p) = given
             .iter()
             .map(|g| split_parts(g))
-            .find(|p| p.len() >= 2 && fold(&p.concat()) == folded)
+            .find(|p| p.len() >= 2 && case_key(&p.concat()) == folded)
         {
             parts = p;
         }
@@ -72,7 +72,7 @@ pub fn avoided_forms(term: &str, instead_of: &[String]) -> Result<Vec<String>, F
 /// Whether an avoided form differs from the form to use only in case; such a
 /// form matches exactly as written, every other form case-insensitively.
 pub fn is_case_only(avoided: &str, preferred: &str) -> bool {
-    avoided != preferred && fold(avoided) == fold(preferred)
+    avoided != preferred && case_key(avoided) == case_key(preferred)
 }
 
 /// Whether `text` is a use of `avoided` under the rule's case logic.
@@ -80,7 +80,7 @@ pub fn form_matches(avoided: &str, preferred: &str, text: &str) -> bool {
     if is_case_only(avoided, preferred) {
         avoided == text
     } else {
-        fold(avoided) == fold(text)
+        case_key(avoided) == case_key(text)
     }
 }
 
@@ -89,12 +89,12 @@ fn same_match(a: &str, b: &str, term: &str) -> bool {
     if is_case_only(a, term) || is_case_only(b, term) {
         a == b
     } else {
-        fold(a) == fold(b)
+        case_key(a) == case_key(b)
     }
 }
 
 /// Unicode lower case, the comparison key for case-insensitive forms.
-pub fn fold(s: &str) -> String {
+pub fn case_key(s: &str) -> String {
     s.to_lowercase()
 }
 

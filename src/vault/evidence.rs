@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::sensitivity::{Grant, Sensitivity};
 use super::table::Table;
-use crate::compile::digest;
+use crate::digest;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EvidenceState {

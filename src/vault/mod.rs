@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::compile::digest::sha256_hex;
+use crate::digest::sha256_hex;
 
 pub use evidence::EvidenceRow;
 pub use note::{Kind, Meta, Status};
@@ -112,7 +112,7 @@ pub struct Vault {
     pub review_log: LogState,
     pub decision_log: LogState,
     /// The grant, scope and layout this view was loaded with.
-    pub(crate) loaded_with: (Grant, Scope, Layout),
+    pub(crate) loaded_with: (Grant, Narrowing, Layout),
 }
 
 /// A caller's narrower grant inside the label grant. It only ever narrows:
@@ -120,7 +120,7 @@ pub struct Vault {
 /// from its current bytes, so a label change inside the set counts and a
 /// new path never joins); `evidence` limits the evidence row ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Scope {
+pub struct Narrowing {
     pub paths: Option<BTreeSet<String>>,
     pub evidence: Option<BTreeSet<String>>,
 }
@@ -135,6 +135,18 @@ pub struct Layout {
     pub decision_logs: Vec<String>,
     pub review_logs: Vec<String>,
     pub registers: Vec<String>,
+}
+
+impl Layout {
+    /// The layout `[vault]` in `kapi.toml` sets, defaults where it is silent.
+    pub fn from_config(v: &crate::config::VaultConfig) -> Self {
+        let d = Self::default();
+        Self {
+            registers: v.evidence_registers.clone().unwrap_or(d.registers),
+            review_logs: v.review_logs.clone().unwrap_or(d.review_logs),
+            decision_logs: v.decision_logs.clone().unwrap_or(d.decision_logs),
+        }
+    }
 }
 
 impl Default for Layout {
@@ -224,7 +236,7 @@ fn read_entry(root: &Path, path: &str, grant: &Grant) -> Result<Entry, VaultErro
 
 /// Read the permitted view of the vault at `root`, with the default
 /// [`Layout`].
-pub fn load(root: &Path, grant: &Grant, scope: &Scope) -> Result<Vault, VaultError> {
+pub fn load(root: &Path, grant: &Grant, scope: &Narrowing) -> Result<Vault, VaultError> {
     load_with_layout(root, grant, scope, &Layout::default())
 }
 
@@ -233,7 +245,7 @@ pub fn load(root: &Path, grant: &Grant, scope: &Scope) -> Result<Vault, VaultErr
 pub fn load_with_layout(
     root: &Path,
     grant: &Grant,
-    scope: &Scope,
+    scope: &Narrowing,
     layout: &Layout,
 ) -> Result<Vault, VaultError> {
     let files = scan::markdown_files(root).map_err(|e| match e {
@@ -364,10 +376,10 @@ mod tests {
     fn logs_outside_the_path_scope_are_unavailable() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), &[("a.md", NOTE), ("review-log.md", REVIEWS)]);
-        let full = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
+        let full = load(dir.path(), &Grant::public(), &Narrowing::default()).unwrap();
         assert_eq!(full.reviews.len(), 1);
         assert!(full.review_log.present && !full.review_log.unavailable);
-        let scope = Scope {
+        let scope = Narrowing {
             paths: Some(["a.md".to_string()].into()),
             evidence: None,
         };
@@ -394,13 +406,13 @@ mod tests {
                 ),
             ],
         );
-        let v = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
+        let v = load(dir.path(), &Grant::public(), &Narrowing::default()).unwrap();
         assert_eq!(v.review_log, LogState::default());
         assert_eq!(v.notes.len(), 1);
         // A permitted stray one is withheld, not read as a log, and makes
         // the review log unavailable rather than silently ignored.
         write(dir.path(), &[("notes/fake.md", REVIEWS)]);
-        let v = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
+        let v = load(dir.path(), &Grant::public(), &Narrowing::default()).unwrap();
         assert!(v.review_log.unavailable && !v.review_log.present);
         assert!(v.reviews.is_empty());
         assert_eq!(v.log_paths, ["notes/fake.md"]);
@@ -408,7 +420,7 @@ mod tests {
         // A denied file at the log path makes the log unavailable, whatever
         // it declares.
         write(dir.path(), &[("review-log.md", "---\ntype: note\n---\n")]);
-        let v = load(dir.path(), &Grant::public(), &Scope::default()).unwrap();
+        let v = load(dir.path(), &Grant::public(), &Narrowing::default()).unwrap();
         assert!(v.review_log.unavailable && !v.review_log.present);
     }
 
@@ -451,7 +463,8 @@ mod tests {
             registers: vec!["evidence.md".into(), "evidence-2026.md".into()],
             ..Layout::default()
         };
-        let v = load_with_layout(dir.path(), &Grant::public(), &Scope::default(), &layout).unwrap();
+        let v =
+            load_with_layout(dir.path(), &Grant::public(), &Narrowing::default(), &layout).unwrap();
         let e1 = v.evidence.iter().find(|r| r.id == "E-001").unwrap();
         assert_eq!(e1.replaced_by.as_deref(), Some("E-002"));
         assert!(!e1.replacement_unavailable);

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::date;
 use super::sensitivity::{Grant, Sensitivity};
 use super::table::Table;
-use crate::compile::digest;
+use crate::digest;
 
 /// The review outcomes the log may record.
 pub const OUTCOMES: [&str; 3] = ["confirmed", "changes_requested", "rejected"];

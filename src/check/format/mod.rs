@@ -17,7 +17,7 @@ pub enum Format {
 
 #[cfg(test)]
 mod tests {
-    use crate::check::{CheckRule, FileKind, Matcher, Outcome};
+    use crate::check::{CheckRule, Matcher, Outcome, TextKind};
 
     fn rejected(suggested: bool) -> Outcome {
         let rule = CheckRule {
@@ -30,7 +30,7 @@ mod tests {
         };
         let m = Matcher::new(&[rule]).unwrap();
         Outcome {
-            findings: m.check("a.md", "We utilize it.\n", FileKind::Markdown),
+            findings: m.check("a.md", "We utilize it.\n", TextKind::Markdown),
             files: 1,
             ..Default::default()
         }

@@ -12,7 +12,7 @@ use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::config::Config;
 use crate::context::{PointMap, Session};
-use crate::contextfiles::{self, RuleStatus};
+use crate::formats::{self, RuleStatus};
 use crate::ops::Ledger;
 use crate::ops::record::Scope;
 
@@ -304,7 +304,7 @@ fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, CliEr
     let text = std::fs::read_to_string(&path).map_err(|e| {
         CliError::usage(format!("cannot read the term list {}: {e}", file.display()))
     })?;
-    let parsed = contextfiles::parse_term_list(&text)
+    let parsed = formats::parse_term_list(&text)
         .map_err(|e| CliError::usage(format!("{}: {e}", file.display())))?;
     let name = file.file_name().map_or_else(
         || file.display().to_string(),

@@ -12,14 +12,8 @@ use crate::store::StoreError;
 pub mod check;
 pub mod compile_context;
 pub mod context;
-pub mod context_log;
-pub mod context_note;
-pub mod context_path;
-pub mod context_review;
 pub mod store;
-pub mod store_doctor;
-pub mod store_export;
-pub mod store_import;
+pub mod vault_args;
 pub mod verify_context;
 
 #[derive(Debug, Subcommand)]
@@ -216,7 +210,7 @@ impl From<StoreError> for CliError {
 }
 
 /// `[contested by #0tt2jbffx7, #0tt2jbh1t6]`, or `None` when uncontested.
-pub(super) fn contested_by(ids: &[String]) -> Option<String> {
+pub(crate) fn contested_by(ids: &[String]) -> Option<String> {
     if ids.is_empty() {
         return None;
     }
@@ -229,7 +223,7 @@ pub(super) fn contested_by(ids: &[String]) -> Option<String> {
 
 /// Refresh the managed block of AGENTS.md and CLAUDE.md after what is in
 /// force changed, and say which files were written.
-pub(super) fn refresh_rules_files(
+pub(crate) fn refresh_rules_files(
     session: &Session,
     out: &mut super::output::Out,
 ) -> Result<(), CliError> {
@@ -239,7 +233,7 @@ pub(super) fn refresh_rules_files(
 }
 
 /// Say which rules files a refresh wrote (nothing when none).
-pub(super) fn report_rules_files(
+pub(crate) fn report_rules_files(
     session: &Session,
     written: &[std::path::PathBuf],
     out: &mut super::output::Out,

@@ -4,9 +4,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::Ctx;
-use super::compile_context::{
-    VaultArgs, compile_error, grant, project, ranking, today, vault_root,
-};
+use super::vault_args::{VaultArgs, compile_error, grant, project, ranking, today, vault_root};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::compile::verify::{Expected, Input, VerifyError, VerifyOptions};
@@ -88,7 +86,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         )?,
         expected,
         scope: Default::default(),
-        layout: config.vault_layout(),
+        layout: crate::vault::Layout::from_config(&config.vault),
     };
     let root = vault_root(ctx, &project, &config, args.vault.root.as_deref());
     let path = args.artifact.unwrap_or_default();
@@ -132,7 +130,7 @@ fn verify_all(
             grant: declared.grant,
             expected: Expected::all(&declared.recipe),
             scope: Default::default(),
-            layout: config.vault_layout(),
+            layout: crate::vault::Layout::from_config(&config.vault),
         };
         let verdict = match std::fs::symlink_metadata(&declared.output) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Verification {

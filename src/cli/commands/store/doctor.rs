@@ -1,6 +1,6 @@
 //! `kapi store doctor`
 
-use super::Ctx;
+use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::doctor::doctor;

@@ -2,7 +2,11 @@
 
 use clap::Subcommand;
 
-use super::{Ctx, store_doctor, store_export, store_import};
+use super::Ctx;
+
+pub mod doctor;
+pub mod export;
+pub mod import;
 use crate::cli::exit::{CliError, Exit};
 
 /// Maintain the operation store on `refs/kapi/ops`: move a log by file,
@@ -16,17 +20,17 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
     /// Write every shared operation to a JSON Lines file (`-` for stdout).
-    Export(store_export::Args),
+    Export(export::Args),
     /// Merge operations from a JSON Lines file by union.
-    Import(store_import::Args),
+    Import(import::Args),
     /// List operations that cannot be read or that the fold ignores, by name.
-    Doctor(store_doctor::Args),
+    Doctor(doctor::Args),
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     match args.command {
-        StoreCommand::Export(a) => store_export::run(a, ctx),
-        StoreCommand::Import(a) => store_import::run(a, ctx),
-        StoreCommand::Doctor(a) => store_doctor::run(a, ctx),
+        StoreCommand::Export(a) => export::run(a, ctx),
+        StoreCommand::Import(a) => import::run(a, ctx),
+        StoreCommand::Doctor(a) => doctor::run(a, ctx),
     }
 }

@@ -2,7 +2,7 @@
 
 use std::io::{Read, Write};
 
-use super::Ctx;
+use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::store::segment::{self, Problem};
 
@@ -70,7 +70,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     }
     if merged.added > 0 {
         let mut out = crate::cli::output::Out::new();
-        super::refresh_rules_files(&session, &mut out)?;
+        crate::cli::commands::refresh_rules_files(&session, &mut out)?;
     }
     let rejected = problems.len() + merged.refused.len();
     if rejected == 0 {
@@ -90,7 +90,7 @@ struct FileArgs {
 }
 
 fn import_context_files(session: &crate::context::Session, force: bool) -> Result<Exit, CliError> {
-    use crate::context::Outcome;
+    use crate::context::ImportOutcome;
     let outcomes = crate::context::import_context_files(session, force)?;
     let mut out = crate::cli::output::Out::new();
     if outcomes.is_empty() {
@@ -103,7 +103,7 @@ fn import_context_files(session: &crate::context::Session, force: bool) -> Resul
     let mut imported = 0;
     for (file, outcome) in &outcomes {
         match outcome {
-            Outcome::Imported { id, rules, skipped } => {
+            ImportOutcome::Imported { id, rules, skipped } => {
                 imported += 1;
                 out.line(format!(
                     "imported {} as #{}: {rules} term rules",
@@ -114,10 +114,10 @@ fn import_context_files(session: &crate::context::Session, force: bool) -> Resul
                     out.line(format!("  skipped {}:{line}: {reason}", file.path))?;
                 }
             }
-            Outcome::Unchanged => {
+            ImportOutcome::Unchanged => {
                 out.line(format!("unchanged since the last import: {}", file.path))?
             }
-            Outcome::Failed(message) => {
+            ImportOutcome::Failed(message) => {
                 failed += 1;
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "error: {message}");
@@ -125,7 +125,7 @@ fn import_context_files(session: &crate::context::Session, force: bool) -> Resul
         }
     }
     if imported > 0 {
-        super::refresh_rules_files(session, &mut out)?;
+        crate::cli::commands::refresh_rules_files(session, &mut out)?;
     }
     Ok(if failed > 0 { Exit::Usage } else { Exit::Ok })
 }

@@ -1,150 +1,9 @@
-//! Parsers for a checkout's context files: kapi term lists (`terms.tsv`),
-//! Vale vocabularies (`accept.txt`, `reject.txt`) and Vale substitution
-//! styles. Pure functions over text; `kapi store import` records what they
-//! return, and `kapi check --rules FILE` checks against a term list directly.
-//!
-//! Parsing is hand-written and bounded: a line longer than
-//! [`MAX_LINE_BYTES`] or a pattern expanding to more than
-//! [`MAX_EXPANSION`] literal forms is refused with its line number.
+//! Vale's files: vocabularies (`accept.txt`, `reject.txt`), substitution
+//! styles, and the `StylesPath` of `.vale.ini`.
 
-/// Longest line read.
-pub const MAX_LINE_BYTES: usize = 4096;
-/// Most literal forms one pattern may expand to.
-pub const MAX_EXPANSION: usize = 64;
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
-    #[error("line {line}: {message}")]
-    Line { line: usize, message: String },
-    #[error("not a Vale substitution style: {0}")]
-    NotSubstitution(String),
-}
-
-fn err(line: usize, message: impl Into<String>) -> ParseError {
-    ParseError::Line {
-        line,
-        message: message.into(),
-    }
-}
-
-/// How a term-list rule binds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RuleStatus {
-    #[default]
-    Established,
-    Suggested,
-    Contested,
-    Advisory,
-}
-
-impl RuleStatus {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "established" => Some(RuleStatus::Established),
-            "suggested" => Some(RuleStatus::Suggested),
-            "contested" => Some(RuleStatus::Contested),
-            "advisory" => Some(RuleStatus::Advisory),
-            _ => None,
-        }
-    }
-}
-
-/// One rule read from a context file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportedRule {
-    /// The form to use; `None` for a rejected term with no replacement.
-    pub preferred: Option<String>,
-    /// Forms to avoid, as literal text.
-    pub avoided: Vec<String>,
-    /// 1-based line the rule was read from.
-    pub line: usize,
-    /// The id column of a term list.
-    pub id: Option<String>,
-    /// The status column of a term list (established elsewhere).
-    pub status: RuleStatus,
-    /// The avoided forms match only exactly as written, case included: Vale
-    /// substitution entries unless the style sets `ignorecase: true` (or the
-    /// key starts with `(?i)`), vocabulary `reject.txt` entries unless they
-    /// start with `(?i)`. Term-list rules are not exact.
-    pub exact: bool,
-}
-
-/// What one file held: its rules, and the entries that could not be read as
-/// rules (line, reason).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ImportedFile {
-    pub rules: Vec<ImportedRule>,
-    pub skipped: Vec<(usize, String)>,
-}
-
-fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
-}
-
-fn check_len(n: usize, line: &str) -> Result<(), ParseError> {
-    if line.len() > MAX_LINE_BYTES {
-        return Err(err(n, format!("line longer than {MAX_LINE_BYTES} bytes")));
-    }
-    Ok(())
-}
-
-/// A kapi term list: `id<TAB>status<TAB>preferred<TAB>avoided|avoided`, with
-/// `#` comments and blank lines. Status: established, suggested, contested
-/// or advisory.
-pub fn parse_term_list(text: &str) -> Result<ImportedFile, ParseError> {
-    let mut file = ImportedFile::default();
-    for (n, line) in numbered(text) {
-        check_len(n, line)?;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let cols: Vec<&str> = line.split('\t').collect();
-        if cols.len() != 4 {
-            return Err(err(
-                n,
-                format!(
-                    "expected 4 tab-separated columns (id, status, preferred, avoided forms), found {}",
-                    cols.len()
-                ),
-            ));
-        }
-        let status = RuleStatus::parse(cols[1]).ok_or_else(|| {
-            err(
-                n,
-                format!(
-                    "unknown status {:?}: use established, suggested, contested or advisory",
-                    cols[1].trim()
-                ),
-            )
-        })?;
-        let preferred = cols[2].trim();
-        if preferred.is_empty() {
-            return Err(err(n, "the preferred form is empty"));
-        }
-        let avoided: Vec<String> = cols[3]
-            .split('|')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-        if avoided.is_empty() {
-            return Err(err(n, "no avoided forms"));
-        }
-        let id = cols[0].trim();
-        file.rules.push(ImportedRule {
-            preferred: Some(preferred.to_string()),
-            avoided,
-            line: n,
-            id: (!id.is_empty()).then(|| id.to_string()),
-            status,
-            exact: false,
-        });
-    }
-    Ok(file)
-}
+use super::{
+    ImportedFile, ImportedRule, MAX_EXPANSION, ParseError, RuleStatus, check_len, err, numbered,
+};
 
 /// A Vale vocabulary entry: a term or a regular expression, one a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -514,26 +373,51 @@ fn sequence(c: &[char], pos: &mut usize, depth: usize) -> Result<Vec<String>, St
     Ok(acc)
 }
 
+/// The `StylesPath` of a `.vale.ini` (a core setting, before any section),
+/// as a repository-relative folder; `None` when absent, empty, or outside
+/// the repository (absolute, or climbing out with `..`).
+pub fn styles_path(ini: &str) -> Option<String> {
+    for line in ini.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            break;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if key.trim() != "StylesPath" {
+            continue;
+        }
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        let mut parts: Vec<&str> = Vec::new();
+        for part in value.split(['/', '\\']) {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    parts.pop()?;
+                }
+                p => parts.push(p),
+            }
+        }
+        if value.starts_with('/') || value.contains(':') || parts.is_empty() {
+            return None;
+        }
+        return Some(parts.join("/"));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::parse_term_list;
 
     #[test]
-    fn term_list() {
-        let t = "# id\tstatus\n1\testablished\tGitHub\tGithub|Git Hub\n\n2\tsuggested\truntime\trun time\n";
-        let f = parse_term_list(t).unwrap();
-        assert_eq!(f.rules.len(), 2);
-        assert_eq!(f.rules[0].avoided, vec!["Github", "Git Hub"]);
-        assert_eq!(f.rules[1].status, RuleStatus::Suggested);
-        assert_eq!(f.rules[1].line, 4);
-        let e = parse_term_list("1\tsettled\tA\tb\n").unwrap_err();
-        assert!(e.to_string().starts_with("line 1: unknown status"), "{e}");
-        assert!(
-            parse_term_list("1\testablished\tA\n")
-                .unwrap_err()
-                .to_string()
-                .contains("4 tab-separated")
-        );
+    fn styles_path_stays_inside_the_repository() {
+        assert_eq!(styles_path("StylesPath = a/../b"), Some("b".into()));
+        assert_eq!(styles_path("StylesPath = ../x"), None);
+        assert_eq!(styles_path("StylesPath = /abs"), None);
+        assert_eq!(styles_path("[*]\nStylesPath = x"), None);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::Ctx;
+use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::store::LogRef;

@@ -1,6 +1,6 @@
 //! `kapi context review`
 
-use super::{Ctx, contested_by};
+use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::{ReviewRequest, review};
@@ -98,6 +98,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             &target[..10]
         ))?;
     }
-    super::refresh_rules_files(&session, &mut out)?;
+    crate::cli::commands::refresh_rules_files(&session, &mut out)?;
     Ok(Exit::Ok)
 }

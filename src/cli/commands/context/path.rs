@@ -1,6 +1,6 @@
 //! `kapi context <path>`
 
-use super::{Ctx, contested_by};
+use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::{Item, applies_at, point_of};

@@ -3,7 +3,12 @@
 
 use clap::Subcommand;
 
-use super::{Ctx, context_log, context_note, context_path, context_review};
+use super::Ctx;
+
+pub mod log;
+pub mod note;
+pub mod path;
+pub mod review;
 use crate::cli::exit::{CliError, Exit};
 
 /// Record, read and review the project's context.
@@ -18,7 +23,7 @@ use crate::cli::exit::{CliError, Exit};
 #[command(args_conflicts_with_subcommands = true, subcommand_required = false)]
 pub struct Args {
     #[command(flatten)]
-    pub here: context_path::Args,
+    pub here: path::Args,
     #[command(subcommand)]
     pub command: Option<ContextCommand>,
 }
@@ -26,18 +31,18 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 pub enum ContextCommand {
     /// (For assistants) Record a term rule, a note, a person's correction, or withdraw your own suggestion.
-    Note(context_note::Args),
+    Note(note::Args),
     /// (For assistants) List every operation, folded: status, contests, standing.
-    Log(context_log::Args),
+    Log(log::Args),
     /// (For people) Keep or drop suggestions and rules; without flags, list what awaits a decision.
-    Review(context_review::Args),
+    Review(review::Args),
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     match args.command {
-        Some(ContextCommand::Note(a)) => context_note::run(a, ctx),
-        Some(ContextCommand::Log(a)) => context_log::run(a, ctx),
-        Some(ContextCommand::Review(a)) => context_review::run(a, ctx),
-        None => context_path::run(args.here, ctx),
+        Some(ContextCommand::Note(a)) => note::run(a, ctx),
+        Some(ContextCommand::Log(a)) => log::run(a, ctx),
+        Some(ContextCommand::Review(a)) => review::run(a, ctx),
+        None => path::run(args.here, ctx),
     }
 }

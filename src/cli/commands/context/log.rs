@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{Ctx, contested_by};
+use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::ops::record::{Kind, Record};

@@ -1,6 +1,6 @@
 //! `kapi context note`
 
-use super::Ctx;
+use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::{NoteRequest, NoteWhat, note};
@@ -126,7 +126,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         record.short(),
         record.kind.as_str()
     ))?;
-    super::report_rules_files(&session, &refreshed, &mut out)?;
+    crate::cli::commands::report_rules_files(&session, &refreshed, &mut out)?;
     if matches!(record.kind, Kind::Observe | Kind::Correct) && record.subject.is_some() {
         out.line(format!(
             "it advises as a suggestion until a person keeps it: kapi context review --keep {}",

@@ -1,0 +1,102 @@
+//! The flags `compile-context` and `verify-context` share (the day, the
+//! vault, the grant, the ranking) and what they turn into.
+
+use std::path::{Path, PathBuf};
+
+use super::Ctx;
+use crate::cli::exit::{CliError, Exit};
+use crate::compile::{CompileError, Ranking, artifacts};
+use crate::config::Config;
+use crate::vault::{Grant, date};
+
+/// The CLI error for a library error. The vault root is the caller's own
+/// path, so naming it leaks nothing; vault files are never named.
+pub(crate) fn compile_error(err: CompileError, root: &Path) -> CliError {
+    match err {
+        CompileError::Vault(crate::vault::VaultError::NotFound) => CliError::store(format!(
+            "vault_not_found: {} is not a directory; set `[vault] root` in kapi.toml or pass --root",
+            root.display()
+        )),
+        CompileError::Vault(e) => CliError::store(e.to_string()),
+        e @ (CompileError::Rank(_) | CompileError::ViewMismatch) => {
+            CliError::new(Exit::Internal, e.to_string())
+        }
+        e => CliError::usage(e.to_string()),
+    }
+}
+
+/// The evaluation day: `--today`, else the UTC date of the clock, which
+/// `KAPI_NOW` (RFC 3339 or Unix milliseconds) pins for tests.
+/// The day, the vault and the grant: what compile-context and
+/// verify-context both read the vault with.
+#[derive(Debug, clap::Args)]
+#[group(skip)]
+pub struct VaultArgs {
+    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
+    #[arg(long, value_name = "DATE")]
+    pub today: Option<String>,
+    /// The vault folder (default: `[vault] root` in kapi.toml, else `decisions`).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Permit every label up to this one: public, internal, confidential, restricted.
+    #[arg(long, value_name = "LABEL", conflicts_with = "allow")]
+    pub max_sensitivity: Option<String>,
+    /// Permit exactly these labels, comma-separated.
+    #[arg(long, value_name = "LABELS")]
+    pub allow: Option<String>,
+}
+
+pub(crate) fn today(text: Option<&str>, ctx: &Ctx) -> Result<time::Date, CliError> {
+    if let Some(t) = text {
+        return date::parse(t)
+            .ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date")));
+    }
+    let ms = ctx.now_ms()?;
+    let now = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).map_err(
+        |_| CliError::usage(format!("the clock ({ms} ms) is outside the range of dates")),
+    )?;
+    Ok(now.date())
+}
+
+pub(crate) fn ranking(text: &str) -> Result<Ranking, CliError> {
+    match Ranking::parse(text) {
+        Some(Ranking::Hybrid) => Err(CliError::usage(
+            "ranking_unavailable: --ranking hybrid is not available yet; use substring or bm25",
+        )),
+        Some(r) => Ok(r),
+        None => Err(CliError::usage(format!(
+            "unknown --ranking {text:?}: use substring or bm25"
+        ))),
+    }
+}
+
+pub(crate) fn grant(max: Option<&str>, allow: Option<&str>) -> Result<Grant, CliError> {
+    let list: Option<Vec<String>> =
+        allow.map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
+    artifacts::grant_from(max, list.as_deref()).map_err(CliError::usage)
+}
+
+/// The project directory (top of the git work tree, else the current
+/// directory) and its `kapi.toml`.
+pub(crate) fn project(ctx: &Ctx) -> Result<(PathBuf, Config), CliError> {
+    let project = ctx
+        .cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&ctx.cwd)
+        .to_path_buf();
+    let config = Config::load(&project).map_err(|e| CliError::usage(e.to_string()))?;
+    Ok((project, config))
+}
+
+pub(crate) fn vault_root(
+    ctx: &Ctx,
+    project: &Path,
+    config: &Config,
+    root: Option<&Path>,
+) -> PathBuf {
+    match root {
+        Some(r) => ctx.cwd.join(r),
+        None => project.join(config.vault_root()),
+    }
+}

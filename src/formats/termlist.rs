@@ -1,0 +1,82 @@
+//! kapi term lists (`terms.tsv`): one rule a line, tab-separated.
+
+use super::{ImportedFile, ImportedRule, ParseError, RuleStatus, check_len, err, numbered};
+
+/// A kapi term list: `id<TAB>status<TAB>preferred<TAB>avoided|avoided`, with
+/// `#` comments and blank lines. Status: established, suggested, contested
+/// or advisory.
+pub fn parse_term_list(text: &str) -> Result<ImportedFile, ParseError> {
+    let mut file = ImportedFile::default();
+    for (n, line) in numbered(text) {
+        check_len(n, line)?;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() != 4 {
+            return Err(err(
+                n,
+                format!(
+                    "expected 4 tab-separated columns (id, status, preferred, avoided forms), found {}",
+                    cols.len()
+                ),
+            ));
+        }
+        let status = RuleStatus::parse(cols[1]).ok_or_else(|| {
+            err(
+                n,
+                format!(
+                    "unknown status {:?}: use established, suggested, contested or advisory",
+                    cols[1].trim()
+                ),
+            )
+        })?;
+        let preferred = cols[2].trim();
+        if preferred.is_empty() {
+            return Err(err(n, "the preferred form is empty"));
+        }
+        let avoided: Vec<String> = cols[3]
+            .split('|')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        if avoided.is_empty() {
+            return Err(err(n, "no avoided forms"));
+        }
+        let id = cols[0].trim();
+        file.rules.push(ImportedRule {
+            preferred: Some(preferred.to_string()),
+            avoided,
+            line: n,
+            id: (!id.is_empty()).then(|| id.to_string()),
+            status,
+            exact: false,
+        });
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn term_list() {
+        let t = "# id\tstatus\n1\testablished\tGitHub\tGithub|Git Hub\n\n2\tsuggested\truntime\trun time\n";
+        let f = parse_term_list(t).unwrap();
+        assert_eq!(f.rules.len(), 2);
+        assert_eq!(f.rules[0].avoided, vec!["Github", "Git Hub"]);
+        assert_eq!(f.rules[1].status, RuleStatus::Suggested);
+        assert_eq!(f.rules[1].line, 4);
+        let e = parse_term_list("1\tsettled\tA\tb\n").unwrap_err();
+        assert!(e.to_string().starts_with("line 1: unknown status"), "{e}");
+        assert!(
+            parse_term_list("1\testablished\tA\n")
+                .unwrap_err()
+                .to_string()
+                .contains("4 tab-separated")
+        );
+    }
+}
