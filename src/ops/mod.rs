@@ -5,6 +5,7 @@ pub mod actor;
 pub mod fold;
 pub mod forms;
 pub mod id;
+pub mod op;
 pub mod policy;
 pub mod record;
 pub mod rules;
@@ -12,5 +13,6 @@ pub mod scope;
 
 pub use fold::{Ledger, State, Status, fold};
 pub use id::OpId;
+pub use op::Op;
 pub use record::{Actor, ActorKind, Kind, Record, Subject};
 pub use rules::TermRule;

@@ -478,48 +478,23 @@ impl Record {
                 super::id::rfc3339_ms(id_ms)
             ));
         }
-        for id in self
-            .target
-            .iter()
-            .chain(self.before.iter())
-            .chain(self.because.iter())
-        {
+        for id in self.because.iter() {
             if !super::id::is_id(id) {
                 return Err(RecordError::Invalid(
                     super::id::IdError::Invalid(id.clone()).to_string(),
                 ));
             }
         }
-        if self.kind.needs_target() && self.target.is_none() {
-            return invalid(format!(
-                "a {} names the operation it acts on in `target`",
-                self.kind.as_str()
-            ));
-        }
-        match self.kind {
-            Kind::Observe | Kind::Edit if self.subject.is_none() => {
-                return invalid(format!("a {} carries a subject", self.kind.as_str()));
+        // Each kind's own fields, and the ids it names: it parses into its
+        // typed operation.
+        super::op::Op::of(self)?;
+        // A target or `before` a kind does not use is still an id.
+        for id in self.target.iter().chain(self.before.iter()) {
+            if !super::id::is_id(id) {
+                return Err(RecordError::Invalid(
+                    super::id::IdError::Invalid(id.clone()).to_string(),
+                ));
             }
-            Kind::Correct if self.correction.is_none() => {
-                return invalid("a correct carries a correction".into());
-            }
-            Kind::Correct
-                if self.correction.as_ref().is_some_and(|c| {
-                    c.from.trim().is_empty() || c.to.trim().is_empty() || c.from == c.to
-                }) =>
-            {
-                return invalid("a correction has two different, non-empty wordings".into());
-            }
-            Kind::Reset if self.before.is_none() => {
-                return invalid("a reset names `before`".into());
-            }
-            Kind::Signal if self.signal.is_none() => {
-                return invalid("a signal carries `signal`".into());
-            }
-            Kind::Check if self.check.is_none() => {
-                return invalid("a check carries `check`".into());
-            }
-            _ => {}
         }
         if let Some(Subject::Term { preferred, avoid }) = &self.subject {
             if preferred.trim().is_empty() || avoid.is_empty() || avoid.len() > MAX_LIST {

@@ -75,10 +75,10 @@ impl Newest {
     fn at(&self, now_ms: u64) -> Option<Newest> {
         let now_ms = now_ms.max(self.seen_at);
         let mut out = Newest::empty(now_ms);
-        out.within = self.within.clone();
+        out.within = self.within;
         out.truncated = self.truncated;
         for id in &self.ahead {
-            out.add(id.clone());
+            out.add(*id);
         }
         if self.truncated && out.ahead.is_empty() {
             return None;
@@ -250,7 +250,7 @@ pub fn advance(
     };
     let mut newest = newest;
     for id in ids {
-        newest.add(id.clone());
+        newest.add(*id);
     }
     cache.insert(which.name().to_owned(), Entry { tree: new, newest });
     write_cache(kapi_dir, &cache);
