@@ -708,7 +708,7 @@ mod union_law {
                 (
                     r.id.clone(),
                     s.status.as_str().to_owned(),
-                    s.contested_by.clone(),
+                    s.contested_by.iter().map(|c| c.to_string()).collect(),
                 )
             })
             .collect()

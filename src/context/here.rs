@@ -28,7 +28,7 @@ pub struct Item {
     pub scope: Scope,
     pub advisory: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub contested_by: Vec<String>,
+    pub contested_by: Vec<crate::ops::OpId>,
     /// The counts behind a suggestion, e.g. `seen in 2 sessions`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standing: Option<String>,

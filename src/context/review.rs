@@ -107,27 +107,27 @@ fn admissible(
             "#{short} is already dropped"
         ))),
         (Kind::Keep, Status::Contested) => {
-            let rivals: Vec<&String> = state
+            let rivals: Vec<&OpId> = state
                 .contested_by
                 .iter()
-                .filter(|r| !drops.iter().any(|d| d.as_str() == r.as_str()))
+                .filter(|r| !drops.contains(r))
                 .collect();
             // A person keeping a rule again after a person's correction
             // reversed it: the rule binds again, the correction stays contested.
             let reversed_by_people = state.kept
                 && rivals.iter().all(|r| {
-                    ledger.get(r).is_some_and(|o| {
+                    ledger.get(r.as_str()).is_some_and(|o| {
                         o.kind == Kind::Correct && o.actor.kind == ActorKind::Person
                     })
                 });
             if rivals.is_empty() || reversed_by_people {
                 return Ok(());
             }
-            let names: Vec<String> = rivals.iter().map(|r| format!("#{}", &r[..10])).collect();
+            let names: Vec<String> = rivals.iter().map(|r| format!("#{}", r.short())).collect();
             Err(ContextError::Refused(format!(
                 "refusing to keep #{short}: it is contested by {}; drop the other side in the same round (`kapi context review --drop {} --keep {short}`)",
                 names.join(", "),
-                &rivals[0][..10]
+                rivals[0].short()
             )))
         }
         (Kind::Keep, Status::Established) if !req.changes(state) => Err(ContextError::Refused(

@@ -9,6 +9,7 @@
 //! Everything that turns advice into a rule, or sets another actor's advice
 //! aside, belongs to a person: keep, edit, import, drop, widen, reset.
 
+use super::op::Op;
 use super::record::{Actor, ActorKind, Kind, Record};
 
 /// One proposed change, as the policy sees it.
@@ -25,6 +26,43 @@ pub struct Transition<'a> {
     pub editing: bool,
 }
 
+impl Transition<'_> {
+    /// Kinds only a person records whatever else they do: their refusal
+    /// names the review command rather than the widening.
+    fn kind_is_person_only(&self) -> bool {
+        matches!(
+            self.kind,
+            Kind::Import | Kind::Edit | Kind::Keep | Kind::Drop | Kind::Widen | Kind::Reset
+        )
+    }
+}
+
+impl<'a> Transition<'a> {
+    /// The transition a recorded operation makes, with widening and editing
+    /// derived from the operation itself (callers pass no flags).
+    pub fn of(actor: &'a Actor, op: &Op<'_>, target: Option<&'a Record>) -> Self {
+        Self {
+            actor,
+            kind: op.kind(),
+            target,
+            widening: op.widens(),
+            editing: false,
+        }
+    }
+
+    /// The transition of an operation of `kind` not yet built (a writer
+    /// asking before it records): widening and editing follow from the kind.
+    pub fn new(actor: &'a Actor, kind: Kind, target: Option<&'a Record>) -> Self {
+        Self {
+            actor,
+            kind,
+            target,
+            widening: kind == Kind::Widen,
+            editing: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{actor} may not {what}: {why}")]
 pub struct PolicyError {
@@ -32,9 +70,6 @@ pub struct PolicyError {
     pub what: String,
     pub why: String,
 }
-
-/// A policy decides whether a transition may be recorded.
-pub type Policy = fn(&Transition<'_>) -> Result<(), PolicyError>;
 
 /// The policy kapi ships.
 pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
@@ -49,7 +84,7 @@ pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
     if t.kind == Kind::Check {
         return Ok(());
     }
-    if t.widening && !person {
+    if t.widening && !person && !t.kind_is_person_only() {
         return refuse(
             "apply a rule more widely than where it was seen",
             "only a person widens, in review: `kapi context review --keep <id> --widen-to <where>`",

@@ -210,14 +210,11 @@ impl From<StoreError> for CliError {
 }
 
 /// `[contested by #0tt2jbffx7, #0tt2jbh1t6]`, or `None` when uncontested.
-pub(crate) fn contested_by(ids: &[String]) -> Option<String> {
+pub(crate) fn contested_by(ids: &[crate::ops::OpId]) -> Option<String> {
     if ids.is_empty() {
         return None;
     }
-    let names: Vec<String> = ids
-        .iter()
-        .map(|c| format!("#{}", &c[..c.len().min(10)]))
-        .collect();
+    let names: Vec<String> = ids.iter().map(|c| format!("#{}", c.short())).collect();
     Some(format!("[contested by {}]", names.join(", ")))
 }
 

@@ -141,7 +141,7 @@ fn json_line(record: &Record, state: Option<&State>) -> serde_json::Value {
         "at": record.at,
         "actor": record.actor,
         "status": state.map(|s| s.status.as_str()),
-        "established": state.map(|s| s.established),
+        "established": state.map(|s| s.status == crate::ops::Status::Established),
         "subject": record.subject,
         "correction": record.correction,
         "evidence": record.evidence,
