@@ -926,3 +926,34 @@ fn a_forged_copy_pushed_after_deleting_the_original_does_not_stand() {
         "{log}"
     );
 }
+
+#[test]
+fn a_killed_writer_not_yet_reaped_does_not_hold_its_ref_lock() {
+    let repo = Repo::new();
+    repo.kapi(&["context", "note", "A first note"]).ok();
+    // Killed while holding refs/kapi/ops.lock, and left a zombie: its
+    // parent (this test) does not reap it until the next write is done.
+    let mut victim = spawn_note(&repo, "the victim", &[("KAPI_FAULT", "ref-locked")]);
+    let lock = repo.path().join(".git/refs/kapi/ops.lock");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !lock.exists()
+        || std::fs::read_to_string(format!("/proc/{}/stat", victim.id()))
+            .map(|s| !s.contains(") Z"))
+            .unwrap_or(false)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the victim never died holding the lock"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let run: Run = repo
+        .kapi_cmd(&["context", "note", "next"])
+        .env("KAPI_LOCK_TIMEOUT_MS", "2000")
+        .output()
+        .unwrap()
+        .into();
+    run.ok();
+    assert!(!lock.exists());
+    assert!(victim.try_wait().unwrap().is_some());
+}

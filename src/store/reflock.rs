@@ -28,10 +28,23 @@ fn intent_path(kapi_dir: &Path, which: LogRef) -> PathBuf {
 }
 
 /// Whether a process runs (on Linux; elsewhere, assume it does not, as
-/// holding the commit lock already says no kapi writer moves the ref).
+/// holding the commit lock already says no kapi writer moves the ref). A
+/// killed process its parent has not yet reaped (a zombie) does not run.
 fn running(pid: u32) -> bool {
-    pid == std::process::id()
-        || (cfg!(target_os = "linux") && Path::new(&format!("/proc/{pid}")).exists())
+    if pid == std::process::id() {
+        return true;
+    }
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().next());
+    !matches!(state, Some("Z" | "X" | "x"))
 }
 
 impl Intent {
