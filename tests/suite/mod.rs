@@ -1,0 +1,8 @@
+//! The end-to-end suites, one module per area.
+
+mod check;
+mod compiled_context;
+mod context;
+mod durability;
+mod oplog;
+mod snapshots;
