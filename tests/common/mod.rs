@@ -138,13 +138,33 @@ impl TestEnv {
 
     /// A fresh repository with no identity at all.
     pub fn without_identity() -> Self {
-        let env = Self::plain();
+        let env = Self::fresh();
         env.git(&["init", "-q", "-b", "main"]);
         env
     }
 
     /// A plain folder, inside no repository.
+    ///
+    /// kapi looks for the project and the vault lock by walking up to the
+    /// nearest `.git` without heeding `GIT_CEILING_DIRECTORIES`, so a plain
+    /// folder is only plain when no folder above the temporary directory
+    /// holds one: this panics, naming it, rather than let a test read or
+    /// lock the checkout that holds `TMPDIR`.
     pub fn plain() -> Self {
+        let env = Self::fresh();
+        if let Some(above) = env.real_root.ancestors().find(|d| d.join(".git").exists()) {
+            panic!(
+                "the temporary directory {} lies inside the git work tree {}: \
+                 set TMPDIR outside any repository to run the tests that need a plain folder",
+                env.real_root.display(),
+                above.display()
+            );
+        }
+        env
+    }
+
+    /// A temporary root with empty `work/` and `home/` folders.
+    fn fresh() -> Self {
         let root = tempfile::tempdir().unwrap();
         let real_root = root.path().canonicalize().unwrap();
         let work = real_root.join("work");
