@@ -204,3 +204,62 @@ fn outside_a_repository() {
         &env.kapi(&["context", "log"]),
     );
 }
+
+#[test]
+fn notes_as_a_person_and_as_an_agent() {
+    let repo = TestEnv::new();
+    snap(
+        &repo,
+        "note_person",
+        &repo.kapi(&["context", "note", "The docs address the administrator"]),
+    );
+    snap(
+        &repo,
+        "note_agent_term",
+        &repo.agent_term(
+            "s1",
+            "Quickcast",
+            "Quick cast",
+            &["--path", "docs/intro.md"],
+        ),
+    );
+}
+
+#[test]
+fn check_without_rules_and_with_a_bad_term_list() {
+    let repo = TestEnv::new();
+    repo.write("a.md", "Github\n");
+    snap(&repo, "check_no_rules", &repo.kapi(&["check"]));
+    repo.write("bad.tsv", "# x\n1\tmaybe\tA\tb\n");
+    snap(
+        &repo,
+        "check_bad_term_list",
+        &repo.kapi(&["check", "--rules", "bad.tsv"]),
+    );
+}
+
+#[test]
+fn store_doctor_on_a_sound_log() {
+    let (repo, _) = scripted();
+    snap(
+        &repo,
+        "store_doctor_sound",
+        &repo.kapi(&["store", "doctor"]),
+    );
+}
+
+#[test]
+fn compile_context_all() {
+    use super::compiled_context::{TODAY, project};
+    let dir = project();
+    std::fs::create_dir(dir.join(".git")).unwrap();
+    dir.write(
+        "kapi.toml",
+        "[vault]\nroot = \"decisions\"\n\n[[compile]]\noutput = \"context/review.json\"\ntargets = [\"D-001\"]\nquery = \"review policy\"\nranking = \"bm25\"\nmax_bytes = 32768\n\n[[compile]]\noutput = \"context/all.json\"\nquery = \"review\"\nmax_sensitivity = \"restricted\"\n",
+    );
+    snap(
+        &dir,
+        "compile_context_all",
+        &dir.kapi(&["compile-context", "--all", "--today", TODAY]),
+    );
+}
