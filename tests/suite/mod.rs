@@ -4,5 +4,6 @@ mod check;
 mod compiled_context;
 mod context;
 mod durability;
+mod harness;
 mod oplog;
 mod snapshots;
