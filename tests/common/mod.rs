@@ -109,6 +109,12 @@ impl Run {
         self
     }
 
+    /// stdout as one JSON document.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+
     pub fn json_lines(&self) -> Vec<serde_json::Value> {
         self.stdout
             .lines()

@@ -241,17 +241,19 @@ fn named_files_and_folders() {
         ]
     );
     // From a subfolder, paths stay repository-relative.
-    let mut c = env.kapi_cmd(&[
-        "check",
-        "--rules",
-        "../terms.tsv",
-        "--format",
-        "json",
-        "a.md",
-    ]);
-    c.current_dir(env.path().join("docs"));
-    let out = c.output().unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = env
+        .kapi_in(
+            "docs",
+            &[
+                "check",
+                "--rules",
+                "../terms.tsv",
+                "--format",
+                "json",
+                "a.md",
+            ],
+        )
+        .json();
     assert_eq!(matched(&doc), ["docs/a.md:1:1:Github"]);
     let (code, _, err) = run(&env, &["check", "--rules", "terms.tsv", "missing.md"]);
     assert_eq!(code, 2);

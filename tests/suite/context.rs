@@ -4,10 +4,6 @@
 use crate::common::TestEnv;
 use serde_json::Value;
 
-fn json(run: crate::common::Run) -> Value {
-    serde_json::from_str(run.stdout.trim()).unwrap()
-}
-
 /// Keep the newest operation that states a rule or a note.
 fn keep_last(repo: &TestEnv) -> String {
     let lines = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
@@ -37,7 +33,10 @@ fn context_at_a_path_says_what_applies_and_what_stays_correct() {
     repo.agent_term("s1", "Supabase", "Supa base", &["--quote", "q"])
         .ok();
 
-    let app = json(repo.kapi(&["context", "docs/app/a.md", "--json"]).ok());
+    let app = repo
+        .kapi(&["context", "docs/app/a.md", "--json"])
+        .ok()
+        .json();
     assert_eq!(app["point"], serde_json::json!({"product": "quickcast"}));
     assert_eq!(app["rules"][0]["use"], "Flowkit");
     assert_eq!(app["rules"][0]["short"], flow.as_str());
@@ -49,7 +48,10 @@ fn context_at_a_path_says_what_applies_and_what_stays_correct() {
     assert_eq!(app["suggestions"][0]["use"], "Supabase");
     assert_eq!(app["elsewhere"], serde_json::json!([]));
 
-    let intro = json(repo.kapi(&["context", "docs/intro.md", "--json"]).ok());
+    let intro = repo
+        .kapi(&["context", "docs/intro.md", "--json"])
+        .ok()
+        .json();
     assert_eq!(intro["rules"], serde_json::json!([]));
     assert_eq!(intro["elsewhere"][0]["use"], "Flowkit");
     let human = repo.kapi(&["context", "docs/intro.md"]).ok().stdout;
@@ -66,7 +68,10 @@ fn context_at_a_path_says_what_applies_and_what_stays_correct() {
     )
     .ok();
     keep_last(&repo);
-    let now = json(repo.kapi(&["context", "docs/app/a.md", "--json"]).ok());
+    let now = repo
+        .kapi(&["context", "docs/app/a.md", "--json"])
+        .ok()
+        .json();
     assert!(!now.to_string().contains("Oldname"), "{now}");
     repo.kapi(&["context"]).code(2);
 }
@@ -149,7 +154,7 @@ fn context_files_are_imported_once_by_a_person() {
     assert_eq!(term_imports[1]["status"], "dropped");
     assert_eq!(term_imports[2]["status"], "established");
 
-    let here = json(repo.kapi(&["context", "README.md", "--json"]).ok());
+    let here = repo.kapi(&["context", "README.md", "--json"]).ok().json();
     let rules: Vec<String> = here["rules"]
         .as_array()
         .unwrap()
@@ -250,12 +255,7 @@ fn check_json(repo: &TestEnv, args: &[&str]) -> (i32, Value) {
     let mut full = vec!["check", "--format", "json"];
     full.extend_from_slice(args);
     let run = repo.kapi(&full);
-    let code = run.code;
-    (
-        code,
-        serde_json::from_str(&run.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr)),
-    )
+    (run.code, run.json())
 }
 
 #[test]
@@ -487,17 +487,7 @@ fn context_paths_resolve_from_where_kapi_runs() {
         (".", "docs/app"),
         (".", "./docs/app/../app/a.md"),
     ] {
-        let out = repo
-            .kapi_cmd(&["context", path, "--json"])
-            .current_dir(repo.path().join(dir))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc = repo.kapi_in(dir, &["context", path, "--json"]).ok().json();
         assert_eq!(doc["point"]["product"], "qc", "{dir} {path}: {doc}");
         assert_eq!(doc["rules"][0]["use"], "Flowkit", "{dir} {path}: {doc}");
     }
