@@ -1,14 +1,86 @@
-//! A hermetic test environment: a temporary git repository per test, HOME
-//! and git config isolated, the clock and the random seed pinned through the
-//! variables the binary honours (KAPI_NOW, KAPI_SEED).
-#![allow(dead_code)]
+//! The one hermetic test environment every suite uses (after jj's
+//! `TestEnvironment` and ripgrep's `tests/util.rs`).
+//!
+//! Each [`TestEnv`] owns a temporary root holding `home/` (HOME and
+//! XDG_CONFIG_HOME) and `work/` (the folder commands run in, a git
+//! repository unless made with [`TestEnv::plain`]). Every command it builds,
+//! kapi or git:
+//!
+//! - drops every `KAPI_*` and `GIT_*` variable of the test process (so
+//!   `GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`,
+//!   `GIT_COMMON_DIR`, `GIT_CONFIG_*`… of a hook or of the shell running
+//!   `cargo test` never leak in), `CLAUDECODE` and `EMAIL`;
+//! - sets `GIT_CEILING_DIRECTORIES` to the root, so neither git nor kapi
+//!   walks up into the checkout holding `TMPDIR`;
+//! - isolates HOME, XDG_CONFIG_HOME and the system git config, and pins
+//!   `TZ`, `GIT_AUTHOR_DATE` and `GIT_COMMITTER_DATE`.
+//!
+//! kapi commands also pin the clock and the seed (`KAPI_NOW`, `KAPI_SEED`);
+//! a test that wants the real ones removes them from [`TestEnv::kapi_cmd`].
+//! [`TestEnv::transcript`] renders a run for a snapshot with the temporary
+//! root replaced by `[ROOT]`.
 
+use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
-pub struct Repo {
-    pub dir: tempfile::TempDir,
-    pub home: tempfile::TempDir,
+/// The pinned clock of every kapi command.
+pub const NOW: &str = "2026-11-30T09:00:00Z";
+/// The pinned random seed of every kapi command.
+pub const SEED: &str = "7";
+/// The pinned author and committer date of every git and kapi command.
+pub const GIT_DATE: &str = "2026-11-30T00:00:00Z";
+
+/// Variables cleared even when the test process does not have them now
+/// (a test may set them later on a command, never by accident).
+const CLEARED: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "EMAIL",
+    "CLAUDECODE",
+    "KAPI_NOW",
+    "KAPI_SEED",
+    "KAPI_AGENT",
+    "KAPI_SESSION",
+    "KAPI_TOOL",
+    "KAPI_FAULT",
+    "KAPI_LOCK_TIMEOUT_MS",
+    "KAPI_BLESS",
+];
+
+/// True for a variable of the test process no command may inherit.
+fn is_leaky(name: &OsString) -> bool {
+    let name = name.to_string_lossy();
+    name.starts_with("KAPI_") || name.starts_with("GIT_") || CLEARED.contains(&name.as_ref())
+}
+
+pub fn kapi_bin() -> PathBuf {
+    PathBuf::from(assert_cmd::cargo::cargo_bin!("kapi"))
+}
+
+/// A temporary home and work folder, and the commands run in them.
+pub struct TestEnv {
+    root: tempfile::TempDir,
+    /// `root` canonicalized: what kapi and git print.
+    real_root: PathBuf,
+    work: PathBuf,
+    home: PathBuf,
 }
 
 /// The result of one run of the binary.
@@ -37,6 +109,12 @@ impl Run {
         self
     }
 
+    /// stdout as one JSON document.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+
     pub fn json_lines(&self) -> Vec<serde_json::Value> {
         self.stdout
             .lines()
@@ -55,64 +133,119 @@ impl From<Output> for Run {
     }
 }
 
-pub fn kapi_bin() -> PathBuf {
-    PathBuf::from(assert_cmd::cargo::cargo_bin!("kapi"))
-}
-
-impl Repo {
-    /// A fresh repository with a person's identity configured.
+impl TestEnv {
+    /// A fresh repository with a person's identity configured (Ada).
     pub fn new() -> Self {
-        let repo = Self::bare_identity();
-        repo.git(&["config", "user.email", "ada@example.com"]);
-        repo.git(&["config", "user.name", "Ada"]);
-        repo
+        let env = Self::without_identity();
+        env.git(&["config", "user.email", "ada@example.com"]);
+        env.git(&["config", "user.name", "Ada"]);
+        env
     }
 
     /// A fresh repository with no identity at all.
-    pub fn bare_identity() -> Self {
-        let repo = Repo {
-            dir: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo
+    pub fn without_identity() -> Self {
+        let env = Self::fresh();
+        env.git(&["init", "-q", "-b", "main"]);
+        env
     }
 
-    pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn isolate(&self, cmd: &mut Command) {
-        for var in [
-            "KAPI_NOW",
-            "KAPI_SEED",
-            "KAPI_AGENT",
-            "KAPI_SESSION",
-            "KAPI_TOOL",
-            "CLAUDECODE",
-        ] {
-            cmd.env_remove(var);
+    /// A plain folder, inside no repository.
+    ///
+    /// kapi looks for the project and the vault lock by walking up to the
+    /// nearest `.git` without heeding `GIT_CEILING_DIRECTORIES`, so a plain
+    /// folder is only plain when no folder above the temporary directory
+    /// holds one: this panics, naming it, rather than let a test read or
+    /// lock the checkout that holds `TMPDIR`.
+    pub fn plain() -> Self {
+        let env = Self::fresh();
+        if let Some(above) = env.real_root.ancestors().find(|d| d.join(".git").exists()) {
+            panic!(
+                "the temporary directory {} lies inside the git work tree {}: \
+                 set TMPDIR outside any repository to run the tests that need a plain folder",
+                env.real_root.display(),
+                above.display()
+            );
         }
-        cmd.current_dir(self.path())
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path())
+        env
+    }
+
+    /// A temporary root with empty `work/` and `home/` folders.
+    fn fresh() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let real_root = root.path().canonicalize().unwrap();
+        let work = real_root.join("work");
+        let home = real_root.join("home");
+        std::fs::create_dir(&work).unwrap();
+        std::fs::create_dir(&home).unwrap();
+        TestEnv {
+            root,
+            real_root,
+            work,
+            home,
+        }
+    }
+
+    /// The work folder, where commands run.
+    pub fn path(&self) -> &Path {
+        &self.work
+    }
+
+    /// A path inside the work folder.
+    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.work.join(rel)
+    }
+
+    /// The temporary root holding `work/` and `home/`: the git ceiling.
+    pub fn root(&self) -> &Path {
+        &self.real_root
+    }
+
+    /// Make `cmd` hermetic: no inherited repository, identity, agent or
+    /// kapi variable; isolated home and config; pinned git dates; run in
+    /// the work folder.
+    pub fn isolate(&self, cmd: &mut Command) {
+        for (name, _) in std::env::vars_os() {
+            if is_leaky(&name) {
+                cmd.env_remove(name);
+            }
+        }
+        for name in CLEARED {
+            cmd.env_remove(name);
+        }
+        cmd.current_dir(&self.work)
+            .env("GIT_CEILING_DIRECTORIES", &self.real_root)
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", &self.home)
             .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_DATE", "2026-11-30T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-11-30T00:00:00Z");
+            .env("GIT_AUTHOR_DATE", GIT_DATE)
+            .env("GIT_COMMITTER_DATE", GIT_DATE)
+            .env("TZ", "UTC");
     }
 
     /// A kapi command as a person, with the clock and seed pinned.
     pub fn kapi_cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(kapi_bin());
         self.isolate(&mut cmd);
-        cmd.env("KAPI_NOW", "2026-11-30T09:00:00Z")
-            .env("KAPI_SEED", "7")
-            .args(args);
+        cmd.env("KAPI_NOW", NOW).env("KAPI_SEED", SEED).args(args);
         cmd
     }
 
     pub fn kapi(&self, args: &[&str]) -> Run {
         self.kapi_cmd(args).output().unwrap().into()
+    }
+
+    /// A kapi command run in `rel`, a folder inside the work folder.
+    pub fn kapi_in(&self, rel: &str, args: &[&str]) -> Run {
+        self.kapi_cmd(args)
+            .current_dir(self.join(rel))
+            .output()
+            .unwrap()
+            .into()
+    }
+
+    /// A kapi command with `input` on stdin.
+    pub fn kapi_stdin(&self, args: &[&str], input: &[u8]) -> Run {
+        piped(self.kapi_cmd(args), input).into()
     }
 
     /// A kapi command as the agent `claude-code` in `session`.
@@ -140,10 +273,17 @@ impl Repo {
         self.agent(session, &args)
     }
 
-    pub fn git(&self, args: &[&str]) -> String {
+    /// A hermetic git command in the work folder.
+    pub fn git_cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("git");
         self.isolate(&mut cmd);
-        let out = cmd.args(args).output().unwrap();
+        cmd.args(args);
+        cmd
+    }
+
+    /// git, which must succeed; its trimmed stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = self.git_cmd(args).output().unwrap();
         assert!(
             out.status.success(),
             "git {args:?}: {}",
@@ -152,26 +292,49 @@ impl Repo {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
-    /// git with bytes on stdin.
+    /// git with bytes on stdin, which must succeed; its trimmed stdout.
     pub fn git_stdin(&self, args: &[&str], input: &[u8]) -> String {
-        use std::io::Write;
-        let mut cmd = Command::new("git");
-        self.isolate(&mut cmd);
-        let mut child = cmd
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = piped(self.git_cmd(args), input);
         assert!(out.status.success(), "git {args:?} failed");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     pub fn write(&self, rel: &str, text: &str) {
-        let path = self.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+        self.write_bytes(rel, text.as_bytes());
     }
+
+    pub fn write_bytes(&self, rel: &str, bytes: &[u8]) {
+        let path = self.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// `text` with the temporary root (as given and as canonicalized)
+    /// replaced by `[ROOT]`, so a snapshot reads the same on any machine.
+    pub fn normalize(&self, text: &str) -> String {
+        let mut text = text.replace(&*self.real_root.to_string_lossy(), "[ROOT]");
+        text = text.replace(&*self.root.path().to_string_lossy(), "[ROOT]");
+        text
+    }
+
+    /// A run as one text for a snapshot: exit code, stdout and stderr,
+    /// normalized.
+    pub fn transcript(&self, run: &Run) -> String {
+        self.normalize(&format!(
+            "exit: {}\n--- stdout\n{}--- stderr\n{}",
+            run.code, run.stdout, run.stderr
+        ))
+    }
+}
+
+/// Run `cmd` with `input` on stdin and both outputs captured.
+fn piped(mut cmd: Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
 }

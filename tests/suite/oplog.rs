@@ -1,12 +1,10 @@
 //! The operation log through the real binary: record, fold, review, move a
 //! log between repositories, concurrent writers, untrusted operations.
 
-mod common;
-
-use common::Repo;
+use crate::common::TestEnv;
 use serde_json::Value;
 
-fn note_term(repo: &Repo, session: &str, term: &str, instead: &str) -> String {
+fn note_term(repo: &TestEnv, session: &str, term: &str, instead: &str) -> String {
     let run = repo
         .agent_term(
             session,
@@ -19,11 +17,11 @@ fn note_term(repo: &Repo, session: &str, term: &str, instead: &str) -> String {
     op["id"].as_str().unwrap().to_owned()
 }
 
-fn log(repo: &Repo) -> Vec<Value> {
+fn log(repo: &TestEnv) -> Vec<Value> {
     repo.kapi(&["context", "log", "--json"]).ok().json_lines()
 }
 
-fn status_of(repo: &Repo, id: &str) -> String {
+fn status_of(repo: &TestEnv, id: &str) -> String {
     log(repo).into_iter().find(|l| l["id"] == id).unwrap()["status"]
         .as_str()
         .unwrap_or("")
@@ -32,7 +30,7 @@ fn status_of(repo: &Repo, id: &str) -> String {
 
 #[test]
 fn an_agent_suggests_and_a_person_keeps() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let run = repo
         .agent_term(
             "s1",
@@ -88,7 +86,7 @@ fn an_agent_suggests_and_a_person_keeps() {
 
 #[test]
 fn the_record_is_canonical_and_versioned() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let out = repo
         .kapi(&[
             "context",
@@ -116,7 +114,7 @@ fn the_record_is_canonical_and_versioned() {
 
 #[test]
 fn a_rule_needs_evidence() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let run = repo
         .agent_term("s1", "Quickcast", "Quick cast", &[])
         .code(2);
@@ -153,7 +151,7 @@ fn a_rule_needs_evidence() {
 
 #[test]
 fn only_a_person_decides() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
     let run = repo
         .agent("s1", &["context", "review", "--keep", &id[..10]])
@@ -168,7 +166,7 @@ fn only_a_person_decides() {
 
 #[test]
 fn prefixes_resolve_and_ambiguous_ones_list_candidates() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let a = note_term(&repo, "s1", "Quickcast", "Quick cast");
     let b = note_term(&repo, "s1", "Supabase", "Supa base");
     // The pinned clock and seed make both ids share their first seven characters.
@@ -208,7 +206,7 @@ fn prefixes_resolve_and_ambiguous_ones_list_candidates() {
 
 #[test]
 fn an_author_withdraws_only_its_own_suggestion_in_its_session() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
     let run = repo
         .agent("s2", &["context", "note", "--withdraw", &id[..10]])
@@ -251,7 +249,7 @@ fn an_author_withdraws_only_its_own_suggestion_in_its_session() {
 
 #[test]
 fn disagreeing_suggestions_are_contested_until_a_person_chooses() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let a = note_term(&repo, "s1", "Quickcast", "Quick cast");
     let b = note_term(&repo, "s2", "Quick Cast", "Quickcast");
     let lines = log(&repo);
@@ -292,7 +290,7 @@ fn disagreeing_suggestions_are_contested_until_a_person_chooses() {
 
 #[test]
 fn rules_in_different_windows_or_points_do_not_disagree() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.agent_term(
         "s1",
         "Quickcast",
@@ -362,7 +360,7 @@ fn rules_in_different_windows_or_points_do_not_disagree() {
 
 #[test]
 fn a_persons_correction_reversing_a_rule_contests_it_until_kept_again() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let rule = note_term(&repo, "s1", "Quickcast", "Quick cast");
     repo.kapi(&["context", "review", "--keep", &rule[..10]])
         .ok();
@@ -401,7 +399,7 @@ fn a_persons_correction_reversing_a_rule_contests_it_until_kept_again() {
 
 #[test]
 fn an_agents_correction_against_a_rule_does_not_unseat_it() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let rule = note_term(&repo, "s1", "Quickcast", "Quick cast");
     repo.kapi(&["context", "review", "--keep", &rule[..10]])
         .ok();
@@ -428,8 +426,8 @@ fn an_agents_correction_against_a_rule_does_not_unseat_it() {
 
 #[test]
 fn logs_moved_by_file_converge_in_either_order() {
-    let a = Repo::new();
-    let b = Repo::new();
+    let a = TestEnv::new();
+    let b = TestEnv::new();
     note_term(&a, "a1", "Quickcast", "Quick cast");
     a.kapi(&["context", "note", "Write for administrators"])
         .ok();
@@ -461,9 +459,9 @@ fn logs_moved_by_file_converge_in_either_order() {
     assert!(run.stderr.contains("2 new"), "{}", run.stderr);
     a.kapi(&["store", "import", b_file.to_str().unwrap()]).ok();
 
-    let tree = |r: &Repo| r.git(&["rev-parse", "refs/kapi/ops^{tree}"]);
+    let tree = |r: &TestEnv| r.git(&["rev-parse", "refs/kapi/ops^{tree}"]);
     assert_eq!(tree(&a), tree(&b));
-    let fold = |r: &Repo| r.kapi(&["context", "log", "--json"]).ok().stdout;
+    let fold = |r: &TestEnv| r.kapi(&["context", "log", "--json"]).ok().stdout;
     assert_eq!(fold(&a), fold(&b));
     assert_eq!(log(&a).len(), 4);
     // Importing again changes nothing.
@@ -478,7 +476,7 @@ fn logs_moved_by_file_converge_in_either_order() {
 
 #[test]
 fn concurrent_writers_lose_nothing() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let writers = 8;
     let each = 5;
     std::thread::scope(|s| {
@@ -529,7 +527,7 @@ fn concurrent_writers_lose_nothing() {
 
 #[test]
 fn a_corrupted_operation_on_the_ref_is_named_and_skipped() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
     let good = repo.git(&[
         "show",
@@ -576,10 +574,10 @@ fn a_corrupted_operation_on_the_ref_is_named_and_skipped() {
 
 #[test]
 fn an_import_reports_bad_lines_and_merges_the_valid_ones() {
-    let a = Repo::new();
+    let a = TestEnv::new();
     note_term(&a, "s1", "Quickcast", "Quick cast");
     let exported = a.kapi(&["store", "export", "-"]).ok().stdout;
-    let b = Repo::new();
+    let b = TestEnv::new();
     b.write("ops.jsonl", &format!("{{\"v\":1}}\n{exported}not json\n"));
     let run = b.kapi(&["store", "import", "ops.jsonl"]).code(5);
     assert!(
@@ -615,20 +613,13 @@ fn an_import_reports_bad_lines_and_merges_the_valid_ones() {
 
 #[test]
 fn a_person_without_git_identity_is_unnamed_and_outside_a_repo_is_an_error() {
-    let repo = Repo::bare_identity();
+    let repo = TestEnv::without_identity();
     let out = repo
         .kapi(&["context", "note", "A note", "--json"])
         .ok()
         .stdout;
     assert!(out.contains("\"name\":\"unnamed\""), "{out}");
-    let dir = tempfile::tempdir().unwrap();
-    let run: common::Run = std::process::Command::new(common::kapi_bin())
-        .args(["context", "log"])
-        .current_dir(dir.path())
-        .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
-        .output()
-        .unwrap()
-        .into();
+    let run = TestEnv::plain().kapi(&["context", "log"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr.contains("not inside a git repository"),
@@ -639,21 +630,16 @@ fn a_person_without_git_identity_is_unnamed_and_outside_a_repo_is_an_error() {
 
 #[test]
 fn git_kapi_is_a_git_subcommand() {
-    let repo = Repo::new();
-    let bin_dir = common::kapi_bin().parent().unwrap().to_path_buf();
+    let repo = TestEnv::new();
+    let bin_dir = crate::common::kapi_bin().parent().unwrap().to_path_buf();
     let path = format!(
         "{}:{}",
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = std::process::Command::new("git")
-        .args(["kapi", "context", "note", "Via git", "--json"])
-        .current_dir(repo.path())
+    let out = repo
+        .git_cmd(&["kapi", "context", "note", "Via git", "--json"])
         .env("PATH", path)
-        .env("HOME", repo.home.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("CLAUDECODE")
-        .env_remove("KAPI_AGENT")
         .output()
         .unwrap();
     assert!(
@@ -665,7 +651,7 @@ fn git_kapi_is_a_git_subcommand() {
 }
 
 mod union_law {
-    use super::common::Repo;
+    use crate::common::TestEnv;
     use kapi::ops::record::{Actor, ActorKind, Evidence, Kind, Record, Subject};
     use kapi::store::{LogRef, Store};
     use proptest::prelude::*;
@@ -727,8 +713,8 @@ mod union_law {
                 .collect();
             let left: Vec<Record> = records.iter().filter(|r| r.1).map(|r| r.0.clone()).collect();
             let right: Vec<Record> = records.iter().filter(|r| r.2 || !r.1).map(|r| r.0.clone()).collect();
-            let one = Repo::new();
-            let two = Repo::new();
+            let one = TestEnv::new();
+            let two = TestEnv::new();
             let s1 = Store::discover(one.path()).unwrap();
             let s2 = Store::discover(two.path()).unwrap();
             s1.merge_records(&left, NOW).unwrap();
@@ -744,7 +730,7 @@ mod union_law {
 
 #[test]
 fn an_import_never_changes_an_operation_the_log_holds() {
-    let a = Repo::new();
+    let a = TestEnv::new();
     let id = note_term(&a, "s1", "Quickcast", "Quick cast");
     let exported = a.kapi(&["store", "export", "-"]).ok().stdout;
     let mut forged: Value = serde_json::from_str(exported.trim()).unwrap();
@@ -773,7 +759,7 @@ fn an_import_never_changes_an_operation_the_log_holds() {
 
 #[test]
 fn a_note_path_is_relative_to_where_kapi_runs() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write(
         "kapi.toml",
         "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"qc\" }\n",
@@ -807,7 +793,7 @@ fn a_note_path_is_relative_to_where_kapi_runs() {
 
 #[test]
 fn operations_the_fold_ignores_are_marked_in_the_log() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
     let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
     let mut keep: Value = serde_json::from_str(exported.trim()).unwrap();
@@ -832,12 +818,12 @@ fn operations_the_fold_ignores_are_marked_in_the_log() {
 
 #[test]
 fn lines_a_crashed_writer_left_in_the_journal_are_committed_by_the_next_reader() {
-    let a = Repo::new();
+    let a = TestEnv::new();
     note_term(&a, "s1", "Quickcast", "Quick cast");
     let line = a.kapi(&["store", "export", "-"]).ok().stdout;
     // Another repository's writer died after journaling, before committing;
     // a torn line follows.
-    let b = Repo::new();
+    let b = TestEnv::new();
     let out = b
         .kapi_cmd(&["context", "note", "A first note"])
         .env("KAPI_SEED", "8")
@@ -862,7 +848,7 @@ fn lines_a_crashed_writer_left_in_the_journal_are_committed_by_the_next_reader()
 
 #[test]
 fn the_read_cache_gives_the_same_log_and_survives_damage() {
-    let a = Repo::new();
+    let a = TestEnv::new();
     // Enough operations that reads keep a segment cache (over 256 KiB).
     let mut lines = String::new();
     for n in 0..1500u64 {

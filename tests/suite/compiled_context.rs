@@ -4,22 +4,24 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use kapi::compile::{self, Options, Ranking};
 use kapi::vault::{Grant, Sensitivity};
 use proptest::prelude::*;
 
-const TODAY: &str = "2026-11-30";
+use crate::common::TestEnv;
+
+pub(super) const TODAY: &str = "2026-11-30";
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vault")
 }
 
-/// A temp project holding a copy of the fixture vault at `decisions/`.
-fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&fixture(), &dir.path().join("decisions"));
-    dir
+/// A temp project (a plain folder, no repository) holding a copy of the
+/// fixture vault at `decisions/`.
+pub(super) fn project() -> TestEnv {
+    let env = TestEnv::plain();
+    copy_dir(&fixture(), &env.join("decisions"));
+    env
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -38,14 +40,8 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn kapi(dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("kapi").unwrap();
-    cmd.current_dir(dir);
-    cmd
-}
-
-fn run(dir: &Path, args: &[&str]) -> (i32, Vec<u8>, String) {
-    let out = kapi(dir).args(args).output().unwrap();
+fn run(dir: &TestEnv, args: &[&str]) -> (i32, Vec<u8>, String) {
+    let out = dir.kapi_cmd(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         out.stdout,
@@ -70,7 +66,7 @@ const README_RECIPE: [&str; 10] = [
     "--today",
 ];
 
-fn compile_readme(dir: &Path) -> Vec<u8> {
+pub(super) fn compile_readme(dir: &TestEnv) -> Vec<u8> {
     let mut args = vec!["compile-context"];
     args.extend_from_slice(&README_RECIPE);
     args.push(TODAY);
@@ -79,7 +75,7 @@ fn compile_readme(dir: &Path) -> Vec<u8> {
     out
 }
 
-fn verify(dir: &Path, artifact: &[u8], extra: &[&str]) -> (i32, serde_json::Value) {
+fn verify(dir: &TestEnv, artifact: &[u8], extra: &[&str]) -> (i32, serde_json::Value) {
     std::fs::write(dir.join("ctx.json"), artifact).unwrap();
     let mut args = vec!["verify-context", "ctx.json", "--today", TODAY];
     args.extend_from_slice(extra);
@@ -105,10 +101,10 @@ fn golden(name: &str, actual: &[u8]) {
 #[test]
 fn golden_artifacts_byte_for_byte() {
     let dir = project();
-    let bm25 = compile_readme(dir.path());
+    let bm25 = compile_readme(&dir);
     golden("readme-bm25.json", &bm25);
     let (code, out, _) = run(
-        dir.path(),
+        &dir,
         &[
             "compile-context",
             "--query",
@@ -126,7 +122,7 @@ fn golden_artifacts_byte_for_byte() {
     assert_eq!(code, 0);
     golden("query-substring-8k.json", &out);
     let (code, out, _) = run(
-        dir.path(),
+        &dir,
         &[
             "compile-context",
             "D-005",
@@ -145,7 +141,7 @@ fn golden_artifacts_byte_for_byte() {
 #[test]
 fn the_report_contract() {
     let dir = project();
-    let out = compile_readme(dir.path());
+    let out = compile_readme(&dir);
     assert!(out.ends_with(b"}\n") && !out.ends_with(b"\n\n"));
     let v = json(&out);
     assert_eq!(v["format"], "kapi.compiled-context/v1");
@@ -194,7 +190,7 @@ fn the_report_contract() {
 fn explicit_targets_keep_their_state_and_denied_is_absent() {
     let dir = project();
     let (code, out, _) = run(
-        dir.path(),
+        &dir,
         &[
             "compile-context",
             "D-002",
@@ -232,8 +228,8 @@ fn explicit_targets_keep_their_state_and_denied_is_absent() {
         "D-003"
     );
     // A denied target and an absent one are reported the same way.
-    let (_, denied, _) = run(dir.path(), &["compile-context", "D-005", "--today", TODAY]);
-    let (_, absent, _) = run(dir.path(), &["compile-context", "D-999", "--today", TODAY]);
+    let (_, denied, _) = run(&dir, &["compile-context", "D-005", "--today", TODAY]);
+    let (_, absent, _) = run(&dir, &["compile-context", "D-999", "--today", TODAY]);
     let (denied, absent) = (json(&denied), json(&absent));
     assert_eq!(
         denied["omissions"],
@@ -246,7 +242,7 @@ fn explicit_targets_keep_their_state_and_denied_is_absent() {
     assert_eq!(denied["manifest"]["inputs"], absent["manifest"]["inputs"]);
     // Raw logs are withheld even as explicit targets.
     let (_, out, _) = run(
-        dir.path(),
+        &dir,
         &["compile-context", "review-log.md", "--today", TODAY],
     );
     assert_eq!(json(&out)["omissions"][0]["reason"], "withheld_log");
@@ -256,7 +252,7 @@ fn explicit_targets_keep_their_state_and_denied_is_absent() {
 #[test]
 fn verify_current_stale_refused() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let artifact = compile_readme(d);
     assert_eq!(verify(d, &artifact, &[]).0, 0);
     // Expected parameters bind the caller's recipe.
@@ -294,13 +290,9 @@ fn verify_current_stale_refused() {
     assert_eq!(verify(d, &pretty, &[]).1["reasons"][0], "not_canonical");
     assert_eq!(verify(d, b"\xff\xfe", &[]).1["reasons"][0], "not_utf8");
     assert_eq!(verify(d, b"[1]\n", &[]).1["reasons"][0], "not_an_object");
-    let out = kapi(d)
-        .args(["verify-context", "-", "--today", TODAY])
-        .write_stdin(artifact.clone())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(json(&out.stdout)["status"], "current");
+    let out = d.kapi_stdin(&["verify-context", "-", "--today", TODAY], &artifact);
+    assert_eq!(out.code, 0);
+    assert_eq!(json(out.stdout.as_bytes())["status"], "current");
 
     // Edits to restricted notes and hidden rows change nothing.
     let vault = d.join("decisions");
@@ -348,7 +340,7 @@ fn verify_current_stale_refused() {
 #[test]
 fn a_new_matching_public_note_makes_it_stale() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let artifact = compile_readme(d);
     std::fs::write(
         d.join("decisions/S-002-new.md"),
@@ -365,7 +357,7 @@ fn a_new_matching_public_note_makes_it_stale() {
     );
     // A new restricted note changes nothing.
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let artifact = compile_readme(d);
     std::fs::write(
         d.join("decisions/S-003-secret.md"),
@@ -378,7 +370,7 @@ fn a_new_matching_public_note_makes_it_stale() {
 #[test]
 fn budgets() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let (code, out, err) = run(
         d,
         &[
@@ -470,15 +462,18 @@ fn budgets() {
 #[test]
 fn declared_artifacts_all() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     std::fs::create_dir(d.join(".git")).unwrap();
     std::fs::write(
         d.join("kapi.toml"),
         "[vault]\nroot = \"decisions\"\n\n[[compile]]\noutput = \"context/review.json\"\ntargets = [\"D-001\"]\nquery = \"review policy\"\nranking = \"bm25\"\nmax_bytes = 32768\n\n[[compile]]\noutput = \"context/all.json\"\nquery = \"review\"\nmax_sensitivity = \"restricted\"\n",
     )
     .unwrap();
-    let sub = d.join("decisions/adr");
-    let (code, out, err) = run(&sub, &["compile-context", "--all", "--today", TODAY]);
+    let sub = d.kapi_in(
+        "decisions/adr",
+        &["compile-context", "--all", "--today", TODAY],
+    );
+    let (code, out, err) = (sub.code, sub.stdout.into_bytes(), sub.stderr);
     assert_eq!(code, 0, "{err}");
     assert!(
         String::from_utf8(out)
@@ -522,14 +517,14 @@ fn declared_artifacts_all() {
 #[test]
 fn unsafe_files_are_excluded_without_blocking() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let vault = d.join("decisions");
     let before = compile_readme(d);
     let outside = d.join("outside.md");
     std::fs::write(&outside, "---\nid: S-009\ntype: source\ntitle: review policy\nsensitivity: public\n---\nreview policy\n")
         .unwrap();
     std::os::unix::fs::symlink(&outside, vault.join("S-009-link.md")).unwrap();
-    std::os::unix::fs::symlink(d, vault.join("escape")).unwrap();
+    std::os::unix::fs::symlink(d.path(), vault.join("escape")).unwrap();
     let fifo = vault.join("fifo.md");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
@@ -713,7 +708,7 @@ fn a_path_scope_leaving_out_the_logs_makes_them_unavailable() {
 #[test]
 fn a_denied_note_declaring_a_log_type_changes_nothing() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let artifact = compile_readme(d);
     std::fs::write(
         d.join("decisions/secret.md"),
@@ -742,7 +737,7 @@ fn a_denied_note_declaring_a_log_type_changes_nothing() {
 fn an_unreadable_denied_file_does_not_abort_the_compile() {
     use std::os::unix::fs::PermissionsExt;
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let artifact = compile_readme(d);
     let locked = d.join("decisions/locked.md");
     std::fs::write(&locked, "---\nsensitivity: restricted\n---\nx\n").unwrap();
@@ -771,7 +766,7 @@ fn an_unreadable_denied_file_does_not_abort_the_compile() {
 #[test]
 fn an_approved_successor_without_a_receipt_does_not_supersede() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     std::fs::write(
         d.join("decisions/D-008-no-review.md"),
         "---\nid: D-008\ntype: decision\ntitle: No reviews\nstatus: approved\nsensitivity: public\nsupersedes: [D-001]\n---\nNo review at all.\n",
@@ -788,7 +783,7 @@ fn an_approved_successor_without_a_receipt_does_not_supersede() {
 #[test]
 fn the_decision_log_check_uses_the_effective_event() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     std::fs::write(
         d.join("decisions/decision-log.md"),
         "---\ntype: decision_log\nsensitivity: public\n---\n| date | target | event |\n|-|-|-|\n\
@@ -822,7 +817,7 @@ fn the_decision_log_check_uses_the_effective_event() {
 #[test]
 fn an_approval_dated_after_today_is_not_yet_one() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let path = d.join("decisions/D-001-review-policy.md");
     std::fs::write(
         &path,
@@ -841,7 +836,7 @@ fn an_approval_dated_after_today_is_not_yet_one() {
 #[test]
 fn verification_creates_no_lock_file() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     std::fs::create_dir(d.join(".git")).unwrap();
     let artifact = compile_readme(d);
     assert_eq!(verify(d, &artifact, &["--root", "decisions"]).0, 0);
@@ -857,7 +852,7 @@ fn verification_creates_no_lock_file() {
 #[test]
 fn a_note_of_an_unknown_type_is_not_a_decision() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     std::fs::write(
         d.join("decisions/M-001-memo.md"),
         "---\nid: M-001\ntype: memo\ntitle: A memo\nsensitivity: public\n---\nA memo.\n",
@@ -872,7 +867,7 @@ fn a_note_of_an_unknown_type_is_not_a_decision() {
 #[test]
 fn hidden_rows_cannot_crowd_out_a_visible_review() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let mut log = String::from(
         "---\nsensitivity: public\n---\n| date | target | outcome | sensitivity |\n|-|-|-|-|\n",
     );
@@ -890,7 +885,7 @@ fn hidden_rows_cannot_crowd_out_a_visible_review() {
 #[test]
 fn vault_config_names_the_log_paths() {
     let dir = project();
-    let d = dir.path();
+    let d = &dir;
     let vault = d.join("decisions");
     std::fs::create_dir(vault.join("logs")).unwrap();
     std::fs::rename(vault.join("review-log.md"), vault.join("logs/reviews.md")).unwrap();

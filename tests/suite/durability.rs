@@ -3,13 +3,11 @@
 //! what a path really is, and actor detection that fails closed.
 #![cfg(target_os = "linux")]
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Repo, Run};
+use crate::common::{Run, TestEnv};
 use serde_json::Value;
 
 /// The points `KAPI_FAULT` can name, in the order a writer reaches them.
@@ -23,7 +21,7 @@ const POINTS: &[&str] = &[
 ];
 
 /// An agent's note, started in the background, with real clock and seed.
-fn spawn_note(repo: &Repo, text: &str, env: &[(&str, &str)]) -> Child {
+fn spawn_note(repo: &TestEnv, text: &str, env: &[(&str, &str)]) -> Child {
     let mut cmd = repo.kapi_cmd(&["context", "note", text, "--json"]);
     cmd.env_remove("KAPI_NOW")
         .env_remove("KAPI_SEED")
@@ -74,7 +72,7 @@ fn wait_stopped(pid: u32) {
     }
 }
 
-fn ids_in_log(repo: &Repo) -> BTreeSet<String> {
+fn ids_in_log(repo: &TestEnv) -> BTreeSet<String> {
     repo.kapi(&["context", "log", "--json"])
         .ok()
         .json_lines()
@@ -85,7 +83,7 @@ fn ids_in_log(repo: &Repo) -> BTreeSet<String> {
 
 /// The ids `refs/kapi/ops` itself holds, read with git (not kapi, whose
 /// reads also take lines still in the journal).
-fn ids_on_ref(repo: &Repo) -> BTreeSet<String> {
+fn ids_on_ref(repo: &TestEnv) -> BTreeSet<String> {
     let listing = repo.git(&["ls-tree", "-r", "refs/kapi/ops"]);
     let mut ids = BTreeSet::new();
     for line in listing.lines() {
@@ -101,10 +99,9 @@ fn ids_on_ref(repo: &Repo) -> BTreeSet<String> {
     ids
 }
 
-fn fsck_clean(repo: &Repo) {
-    let out = Command::new("git")
-        .args(["fsck", "--no-dangling", "--no-progress"])
-        .current_dir(repo.path())
+fn fsck_clean(repo: &TestEnv) {
+    let out = repo
+        .git_cmd(&["fsck", "--no-dangling", "--no-progress"])
         .output()
         .unwrap();
     assert!(
@@ -117,7 +114,7 @@ fn fsck_clean(repo: &Repo) {
 #[test]
 fn a_writer_stopped_then_killed_at_any_step_loses_no_acknowledged_note() {
     for point in POINTS {
-        let repo = Repo::new();
+        let repo = TestEnv::new();
         repo.kapi(&["context", "note", "A first note"]).ok();
         // The victim stops at the point, holding whatever it holds there;
         // others append meanwhile, then the victim is killed.
@@ -173,7 +170,7 @@ fn concurrent_writers_killed_at_random_keep_every_acknowledged_note() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(8);
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let mut seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -237,7 +234,7 @@ fn concurrent_writers_killed_at_random_keep_every_acknowledged_note() {
 
 #[test]
 fn a_stopped_writer_holding_the_journal_lock_makes_others_give_up_within_the_bound() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
     // compact-written is reached under the journal lock.
     let victim = spawn_note(&repo, "victim", &[("KAPI_FAULT", "compact-written:stop")]);
@@ -274,7 +271,7 @@ fn a_stopped_writer_holding_the_journal_lock_makes_others_give_up_within_the_bou
 
 #[test]
 fn a_stopped_writer_holding_the_commit_lock_leaves_others_journaled_and_saying_so() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
     let victim = spawn_note(&repo, "victim", &[("KAPI_FAULT", "ref-moved:stop")]);
     wait_stopped(victim.id());
@@ -306,7 +303,7 @@ fn a_stopped_writer_holding_the_commit_lock_leaves_others_journaled_and_saying_s
 
 #[test]
 fn a_foreign_ref_lock_is_never_removed_and_is_named() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
     let lock = repo.path().join(".git/refs/kapi/ops.lock");
     std::fs::write(&lock, "0123456789012345678901234567890123456789\n").unwrap();
@@ -336,7 +333,7 @@ fn a_foreign_ref_lock_is_never_removed_and_is_named() {
 
 #[test]
 fn temporary_files_of_killed_writers_are_swept_and_fresh_ones_kept() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
     let objects = repo.path().join(".git/objects");
     let old = objects.join(".tmpKILLED");
@@ -369,12 +366,11 @@ fn temporary_files_of_killed_writers_are_swept_and_fresh_ones_kept() {
 
 /// Commit blobs at shard paths (`a/b`) on top of `refs/kapi/ops` with
 /// `message`, as another tool pushing to the ref would.
-fn push_segments(repo: &Repo, segments: &[(String, String)], message: &str) {
+pub(super) fn push_segments(repo: &TestEnv, segments: &[(String, String)], message: &str) {
     let index = repo.path().join(".git/kapi-test-index");
     let git = |args: &[&str]| -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(repo.path())
+        let out = repo
+            .git_cmd(args)
             .env("GIT_INDEX_FILE", &index)
             .env("GIT_AUTHOR_NAME", "mallory")
             .env("GIT_AUTHOR_EMAIL", "m@example.com")
@@ -404,16 +400,15 @@ fn push_segments(repo: &Repo, segments: &[(String, String)], message: &str) {
     std::fs::remove_file(index).unwrap();
 }
 
-fn blob(repo: &Repo, bytes: &[u8]) -> String {
+pub(super) fn blob(repo: &TestEnv, bytes: &[u8]) -> String {
     repo.git_stdin(&["hash-object", "-w", "--stdin"], bytes)
 }
 
 /// The segment path and current bytes of the shard an id belongs in.
-fn segment_of(repo: &Repo, id: &str) -> (String, String) {
+pub(super) fn segment_of(repo: &TestEnv, id: &str) -> (String, String) {
     let path = format!("{}/{}", &id[8..9], &id[9..10]);
-    let bytes = Command::new("git")
-        .args(["show", &format!("refs/kapi/ops:{path}")])
-        .current_dir(repo.path())
+    let bytes = repo
+        .git_cmd(&["show", &format!("refs/kapi/ops:{path}")])
         .output()
         .unwrap()
         .stdout;
@@ -429,7 +424,7 @@ fn redated(template: &str, ms: u64, tail: u128) -> (String, String) {
     (id.to_string(), op.to_string())
 }
 
-fn noted(repo: &Repo, text: &str) -> Value {
+fn noted(repo: &TestEnv, text: &str) -> Value {
     let run = repo.kapi(&["context", "note", text, "--json"]).ok();
     serde_json::from_str(run.stdout.trim()).unwrap()
 }
@@ -439,7 +434,7 @@ const NOW_MS: u64 = 1_796_029_200_000;
 
 #[test]
 fn nothing_pushed_about_the_newest_id_can_stop_or_drag_the_writes_here() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let first = noted(&repo, "A first note");
     let template = first.to_string();
     // A tip whose message claims an operation no one holds.
@@ -498,7 +493,7 @@ fn nothing_pushed_about_the_newest_id_can_stop_or_drag_the_writes_here() {
 
 #[test]
 fn an_oversized_pushed_segment_is_never_inflated_nor_written_into() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     noted(&repo, "A first note");
     // 65 MiB of one line, under half of the shard names.
     let huge = "x".repeat(65 * 1024 * 1024);
@@ -533,12 +528,12 @@ fn an_oversized_pushed_segment_is_never_inflated_nor_written_into() {
 #[test]
 fn a_segment_near_the_limit_takes_no_line_it_could_not_read_back() {
     // Where would the pinned seed put the next note? Ask a twin repository.
-    let twin = Repo::new();
+    let twin = TestEnv::new();
     noted(&twin, "A first note");
     let probe = noted(&twin, "the note");
     let id = probe["id"].as_str().unwrap();
     let path = format!("{}/{}", &id[8..9], &id[9..10]);
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     noted(&repo, "A first note");
     let nearly = format!("{}\n", "y".repeat(64 * 1024 * 1024 - 10));
     let b = blob(&repo, nearly.as_bytes());
@@ -552,7 +547,7 @@ fn a_segment_near_the_limit_takes_no_line_it_could_not_read_back() {
 
 #[test]
 fn a_pushed_second_copy_of_a_decision_cannot_undo_it() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let run = repo
         .agent_term(
             "s1",
@@ -568,7 +563,7 @@ fn a_pushed_second_copy_of_a_decision_cannot_undo_it() {
     let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
     let keep = log.iter().find(|l| l["kind"] == "keep").unwrap().clone();
     let keep_id = keep["id"].as_str().unwrap().to_owned();
-    let status = |repo: &Repo| {
+    let status = |repo: &TestEnv| {
         repo.kapi(&["context", "log", "--json"])
             .ok()
             .json_lines()
@@ -605,7 +600,7 @@ fn a_pushed_second_copy_of_a_decision_cannot_undo_it() {
 
 #[test]
 fn a_union_keeps_every_lines_bytes_exactly() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let op = noted(&repo, "A first note");
     let id = op["id"].as_str().unwrap().to_owned();
     // An unreadable line (a string holding bytes that are not UTF-8) in
@@ -627,9 +622,8 @@ fn a_union_keeps_every_lines_bytes_exactly() {
     assert!(after.contains("1 unreadable"), "still unreadable: {after}");
     let (_, segment) = {
         let path = format!("{}/{}", &id[8..9], &id[9..10]);
-        let raw = Command::new("git")
-            .args(["cat-file", "blob", &format!("refs/kapi/ops:{path}")])
-            .current_dir(repo.path())
+        let raw = repo
+            .git_cmd(&["cat-file", "blob", &format!("refs/kapi/ops:{path}")])
             .output()
             .unwrap()
             .stdout;
@@ -643,7 +637,7 @@ fn a_union_keeps_every_lines_bytes_exactly() {
 
 #[test]
 fn export_writes_where_it_is_told_and_reports_failure() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     noted(&repo, "A first note");
     // A regular file is replaced whole.
     repo.write("out.jsonl", "old contents\n");
@@ -689,7 +683,7 @@ fn export_writes_where_it_is_told_and_reports_failure() {
 #[test]
 fn an_agent_variable_set_to_nothing_readable_is_an_error_never_a_person() {
     use std::os::unix::ffi::OsStrExt;
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     for value in [&b""[..], b"   ", b"\xff\xfeagent"] {
         let run: Run = repo
             .kapi_cmd(&["context", "note", "who am I"])
@@ -715,10 +709,10 @@ fn an_agent_variable_set_to_nothing_readable_is_an_error_never_a_person() {
 
 #[test]
 fn doctor_names_an_abandoned_ref_lock_and_repair_removes_it() {
-    let a = Repo::new();
+    let a = TestEnv::new();
     noted(&a, "A first note");
     let exported = a.kapi(&["store", "export", "-"]).ok().stdout;
-    let b = Repo::new();
+    let b = TestEnv::new();
     let run = b
         .kapi_cmd(&["context", "note", "B's note"])
         .env("KAPI_SEED", "8")
@@ -760,7 +754,7 @@ fn doctor_names_an_abandoned_ref_lock_and_repair_removes_it() {
 #[test]
 fn a_committer_killed_while_compacting_around_later_lines_loses_none() {
     for point in ["compact-written", "compacted"] {
-        let repo = Repo::new();
+        let repo = TestEnv::new();
         repo.kapi(&["context", "note", "A first note"]).ok();
         // The victim stops after moving the ref, before it compacts; others
         // journal behind it; continued, it dies while compacting around
@@ -810,7 +804,7 @@ fn a_committer_killed_while_compacting_around_later_lines_loses_none() {
 
 #[test]
 fn a_killed_import_leaves_no_lock_on_the_local_log_that_wedges_it() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
     let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
     let mut check: Value = serde_json::from_str(exported.trim()).unwrap();
@@ -848,7 +842,7 @@ fn a_killed_import_leaves_no_lock_on_the_local_log_that_wedges_it() {
 
 #[test]
 fn a_ref_pointed_at_a_tag_or_a_blob_does_not_stop_writes() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
     let tip = repo.git(&["rev-parse", "refs/kapi/ops"]);
     let tag = repo.git_stdin(
@@ -884,7 +878,7 @@ fn a_ref_pointed_at_a_tag_or_a_blob_does_not_stop_writes() {
 
 #[test]
 fn an_operation_a_few_minutes_ahead_still_counts_as_the_newest() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let first = noted(&repo, "A first note");
     let (ahead, line) = redated(&first.to_string(), NOW_MS + 5 * 60_000, 91);
     let (path, old) = segment_of(&repo, &ahead);
@@ -902,7 +896,7 @@ fn an_operation_a_few_minutes_ahead_still_counts_as_the_newest() {
 
 #[test]
 fn a_forged_copy_pushed_after_deleting_the_original_does_not_stand() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     let op = noted(&repo, "the original");
     let id = op["id"].as_str().unwrap().to_owned();
     let (path, old) = segment_of(&repo, &id);
@@ -929,7 +923,7 @@ fn a_forged_copy_pushed_after_deleting_the_original_does_not_stand() {
 
 #[test]
 fn a_killed_writer_not_yet_reaped_does_not_hold_its_ref_lock() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
     // Killed while holding refs/kapi/ops.lock, and left a zombie: its
     // parent (this test) does not reap it until the next write is done.

@@ -1,17 +1,11 @@
 //! What applies at a path, context files read into the log, and the rules
 //! files agents load — through the real binary.
 
-mod common;
-
-use common::Repo;
+use crate::common::TestEnv;
 use serde_json::Value;
 
-fn json(run: common::Run) -> Value {
-    serde_json::from_str(run.stdout.trim()).unwrap()
-}
-
 /// Keep the newest operation that states a rule or a note.
-fn keep_last(repo: &Repo) -> String {
+fn keep_last(repo: &TestEnv) -> String {
     let lines = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
     let last = lines
         .iter()
@@ -25,7 +19,7 @@ fn keep_last(repo: &Repo) -> String {
 
 #[test]
 fn context_at_a_path_says_what_applies_and_what_stays_correct() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write(
         "kapi.toml",
         "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"quickcast\" }\n",
@@ -39,7 +33,10 @@ fn context_at_a_path_says_what_applies_and_what_stays_correct() {
     repo.agent_term("s1", "Supabase", "Supa base", &["--quote", "q"])
         .ok();
 
-    let app = json(repo.kapi(&["context", "docs/app/a.md", "--json"]).ok());
+    let app = repo
+        .kapi(&["context", "docs/app/a.md", "--json"])
+        .ok()
+        .json();
     assert_eq!(app["point"], serde_json::json!({"product": "quickcast"}));
     assert_eq!(app["rules"][0]["use"], "Flowkit");
     assert_eq!(app["rules"][0]["short"], flow.as_str());
@@ -51,7 +48,10 @@ fn context_at_a_path_says_what_applies_and_what_stays_correct() {
     assert_eq!(app["suggestions"][0]["use"], "Supabase");
     assert_eq!(app["elsewhere"], serde_json::json!([]));
 
-    let intro = json(repo.kapi(&["context", "docs/intro.md", "--json"]).ok());
+    let intro = repo
+        .kapi(&["context", "docs/intro.md", "--json"])
+        .ok()
+        .json();
     assert_eq!(intro["rules"], serde_json::json!([]));
     assert_eq!(intro["elsewhere"][0]["use"], "Flowkit");
     let human = repo.kapi(&["context", "docs/intro.md"]).ok().stdout;
@@ -68,14 +68,17 @@ fn context_at_a_path_says_what_applies_and_what_stays_correct() {
     )
     .ok();
     keep_last(&repo);
-    let now = json(repo.kapi(&["context", "docs/app/a.md", "--json"]).ok());
+    let now = repo
+        .kapi(&["context", "docs/app/a.md", "--json"])
+        .ok()
+        .json();
     assert!(!now.to_string().contains("Oldname"), "{now}");
     repo.kapi(&["context"]).code(2);
 }
 
 #[test]
 fn context_files_are_imported_once_by_a_person() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write("terms.tsv", "# id\tstatus\tpreferred\tavoided\n1\testablished\tQuickcast\tQuick cast|Quick-cast|QuickCast\n2\tsuggested\tSupabase\tSupa base\n");
     repo.write("kapi.toml", "[context]\nterms = [\"terms.tsv\"]\n");
     repo.write(
@@ -151,7 +154,7 @@ fn context_files_are_imported_once_by_a_person() {
     assert_eq!(term_imports[1]["status"], "dropped");
     assert_eq!(term_imports[2]["status"], "established");
 
-    let here = json(repo.kapi(&["context", "README.md", "--json"]).ok());
+    let here = repo.kapi(&["context", "README.md", "--json"]).ok().json();
     let rules: Vec<String> = here["rules"]
         .as_array()
         .unwrap()
@@ -183,7 +186,7 @@ fn context_files_are_imported_once_by_a_person() {
 
 #[test]
 fn a_bad_context_file_is_named_and_the_others_still_import() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write("good.tsv", "1\testablished\tQuickcast\tQuick cast\n");
     repo.write("bad.tsv", "1\tmaybe\tQuickcast\tQuick cast\n");
     repo.write("kapi.toml", "[context]\nterms = [\"*.tsv\"]\n");
@@ -197,7 +200,7 @@ fn a_bad_context_file_is_named_and_the_others_still_import() {
 
 #[test]
 fn the_rules_files_list_what_is_in_force_and_nothing_else_changes() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write("AGENTS.md", "# Agents\n\nHand-written guidance stays.\n");
     repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
         .ok();
@@ -241,28 +244,23 @@ fn the_rules_files_list_what_is_in_force_and_nothing_else_changes() {
     assert!(agents.ends_with("\nMore notes below.\n"), "{agents}");
 
     // Opting out.
-    let other = Repo::new();
+    let other = TestEnv::new();
     other.write("kapi.toml", "[context]\nrules_files = []\n");
     other.kapi(&["context", "note", "A kept note"]).ok();
     keep_last(&other);
     assert!(!other.path().join("AGENTS.md").exists());
 }
 
-fn check_json(repo: &Repo, args: &[&str]) -> (i32, Value) {
+fn check_json(repo: &TestEnv, args: &[&str]) -> (i32, Value) {
     let mut full = vec!["check", "--format", "json"];
     full.extend_from_slice(args);
     let run = repo.kapi(&full);
-    let code = run.code;
-    (
-        code,
-        serde_json::from_str(&run.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr)),
-    )
+    (run.code, run.json())
 }
 
 #[test]
 fn a_kept_rule_fails_the_check_and_a_suggestion_only_advises() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write(
         "docs/intro.md",
         "# Intro\n\nOpen Quick cast from the menu.\n\n```\nquick cast --help\n```\n",
@@ -322,7 +320,7 @@ fn a_kept_rule_fails_the_check_and_a_suggestion_only_advises() {
 
 #[test]
 fn a_rule_holds_only_where_its_scope_covers_the_file() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write(
         "kapi.toml",
         "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"quickcast\" }\n",
@@ -347,7 +345,7 @@ fn a_rule_holds_only_where_its_scope_covers_the_file() {
         .collect();
     assert_eq!(paths, ["docs/app/a.md"], "{doc}");
     // A rule outside its window does not apply.
-    let other = Repo::new();
+    let other = TestEnv::new();
     other.write("a.md", "Old name here.\n");
     other
         .agent_term(
@@ -363,11 +361,11 @@ fn a_rule_holds_only_where_its_scope_covers_the_file() {
 
 #[test]
 fn a_whole_project_check_records_usage_only_when_it_changes() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write("docs/a.md", "Quickcast is here. Quick cast is not.\n");
     repo.agent_term("s1", "Quickcast", "Quick cast", &["--path", "docs/a.md"])
         .ok();
-    let signals = |r: &Repo| {
+    let signals = |r: &TestEnv| {
         r.kapi(&["context", "log", "--kind", "signal", "--json"])
             .ok()
             .json_lines()
@@ -405,7 +403,7 @@ fn a_whole_project_check_records_usage_only_when_it_changes() {
 
 #[test]
 fn check_warns_about_context_files_never_imported() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write("terms.tsv", "1\testablished\tQuickcast\tQuick cast\n");
     repo.write("kapi.toml", "[context]\nterms = [\"terms.tsv\"]\n");
     repo.write("a.md", "Quick cast\n");
@@ -432,7 +430,7 @@ fn check_warns_about_context_files_never_imported() {
 #[test]
 fn rules_files_follow_corrections_symlinks_and_modes() {
     use std::os::unix::fs::PermissionsExt;
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write("CLAUDE.md", "# Claude\n");
     std::os::unix::fs::symlink("CLAUDE.md", repo.path().join("AGENTS.md")).unwrap();
     std::fs::set_permissions(
@@ -474,7 +472,7 @@ fn rules_files_follow_corrections_symlinks_and_modes() {
 
 #[test]
 fn context_paths_resolve_from_where_kapi_runs() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write(
         "kapi.toml",
         "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"qc\" }\n",
@@ -489,17 +487,7 @@ fn context_paths_resolve_from_where_kapi_runs() {
         (".", "docs/app"),
         (".", "./docs/app/../app/a.md"),
     ] {
-        let out = repo
-            .kapi_cmd(&["context", path, "--json"])
-            .current_dir(repo.path().join(dir))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc = repo.kapi_in(dir, &["context", path, "--json"]).ok().json();
         assert_eq!(doc["point"]["product"], "qc", "{dir} {path}: {doc}");
         assert_eq!(doc["rules"][0]["use"], "Flowkit", "{dir} {path}: {doc}");
     }
@@ -508,7 +496,7 @@ fn context_paths_resolve_from_where_kapi_runs() {
 
 #[test]
 fn a_broken_context_section_warns_but_does_not_change_the_verdict() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write("kapi.toml", "[context]\nterms = [\"missing.tsv\"]\n");
     repo.write("a.md", "Quick cast\n");
     let (code, doc) = check_json(&repo, &[]);
@@ -518,7 +506,7 @@ fn a_broken_context_section_warns_but_does_not_change_the_verdict() {
 
 #[test]
 fn vale_rules_imported_into_the_log_match_case_as_vale_does() {
-    let repo = Repo::new();
+    let repo = TestEnv::new();
     repo.write(".vale.ini", "StylesPath = styles\n");
     repo.write(
         "styles/Acme/Terms.yml",

@@ -1,10 +1,8 @@
 //! `kapi check` end to end: the real binary in temporary git repositories.
 
-use std::path::{Path, PathBuf};
-use std::process::Command as StdCommand;
-
-use assert_cmd::Command;
 use serde_json::Value;
+
+use crate::common::TestEnv;
 
 const TERMS: &str = "# id\tstatus\tpreferred\tavoided\n\
 1\testablished\tQuickcast\tQuick cast|Quick-cast|QuickCast\n\
@@ -12,86 +10,38 @@ const TERMS: &str = "# id\tstatus\tpreferred\tavoided\n\
 3\tsuggested\truntime\trun time|run-time\n\
 4\tadvisory\tbackend\tback end|back-end\n";
 
-struct Env {
-    repo: tempfile::TempDir,
-    home: tempfile::TempDir,
+/// A git repository with a term list at `terms.tsv`.
+fn repo() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("terms.tsv", TERMS);
+    env
 }
 
-impl Env {
-    /// A git repository with a term list at `terms.tsv`.
-    fn new() -> Self {
-        let env = Env::bare();
-        env.git(&["init", "-q", "-b", "main"]);
-        env.git(&["config", "user.email", "test@example.com"]);
-        env.git(&["config", "user.name", "Test"]);
-        env
-    }
+/// A plain folder (no repository) with a term list at `terms.tsv`.
+fn plain() -> TestEnv {
+    let env = TestEnv::plain();
+    env.write("terms.tsv", TERMS);
+    env
+}
 
-    /// A plain folder (no repository).
-    fn bare() -> Self {
-        let env = Env {
-            repo: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        env.write("terms.tsv", TERMS);
-        env
-    }
+/// Run and return (exit code, stdout, stderr).
+fn run(env: &TestEnv, args: &[&str]) -> (i32, String, String) {
+    let out = env.kapi_cmd(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
 
-    fn path(&self) -> &Path {
-        self.repo.path()
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        self.write_bytes(rel, text.as_bytes());
-    }
-
-    fn write_bytes(&self, rel: &str, bytes: &[u8]) {
-        let p: PathBuf = self.path().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, bytes).unwrap();
-    }
-
-    fn git(&self, args: &[&str]) {
-        let st = StdCommand::new("git")
-            .args(args)
-            .current_dir(self.path())
-            .env("HOME", self.home.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .status()
-            .unwrap();
-        assert!(st.success(), "git {args:?}");
-    }
-
-    fn kapi(&self, args: &[&str]) -> Command {
-        let mut c = Command::cargo_bin("kapi").unwrap();
-        c.args(args)
-            .current_dir(self.path())
-            .env("HOME", self.home.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE");
-        c
-    }
-
-    /// Run and return (exit code, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.kapi(args).output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap(),
-            String::from_utf8(out.stderr).unwrap(),
-        )
-    }
-
-    fn json(&self, args: &[&str]) -> (i32, Value) {
-        let mut a = args.to_vec();
-        a.extend(["--format", "json"]);
-        let (code, out, err) = self.run(&a);
-        (
-            code,
-            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}")),
-        )
-    }
+fn json(env: &TestEnv, args: &[&str]) -> (i32, Value) {
+    let mut a = args.to_vec();
+    a.extend(["--format", "json"]);
+    let (code, out, err) = run(env, &a);
+    (
+        code,
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}")),
+    )
 }
 
 fn matched(doc: &Value) -> Vec<String> {
@@ -113,7 +63,7 @@ fn matched(doc: &Value) -> Vec<String> {
 
 #[test]
 fn project_check_reads_tracked_and_untracked_prose_and_respects_gitignore() {
-    let env = Env::new();
+    let env = repo();
     env.write(".gitignore", "ignored/\n");
     env.write("README.md", "# Quick cast\n\nQuickcast is on GitHub.\n");
     env.git(&["add", "README.md", ".gitignore"]);
@@ -122,7 +72,7 @@ fn project_check_reads_tracked_and_untracked_prose_and_respects_gitignore() {
     env.write("ignored/x.md", "Quick cast\n");
     env.write("src/main.rs", "// Quick cast\n");
     env.write("notes.txt", "See github.\n");
-    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (code, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 1);
     assert_eq!(
         matched(&doc),
@@ -138,9 +88,9 @@ fn project_check_reads_tracked_and_untracked_prose_and_respects_gitignore() {
 
 #[test]
 fn human_format_is_rustc_style() {
-    let env = Env::new();
+    let env = repo();
     env.write("a.md", "Intro.\nTry Quick cast today.\n");
-    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv"]);
+    let (code, out, _) = run(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 1);
     let expected = "error[term]: use \"Quickcast\", not \"Quick cast\"\n \
 --> a.md:2:5\n  |\n2 | Try Quick cast today.\n  |     ^^^^^^^^^^\n  = help: write \"Quickcast\"\n\n\
@@ -150,9 +100,9 @@ checked 1 file: 1 finding, 1 failing, 0 reporting (score 1)\n";
 
 #[test]
 fn suggestions_and_advisory_rules_do_not_fail() {
-    let env = Env::new();
+    let env = repo();
     env.write("a.md", "The run time and the back end.\n");
-    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv"]);
+    let (code, out, _) = run(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("warning[suggested]: use \"runtime\", not \"run time\""),
@@ -166,7 +116,7 @@ fn suggestions_and_advisory_rules_do_not_fail() {
         out.contains("warning[advisory]: use \"backend\", not \"back end\""),
         "{out}"
     );
-    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (_, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     let s = &doc["summary"];
     assert_eq!(
         (
@@ -190,9 +140,9 @@ fn suggestions_and_advisory_rules_do_not_fail() {
 
 #[test]
 fn json_finding_carries_span_rule_and_preferred_form() {
-    let env = Env::new();
+    let env = repo();
     env.write("a.md", "naïve Github\n");
-    let (_, doc) = env.json(&["check", "--rules", "terms.tsv", "a.md"]);
+    let (_, doc) = json(&env, &["check", "--rules", "terms.tsv", "a.md"]);
     let f = &doc["findings"][0];
     assert_eq!(f["rule"], "terms.tsv:3");
     assert_eq!(
@@ -215,12 +165,12 @@ fn json_finding_carries_span_rule_and_preferred_form() {
 
 #[test]
 fn case_only_forms_match_as_written() {
-    let env = Env::new();
+    let env = repo();
     env.write(
         "a.md",
         "GitHub, GITHUB, github, Github, git hub, QUICK CAST, Quickcast, QuickCast, QUICKCAST\n",
     );
-    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (_, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(
         matched(&doc),
         [
@@ -235,7 +185,7 @@ fn case_only_forms_match_as_written() {
 
 #[test]
 fn markdown_code_links_comments_and_switches_are_not_prose() {
-    let env = Env::new();
+    let env = repo();
     let text = "---\ntitle: Quick cast\n---\n\
 Use `Quick cast` and [Quickcast](https://github.com/x/Quick-cast) or <https://github.com>.\n\
 \n```\nQuick cast\n```\n\n    Quick cast in indented code\n\n\
@@ -246,38 +196,41 @@ Use `Quick cast` and [Quickcast](https://github.com/x/Quick-cast) or <https://gi
 {{< ref \"Quick cast\" >}} <span title=\"Quick cast\">x</span>\n\
 Last Quick cast.\n";
     env.write("a.md", text);
-    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (_, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(matched(&doc), ["a.md:19:44:Github", "a.md:21:6:Quick cast"]);
 }
 
 #[test]
 fn staged_checks_index_blobs_not_the_work_tree() {
-    let env = Env::new();
+    let env = repo();
     env.write("a.md", "Quick cast\n");
     env.write("b.md", "fine\n");
     env.git(&["add", "a.md", "b.md"]);
     env.write("a.md", "Quickcast\n"); // fixed in the work tree, not staged
     env.write("b.md", "Github\n"); // broken in the work tree, not staged
-    let (code, doc) = env.json(&["check", "--staged", "--rules", "terms.tsv"]);
+    let (code, doc) = json(&env, &["check", "--staged", "--rules", "terms.tsv"]);
     assert_eq!(code, 1);
     assert_eq!(matched(&doc), ["a.md:1:1:Quick cast"]);
-    let (code, doc) = env.json(&["check", "--staged", "--rules", "terms.tsv", "b.md"]);
+    let (code, doc) = json(&env, &["check", "--staged", "--rules", "terms.tsv", "b.md"]);
     assert_eq!(code, 0);
     assert_eq!(doc["summary"]["files"], 1);
-    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (code, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 1);
     assert_eq!(matched(&doc), ["b.md:1:1:Github"]);
 }
 
 #[test]
 fn named_files_and_folders() {
-    let env = Env::new();
+    let env = repo();
     env.write("docs/a.md", "Github\n");
     env.write("docs/sub/b.markdown", "Git Hub\n");
     env.write("docs/c.rs", "Github\n");
     env.write("other.md", "Github\n");
     env.write("script.sh", "# Github\n");
-    let (code, doc) = env.json(&["check", "--rules", "terms.tsv", "docs", "script.sh"]);
+    let (code, doc) = json(
+        &env,
+        &["check", "--rules", "terms.tsv", "docs", "script.sh"],
+    );
     assert_eq!(code, 1);
     assert_eq!(
         matched(&doc),
@@ -288,19 +241,21 @@ fn named_files_and_folders() {
         ]
     );
     // From a subfolder, paths stay repository-relative.
-    let mut c = env.kapi(&[
-        "check",
-        "--rules",
-        "../terms.tsv",
-        "--format",
-        "json",
-        "a.md",
-    ]);
-    c.current_dir(env.path().join("docs"));
-    let out = c.output().unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = env
+        .kapi_in(
+            "docs",
+            &[
+                "check",
+                "--rules",
+                "../terms.tsv",
+                "--format",
+                "json",
+                "a.md",
+            ],
+        )
+        .json();
     assert_eq!(matched(&doc), ["docs/a.md:1:1:Github"]);
-    let (code, _, err) = env.run(&["check", "--rules", "terms.tsv", "missing.md"]);
+    let (code, _, err) = run(&env, &["check", "--rules", "terms.tsv", "missing.md"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("missing.md: no such file or directory"),
@@ -310,20 +265,20 @@ fn named_files_and_folders() {
 
 #[test]
 fn outside_a_repository_named_paths_work_and_bare_check_is_a_usage_error() {
-    let env = Env::bare();
+    let env = plain();
     env.write("corpus/a.md", "Github\n");
     env.write("corpus/.hidden/b.md", "Github\n");
-    let (code, doc) = env.json(&["check", "--rules", "terms.tsv", "corpus"]);
+    let (code, doc) = json(&env, &["check", "--rules", "terms.tsv", "corpus"]);
     assert_eq!(code, 1);
     assert_eq!(matched(&doc), ["corpus/a.md:1:1:Github"]);
-    let (code, _, err) = env.run(&["check", "--rules", "terms.tsv"]);
+    let (code, _, err) = run(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 2);
     assert!(err.contains("not inside a git repository"), "{err}");
 }
 
 #[test]
 fn config_globs_choose_prose_and_bad_config_is_a_usage_error() {
-    let env = Env::new();
+    let env = repo();
     env.write(
         "kapi.toml",
         "[check]\nprose = [\"**/*.rst\", \"**/*.md\"]\nexclude = [\"vendor/**\"]\n",
@@ -331,41 +286,41 @@ fn config_globs_choose_prose_and_bad_config_is_a_usage_error() {
     env.write("a.rst", "Github\n");
     env.write("b.txt", "Github\n");
     env.write("vendor/c.md", "Github\n");
-    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (_, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(matched(&doc), ["a.rst:1:1:Github"]);
     env.write("kapi.toml", "[check]\nprose = [\"[\"]\n");
-    let (code, _, err) = env.run(&["check", "--rules", "terms.tsv"]);
+    let (code, _, err) = run(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 2);
     assert!(err.contains("invalid glob"), "{err}");
     env.write("kapi.toml", "[check]\nunknown = 1\n");
-    let (code, _, _) = env.run(&["check", "--rules", "terms.tsv"]);
+    let (code, _, _) = run(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 2);
 }
 
 #[test]
 fn bad_term_list_is_a_usage_error_with_its_line() {
-    let env = Env::new();
+    let env = repo();
     env.write("bad.tsv", "# x\n1\tmaybe\tA\tb\n");
     env.write("a.md", "x\n");
-    let (code, _, err) = env.run(&["check", "--rules", "bad.tsv"]);
+    let (code, _, err) = run(&env, &["check", "--rules", "bad.tsv"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("bad.tsv: line 2: unknown status \"maybe\""),
         "{err}"
     );
-    let (code, _, _) = env.run(&["check", "--rules", "nope.tsv"]);
+    let (code, _, _) = run(&env, &["check", "--rules", "nope.tsv"]);
     assert_eq!(code, 2);
-    let (code, _, _) = env.run(&["check", "--format", "xml"]);
+    let (code, _, _) = run(&env, &["check", "--format", "xml"]);
     assert_eq!(code, 2);
 }
 
 #[test]
 fn binary_and_invalid_utf8_files_are_skipped_with_a_warning() {
-    let env = Env::new();
+    let env = repo();
     env.write_bytes("bin.md", b"Github\0\x01");
     env.write_bytes("latin1.txt", b"caf\xe9 Github");
     env.write("ok.md", "fine\n");
-    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (code, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 0);
     assert_eq!(doc["summary"]["files"], 1);
     let w: Vec<String> = doc["warnings"]
@@ -391,18 +346,21 @@ fn binary_and_invalid_utf8_files_are_skipped_with_a_warning() {
 
 #[test]
 fn no_rules_is_a_warning_not_a_failure() {
-    let env = Env::new();
+    let env = repo();
     env.write("a.md", "Github\n");
-    let (code, out, _) = env.run(&["check"]);
+    let (code, out, _) = run(&env, &["check"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("warning: no rules are in force"), "{out}");
 }
 
 #[test]
 fn sarif_is_what_code_scanning_reads() {
-    let env = Env::new();
+    let env = repo();
     env.write("docs/a.md", "Quick cast and run time\n");
-    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv", "--format", "sarif"]);
+    let (code, out, _) = run(
+        &env,
+        &["check", "--rules", "terms.tsv", "--format", "sarif"],
+    );
     assert_eq!(code, 1);
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["version"], "2.1.0");
@@ -431,9 +389,12 @@ fn sarif_is_what_code_scanning_reads() {
 
 #[test]
 fn github_format_writes_annotations() {
-    let env = Env::new();
+    let env = repo();
     env.write("a.md", "Quick cast, run time, back end\n");
-    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv", "--format", "github"]);
+    let (code, out, _) = run(
+        &env,
+        &["check", "--rules", "terms.tsv", "--format", "github"],
+    );
     assert_eq!(code, 1);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
@@ -454,8 +415,8 @@ fn github_format_writes_annotations() {
 
 #[test]
 fn help_documents_the_flags() {
-    let env = Env::new();
-    let (code, out, _) = env.run(&["check", "--help"]);
+    let env = repo();
+    let (code, out, _) = run(&env, &["check", "--help"]);
     assert_eq!(code, 0);
     for flag in ["--staged", "--format", "--rules", "[PATHS]..."] {
         assert!(out.contains(flag), "{flag}: {out}");
@@ -464,24 +425,24 @@ fn help_documents_the_flags() {
 
 #[test]
 fn crlf_lines_and_switch_by_rule_id() {
-    let env = Env::new();
+    let env = repo();
     env.write(
         "a.md",
         "Intro\r\nTry Quick cast\r\n<!-- kapi off: terms.tsv:2 -->Quick cast Github<!-- kapi on -->\r\n",
     );
-    let (_, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (_, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(matched(&doc), ["a.md:2:5:Quick cast", "a.md:3:42:Github"]);
-    let (_, out, _) = env.run(&["check", "--rules", "terms.tsv"]);
+    let (_, out, _) = run(&env, &["check", "--rules", "terms.tsv"]);
     assert!(out.contains("2 | Try Quick cast\n"), "{out}");
 }
 
 #[test]
 fn files_over_the_size_cap_are_skipped() {
-    let env = Env::new();
+    let env = repo();
     let mut big = "Github ".repeat(3 << 20).into_bytes();
     big.truncate((16 << 20) + 1);
     env.write_bytes("big.md", &big);
-    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (code, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 0);
     assert_eq!(doc["summary"]["files"], 0);
     let w = doc["warnings"][0]["message"].as_str().unwrap();
@@ -490,21 +451,23 @@ fn files_over_the_size_cap_are_skipped() {
 
 #[test]
 fn staged_file_deleted_from_the_work_tree_is_still_checked() {
-    let env = Env::new();
+    let env = repo();
     env.write("docs/a.md", "Github\n");
     env.git(&["add", "docs/a.md"]);
     std::fs::remove_file(env.path().join("docs/a.md")).unwrap();
-    let (code, doc) = env.json(&["check", "--staged", "--rules", "terms.tsv", "docs/a.md"]);
+    let (code, doc) = json(
+        &env,
+        &["check", "--staged", "--rules", "terms.tsv", "docs/a.md"],
+    );
     assert_eq!(code, 1);
     assert_eq!(matched(&doc), ["docs/a.md:1:1:Github"]);
 }
 
 #[test]
 fn dash_c_runs_as_if_started_there() {
-    let env = Env::new();
+    let env = repo();
     env.write("sub/a.md", "Github\n");
-    let mut c = Command::cargo_bin("kapi").unwrap();
-    c.args([
+    let mut c = env.kapi_cmd(&[
         "-C",
         env.path().to_str().unwrap(),
         "check",
@@ -512,9 +475,8 @@ fn dash_c_runs_as_if_started_there() {
         "terms.tsv",
         "--format",
         "json",
-    ])
-    .env("HOME", env.home.path())
-    .env("GIT_CONFIG_NOSYSTEM", "1");
+    ]);
+    c.current_dir(env.root());
     let out = c.output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -523,9 +485,12 @@ fn dash_c_runs_as_if_started_there() {
 
 #[test]
 fn sarif_uris_are_percent_encoded() {
-    let env = Env::new();
+    let env = repo();
     env.write("my docs/50% off#1.md", "Quick cast\n");
-    let (code, out, _) = env.run(&["check", "--rules", "terms.tsv", "--format", "sarif"]);
+    let (code, out, _) = run(
+        &env,
+        &["check", "--rules", "terms.tsv", "--format", "sarif"],
+    );
     assert_eq!(code, 1, "{out}");
     let doc: Value = serde_json::from_str(&out).unwrap();
     let loc = &doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"];
@@ -537,7 +502,7 @@ fn sarif_uris_are_percent_encoded() {
 
 #[test]
 fn vale_rule_sources_are_not_checked_as_prose() {
-    let env = Env::new();
+    let env = repo();
     env.write(
         ".vale.ini",
         "StylesPath = ci/vale\n\n[*.md]\nBasedOnStyles = Vale\n",
@@ -546,34 +511,37 @@ fn vale_rule_sources_are_not_checked_as_prose() {
     env.write("ci/vale/config/vocabularies/Docs/reject.txt", "Github\n");
     env.write("styles/Vocab/Base/accept.txt", "Github\n");
     env.write("docs/a.md", "Github\n");
-    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (code, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 1);
     assert_eq!(matched(&doc), ["docs/a.md:1:1:Github"]);
     // A rule source named on the command line is still checked.
-    let (_, doc) = env.json(&[
-        "check",
-        "--rules",
-        "terms.tsv",
-        "styles/Vocab/Base/accept.txt",
-    ]);
+    let (_, doc) = json(
+        &env,
+        &[
+            "check",
+            "--rules",
+            "terms.tsv",
+            "styles/Vocab/Base/accept.txt",
+        ],
+    );
     assert_eq!(doc["findings"].as_array().unwrap().len(), 1);
 }
 
 #[test]
 fn kapis_managed_block_in_agents_md_is_not_prose() {
-    let env = Env::new();
+    let env = repo();
     env.write(
         "AGENTS.md",
         "# Agents\n\n<!-- kapi:begin (managed by kapi: edits between these markers are replaced) -->\n## Project context (kapi)\n\n### Notes kept\n\n- Never write Github or Quick cast.\n<!-- kapi:end -->\n",
     );
-    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (code, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(matched(&doc), Vec::<String>::new());
     env.write(
         "AGENTS.md",
         "Use `<!-- vale off -->` to silence Vale.\n\nGithub\n",
     );
-    let (code, doc) = env.json(&["check", "--rules", "terms.tsv"]);
+    let (code, doc) = json(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 1);
     assert_eq!(matched(&doc), ["AGENTS.md:3:1:Github"]);
 }

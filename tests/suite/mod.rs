@@ -1,0 +1,9 @@
+//! The end-to-end suites, one module per area.
+
+mod check;
+mod compiled_context;
+mod context;
+mod durability;
+mod harness;
+mod oplog;
+mod snapshots;
