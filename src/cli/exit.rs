@@ -4,6 +4,12 @@ use std::fmt;
 use std::io::Write;
 use std::process::ExitCode;
 
+use crate::check::files::FilesError;
+use crate::context::check::CheckError;
+use crate::context::transfer::WriteError;
+use crate::context::{ContextError, EnvError};
+use crate::store::StoreError;
+
 /// Every code kapi exits with. Findings are not errors: a failing check and a
 /// stale artifact have codes of their own, distinct from bad usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,5 +77,73 @@ impl fmt::Display for CliError {
 impl From<std::io::Error> for CliError {
     fn from(err: std::io::Error) -> Self {
         CliError::new(Exit::Internal, format!("I/O error: {err}"))
+    }
+}
+
+// The one table from library errors to exit codes. Every library error the
+// command line meets is converted here, and only here.
+
+impl From<ContextError> for CliError {
+    fn from(err: ContextError) -> Self {
+        let exit = match &err {
+            ContextError::Policy(_) => Exit::NotPermitted,
+            ContextError::Store(StoreError::NotARepository(_)) => Exit::Usage,
+            ContextError::Store(_) => Exit::Store,
+            ContextError::Refused(_) => Exit::Refused,
+            ContextError::Config(_)
+            | ContextError::Resolve(_)
+            | ContextError::Forms(_)
+            | ContextError::Scope(_)
+            | ContextError::Actor(_)
+            | ContextError::Env(_)
+            | ContextError::Usage(_) => Exit::Usage,
+        };
+        CliError::new(exit, err.to_string())
+    }
+}
+
+impl From<StoreError> for CliError {
+    fn from(err: StoreError) -> Self {
+        ContextError::Store(err).into()
+    }
+}
+
+impl From<EnvError> for CliError {
+    fn from(err: EnvError) -> Self {
+        ContextError::Env(err).into()
+    }
+}
+
+impl From<FilesError> for CliError {
+    fn from(err: FilesError) -> Self {
+        let exit = match &err {
+            FilesError::Git { .. } => Exit::Store,
+            FilesError::Glob { .. } | FilesError::Missing(_) => Exit::Usage,
+        };
+        CliError::new(exit, err.to_string())
+    }
+}
+
+impl From<CheckError> for CliError {
+    fn from(err: CheckError) -> Self {
+        match err {
+            CheckError::Context(e) => e.into(),
+            CheckError::Files(e) => e.into(),
+            e @ CheckError::Matcher(_) => CliError::new(Exit::Internal, e.to_string()),
+            e @ CheckError::Root { .. } => CliError::store(e.to_string()),
+            e @ (CheckError::TermList { .. }
+            | CheckError::TermListSyntax { .. }
+            | CheckError::Points(_)
+            | CheckError::Usage(_)) => CliError::usage(e.to_string()),
+        }
+    }
+}
+
+impl From<WriteError> for CliError {
+    fn from(err: WriteError) -> Self {
+        match err {
+            e @ (WriteError::Link(_) | WriteError::Directory(_)) => CliError::usage(e.to_string()),
+            e @ WriteError::Io { .. } => CliError::store(e.to_string()),
+        }
     }
 }

@@ -2,24 +2,31 @@
 //! withdrawal, and a person's review decisions. Each builds its operation,
 //! asks the policy, and appends it; none prints.
 
+pub mod check;
 pub mod doctor;
+pub mod env;
 mod here;
 mod import;
+pub mod log;
 mod note;
 mod points;
-mod review;
+pub mod review;
 pub mod rulesfiles;
+pub mod transfer;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-pub use here::{Here, Item, applies_at};
+pub use env::{Env, EnvError, FixedEnv, ProcessEnv};
+
+pub use here::{AtPath, Here, Item, applies_at, at_path};
 pub use import::{
     ContextFile, ContextFileKind, ImportOutcome, context_files, import_context_files,
     never_imported,
 };
-pub use note::{NoteRequest, NoteWhat, note};
+pub use note::{NoteRequest, NoteWhat, Noted, note};
 pub use points::{PointMap, point_of};
-pub use review::{ReviewRequest, review};
+pub use review::{Pending, ReviewRequest, Reviewed, pending, review};
 
 use crate::config::{Config, ConfigError};
 use crate::ops::forms::FormsError;
@@ -46,6 +53,8 @@ pub enum ContextError {
     Scope(#[from] ScopeError),
     #[error(transparent)]
     Actor(#[from] crate::ops::actor::ActorError),
+    #[error(transparent)]
+    Env(#[from] EnvError),
     /// Bad input the caller can fix; the message says how.
     #[error("{0}")]
     Usage(String),
@@ -54,29 +63,19 @@ pub enum ContextError {
     Refused(String),
 }
 
-/// Everything a verb needs besides its request: where, who, when.
-pub struct Session {
+/// The long-lived part of a session: the repository, its `kapi.toml`, the
+/// top of the work tree and the project key. A long-running process keeps
+/// it across calls.
+pub struct Workspace {
     pub store: Store,
     pub config: Config,
     pub root: PathBuf,
-    /// The directory kapi runs in; relative paths are relative to it.
-    pub cwd: PathBuf,
-    pub actor: Actor,
     pub project: String,
-    /// The clock, in Unix milliseconds (pinned by `KAPI_NOW` in tests).
-    pub now_ms: u64,
-    /// Randomness for ids (seeded by `KAPI_SEED` in tests).
-    pub random: u128,
 }
 
-impl Session {
+impl Workspace {
     /// Open the repository at or above `dir` and read `kapi.toml`.
-    pub fn open(
-        dir: &Path,
-        actor: impl FnOnce(&Store) -> Result<Actor, crate::ops::actor::ActorError>,
-        now_ms: u64,
-        random: u128,
-    ) -> Result<Self, ContextError> {
+    pub fn open(dir: &Path) -> Result<Self, ContextError> {
         let store = Store::discover(dir)?;
         let root = store
             .work_tree()
@@ -84,22 +83,86 @@ impl Session {
             .unwrap_or_else(|| dir.to_path_buf());
         let config = Config::load(&root)?;
         let project = project_key(&config, &store, &root);
-        let actor = actor(&store)?;
         Ok(Self {
             store,
             config,
             root,
-            cwd: dir.to_path_buf(),
-            actor,
             project,
-            now_ms,
-            random,
         })
     }
 
     /// Read and fold the whole log.
     pub fn ledger(&self) -> Result<Ledger, ContextError> {
         Ok(fold(self.store.load_all()?.records))
+    }
+}
+
+/// Everything a verb needs besides its request: the workspace, and the
+/// call's own context: where it runs, who acts, and the environment the
+/// clock and randomness are read from (afresh on every read).
+pub struct Session {
+    pub workspace: Workspace,
+    /// The directory kapi runs in; relative paths are relative to it.
+    pub cwd: PathBuf,
+    pub actor: Actor,
+    env: Arc<dyn Env>,
+}
+
+impl std::ops::Deref for Session {
+    type Target = Workspace;
+    fn deref(&self) -> &Workspace {
+        &self.workspace
+    }
+}
+
+impl Session {
+    /// Open the repository at or above `dir`, read `kapi.toml` and name
+    /// the actor the environment says is acting.
+    pub fn open(env: Arc<dyn Env>, dir: &Path) -> Result<Self, ContextError> {
+        // A clock kapi cannot read is refused before anything else.
+        env.now_ms()?;
+        let mut workspace = Workspace::open(dir)?;
+        if let Some(timeout) = env.lock_timeout()? {
+            workspace.store.set_lock_timeout(timeout);
+        }
+        let actor = env.actor(&workspace.store)?;
+        Ok(Self {
+            workspace,
+            cwd: dir.to_path_buf(),
+            actor,
+            env,
+        })
+    }
+
+    /// The session of the work tree at or above `dir`, or `None` outside
+    /// one (or in a repository without a work tree).
+    pub fn open_in_work_tree(env: Arc<dyn Env>, dir: &Path) -> Result<Option<Self>, ContextError> {
+        match Self::open(env, dir) {
+            Ok(s) if s.store.work_tree().is_some() => Ok(Some(s)),
+            Ok(_) | Err(ContextError::Store(StoreError::NotARepository(_))) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The environment this session reads.
+    pub fn env(&self) -> &dyn Env {
+        &*self.env
+    }
+
+    /// The clock now, in Unix milliseconds (pinned by `KAPI_NOW` in tests).
+    pub fn now_ms(&self) -> Result<u64, ContextError> {
+        Ok(self.env.now_ms()?)
+    }
+
+    /// Let go of a large value: dropped in a long-running process, left to
+    /// the operating system when the process ends with this call (freeing
+    /// a large log costs more than it returns).
+    pub fn release<T>(&self, value: T) {
+        if self.env.ends_with_call() {
+            std::mem::forget(value);
+        } else {
+            drop(value);
+        }
     }
 
     /// The commit checked out, recorded as the basis of an operation.
@@ -118,12 +181,16 @@ impl Session {
 
     /// Append several records as one commit, in the order given.
     pub fn append_all(&self, records: Vec<Record>) -> Result<Vec<Record>, ContextError> {
-        Ok(self.store.append_all(self.now_ms, self.random, records)?)
+        Ok(self
+            .store
+            .append_all(self.now_ms()?, self.env.random(), records)?)
     }
 
     /// Append `record` (its id and instant are minted under the store lock).
     pub fn append(&self, record: Record) -> Result<Record, ContextError> {
-        Ok(self.store.append(self.now_ms, self.random, record)?)
+        Ok(self
+            .store
+            .append(self.now_ms()?, self.env.random(), record)?)
     }
 }
 

@@ -2,13 +2,17 @@
 //! rule, a note in prose, a person's change of wording — or the withdrawal
 //! of the caller's own suggestion.
 
+use std::path::PathBuf;
+
+use serde::Serialize;
+
 use super::{ContextError, Session};
+use crate::ops::Status;
 use crate::ops::forms::avoided_forms;
 use crate::ops::id::resolve;
 use crate::ops::policy::{Transition, person_decides};
-use crate::ops::record::{Correction, Evidence, Kind, Record, Scope, Subject};
+use crate::ops::record::{ActorKind, Correction, Evidence, Kind, Record, Scope, Subject};
 use crate::ops::scope::{Point, check_window, parse_point};
-use crate::ops::{Status, fold};
 
 /// What is being recorded.
 #[derive(Debug, Clone)]
@@ -46,7 +50,29 @@ pub struct NoteRequest {
 /// Axes that come from the file the evidence is in.
 const FILE_AXES: [&str; 2] = ["product", "channel"];
 
-pub fn note(session: &Session, req: NoteRequest) -> Result<Record, ContextError> {
+/// What a note recorded, and the rules files it refreshed.
+#[derive(Debug, Serialize)]
+pub struct Noted {
+    pub record: Record,
+    /// Rules files rewritten because what is in force changed.
+    pub refreshed: Vec<PathBuf>,
+}
+
+/// Record a note, a correction or a withdrawal. A person's correction can
+/// contest a rule in force, so the rules files are refreshed to stop
+/// listing it (suggestions change nothing in force).
+pub fn note(session: &Session, req: NoteRequest) -> Result<Noted, ContextError> {
+    let record = record_note(session, req)?;
+    let changes_in_force = record.kind == Kind::Correct && record.actor.kind == ActorKind::Person;
+    let refreshed = if changes_in_force {
+        super::rulesfiles::refresh_in_force(session)?
+    } else {
+        Vec::new()
+    };
+    Ok(Noted { record, refreshed })
+}
+
+fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextError> {
     if let NoteWhat::Withdraw { target } = &req.what {
         return withdraw(session, target, req.note.clone());
     }
@@ -128,7 +154,7 @@ pub fn note(session: &Session, req: NoteRequest) -> Result<Record, ContextError>
 }
 
 fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Record, ContextError> {
-    let ledger = fold(session.store.load_all()?.records);
+    let ledger = session.ledger()?;
     let ids = ledger.ids();
     let id = resolve(target, &ids)?;
     let target = ledger.get(id.as_str()).expect("resolved ids are held");

@@ -58,9 +58,18 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
     render_block(&rules, &notes)
 }
 
+/// Fold the log and refresh the rules files after what is in force
+/// changed; returns the files written.
+pub fn refresh_in_force(session: &Session) -> Result<Vec<PathBuf>, ContextError> {
+    let ledger = session.ledger()?;
+    let written = refresh(session, &ledger);
+    session.release(ledger);
+    written
+}
+
 /// Refresh the managed block of every rules file; returns the files written.
 pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, ContextError> {
-    let body = render(ledger, Some(session.now_ms as i64));
+    let body = render(ledger, Some(session.now_ms()? as i64));
     let mut written = Vec::new();
     for name in session.config.context.rules_files() {
         let path = session.root.join(&name);

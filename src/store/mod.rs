@@ -33,6 +33,7 @@ use gix::ObjectId;
 
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
+pub use merge::JsonlImport;
 pub use reflock::RefLock;
 pub use segment::{EntryError, Problem};
 

@@ -51,7 +51,7 @@ pub(crate) fn today(text: Option<&str>, ctx: &Ctx) -> Result<time::Date, CliErro
         return date::parse(t)
             .ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date")));
     }
-    let ms = ctx.now_ms()?;
+    let ms = ctx.env.now_ms()?;
     let now = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).map_err(
         |_| CliError::usage(format!("the clock ({ms} ms) is outside the range of dates")),
     )?;

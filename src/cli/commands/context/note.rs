@@ -3,7 +3,7 @@
 use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
-use crate::context::{NoteRequest, NoteWhat, note};
+use crate::context::{NoteRequest, NoteWhat, Noted, note};
 use crate::ops::record::Kind;
 
 /// Record what you noticed. A term rule or a correction needs evidence:
@@ -96,18 +96,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         valid_to: args.valid_to,
         note: args.note,
     };
-    let record = note(&session, request)?;
+    let Noted { record, refreshed } = note(&session, request)?;
     let mut out = Out::new();
-    // A person's correction can contest a rule in force: the rules files
-    // must stop listing it. (Suggestions change nothing in force.)
-    let changes_in_force =
-        record.kind == Kind::Correct && record.actor.kind == crate::ops::ActorKind::Person;
-    let refreshed = if changes_in_force {
-        let ledger = session.ledger()?;
-        crate::context::rulesfiles::refresh(&session, &ledger)?
-    } else {
-        Vec::new()
-    };
     if args.json {
         out.line(record.to_canonical_json())?;
         return Ok(Exit::Ok);
