@@ -2,9 +2,12 @@
 
 use std::fmt;
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::check::files::FilesError;
+use crate::compile::CompileError;
+use crate::compile::artifacts::ArtifactError;
 use crate::context::check::CheckError;
 use crate::context::transfer::WriteError;
 use crate::context::{ContextError, EnvError};
@@ -144,6 +147,37 @@ impl From<WriteError> for CliError {
         match err {
             e @ (WriteError::Link(_) | WriteError::Directory(_)) => CliError::usage(e.to_string()),
             e @ WriteError::Io { .. } => CliError::store(e.to_string()),
+        }
+    }
+}
+
+/// The CLI error for a compile error over the vault at `root`. The vault
+/// root is the caller's own path, so naming it leaks nothing; vault files
+/// are never named.
+pub(crate) fn compile_error(err: CompileError, root: &Path) -> CliError {
+    match err {
+        CompileError::Vault(crate::vault::VaultError::NotFound) => CliError::store(format!(
+            "vault_not_found: {} is not a directory; set `[vault] root` in kapi.toml or pass --root",
+            root.display()
+        )),
+        CompileError::Vault(e) => CliError::store(e.to_string()),
+        e @ (CompileError::Rank(_) | CompileError::ViewMismatch) => {
+            CliError::new(Exit::Internal, e.to_string())
+        }
+        e => CliError::usage(e.to_string()),
+    }
+}
+
+impl From<ArtifactError> for CliError {
+    fn from(err: ArtifactError) -> Self {
+        match err {
+            ArtifactError::Compile { root, source } => compile_error(source, &root),
+            e @ (ArtifactError::Lock { .. } | ArtifactError::Write { .. }) => {
+                CliError::store(e.to_string())
+            }
+            e @ (ArtifactError::NoneDeclared
+            | ArtifactError::Entry { .. }
+            | ArtifactError::Read { .. }) => CliError::usage(e.to_string()),
         }
     }
 }
