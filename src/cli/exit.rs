@@ -99,6 +99,7 @@ impl From<ContextError> for CliError {
             | ContextError::Scope(_)
             | ContextError::Actor(_)
             | ContextError::Env(_)
+            | ContextError::Points(_)
             | ContextError::Usage(_) => Exit::Usage,
         };
         CliError::new(exit, err.to_string())

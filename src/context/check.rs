@@ -79,7 +79,7 @@ pub enum CheckError {
     #[error("{}: {message}", file.display())]
     TermListSyntax { file: PathBuf, message: String },
     #[error("kapi.toml: {0}")]
-    Points(String),
+    Points(#[source] super::PointsError),
     /// Bad input the caller can fix; the message says how.
     #[error("{0}")]
     Usage(String),

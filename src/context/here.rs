@@ -158,8 +158,7 @@ pub fn at_path(session: &Session, path: &str) -> Result<AtPath, ContextError> {
     } else {
         rel.clone()
     };
-    let point = super::point_of(&session.config, &probe)
-        .map_err(|e| ContextError::Usage(format!("kapi.toml: {e}")))?;
+    let point = super::point_of(&session.config, &probe)?;
     let ledger = session.ledger()?;
     let here = applies_at(&ledger, &point, Some(session.now_ms()? as i64));
     session.release(ledger);

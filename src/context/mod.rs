@@ -25,7 +25,7 @@ pub use import::{
     never_imported,
 };
 pub use note::{NoteRequest, NoteWhat, Noted, note};
-pub use points::{PointMap, point_of};
+pub use points::{PointMap, PointsError, point_of};
 pub use review::{Pending, ReviewRequest, Reviewed, pending, review};
 
 use crate::config::{Config, ConfigError};
@@ -55,6 +55,8 @@ pub enum ContextError {
     Actor(#[from] crate::ops::actor::ActorError),
     #[error(transparent)]
     Env(#[from] EnvError),
+    #[error("kapi.toml: {0}")]
+    Points(#[from] PointsError),
     /// Bad input the caller can fix; the message says how.
     #[error("{0}")]
     Usage(String),
@@ -251,3 +253,6 @@ pub fn work_tree_path(session: &Session, path: &str) -> Result<String, ContextEr
     }
     Ok(parts.join("/"))
 }
+
+#[cfg(test)]
+mod tests;

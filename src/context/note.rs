@@ -205,8 +205,7 @@ fn scope(
     valid_to: Option<String>,
 ) -> Result<Scope, ContextError> {
     let mut point: Point = match path {
-        Some(p) => super::point_of(&session.config, p)
-            .map_err(|e| ContextError::Usage(format!("kapi.toml: {e}")))?,
+        Some(p) => super::point_of(&session.config, p)?,
         None => Point::new(),
     };
     for (axis, value) in parse_point(narrow)? {
