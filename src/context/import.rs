@@ -250,7 +250,7 @@ pub fn import_context_files(
     force: bool,
 ) -> Result<Vec<(ContextFile, ImportOutcome)>, ContextError> {
     person_decides(&Transition {
-        actor: &session.actor,
+        actor: session.actor(),
         kind: Kind::Import,
         target: None,
         widening: false,

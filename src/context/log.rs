@@ -42,7 +42,7 @@ impl Filter {
             self.session = Some(this);
         }
         if self.actor.as_deref() == Some("you") {
-            self.actor = Some(session.actor.name.clone());
+            self.actor = Some(session.actor().name.clone());
         }
         Ok(self)
     }

@@ -15,6 +15,7 @@ pub mod rulesfiles;
 pub mod transfer;
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 
 pub use env::{Env, EnvError, FixedEnv, ProcessEnv};
@@ -76,15 +77,19 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// Open the repository at or above `dir` and read `kapi.toml`.
-    pub fn open(dir: &Path) -> Result<Self, ContextError> {
-        let store = Store::discover(dir)?;
+    /// Open the repository at or above `dir`, read `kapi.toml`, and wait
+    /// for locks as long as `env` says (`KAPI_LOCK_TIMEOUT_MS`).
+    pub fn open(env: &dyn Env, dir: &Path) -> Result<Self, ContextError> {
+        let mut store = Store::discover(dir)?;
         let root = store
             .work_tree()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| dir.to_path_buf());
         let config = Config::load(&root)?;
         let project = project_key(&config, &store, &root);
+        if let Some(timeout) = env.lock_timeout()? {
+            store.set_lock_timeout(timeout);
+        }
         Ok(Self {
             store,
             config,
@@ -99,15 +104,34 @@ impl Workspace {
     }
 }
 
-/// Everything a verb needs besides its request: the workspace, and the
-/// call's own context: where it runs, who acts, and the environment the
-/// clock and randomness are read from (afresh on every read).
-pub struct Session {
-    pub workspace: Workspace,
-    /// The directory kapi runs in; relative paths are relative to it.
+/// The per-call part of a session: where the call runs, who acts, and the
+/// environment the clock and randomness are read from (afresh on every
+/// read). A long-running process makes one per request.
+pub struct Call {
+    /// The directory the call runs in; relative paths are relative to it.
     pub cwd: PathBuf,
     pub actor: Actor,
-    env: Arc<dyn Env>,
+    pub env: Arc<dyn Env>,
+}
+
+impl Call {
+    /// A call in `cwd` by the actor `env` names (else the workspace's git
+    /// identity).
+    pub fn new(env: Arc<dyn Env>, workspace: &Workspace, cwd: &Path) -> Result<Self, ContextError> {
+        let actor = env.actor(&workspace.store)?;
+        Ok(Self {
+            cwd: cwd.to_path_buf(),
+            actor,
+            env,
+        })
+    }
+}
+
+/// Everything a verb needs besides its request: a workspace and a call.
+/// It reads as both: `session.store`, `session.actor`.
+pub struct Session {
+    pub workspace: Rc<Workspace>,
+    pub call: Call,
 }
 
 impl std::ops::Deref for Session {
@@ -118,22 +142,21 @@ impl std::ops::Deref for Session {
 }
 
 impl Session {
+    /// Pair a (possibly long-lived) workspace with one call. The
+    /// repository handle is not shared across threads: a server keeps a
+    /// workspace per thread.
+    pub fn new(workspace: Rc<Workspace>, call: Call) -> Self {
+        Self { workspace, call }
+    }
+
     /// Open the repository at or above `dir`, read `kapi.toml` and name
     /// the actor the environment says is acting.
     pub fn open(env: Arc<dyn Env>, dir: &Path) -> Result<Self, ContextError> {
         // A clock kapi cannot read is refused before anything else.
         env.now_ms()?;
-        let mut workspace = Workspace::open(dir)?;
-        if let Some(timeout) = env.lock_timeout()? {
-            workspace.store.set_lock_timeout(timeout);
-        }
-        let actor = env.actor(&workspace.store)?;
-        Ok(Self {
-            workspace,
-            cwd: dir.to_path_buf(),
-            actor,
-            env,
-        })
+        let workspace = Workspace::open(&*env, dir)?;
+        let call = Call::new(env, &workspace, dir)?;
+        Ok(Self::new(Rc::new(workspace), call))
     }
 
     /// The session of the work tree at or above `dir`, or `None` outside
@@ -146,21 +169,31 @@ impl Session {
         }
     }
 
+    /// Who acts in this call.
+    pub fn actor(&self) -> &Actor {
+        &self.call.actor
+    }
+
+    /// The directory the call runs in.
+    pub fn cwd(&self) -> &Path {
+        &self.call.cwd
+    }
+
     /// The environment this session reads.
     pub fn env(&self) -> &dyn Env {
-        &*self.env
+        &*self.call.env
     }
 
     /// The clock now, in Unix milliseconds (pinned by `KAPI_NOW` in tests).
     pub fn now_ms(&self) -> Result<u64, ContextError> {
-        Ok(self.env.now_ms()?)
+        Ok(self.call.env.now_ms()?)
     }
 
     /// Let go of a large value: dropped in a long-running process, left to
     /// the operating system when the process ends with this call (freeing
     /// a large log costs more than it returns).
     pub fn release<T>(&self, value: T) {
-        if self.env.ends_with_call() {
+        if self.call.env.ends_with_call() {
             std::mem::forget(value);
         } else {
             drop(value);
@@ -177,7 +210,7 @@ impl Session {
     pub fn record(&self, kind: Kind) -> Record {
         Record {
             basis: self.basis(),
-            ..Record::new(self.project.clone(), self.actor.clone(), kind)
+            ..Record::new(self.project.clone(), self.call.actor.clone(), kind)
         }
     }
 
@@ -185,14 +218,14 @@ impl Session {
     pub fn append_all(&self, records: Vec<Record>) -> Result<Vec<Record>, ContextError> {
         Ok(self
             .store
-            .append_all(self.now_ms()?, self.env.random(), records)?)
+            .append_all(self.now_ms()?, self.call.env.random(), records)?)
     }
 
     /// Append `record` (its id and instant are minted under the store lock).
     pub fn append(&self, record: Record) -> Result<Record, ContextError> {
         Ok(self
             .store
-            .append(self.now_ms()?, self.env.random(), record)?)
+            .append(self.now_ms()?, self.call.env.random(), record)?)
     }
 }
 
@@ -225,7 +258,7 @@ fn project_key(config: &Config, store: &Store, root: &Path) -> String {
 /// A path as the log stores it: relative to the work tree (a relative path
 /// is taken from where kapi runs), `.` and `..` resolved, forward slashes.
 pub fn work_tree_path(session: &Session, path: &str) -> Result<String, ContextError> {
-    let absolute = session.cwd.join(path);
+    let absolute = session.cwd().join(path);
     let rel = absolute.strip_prefix(&session.root).map_err(|_| {
         ContextError::Usage(format!(
             "{path} is outside the work tree {}",

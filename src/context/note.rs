@@ -58,6 +58,28 @@ pub struct Noted {
     pub refreshed: Vec<PathBuf>,
 }
 
+impl Noted {
+    /// What was recorded, in words: the subject, a correction `"from" →
+    /// "to"`, or the withdrawn operation `#0n79tw5k9s`.
+    pub fn describe(&self) -> String {
+        let record = &self.record;
+        match (&record.subject, &record.correction) {
+            (Some(subject), _) => subject.describe(),
+            (None, Some(c)) => format!("\"{}\" → \"{}\"", c.from, c.to),
+            (None, None) => record
+                .target
+                .as_deref()
+                .map(|t| format!("#{}", &t[..10]))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Whether it stands as a suggestion until a person keeps it.
+    pub fn suggests(&self) -> bool {
+        matches!(self.record.kind, Kind::Observe | Kind::Correct) && self.record.subject.is_some()
+    }
+}
+
 /// Record a note, a correction or a withdrawal. A person's correction can
 /// contest a rule in force, so the rules files are refreshed to stop
 /// listing it (suggestions change nothing in force).
@@ -144,7 +166,7 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextErr
     }
     record.note = req.note.filter(|n| !n.trim().is_empty());
     person_decides(&Transition {
-        actor: &session.actor,
+        actor: session.actor(),
         kind: record.kind,
         target: None,
         widening: false,
@@ -159,7 +181,7 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
     let id = resolve(target, &ids)?;
     let target = ledger.get(id.as_str()).expect("resolved ids are held");
     person_decides(&Transition {
-        actor: &session.actor,
+        actor: session.actor(),
         kind: Kind::Withdraw,
         target: Some(target),
         widening: false,

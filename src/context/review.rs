@@ -158,7 +158,7 @@ fn admissible(
 ) -> Result<(), ContextError> {
     let target = ledger.get(id.as_str()).expect("resolved ids are held");
     person_decides(&Transition {
-        actor: &session.actor,
+        actor: session.actor(),
         kind,
         target: Some(target),
         widening: false,
