@@ -100,6 +100,7 @@ impl From<ContextError> for CliError {
             | ContextError::Actor(_)
             | ContextError::Env(_)
             | ContextError::Points(_)
+            | ContextError::RulesFile(_)
             | ContextError::Usage(_) => Exit::Usage,
         };
         CliError::new(exit, err.to_string())

@@ -58,6 +58,8 @@ pub enum ContextError {
     Env(#[from] EnvError),
     #[error("kapi.toml: {0}")]
     Points(#[from] PointsError),
+    #[error(transparent)]
+    RulesFile(#[from] rulesfiles::RulesFileIo),
     /// Bad input the caller can fix; the message says how.
     #[error("{0}")]
     Usage(String),

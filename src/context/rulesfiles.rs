@@ -6,9 +6,34 @@
 use std::path::PathBuf;
 
 use super::{ContextError, Session};
-use crate::formats::rules_block::{BlockNote, BlockRule, refresh_block, render_block};
+use crate::formats::rules_block::{
+    BlockNote, BlockRule, RulesFileError, refresh_block, render_block,
+};
 use crate::ops::record::{Scope, Subject};
 use crate::ops::{Ledger, Status};
+
+/// Why a rules file could not be refreshed (the name is as configured).
+#[derive(Debug, thiserror::Error)]
+pub enum RulesFileIo {
+    #[error("cannot read {name}: {source}")]
+    Read {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{name}: {source}")]
+    Block {
+        name: String,
+        #[source]
+        source: RulesFileError,
+    },
+    #[error("cannot write {name}: {source}")]
+    Write {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// `product=quickcast, until 2027-01-01` for a scope narrower than the project.
 fn describe(scope: &Scope) -> Option<String> {
@@ -76,15 +101,20 @@ pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, Conte
         let existing = match std::fs::read_to_string(&path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(ContextError::Usage(format!("cannot read {name}: {e}"))),
+            Err(source) => return Err(RulesFileIo::Read { name, source }.into()),
         };
-        let updated = refresh_block(existing.as_deref(), &body)
-            .map_err(|e| ContextError::Usage(format!("{name}: {e}")))?;
+        let updated =
+            refresh_block(existing.as_deref(), &body).map_err(|source| RulesFileIo::Block {
+                name: name.clone(),
+                source,
+            })?;
         if existing.as_deref() == Some(updated.as_str()) {
             continue;
         }
-        write_in_place(&path, &updated)
-            .map_err(|e| ContextError::Usage(format!("cannot write {name}: {e}")))?;
+        write_in_place(&path, &updated).map_err(|source| RulesFileIo::Write {
+            name: name.clone(),
+            source,
+        })?;
         written.push(path);
     }
     Ok(written)
