@@ -232,3 +232,59 @@ fn read_artifact(path: &Path) -> Result<Option<Vec<u8>>, ArtifactError> {
         .map_err(|e| cannot(ReadError::Io(e)))?;
     Ok((buf.len() <= MAX_MAX_BYTES).then_some(buf))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOTE: &str = "---\nid: D-001\ntitle: Cache\nkind: decision\nstatus: accepted\nsensitivity: public\ndate: 2026-01-01\n---\nWe cache things.\n";
+
+    #[test]
+    fn declared_artifacts_compile_then_verify_current_until_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path();
+        std::fs::create_dir_all(project.join("decisions")).unwrap();
+        std::fs::write(project.join("decisions/D-001.md"), NOTE).unwrap();
+        let config =
+            Config::parse("[[compile]]\noutput = \"ctx.json\"\nquery = \"cache\"\n").unwrap();
+        let today = date::parse("2026-11-30").unwrap();
+
+        let compiled: Vec<ArtifactCompiled> = compile_declared(project, &config, today)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(matches!(
+            &compiled[..],
+            [ArtifactCompiled::Compiled { output, bytes }]
+                if output == Path::new("ctx.json") && *bytes > 0
+        ));
+        assert_eq!(
+            serde_json::to_value(&compiled[0]).unwrap()["status"],
+            "compiled"
+        );
+
+        let verified: Vec<ArtifactVerified> = verify_declared(project, &config, today)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(verified[0].verification.status, VerifyStatus::Current);
+        let line = serde_json::to_value(&verified[0]).unwrap();
+        assert_eq!(line["path"], "ctx.json");
+        assert_eq!(line["status"], "current");
+
+        std::fs::remove_file(project.join("ctx.json")).unwrap();
+        let missing = verify_declared(project, &config, today)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(missing.verification.status, VerifyStatus::Stale);
+        assert_eq!(missing.verification.reasons, ["artifact_missing"]);
+
+        let none = Config::default();
+        assert!(matches!(
+            compile_declared(project, &none, today).map(|_| ()),
+            Err(ArtifactError::NoneDeclared)
+        ));
+    }
+}
