@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::check::files::FilesError;
-use crate::compile::CompileError;
 use crate::compile::artifacts::ArtifactError;
+use crate::compile::{CompileError, VerifyStatus};
 use crate::context::check::CheckError;
 use crate::context::transfer::WriteError;
 use crate::context::{ContextError, EnvError};
@@ -32,6 +32,17 @@ pub enum Exit {
     Store = 5,
     /// A bug in kapi.
     Internal = 70,
+}
+
+/// A verdict's code: current 0, stale 1, refused 3.
+impl From<VerifyStatus> for Exit {
+    fn from(status: VerifyStatus) -> Self {
+        match status {
+            VerifyStatus::Current => Exit::Ok,
+            VerifyStatus::Stale => Exit::Failed,
+            VerifyStatus::Refused => Exit::Refused,
+        }
+    }
 }
 
 impl From<Exit> for ExitCode {

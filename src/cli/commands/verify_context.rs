@@ -6,7 +6,7 @@ use super::vault_args::{VaultArgs, grant, project, ranking, today, vault_root};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::compile::verify::{Expected, VerifyOptions};
-use crate::compile::{self, MAX_MAX_BYTES, VerifyStatus, artifacts};
+use crate::compile::{self, MAX_MAX_BYTES, artifacts};
 use crate::config::Config;
 
 /// Say whether a compiled context is current, stale or refused.
@@ -101,7 +101,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut out = Out::new();
     out.raw(&compile::serialize(&verdict.to_json()))?;
     out.flush()?;
-    Ok(exit(verdict.status))
+    Ok(verdict.status.into())
 }
 
 fn verify_all(project: &Path, config: &Config, today: time::Date) -> Result<Exit, CliError> {
@@ -110,7 +110,7 @@ fn verify_all(project: &Path, config: &Config, today: time::Date) -> Result<Exit
     for verified in artifacts::verify_declared(project, config, today)? {
         let verified = verified?;
         out.raw(&compile::serialize(&verified.to_json()))?;
-        worst = match (worst, exit(verified.verification.status)) {
+        worst = match (worst, verified.verification.status.into()) {
             (Exit::Refused, _) | (_, Exit::Refused) => Exit::Refused,
             (Exit::Failed, _) | (_, Exit::Failed) => Exit::Failed,
             _ => Exit::Ok,
@@ -118,12 +118,4 @@ fn verify_all(project: &Path, config: &Config, today: time::Date) -> Result<Exit
     }
     out.flush()?;
     Ok(worst)
-}
-
-fn exit(status: VerifyStatus) -> Exit {
-    match status {
-        VerifyStatus::Current => Exit::Ok,
-        VerifyStatus::Stale => Exit::Failed,
-        VerifyStatus::Refused => Exit::Refused,
-    }
 }
