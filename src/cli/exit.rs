@@ -2,7 +2,16 @@
 
 use std::fmt;
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
+
+use crate::check::files::FilesError;
+use crate::compile::artifacts::ArtifactError;
+use crate::compile::{CompileError, VerifyStatus};
+use crate::context::check::CheckError;
+use crate::context::transfer::WriteError;
+use crate::context::{ContextError, EnvError};
+use crate::store::StoreError;
 
 /// Every code kapi exits with. Findings are not errors: a failing check and a
 /// stale artifact have codes of their own, distinct from bad usage.
@@ -23,6 +32,17 @@ pub enum Exit {
     Store = 5,
     /// A bug in kapi.
     Internal = 70,
+}
+
+/// A verdict's code: current 0, stale 1, refused 3.
+impl From<VerifyStatus> for Exit {
+    fn from(status: VerifyStatus) -> Self {
+        match status {
+            VerifyStatus::Current => Exit::Ok,
+            VerifyStatus::Stale => Exit::Failed,
+            VerifyStatus::Refused => Exit::Refused,
+        }
+    }
 }
 
 impl From<Exit> for ExitCode {
@@ -71,5 +91,106 @@ impl fmt::Display for CliError {
 impl From<std::io::Error> for CliError {
     fn from(err: std::io::Error) -> Self {
         CliError::new(Exit::Internal, format!("I/O error: {err}"))
+    }
+}
+
+// The one table from library errors to exit codes. Every library error the
+// command line meets is converted here, and only here.
+
+impl From<ContextError> for CliError {
+    fn from(err: ContextError) -> Self {
+        let exit = match &err {
+            ContextError::Policy(_) => Exit::NotPermitted,
+            ContextError::Store(StoreError::NotARepository(_)) => Exit::Usage,
+            ContextError::Store(_) => Exit::Store,
+            ContextError::Refused(_) => Exit::Refused,
+            ContextError::Config(_)
+            | ContextError::Resolve(_)
+            | ContextError::Forms(_)
+            | ContextError::Scope(_)
+            | ContextError::Actor(_)
+            | ContextError::Env(_)
+            | ContextError::Points(_)
+            | ContextError::RulesFile(_)
+            | ContextError::Usage(_) => Exit::Usage,
+        };
+        CliError::new(exit, err.to_string())
+    }
+}
+
+impl From<StoreError> for CliError {
+    fn from(err: StoreError) -> Self {
+        ContextError::Store(err).into()
+    }
+}
+
+impl From<EnvError> for CliError {
+    fn from(err: EnvError) -> Self {
+        ContextError::Env(err).into()
+    }
+}
+
+impl From<FilesError> for CliError {
+    fn from(err: FilesError) -> Self {
+        let exit = match &err {
+            FilesError::Git { .. } => Exit::Store,
+            FilesError::Glob { .. } | FilesError::Missing(_) => Exit::Usage,
+        };
+        CliError::new(exit, err.to_string())
+    }
+}
+
+impl From<CheckError> for CliError {
+    fn from(err: CheckError) -> Self {
+        match err {
+            CheckError::Context(e) => e.into(),
+            CheckError::Files(e) => e.into(),
+            e @ CheckError::Matcher(_) => CliError::new(Exit::Internal, e.to_string()),
+            e @ CheckError::Root { .. } => CliError::store(e.to_string()),
+            e @ (CheckError::TermList { .. }
+            | CheckError::TermListSyntax { .. }
+            | CheckError::Points(_)
+            | CheckError::Usage(_)) => CliError::usage(e.to_string()),
+        }
+    }
+}
+
+impl From<WriteError> for CliError {
+    fn from(err: WriteError) -> Self {
+        match err {
+            e @ (WriteError::Link(_) | WriteError::Directory(_)) => CliError::usage(e.to_string()),
+            e @ WriteError::Io { .. } => CliError::store(e.to_string()),
+        }
+    }
+}
+
+/// The CLI error for a compile error over the vault at `root`. The vault
+/// root is the caller's own path, so naming it leaks nothing; vault files
+/// are never named.
+pub(crate) fn compile_error(err: CompileError, root: &Path) -> CliError {
+    match err {
+        CompileError::Vault(crate::vault::VaultError::NotFound) => CliError::store(format!(
+            "vault_not_found: {} is not a directory; set `[vault] root` in kapi.toml or pass --root",
+            root.display()
+        )),
+        CompileError::Vault(e) => CliError::store(e.to_string()),
+        e @ (CompileError::Rank(_) | CompileError::ViewMismatch) => {
+            CliError::new(Exit::Internal, e.to_string())
+        }
+        e => CliError::usage(e.to_string()),
+    }
+}
+
+impl From<ArtifactError> for CliError {
+    fn from(err: ArtifactError) -> Self {
+        match err {
+            ArtifactError::Compile { root, source } => compile_error(source, &root),
+            e @ (ArtifactError::Lock { .. } | ArtifactError::Write { .. }) => {
+                CliError::store(e.to_string())
+            }
+            e @ (ArtifactError::NoneDeclared
+            | ArtifactError::Entry { .. }
+            | ArtifactError::Read { .. }) => CliError::usage(e.to_string()),
+        }
     }
 }

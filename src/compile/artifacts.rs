@@ -8,7 +8,11 @@ use std::path::{Path, PathBuf};
 use crate::config::CompileEntry;
 use crate::vault::{Grant, Sensitivity};
 
-use super::{Ranking, Recipe};
+pub use super::declared::{
+    ArtifactCompiled, ArtifactError, ArtifactVerified, compile_declared, verify_bytes,
+    verify_declared, verify_file,
+};
+use super::{CompileError, Ranking, Recipe};
 
 /// The advisory lock file of a vault outside a git repository. Scanning
 /// skips it (hidden).
@@ -107,15 +111,37 @@ pub struct Declared {
     pub grant: Grant,
 }
 
+/// Why a `[[compile]]` entry cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DeclaredError {
+    #[error("unknown ranking `{0}`")]
+    Ranking(String),
+    #[error(transparent)]
+    Recipe(#[from] CompileError),
+    #[error(transparent)]
+    Grant(#[from] GrantError),
+}
+
+/// Why a grant cannot be made from the labels given.
+#[derive(Debug, thiserror::Error)]
+pub enum GrantError {
+    #[error("give either max_sensitivity or allow, not both")]
+    Both,
+    #[error("unknown sensitivity label `{0}`")]
+    Unknown(String),
+    #[error("unknown sensitivity label `{0}` (labels: public, internal, confidential, restricted)")]
+    UnknownInList(String),
+}
+
 /// Resolve a `[[compile]]` entry relative to the project directory.
 pub fn declared(
     project: &Path,
     default_root: &Path,
     entry: &CompileEntry,
-) -> Result<Declared, String> {
+) -> Result<Declared, DeclaredError> {
     let ranking = match entry.ranking.as_deref() {
         None => Ranking::Substring,
-        Some(r) => Ranking::parse(r).ok_or_else(|| format!("unknown ranking `{r}`"))?,
+        Some(r) => Ranking::parse(r).ok_or_else(|| DeclaredError::Ranking(r.to_owned()))?,
     };
     let defaults = Recipe::default();
     let recipe = Recipe {
@@ -126,7 +152,7 @@ pub fn declared(
         max_bytes: entry.max_bytes.unwrap_or(defaults.max_bytes),
         agent: entry.agent.clone(),
     };
-    recipe.validate().map_err(|e| e.to_string())?;
+    recipe.validate()?;
     let grant = grant_from(entry.max_sensitivity.as_deref(), entry.allow.as_deref())?;
     let root = project.join(entry.root.as_deref().unwrap_or(default_root));
     Ok(Declared {
@@ -138,14 +164,13 @@ pub fn declared(
 }
 
 /// The grant from `max_sensitivity` or an exact `allow` list; public by default.
-pub fn grant_from(max: Option<&str>, allow: Option<&[String]>) -> Result<Grant, String> {
+pub fn grant_from(max: Option<&str>, allow: Option<&[String]>) -> Result<Grant, GrantError> {
     match (max, allow) {
-        (Some(_), Some(_)) => Err("give either max_sensitivity or allow, not both".into()),
-        (Some(m), None) => {
-            Sensitivity::parse(m).map(Grant::up_to).ok_or_else(|| format!("unknown sensitivity label `{m}`"))
-        }
-        (None, Some(list)) => Grant::parse_list(&list.join(","))
-            .map_err(|bad| format!("unknown sensitivity label `{bad}` (labels: public, internal, confidential, restricted)")),
+        (Some(_), Some(_)) => Err(GrantError::Both),
+        (Some(m), None) => Sensitivity::parse(m)
+            .map(Grant::up_to)
+            .ok_or_else(|| GrantError::Unknown(m.to_owned())),
+        (None, Some(list)) => Grant::parse_list(&list.join(",")).map_err(GrantError::UnknownInList),
         (None, None) => Ok(Grant::public()),
     }
 }

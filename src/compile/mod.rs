@@ -10,6 +10,7 @@
 pub mod applicability;
 pub mod artifacts;
 pub mod budget;
+mod declared;
 pub mod history;
 pub mod manifest;
 pub mod rank;

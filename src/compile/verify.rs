@@ -48,7 +48,8 @@ pub struct Verification {
 }
 
 impl Verification {
-    fn refused(reason: &'static str, as_of: &str) -> Self {
+    /// Refused for one reason, as of a day (`YYYY-MM-DD`).
+    pub fn refused(reason: &'static str, as_of: &str) -> Self {
         Self {
             status: VerifyStatus::Refused,
             reasons: vec![reason],

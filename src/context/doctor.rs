@@ -76,7 +76,7 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
             message,
         );
     }
-    let bound = session.now_ms.saturating_add(AHEAD_BOUND_MS);
+    let bound = session.now_ms()?.saturating_add(AHEAD_BOUND_MS);
     for r in loaded
         .records
         .iter()
@@ -153,7 +153,6 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
             message: i.reason.clone(),
         });
     }
-    // The process ends soon: freeing a large log costs more than it returns.
-    std::mem::forget(ledger);
+    session.release(ledger);
     Ok(d)
 }

@@ -5,6 +5,8 @@
 
 use serde::Serialize;
 
+use super::{ContextError, Session};
+
 use crate::ops::record::{Scope, Subject};
 use crate::ops::scope::Point;
 use crate::ops::{Ledger, State, Status, TermRule};
@@ -119,4 +121,50 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
         }
     }
     here
+}
+
+/// The answer for one path of the work tree: `kapi context <path>`.
+/// Serializes as the `--json` document.
+#[derive(Debug)]
+pub struct AtPath {
+    /// The path relative to the work tree.
+    pub path: String,
+    pub point: Point,
+    pub here: Here,
+}
+
+impl AtPath {
+    /// The JSON document of `kapi context <path> --json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let here = &self.here;
+        serde_json::json!({"path": self.path, "point": self.point, "rules": here.rules, "notes": here.notes,
+            "suggestions": here.suggestions, "elsewhere": here.elsewhere})
+    }
+}
+
+impl Serialize for AtPath {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+/// What applies now at `path` (a file or folder; relative paths are taken
+/// from where the session runs).
+pub fn at_path(session: &Session, path: &str) -> Result<AtPath, ContextError> {
+    let rel = super::work_tree_path(session, path)?;
+    // A folder sits where the files in it do.
+    let probe = if session.root.join(&rel).is_dir() {
+        format!("{rel}/_")
+    } else {
+        rel.clone()
+    };
+    let point = super::point_of(&session.config, &probe)?;
+    let ledger = session.ledger()?;
+    let here = applies_at(&ledger, &point, Some(session.now_ms()? as i64));
+    session.release(ledger);
+    Ok(AtPath {
+        path: rel,
+        point,
+        here,
+    })
 }

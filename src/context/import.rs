@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use globset::Glob;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::{ContextError, Session};
@@ -20,7 +21,8 @@ use crate::ops::record::{Evidence, Kind, Record, Subject, TermEntry};
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What kind of context file a path is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ContextFileKind {
     TermList,
     ValeAccept,
@@ -29,7 +31,7 @@ pub enum ContextFileKind {
 }
 
 /// A context file found in the checkout.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContextFile {
     /// Relative to the work tree, forward slashes.
     pub path: String,
@@ -37,7 +39,8 @@ pub struct ContextFile {
 }
 
 /// What importing one file did.
-#[derive(Debug)]
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
 pub enum ImportOutcome {
     Imported {
         id: String,
@@ -45,7 +48,9 @@ pub enum ImportOutcome {
         skipped: Vec<(usize, String)>,
     },
     Unchanged,
-    Failed(String),
+    Failed {
+        message: String,
+    },
 }
 
 /// Find the checkout's context files.
@@ -245,7 +250,7 @@ pub fn import_context_files(
     force: bool,
 ) -> Result<Vec<(ContextFile, ImportOutcome)>, ContextError> {
     person_decides(&Transition {
-        actor: &session.actor,
+        actor: session.actor(),
         kind: Kind::Import,
         target: None,
         widening: false,
@@ -260,7 +265,7 @@ pub fn import_context_files(
         let bytes = match read_capped(&session.root.join(&file.path)) {
             Ok(b) => b,
             Err(e) => {
-                outcomes.push((file, ImportOutcome::Failed(e)));
+                outcomes.push((file, ImportOutcome::Failed { message: e }));
                 continue;
             }
         };
@@ -273,14 +278,14 @@ pub fn import_context_files(
             Ok(t) => t,
             Err(_) => {
                 let message = format!("{} is not UTF-8 text", file.path);
-                outcomes.push((file, ImportOutcome::Failed(message)));
+                outcomes.push((file, ImportOutcome::Failed { message }));
                 continue;
             }
         };
         let parsed = match parse(&file, &text) {
             Ok(p) => p,
             Err(e) => {
-                outcomes.push((file, ImportOutcome::Failed(e)));
+                outcomes.push((file, ImportOutcome::Failed { message: e }));
                 continue;
             }
         };

@@ -2,24 +2,32 @@
 //! withdrawal, and a person's review decisions. Each builds its operation,
 //! asks the policy, and appends it; none prints.
 
+pub mod check;
 pub mod doctor;
+pub mod env;
 mod here;
 mod import;
+pub mod log;
 mod note;
 mod points;
-mod review;
+pub mod review;
 pub mod rulesfiles;
+pub mod transfer;
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
 
-pub use here::{Here, Item, applies_at};
+pub use env::{Env, EnvError, FixedEnv, ProcessEnv};
+
+pub use here::{AtPath, Here, Item, applies_at, at_path};
 pub use import::{
     ContextFile, ContextFileKind, ImportOutcome, context_files, import_context_files,
     never_imported,
 };
-pub use note::{NoteRequest, NoteWhat, note};
-pub use points::{PointMap, point_of};
-pub use review::{ReviewRequest, review};
+pub use note::{NoteRequest, NoteWhat, Noted, note};
+pub use points::{PointMap, PointsError, point_of};
+pub use review::{Pending, ReviewRequest, Reviewed, pending, review};
 
 use crate::config::{Config, ConfigError};
 use crate::ops::forms::FormsError;
@@ -46,6 +54,12 @@ pub enum ContextError {
     Scope(#[from] ScopeError),
     #[error(transparent)]
     Actor(#[from] crate::ops::actor::ActorError),
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    #[error("kapi.toml: {0}")]
+    Points(#[from] PointsError),
+    #[error(transparent)]
+    RulesFile(#[from] rulesfiles::RulesFileIo),
     /// Bad input the caller can fix; the message says how.
     #[error("{0}")]
     Usage(String),
@@ -54,52 +68,138 @@ pub enum ContextError {
     Refused(String),
 }
 
-/// Everything a verb needs besides its request: where, who, when.
-pub struct Session {
+/// The long-lived part of a session: the repository, its `kapi.toml`, the
+/// top of the work tree and the project key. A long-running process keeps
+/// it across calls.
+pub struct Workspace {
     pub store: Store,
     pub config: Config,
     pub root: PathBuf,
-    /// The directory kapi runs in; relative paths are relative to it.
-    pub cwd: PathBuf,
-    pub actor: Actor,
     pub project: String,
-    /// The clock, in Unix milliseconds (pinned by `KAPI_NOW` in tests).
-    pub now_ms: u64,
-    /// Randomness for ids (seeded by `KAPI_SEED` in tests).
-    pub random: u128,
 }
 
-impl Session {
-    /// Open the repository at or above `dir` and read `kapi.toml`.
-    pub fn open(
-        dir: &Path,
-        actor: impl FnOnce(&Store) -> Result<Actor, crate::ops::actor::ActorError>,
-        now_ms: u64,
-        random: u128,
-    ) -> Result<Self, ContextError> {
-        let store = Store::discover(dir)?;
+impl Workspace {
+    /// Open the repository at or above `dir`, read `kapi.toml`, and wait
+    /// for locks as long as `env` says (`KAPI_LOCK_TIMEOUT_MS`).
+    pub fn open(env: &dyn Env, dir: &Path) -> Result<Self, ContextError> {
+        let mut store = Store::discover(dir)?;
         let root = store
             .work_tree()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| dir.to_path_buf());
         let config = Config::load(&root)?;
         let project = project_key(&config, &store, &root);
-        let actor = actor(&store)?;
+        if let Some(timeout) = env.lock_timeout()? {
+            store.set_lock_timeout(timeout);
+        }
         Ok(Self {
             store,
             config,
             root,
-            cwd: dir.to_path_buf(),
-            actor,
             project,
-            now_ms,
-            random,
         })
     }
 
     /// Read and fold the whole log.
     pub fn ledger(&self) -> Result<Ledger, ContextError> {
         Ok(fold(self.store.load_all()?.records))
+    }
+}
+
+/// The per-call part of a session: where the call runs, who acts, and the
+/// environment the clock and randomness are read from (afresh on every
+/// read). A long-running process makes one per request.
+pub struct Call {
+    /// The directory the call runs in; relative paths are relative to it.
+    pub cwd: PathBuf,
+    pub actor: Actor,
+    pub env: Arc<dyn Env>,
+}
+
+impl Call {
+    /// A call in `cwd` by the actor `env` names (else the workspace's git
+    /// identity).
+    pub fn new(env: Arc<dyn Env>, workspace: &Workspace, cwd: &Path) -> Result<Self, ContextError> {
+        let actor = env.actor(&workspace.store)?;
+        Ok(Self {
+            cwd: cwd.to_path_buf(),
+            actor,
+            env,
+        })
+    }
+}
+
+/// Everything a verb needs besides its request: a workspace and a call.
+/// It reads as both: `session.store`, `session.actor`.
+pub struct Session {
+    pub workspace: Rc<Workspace>,
+    pub call: Call,
+}
+
+impl std::ops::Deref for Session {
+    type Target = Workspace;
+    fn deref(&self) -> &Workspace {
+        &self.workspace
+    }
+}
+
+impl Session {
+    /// Pair a (possibly long-lived) workspace with one call. The
+    /// repository handle is not shared across threads: a server keeps a
+    /// workspace per thread.
+    pub fn new(workspace: Rc<Workspace>, call: Call) -> Self {
+        Self { workspace, call }
+    }
+
+    /// Open the repository at or above `dir`, read `kapi.toml` and name
+    /// the actor the environment says is acting.
+    pub fn open(env: Arc<dyn Env>, dir: &Path) -> Result<Self, ContextError> {
+        // A clock kapi cannot read is refused before anything else.
+        env.now_ms()?;
+        let workspace = Workspace::open(&*env, dir)?;
+        let call = Call::new(env, &workspace, dir)?;
+        Ok(Self::new(Rc::new(workspace), call))
+    }
+
+    /// The session of the work tree at or above `dir`, or `None` outside
+    /// one (or in a repository without a work tree).
+    pub fn open_in_work_tree(env: Arc<dyn Env>, dir: &Path) -> Result<Option<Self>, ContextError> {
+        match Self::open(env, dir) {
+            Ok(s) if s.store.work_tree().is_some() => Ok(Some(s)),
+            Ok(_) | Err(ContextError::Store(StoreError::NotARepository(_))) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Who acts in this call.
+    pub fn actor(&self) -> &Actor {
+        &self.call.actor
+    }
+
+    /// The directory the call runs in.
+    pub fn cwd(&self) -> &Path {
+        &self.call.cwd
+    }
+
+    /// The environment this session reads.
+    pub fn env(&self) -> &dyn Env {
+        &*self.call.env
+    }
+
+    /// The clock now, in Unix milliseconds (pinned by `KAPI_NOW` in tests).
+    pub fn now_ms(&self) -> Result<u64, ContextError> {
+        Ok(self.call.env.now_ms()?)
+    }
+
+    /// Let go of a large value: dropped in a long-running process, left to
+    /// the operating system when the process ends with this call (freeing
+    /// a large log costs more than it returns).
+    pub fn release<T>(&self, value: T) {
+        if self.call.env.ends_with_call() {
+            std::mem::forget(value);
+        } else {
+            drop(value);
+        }
     }
 
     /// The commit checked out, recorded as the basis of an operation.
@@ -112,18 +212,22 @@ impl Session {
     pub fn record(&self, kind: Kind) -> Record {
         Record {
             basis: self.basis(),
-            ..Record::new(self.project.clone(), self.actor.clone(), kind)
+            ..Record::new(self.project.clone(), self.call.actor.clone(), kind)
         }
     }
 
     /// Append several records as one commit, in the order given.
     pub fn append_all(&self, records: Vec<Record>) -> Result<Vec<Record>, ContextError> {
-        Ok(self.store.append_all(self.now_ms, self.random, records)?)
+        Ok(self
+            .store
+            .append_all(self.now_ms()?, self.call.env.random(), records)?)
     }
 
     /// Append `record` (its id and instant are minted under the store lock).
     pub fn append(&self, record: Record) -> Result<Record, ContextError> {
-        Ok(self.store.append(self.now_ms, self.random, record)?)
+        Ok(self
+            .store
+            .append(self.now_ms()?, self.call.env.random(), record)?)
     }
 }
 
@@ -156,7 +260,7 @@ fn project_key(config: &Config, store: &Store, root: &Path) -> String {
 /// A path as the log stores it: relative to the work tree (a relative path
 /// is taken from where kapi runs), `.` and `..` resolved, forward slashes.
 pub fn work_tree_path(session: &Session, path: &str) -> Result<String, ContextError> {
-    let absolute = session.cwd.join(path);
+    let absolute = session.cwd().join(path);
     let rel = absolute.strip_prefix(&session.root).map_err(|_| {
         ContextError::Usage(format!(
             "{path} is outside the work tree {}",
@@ -184,3 +288,6 @@ pub fn work_tree_path(session: &Session, path: &str) -> Result<String, ContextEr
     }
     Ok(parts.join("/"))
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,13 +2,17 @@
 //! rule, a note in prose, a person's change of wording — or the withdrawal
 //! of the caller's own suggestion.
 
+use std::path::PathBuf;
+
+use serde::Serialize;
+
 use super::{ContextError, Session};
+use crate::ops::Status;
 use crate::ops::forms::avoided_forms;
 use crate::ops::id::resolve;
 use crate::ops::policy::{Transition, person_decides};
-use crate::ops::record::{Correction, Evidence, Kind, Record, Scope, Subject};
+use crate::ops::record::{ActorKind, Correction, Evidence, Kind, Record, Scope, Subject};
 use crate::ops::scope::{Point, check_window, parse_point};
-use crate::ops::{Status, fold};
 
 /// What is being recorded.
 #[derive(Debug, Clone)]
@@ -46,7 +50,51 @@ pub struct NoteRequest {
 /// Axes that come from the file the evidence is in.
 const FILE_AXES: [&str; 2] = ["product", "channel"];
 
-pub fn note(session: &Session, req: NoteRequest) -> Result<Record, ContextError> {
+/// What a note recorded, and the rules files it refreshed.
+#[derive(Debug, Serialize)]
+pub struct Noted {
+    pub record: Record,
+    /// Rules files rewritten because what is in force changed.
+    pub refreshed: Vec<PathBuf>,
+}
+
+impl Noted {
+    /// What was recorded, in words: the subject, a correction `"from" →
+    /// "to"`, or the withdrawn operation `#0n79tw5k9s`.
+    pub fn describe(&self) -> String {
+        let record = &self.record;
+        match (&record.subject, &record.correction) {
+            (Some(subject), _) => subject.describe(),
+            (None, Some(c)) => format!("\"{}\" → \"{}\"", c.from, c.to),
+            (None, None) => record
+                .target
+                .as_deref()
+                .map(|t| format!("#{}", &t[..10]))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Whether it stands as a suggestion until a person keeps it.
+    pub fn suggests(&self) -> bool {
+        matches!(self.record.kind, Kind::Observe | Kind::Correct) && self.record.subject.is_some()
+    }
+}
+
+/// Record a note, a correction or a withdrawal. A person's correction can
+/// contest a rule in force, so the rules files are refreshed to stop
+/// listing it (suggestions change nothing in force).
+pub fn note(session: &Session, req: NoteRequest) -> Result<Noted, ContextError> {
+    let record = record_note(session, req)?;
+    let changes_in_force = record.kind == Kind::Correct && record.actor.kind == ActorKind::Person;
+    let refreshed = if changes_in_force {
+        super::rulesfiles::refresh_in_force(session)?
+    } else {
+        Vec::new()
+    };
+    Ok(Noted { record, refreshed })
+}
+
+fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextError> {
     if let NoteWhat::Withdraw { target } = &req.what {
         return withdraw(session, target, req.note.clone());
     }
@@ -118,7 +166,7 @@ pub fn note(session: &Session, req: NoteRequest) -> Result<Record, ContextError>
     }
     record.note = req.note.filter(|n| !n.trim().is_empty());
     person_decides(&Transition {
-        actor: &session.actor,
+        actor: session.actor(),
         kind: record.kind,
         target: None,
         widening: false,
@@ -128,12 +176,12 @@ pub fn note(session: &Session, req: NoteRequest) -> Result<Record, ContextError>
 }
 
 fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Record, ContextError> {
-    let ledger = fold(session.store.load_all()?.records);
+    let ledger = session.ledger()?;
     let ids = ledger.ids();
     let id = resolve(target, &ids)?;
     let target = ledger.get(id.as_str()).expect("resolved ids are held");
     person_decides(&Transition {
-        actor: &session.actor,
+        actor: session.actor(),
         kind: Kind::Withdraw,
         target: Some(target),
         widening: false,
@@ -179,8 +227,7 @@ fn scope(
     valid_to: Option<String>,
 ) -> Result<Scope, ContextError> {
     let mut point: Point = match path {
-        Some(p) => super::point_of(&session.config, p)
-            .map_err(|e| ContextError::Usage(format!("kapi.toml: {e}")))?,
+        Some(p) => super::point_of(&session.config, p)?,
         None => Point::new(),
     };
     for (axis, value) in parse_point(narrow)? {

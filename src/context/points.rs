@@ -22,6 +22,25 @@ struct Entry {
     axes: BTreeMap<String, String>,
 }
 
+/// Why `[[points]]` cannot be read (entries are numbered from 1).
+#[derive(Debug, thiserror::Error)]
+pub enum PointsError {
+    #[error("[[points]] entry {entry}: {source}")]
+    Entry {
+        entry: usize,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("[[points]] entry {entry}: {source}")]
+    Glob {
+        entry: usize,
+        #[source]
+        source: globset::Error,
+    },
+    #[error(transparent)]
+    Set(#[from] globset::Error),
+}
+
 /// Compiled `[[points]]` entries; later entries override earlier ones.
 #[derive(Debug, Default)]
 pub struct PointMap {
@@ -29,17 +48,23 @@ pub struct PointMap {
 }
 
 impl PointMap {
-    pub fn from_config(tables: &[toml::Table]) -> Result<Self, String> {
+    pub fn from_config(tables: &[toml::Table]) -> Result<Self, PointsError> {
         let mut entries = Vec::new();
         for (i, table) in tables.iter().enumerate() {
             let entry: Entry = toml::Value::Table(table.clone())
                 .try_into()
-                .map_err(|e| format!("[[points]] entry {}: {e}", i + 1))?;
+                .map_err(|source| PointsError::Entry {
+                    entry: i + 1,
+                    source,
+                })?;
             let mut set = GlobSetBuilder::new();
             for p in &entry.paths {
-                set.add(Glob::new(p).map_err(|e| format!("[[points]] entry {}: {e}", i + 1))?);
+                set.add(Glob::new(p).map_err(|source| PointsError::Glob {
+                    entry: i + 1,
+                    source,
+                })?);
             }
-            entries.push((set.build().map_err(|e| e.to_string())?, entry.axes));
+            entries.push((set.build()?, entry.axes));
         }
         Ok(Self { entries })
     }
@@ -61,6 +86,6 @@ impl PointMap {
 }
 
 /// The point of `rel_path` under the project's config.
-pub fn point_of(config: &crate::config::Config, rel_path: &str) -> Result<Point, String> {
+pub fn point_of(config: &crate::config::Config, rel_path: &str) -> Result<Point, PointsError> {
     Ok(PointMap::from_config(&config.points)?.point(rel_path))
 }

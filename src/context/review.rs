@@ -1,6 +1,10 @@
 //! `kapi context review`: a person's decisions. Drops are recorded before
 //! keeps, so a keep never meets a rival the same round drops.
 
+use std::path::PathBuf;
+
+use serde::Serialize;
+
 use super::{ContextError, Session};
 use crate::ops::id::{OpId, resolve};
 use crate::ops::policy::{Transition, person_decides};
@@ -18,8 +22,78 @@ pub struct ReviewRequest {
     pub note: Option<String>,
 }
 
-/// Record one round of decisions; returns the operations recorded.
-pub fn review(session: &Session, req: ReviewRequest) -> Result<Vec<Record>, ContextError> {
+/// What one round of decisions recorded, and the rules files it refreshed.
+#[derive(Debug, Serialize)]
+pub struct Reviewed {
+    pub recorded: Vec<Record>,
+    /// Rules files rewritten because what is in force changed.
+    pub refreshed: Vec<PathBuf>,
+}
+
+/// Record one round of decisions, then refresh the rules files.
+pub fn review(session: &Session, req: ReviewRequest) -> Result<Reviewed, ContextError> {
+    let recorded = decide(session, req)?;
+    let refreshed = super::rulesfiles::refresh_in_force(session)?;
+    Ok(Reviewed {
+        recorded,
+        refreshed,
+    })
+}
+
+/// One subject awaiting a person's decision: a suggestion, or a rule or
+/// note that is contested.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pending {
+    pub id: String,
+    pub short: String,
+    pub status: Status,
+    /// The subject in words: `"Quickcast", not "Quick cast"`, a note's
+    /// text, or a correction `"from" → "to"`.
+    pub subject: String,
+    /// Who recorded it (`claude (session s1)`).
+    pub actor: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contested_by: Vec<OpId>,
+    /// The counts behind it, e.g. `seen in 2 sessions`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standing: Option<String>,
+}
+
+/// What awaits a decision, in id order: every suggested or contested subject.
+pub fn pending(ledger: &Ledger) -> Vec<Pending> {
+    let mut out = Vec::new();
+    for (record, state) in ledger.iter() {
+        let Some(state) = state else {
+            continue;
+        };
+        if !matches!(state.status, Status::Suggested | Status::Contested) {
+            continue;
+        }
+        let subject = record
+            .subject
+            .as_ref()
+            .map(|s| s.describe())
+            .unwrap_or_else(|| {
+                record
+                    .correction
+                    .as_ref()
+                    .map(|c| format!("\"{}\" → \"{}\"", c.from, c.to))
+                    .unwrap_or_default()
+            });
+        out.push(Pending {
+            id: record.id.clone(),
+            short: record.short().to_owned(),
+            status: state.status,
+            subject,
+            actor: record.actor.label(),
+            contested_by: state.contested_by.clone(),
+            standing: (state.standing.sessions > 0).then(|| state.standing.describe()),
+        });
+    }
+    out
+}
+
+fn decide(session: &Session, req: ReviewRequest) -> Result<Vec<Record>, ContextError> {
     if req.keep.is_empty() && req.drop.is_empty() {
         return Err(ContextError::Usage(
             "nothing to decide: name operations with --keep <id> or --drop <id>".into(),
@@ -84,7 +158,7 @@ fn admissible(
 ) -> Result<(), ContextError> {
     let target = ledger.get(id.as_str()).expect("resolved ids are held");
     person_decides(&Transition {
-        actor: &session.actor,
+        actor: session.actor(),
         kind,
         target: Some(target),
         widening: false,

@@ -6,9 +6,34 @@
 use std::path::PathBuf;
 
 use super::{ContextError, Session};
-use crate::formats::rules_block::{BlockNote, BlockRule, refresh_block, render_block};
+use crate::formats::rules_block::{
+    BlockNote, BlockRule, RulesFileError, refresh_block, render_block,
+};
 use crate::ops::record::{Scope, Subject};
 use crate::ops::{Ledger, Status};
+
+/// Why a rules file could not be refreshed (the name is as configured).
+#[derive(Debug, thiserror::Error)]
+pub enum RulesFileIo {
+    #[error("cannot read {name}: {source}")]
+    Read {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{name}: {source}")]
+    Block {
+        name: String,
+        #[source]
+        source: RulesFileError,
+    },
+    #[error("cannot write {name}: {source}")]
+    Write {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// `product=quickcast, until 2027-01-01` for a scope narrower than the project.
 fn describe(scope: &Scope) -> Option<String> {
@@ -58,24 +83,38 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
     render_block(&rules, &notes)
 }
 
+/// Fold the log and refresh the rules files after what is in force
+/// changed; returns the files written.
+pub fn refresh_in_force(session: &Session) -> Result<Vec<PathBuf>, ContextError> {
+    let ledger = session.ledger()?;
+    let written = refresh(session, &ledger);
+    session.release(ledger);
+    written
+}
+
 /// Refresh the managed block of every rules file; returns the files written.
 pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, ContextError> {
-    let body = render(ledger, Some(session.now_ms as i64));
+    let body = render(ledger, Some(session.now_ms()? as i64));
     let mut written = Vec::new();
     for name in session.config.context.rules_files() {
         let path = session.root.join(&name);
         let existing = match std::fs::read_to_string(&path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(ContextError::Usage(format!("cannot read {name}: {e}"))),
+            Err(source) => return Err(RulesFileIo::Read { name, source }.into()),
         };
-        let updated = refresh_block(existing.as_deref(), &body)
-            .map_err(|e| ContextError::Usage(format!("{name}: {e}")))?;
+        let updated =
+            refresh_block(existing.as_deref(), &body).map_err(|source| RulesFileIo::Block {
+                name: name.clone(),
+                source,
+            })?;
         if existing.as_deref() == Some(updated.as_str()) {
             continue;
         }
-        write_in_place(&path, &updated)
-            .map_err(|e| ContextError::Usage(format!("cannot write {name}: {e}")))?;
+        write_in_place(&path, &updated).map_err(|source| RulesFileIo::Write {
+            name: name.clone(),
+            source,
+        })?;
         written.push(path);
     }
     Ok(written)

@@ -12,7 +12,36 @@ use crate::ops::record::Record;
 
 const ATTEMPTS: usize = 8;
 
+/// What merging a JSON Lines file did.
+#[derive(Debug, Default)]
+pub struct JsonlImport {
+    /// Valid operations the file held.
+    pub read: usize,
+    /// Lines of the file that could not be read, by number.
+    pub unreadable: Vec<Problem>,
+    pub merged: Merged,
+}
+
 impl Store {
+    /// Merge the operations of a JSON Lines file (as export writes it;
+    /// `origin` names it in problems) by union. Every line is untrusted: a
+    /// bad one is reported and skipped, the valid ones are still merged.
+    pub fn import_jsonl(
+        &self,
+        bytes: &[u8],
+        origin: &str,
+        now_ms: u64,
+    ) -> Result<JsonlImport, StoreError> {
+        let (mut records, mut unreadable) = (Vec::new(), Vec::new());
+        segment::parse_file(bytes, origin, &mut records, &mut unreadable);
+        let merged = self.merge_records(&records, now_ms)?;
+        Ok(JsonlImport {
+            read: records.len(),
+            unreadable,
+            merged,
+        })
+    }
+
     /// Merge `records` into the logs they belong to.
     pub fn merge_records(&self, records: &[Record], now_ms: u64) -> Result<Merged, StoreError> {
         let _lock = lock::Lock::commit(&self.kapi_dir(), self.lock_timeout)?;

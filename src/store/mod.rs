@@ -33,6 +33,7 @@ use gix::ObjectId;
 
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
+pub use merge::JsonlImport;
 pub use reflock::RefLock;
 pub use segment::{EntryError, Problem};
 
@@ -66,10 +67,11 @@ impl LogRef {
 pub enum StoreError {
     #[error("{0} is not inside a git repository; run `git init` first, or pass -C <repo>")]
     NotARepository(PathBuf),
-    #[error("git: {context}: {message}")]
+    #[error("git: {context}: {source}")]
     Git {
         context: &'static str,
-        message: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error("cannot take the store lock {path}: {source}")]
     Lock {
@@ -129,10 +131,13 @@ fn holder_text(holder: Option<u32>) -> String {
     }
 }
 
-pub(crate) fn git<E: std::fmt::Display>(context: &'static str) -> impl FnOnce(E) -> StoreError {
+/// Keep a git error as the source of the store's, with what was being done.
+pub(crate) fn git<E: std::error::Error + Send + Sync + 'static>(
+    context: &'static str,
+) -> impl FnOnce(E) -> StoreError {
     move |e| StoreError::Git {
         context,
-        message: e.to_string(),
+        source: Box::new(e),
     }
 }
 

@@ -1,10 +1,11 @@
 use std::path::Path;
 
 use super::Ctx;
-use super::vault_args::{VaultArgs, compile_error, grant, project, ranking, today, vault_root};
-use crate::cli::exit::{CliError, Exit};
+use super::vault_args::{VaultArgs, grant, project, ranking, today, vault_root};
+use crate::cli::exit::{CliError, Exit, compile_error};
 use crate::cli::output::Out;
-use crate::compile::{self, Options, Recipe, artifacts};
+use crate::compile::artifacts::{self, ArtifactCompiled};
+use crate::compile::{self, Options, Recipe};
 use crate::config::Config;
 
 /// Compile decision records into a bounded JSON context for an agent.
@@ -89,48 +90,21 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
 }
 
 fn compile_all(project: &Path, config: &Config, today: time::Date) -> Result<Exit, CliError> {
-    if config.compile.is_empty() {
-        return Err(CliError::usage(
-            "kapi.toml declares no [[compile]] artifacts",
-        ));
-    }
     let mut out = Out::new();
     let mut exit = Exit::Ok;
-    for entry in &config.compile {
-        let declared = artifacts::declared(project, &config.vault_root(), entry)
-            .map_err(|e| CliError::usage(format!("[[compile]] {}: {e}", entry.output.display())))?;
-        let options = Options {
-            recipe: declared.recipe,
-            today,
-            grant: declared.grant,
-            scope: Default::default(),
-            layout: crate::vault::Layout::from_config(&config.vault),
-        };
-        let _lock = artifacts::lock_exclusive(&declared.root).map_err(|e| {
-            CliError::store(format!(
-                "cannot lock the vault {}: {e}",
-                declared.root.display()
-            ))
-        })?;
-        let compiled = compile::compile_context(&declared.root, &options)
-            .map_err(|e| compile_error(e, &declared.root))?;
-        if compiled.refused() {
-            out.line(format!(
-                "refused {}: budget_too_small (not written)",
-                entry.output.display()
-            ))?;
-            exit = Exit::Refused;
-            continue;
+    for done in artifacts::compile_declared(project, config, today)? {
+        match done? {
+            ArtifactCompiled::Refused { output } => {
+                out.line(format!(
+                    "refused {}: budget_too_small (not written)",
+                    output.display()
+                ))?;
+                exit = Exit::Refused;
+            }
+            ArtifactCompiled::Compiled { output, bytes } => {
+                out.line(format!("compiled {} ({bytes} bytes)", output.display()))?
+            }
         }
-        let bytes = compile::serialize_compiled(&compiled);
-        artifacts::write_atomic(&declared.output, &bytes).map_err(|e| {
-            CliError::store(format!("cannot write {}: {e}", declared.output.display()))
-        })?;
-        out.line(format!(
-            "compiled {} ({} bytes)",
-            entry.output.display(),
-            bytes.len()
-        ))?;
     }
     out.flush()?;
     Ok(exit)

@@ -4,29 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use super::Ctx;
-use crate::cli::exit::{CliError, Exit};
-use crate::compile::{CompileError, Ranking, artifacts};
+use crate::cli::exit::CliError;
+use crate::compile::{Ranking, artifacts};
 use crate::config::Config;
 use crate::vault::{Grant, date};
 
-/// The CLI error for a library error. The vault root is the caller's own
-/// path, so naming it leaks nothing; vault files are never named.
-pub(crate) fn compile_error(err: CompileError, root: &Path) -> CliError {
-    match err {
-        CompileError::Vault(crate::vault::VaultError::NotFound) => CliError::store(format!(
-            "vault_not_found: {} is not a directory; set `[vault] root` in kapi.toml or pass --root",
-            root.display()
-        )),
-        CompileError::Vault(e) => CliError::store(e.to_string()),
-        e @ (CompileError::Rank(_) | CompileError::ViewMismatch) => {
-            CliError::new(Exit::Internal, e.to_string())
-        }
-        e => CliError::usage(e.to_string()),
-    }
-}
-
-/// The evaluation day: `--today`, else the UTC date of the clock, which
-/// `KAPI_NOW` (RFC 3339 or Unix milliseconds) pins for tests.
 /// The day, the vault and the grant: what compile-context and
 /// verify-context both read the vault with.
 #[derive(Debug, clap::Args)]
@@ -46,12 +28,14 @@ pub struct VaultArgs {
     pub allow: Option<String>,
 }
 
+/// The evaluation day: `--today`, else the UTC date of the clock, which
+/// `KAPI_NOW` (RFC 3339 or Unix milliseconds) pins for tests.
 pub(crate) fn today(text: Option<&str>, ctx: &Ctx) -> Result<time::Date, CliError> {
     if let Some(t) = text {
         return date::parse(t)
             .ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date")));
     }
-    let ms = ctx.now_ms()?;
+    let ms = ctx.env.now_ms()?;
     let now = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).map_err(
         |_| CliError::usage(format!("the clock ({ms} ms) is outside the range of dates")),
     )?;
@@ -73,7 +57,7 @@ pub(crate) fn ranking(text: &str) -> Result<Ranking, CliError> {
 pub(crate) fn grant(max: Option<&str>, allow: Option<&str>) -> Result<Grant, CliError> {
     let list: Option<Vec<String>> =
         allow.map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
-    artifacts::grant_from(max, list.as_deref()).map_err(CliError::usage)
+    artifacts::grant_from(max, list.as_deref()).map_err(|e| CliError::usage(e.to_string()))
 }
 
 /// The project directory (top of the git work tree, else the current

@@ -1,15 +1,13 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-
 use super::Ctx;
-use super::vault_args::{VaultArgs, compile_error, grant, project, ranking, today, vault_root};
+use super::vault_args::{VaultArgs, grant, project, ranking, today, vault_root};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
-use crate::compile::verify::{Expected, Input, VerifyError, VerifyOptions};
-use crate::compile::{self, MAX_MAX_BYTES, Verification, VerifyStatus, artifacts};
-use crate::vault::read::{ReadError, open_regular};
+use crate::compile::verify::{Expected, VerifyOptions};
+use crate::compile::{self, MAX_MAX_BYTES, artifacts};
+use crate::config::Config;
 
 /// Say whether a compiled context is current, stale or refused.
 ///
@@ -90,63 +88,29 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     };
     let root = vault_root(ctx, &project, &config, args.vault.root.as_deref());
     let path = args.artifact.unwrap_or_default();
-    let bytes = if path.as_os_str() == "-" {
+    let verdict = if path.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
             .lock()
             .take(MAX_MAX_BYTES as u64 + 1)
             .read_to_end(&mut buf)?;
-        Some(buf)
+        artifacts::verify_bytes(&root, &buf, &options)?
     } else {
-        read_artifact(&ctx.cwd.join(&path))?
-    };
-    let verdict = match bytes {
-        Some(b) => verify(&root, &b, &options)?,
-        None => refused("input_too_large", today),
+        artifacts::verify_file(&root, &ctx.cwd.join(&path), &options)?
     };
     let mut out = Out::new();
     out.raw(&compile::serialize(&verdict.to_json()))?;
     out.flush()?;
-    Ok(exit(verdict.status))
+    Ok(verdict.status.into())
 }
 
-fn verify_all(
-    project: &Path,
-    config: &crate::config::Config,
-    today: time::Date,
-) -> Result<Exit, CliError> {
-    if config.compile.is_empty() {
-        return Err(CliError::usage(
-            "kapi.toml declares no [[compile]] artifacts",
-        ));
-    }
+fn verify_all(project: &Path, config: &Config, today: time::Date) -> Result<Exit, CliError> {
     let mut out = Out::new();
     let mut worst = Exit::Ok;
-    for entry in &config.compile {
-        let declared = artifacts::declared(project, &config.vault_root(), entry)
-            .map_err(|e| CliError::usage(format!("[[compile]] {}: {e}", entry.output.display())))?;
-        let options = VerifyOptions {
-            today,
-            grant: declared.grant,
-            expected: Expected::all(&declared.recipe),
-            scope: Default::default(),
-            layout: crate::vault::Layout::from_config(&config.vault),
-        };
-        let verdict = match std::fs::symlink_metadata(&declared.output) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Verification {
-                status: VerifyStatus::Stale,
-                reasons: vec!["artifact_missing"],
-                as_of: crate::vault::date::format(today),
-            },
-            _ => match read_artifact(&declared.output)? {
-                Some(b) => verify(&declared.root, &b, &options)?,
-                None => refused("input_too_large", today),
-            },
-        };
-        let mut line = verdict.to_json();
-        line["path"] = json!(entry.output.to_string_lossy());
-        out.raw(&compile::serialize(&line))?;
-        worst = match (worst, exit(verdict.status)) {
+    for verified in artifacts::verify_declared(project, config, today)? {
+        let verified = verified?;
+        out.raw(&compile::serialize(&verified.to_json()))?;
+        worst = match (worst, verified.verification.status.into()) {
             (Exit::Refused, _) | (_, Exit::Refused) => Exit::Refused,
             (Exit::Failed, _) | (_, Exit::Failed) => Exit::Failed,
             _ => Exit::Ok,
@@ -154,41 +118,4 @@ fn verify_all(
     }
     out.flush()?;
     Ok(worst)
-}
-
-fn verify(root: &Path, bytes: &[u8], options: &VerifyOptions) -> Result<Verification, CliError> {
-    compile::verify_compiled(root, Input::Bytes(bytes), options).map_err(|e| match e {
-        VerifyError::Compile(c) => compile_error(c, root),
-    })
-}
-
-fn refused(reason: &'static str, today: time::Date) -> Verification {
-    Verification {
-        status: VerifyStatus::Refused,
-        reasons: vec![reason],
-        as_of: crate::vault::date::format(today),
-    }
-}
-
-/// The artifact's bytes, or `None` when it exceeds the largest artifact.
-fn read_artifact(path: &Path) -> Result<Option<Vec<u8>>, CliError> {
-    let cannot =
-        |e: &dyn std::fmt::Display| CliError::usage(format!("cannot read {}: {e}", path.display()));
-    let file = open_regular(path).map_err(|e| match e {
-        ReadError::NotRegular => cannot(&"not a regular file"),
-        e => cannot(&e),
-    })?;
-    let mut buf = Vec::new();
-    file.take(MAX_MAX_BYTES as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| cannot(&e))?;
-    Ok((buf.len() <= MAX_MAX_BYTES).then_some(buf))
-}
-
-fn exit(status: VerifyStatus) -> Exit {
-    match status {
-        VerifyStatus::Current => Exit::Ok,
-        VerifyStatus::Stale => Exit::Failed,
-        VerifyStatus::Refused => Exit::Refused,
-    }
 }

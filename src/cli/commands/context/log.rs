@@ -1,10 +1,9 @@
 //! `kapi context log`
 
-use serde_json::json;
-
 use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
+use crate::context::log::{Filter, query};
 use crate::ops::record::{Kind, Record};
 use crate::ops::{State, Status};
 
@@ -46,53 +45,27 @@ fn parse_kind(s: &str) -> Result<Kind, String> {
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let session = ctx.session()?;
+    let filter = Filter {
+        status: args.status,
+        kind: args.kind,
+        session: args.session,
+        actor: args.actor,
+    }
+    .resolve(&session)?;
     let ledger = session.ledger()?;
-    let this_session = match args.session.as_deref() {
-        Some("this") => Some(ctx.var("KAPI_SESSION").filter(|s| !s.is_empty()).ok_or_else(|| {
-            CliError::usage("--session this reads KAPI_SESSION, which is not set; name the session instead")
-        })?),
-        other => other.map(str::to_owned),
-    };
-    let actor = match args.actor.as_deref() {
-        Some("you") => Some(session.actor.name.clone()),
-        other => other.map(str::to_owned),
-    };
-    let ignored: std::collections::HashMap<&str, &str> = ledger
-        .ignored
-        .iter()
-        .map(|i| (i.id.as_str(), i.reason.as_str()))
-        .collect();
     let mut out = Out::new();
-    for record in &ledger.records {
-        let state = ledger.state(&record.id);
-        if args
-            .status
-            .is_some_and(|s| state.map(|st| st.status) != Some(s))
-            || args.kind.is_some_and(|k| record.kind != k)
-            || this_session
-                .as_ref()
-                .is_some_and(|s| record.actor.session.as_ref() != Some(s))
-            || actor.as_ref().is_some_and(|a| &record.actor.name != a)
-        {
-            continue;
-        }
+    for entry in query(&ledger, &filter) {
         if args.json {
-            let mut line = json_line(record, state);
-            line["ignored"] = ignored
-                .get(record.id.as_str())
-                .map(|r| serde_json::Value::from(*r))
-                .unwrap_or_default();
-            out.line(line.to_string())?;
+            out.line(entry.to_json().to_string())?;
         } else {
-            let mut line = human_line(record, state);
-            if let Some(reason) = ignored.get(record.id.as_str()) {
+            let mut line = human_line(entry.record, entry.state);
+            if let Some(reason) = entry.ignored {
                 line.push_str(&format!(" [ignored: {reason}]"));
             }
             out.line(line)?;
         }
     }
-    // The process ends now: freeing a large log costs more than it returns.
-    std::mem::forget(ledger);
+    session.release(ledger);
     Ok(Exit::Ok)
 }
 
@@ -131,25 +104,4 @@ fn human_line(record: &Record, state: Option<&State>) -> String {
         line.push_str(&format!(" · {}", state.standing.describe()));
     }
     line
-}
-
-fn json_line(record: &Record, state: Option<&State>) -> serde_json::Value {
-    json!({
-        "id": record.id,
-        "short": record.short(),
-        "kind": record.kind.as_str(),
-        "at": record.at,
-        "actor": record.actor,
-        "status": state.map(|s| s.status.as_str()),
-        "established": state.map(|s| s.status == crate::ops::Status::Established),
-        "subject": record.subject,
-        "correction": record.correction,
-        "evidence": record.evidence,
-        "scope": state.map(|s| &s.scope).unwrap_or(&record.scope),
-        "target": record.target,
-        "note": record.note,
-        "contested_by": state.map(|s| s.contested_by.clone()).unwrap_or_default(),
-        "standing": state.filter(|s| matches!(s.status, Status::Suggested | Status::Contested)).map(|s| &s.standing),
-        "advisory": state.map(|s| s.advisory),
-    })
 }

@@ -1,10 +1,9 @@
 //! `kapi context note`
 
-use crate::cli::commands::Ctx;
+use crate::cli::commands::{Ctx, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::{NoteRequest, NoteWhat, note};
-use crate::ops::record::Kind;
 
 /// Record what you noticed. A term rule or a correction needs evidence:
 /// the file it was seen in (--path) or a quotation (--quote).
@@ -96,38 +95,21 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         valid_to: args.valid_to,
         note: args.note,
     };
-    let record = note(&session, request)?;
+    let noted = note(&session, request)?;
     let mut out = Out::new();
-    // A person's correction can contest a rule in force: the rules files
-    // must stop listing it. (Suggestions change nothing in force.)
-    let changes_in_force =
-        record.kind == Kind::Correct && record.actor.kind == crate::ops::ActorKind::Person;
-    let refreshed = if changes_in_force {
-        let ledger = session.ledger()?;
-        crate::context::rulesfiles::refresh(&session, &ledger)?
-    } else {
-        Vec::new()
-    };
     if args.json {
-        out.line(record.to_canonical_json())?;
+        out.line(noted.record.to_canonical_json())?;
         return Ok(Exit::Ok);
     }
-    let what = match (&record.subject, &record.correction) {
-        (Some(subject), _) => subject.describe(),
-        (None, Some(c)) => format!("\"{}\" → \"{}\"", c.from, c.to),
-        (None, None) => record
-            .target
-            .as_deref()
-            .map(|t| format!("#{}", &t[..10]))
-            .unwrap_or_default(),
-    };
+    let record = &noted.record;
     out.line(format!(
-        "recorded #{} {} {what}",
+        "recorded #{} {} {}",
         record.short(),
-        record.kind.as_str()
+        record.kind.as_str(),
+        noted.describe()
     ))?;
-    crate::cli::commands::report_rules_files(&session, &refreshed, &mut out)?;
-    if matches!(record.kind, Kind::Observe | Kind::Correct) && record.subject.is_some() {
+    report_rules_files(&session, &noted.refreshed, &mut out)?;
+    if noted.suggests() {
         out.line(format!(
             "it advises as a suggestion until a person keeps it: kapi context review --keep {}",
             record.short()

@@ -3,7 +3,7 @@
 use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
-use crate::context::{Item, applies_at, point_of};
+use crate::context::{AtPath, Item, at_path};
 
 /// What applies at a path: the established rules and kept notes in force
 /// at its point, the suggestions there, and the rules held elsewhere in the
@@ -26,31 +26,20 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         ));
     };
     let session = ctx.session()?;
-    let rel = crate::context::work_tree_path(&session, &path)?;
-    // A folder sits where the files in it do.
-    let probe = if session.root.join(&rel).is_dir() {
-        format!("{rel}/_")
-    } else {
-        rel.clone()
-    };
-    let point = point_of(&session.config, &probe)
-        .map_err(|e| CliError::usage(format!("kapi.toml: {e}")))?;
-    let ledger = session.ledger()?;
-    let here = applies_at(&ledger, &point, Some(session.now_ms as i64));
+    let doc = at_path(&session, &path)?;
     let mut out = Out::new();
     if args.json {
-        let doc = serde_json::json!({"path": rel, "point": point, "rules": here.rules, "notes": here.notes,
-            "suggestions": here.suggestions, "elsewhere": here.elsewhere});
-        out.line(doc.to_string())?;
+        out.line(doc.to_json().to_string())?;
         return Ok(Exit::Ok);
     }
+    let AtPath { path, point, here } = doc;
     let where_ = if point.is_empty() {
         String::new()
     } else {
         let axes: Vec<String> = point.iter().map(|(a, v)| format!("{a}={v}")).collect();
         format!(" ({})", axes.join(", "))
     };
-    out.line(format!("{rel}{where_}"))?;
+    out.line(format!("{path}{where_}"))?;
     section(&mut out, "Rules in force", &here.rules)?;
     section(&mut out, "Notes a person kept", &here.notes)?;
     section(

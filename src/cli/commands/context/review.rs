@@ -1,10 +1,9 @@
 //! `kapi context review`
 
-use crate::cli::commands::{Ctx, contested_by};
+use crate::cli::commands::{Ctx, contested_by, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
-use crate::context::{ReviewRequest, review};
-use crate::ops::Status;
+use crate::context::{ReviewRequest, pending, review};
 
 /// Decide what becomes a rule. Keep a suggestion and it binds: `kapi check`
 /// fails on it (unless --advisory). Drop a suggestion or a rule in force and
@@ -37,46 +36,31 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut out = Out::new();
     if args.keep.is_empty() && args.drop.is_empty() {
         let ledger = session.ledger()?;
-        let mut waiting = 0;
-        for record in &ledger.records {
-            let Some(state) = ledger.state(&record.id) else {
-                continue;
-            };
-            if !matches!(state.status, Status::Suggested | Status::Contested) {
-                continue;
-            }
-            waiting += 1;
-            let subject = record
-                .subject
-                .as_ref()
-                .map(|s| s.describe())
-                .unwrap_or_else(|| {
-                    record
-                        .correction
-                        .as_ref()
-                        .map(|c| format!("\"{}\" → \"{}\"", c.from, c.to))
-                        .unwrap_or_default()
-                });
-            let contest = contested_by(&state.contested_by)
+        let waiting = pending(&ledger);
+        session.release(ledger);
+        for p in &waiting {
+            let contest = contested_by(&p.contested_by)
                 .map(|c| format!(" {c}"))
                 .unwrap_or_default();
-            let standing = if state.standing.sessions > 0 {
-                format!(" · {}", state.standing.describe())
-            } else {
-                String::new()
-            };
+            let standing = p
+                .standing
+                .as_ref()
+                .map(|s| format!(" · {s}"))
+                .unwrap_or_default();
             out.line(format!(
-                "{} {} {subject}{contest} · {}{standing}",
-                record.short(),
-                state.status.as_str(),
-                record.actor.label(),
+                "{} {} {}{contest} · {}{standing}",
+                p.short,
+                p.status.as_str(),
+                p.subject,
+                p.actor,
             ))?;
         }
-        if waiting == 0 {
+        if waiting.is_empty() {
             out.line("nothing awaits a decision")?;
         } else {
             out.line(format!(
-                "{waiting} awaiting a decision: kapi context review --keep <id> | --drop <id>"
+                "{} awaiting a decision: kapi context review --keep <id> | --drop <id>",
+                waiting.len()
             ))?;
         }
         return Ok(Exit::Ok);
@@ -89,7 +73,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         advisory: args.advisory,
         note: args.note,
     };
-    for record in review(&session, request)? {
+    let reviewed = review(&session, request)?;
+    for record in &reviewed.recorded {
         let target = record.target.as_deref().unwrap_or_default();
         out.line(format!(
             "recorded #{} {} #{}",
@@ -98,6 +83,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             &target[..10]
         ))?;
     }
-    crate::cli::commands::refresh_rules_files(&session, &mut out)?;
+    report_rules_files(&session, &reviewed.refreshed, &mut out)?;
     Ok(Exit::Ok)
 }

@@ -2,9 +2,11 @@
 
 use std::io::{Read, Write};
 
-use crate::cli::commands::Ctx;
+use crate::cli::commands::{Ctx, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
-use crate::store::segment::{self, Problem};
+use crate::cli::output::Out;
+use crate::context::transfer::{FileImported, import_files, import_log};
+use crate::context::{ImportOutcome, Session};
 
 /// The largest file `kapi store import` reads.
 const MAX_IMPORT_BYTES: u64 = 1 << 30;
@@ -34,77 +36,59 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let Some(file) = args.file else {
         return import_context_files(&session, args.force);
     };
-    let args = FileArgs { file };
     let mut bytes = Vec::new();
-    let read = if args.file == "-" {
+    let read = if file == "-" {
         std::io::stdin()
             .lock()
             .take(MAX_IMPORT_BYTES + 1)
             .read_to_end(&mut bytes)
     } else {
-        std::fs::File::open(ctx.cwd.join(&args.file))
+        std::fs::File::open(ctx.cwd.join(&file))
             .and_then(|f| f.take(MAX_IMPORT_BYTES + 1).read_to_end(&mut bytes))
     };
-    read.map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.file)))?;
+    read.map_err(|e| CliError::usage(format!("cannot read {file}: {e}")))?;
     if bytes.len() as u64 > MAX_IMPORT_BYTES {
         return Err(CliError::usage(format!(
-            "{} is larger than 1 GiB; split it",
-            args.file
+            "{file} is larger than 1 GiB; split it"
         )));
     }
-    let (mut records, mut problems): (Vec<_>, Vec<Problem>) = (Vec::new(), Vec::new());
-    segment::parse_file(&bytes, &args.file, &mut records, &mut problems);
-    let total = records.len();
-    let merged = session.store.merge_records(&records, session.now_ms)?;
+    let imported = import_log(&session, &bytes, &file)?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
-        "read {total} operations from {}: {} new, {} already held, {} refused",
-        args.file,
-        merged.added,
-        merged.held,
-        merged.refused.len()
+        "read {} operations from {file}: {} new, {} already held, {} refused",
+        imported.read, imported.added, imported.held, imported.refused
     );
-    for p in problems.iter().chain(&merged.refused) {
-        let _ = writeln!(err, "error: {}: {}", p.location, p.error);
+    for r in &imported.rejected {
+        let _ = writeln!(err, "error: {}: {}", r.location, r.error);
     }
-    if merged.added > 0 {
-        let mut out = crate::cli::output::Out::new();
-        crate::cli::commands::refresh_rules_files(&session, &mut out)?;
-    }
-    let rejected = problems.len() + merged.refused.len();
-    if rejected == 0 {
+    report_rules_files(&session, &imported.refreshed, &mut Out::new())?;
+    if imported.rejected.is_empty() {
         Ok(Exit::Ok)
     } else {
         let _ = writeln!(
             err,
-            "{rejected} operations were rejected and skipped; {} valid new operations were merged",
-            merged.added
+            "{} operations were rejected and skipped; {} valid new operations were merged",
+            imported.rejected.len(),
+            imported.added
         );
         Ok(Exit::Store)
     }
 }
 
-struct FileArgs {
-    file: String,
-}
-
-fn import_context_files(session: &crate::context::Session, force: bool) -> Result<Exit, CliError> {
-    use crate::context::ImportOutcome;
-    let outcomes = crate::context::import_context_files(session, force)?;
-    let mut out = crate::cli::output::Out::new();
-    if outcomes.is_empty() {
+fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError> {
+    let imported = import_files(session, force)?;
+    let mut out = Out::new();
+    if imported.files.is_empty() {
         out.line(
             "no context files found: name term lists in kapi.toml ([context] terms = [\"terms.tsv\"]) or keep a .vale.ini with StylesPath",
         )?;
         return Ok(Exit::Ok);
     }
     let mut failed = 0;
-    let mut imported = 0;
-    for (file, outcome) in &outcomes {
+    for FileImported { file, outcome } in &imported.files {
         match outcome {
             ImportOutcome::Imported { id, rules, skipped } => {
-                imported += 1;
                 out.line(format!(
                     "imported {} as #{}: {rules} term rules",
                     file.path,
@@ -117,15 +101,13 @@ fn import_context_files(session: &crate::context::Session, force: bool) -> Resul
             ImportOutcome::Unchanged => {
                 out.line(format!("unchanged since the last import: {}", file.path))?
             }
-            ImportOutcome::Failed(message) => {
+            ImportOutcome::Failed { message } => {
                 failed += 1;
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "error: {message}");
             }
         }
     }
-    if imported > 0 {
-        crate::cli::commands::refresh_rules_files(session, &mut out)?;
-    }
+    report_rules_files(session, &imported.refreshed, &mut out)?;
     Ok(if failed > 0 { Exit::Usage } else { Exit::Ok })
 }

@@ -1,0 +1,425 @@
+//! `kapi check` as a use case: the rules in force (from the log and from
+//! term lists), the files to check, one matcher per distinct selection of
+//! rules, the check itself, and the usage signals a whole-project check
+//! records (as the Tool `check`, asked of the policy like every operation).
+//! A pre-commit hook, an agent's stop hook and the command line call this
+//! one function and get the same report.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::{ContextError, PointMap, Session};
+use crate::check::files::{self, FilesError, ProseFilter};
+use crate::check::format::json::Document;
+use crate::check::usage::Usage;
+use crate::check::{
+    CheckRule, FileRef, Matcher, MatcherError, Outcome, Warning, check_files, check_files_counting,
+};
+use crate::config::Config;
+use crate::formats::{self, RuleStatus};
+use crate::ops::Ledger;
+use crate::ops::policy::{Transition, person_decides};
+use crate::ops::record::{Actor, ActorKind, Kind, Scope, Signal, SignalSource};
+
+/// What to check.
+#[derive(Debug, Clone, Default)]
+pub struct CheckRequest {
+    /// The directory kapi runs in: PATHS and term lists are relative to it.
+    pub cwd: PathBuf,
+    /// Files or folders; none means the whole project.
+    pub paths: Vec<PathBuf>,
+    /// Check the index's blobs, not the working tree.
+    pub staged: bool,
+    /// Term lists to check against too (`--rules`).
+    pub extra_rules: Vec<PathBuf>,
+    /// Record usage signals when the whole project is checked.
+    pub record_usage: bool,
+}
+
+/// What a check found: the findings and warnings, and how many usage
+/// signals it recorded. Serializes as the `--format json` document.
+#[derive(Debug)]
+pub struct CheckReport {
+    pub outcome: Outcome,
+    /// Usage signals recorded in the log.
+    pub signals: usize,
+}
+
+impl CheckReport {
+    /// Whether a finding fails the check.
+    pub fn failed(&self) -> bool {
+        self.outcome.summary().failing > 0
+    }
+}
+
+impl Serialize for CheckReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Document::of(&self.outcome).serialize(s)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error(transparent)]
+    Context(#[from] ContextError),
+    #[error(transparent)]
+    Files(#[from] FilesError),
+    /// A bug: an automaton over valid rules could not be built.
+    #[error(transparent)]
+    Matcher(#[from] MatcherError),
+    #[error("cannot read the term list {}: {source}", file.display())]
+    TermList {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {message}", file.display())]
+    TermListSyntax { file: PathBuf, message: String },
+    #[error("kapi.toml: {0}")]
+    Points(#[source] super::PointsError),
+    /// Bad input the caller can fix; the message says how.
+    #[error("{0}")]
+    Usage(String),
+    #[error("{}: {source}", path.display())]
+    Root {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Check prose against the rules in force. `session` is `None` outside a
+/// work tree: then only named files and term lists are checked.
+pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckReport, CheckError> {
+    // One discovery of the repository and one reading of kapi.toml serve the
+    // file listing, the prose filter and the log.
+    let root = session.map(|s| s.root.clone());
+    let default_config = Config::default();
+    let config = session.map_or(&default_config, |s| &s.config);
+    let filter = ProseFilter::new(&config.check)?.with_vale_styles(root.as_deref());
+
+    // The log: rules in force now, each with the scope it holds in.
+    let ledger = session.map(|s| s.ledger()).transpose()?;
+    let mut rules: Vec<(CheckRule, Option<Scope>)> = match (session, &ledger) {
+        (Some(session), Some(ledger)) => rules_from_log(session, ledger)?,
+        _ => Vec::new(),
+    };
+    for file in &req.extra_rules {
+        rules.extend(
+            rules_from_term_list(&req.cwd, file)?
+                .into_iter()
+                .map(|r| (r, None)),
+        );
+    }
+    let mut warnings = Vec::new();
+    if rules.is_empty() {
+        warnings.push(Warning {
+            path: None,
+            message:
+                "no rules are in force: record one with `kapi context note`, or pass --rules FILE"
+                    .into(),
+        });
+    }
+    if let (Some(session), Some(ledger)) = (session, &ledger) {
+        match super::never_imported(session, ledger) {
+            Ok(unread) if !unread.is_empty() => warnings.push(Warning {
+                path: None,
+                message: format!(
+                    "{} context file{} never imported ({}): a person runs `kapi store import` to put them in force",
+                    unread.len(),
+                    if unread.len() == 1 { " was" } else { "s were" },
+                    unread.join(", ")
+                ),
+            }),
+            Ok(_) => {}
+            // A broken [context] section is for `kapi store import` to refuse;
+            // the check still runs.
+            Err(e) => warnings.push(Warning { path: None, message: format!("context files: {e}") }),
+        }
+    }
+
+    let points = match session {
+        Some(s) => PointMap::from_config(&s.config.points).map_err(CheckError::Points)?,
+        None => PointMap::default(),
+    };
+    let whole_project = req.paths.is_empty() && !req.staged;
+    let files = list_files(req, root.as_deref(), &filter)?;
+    // Usage counts need every preferred form in the automaton (a plain
+    // matcher leaves out those that cannot change a finding).
+    let counting = whole_project && req.record_usage && session.is_some();
+    let mut book = RuleBook::new(rules, points, counting);
+    let mut work = Vec::with_capacity(files.len());
+    let mut counters = Vec::new();
+    for file in files {
+        let (matcher, counter) = book.matchers_for(&file.path)?;
+        work.push((file, matcher));
+        counters.extend(counter);
+    }
+    let mut outcome = if counters.len() == work.len() && !work.is_empty() {
+        check_files_counting(&work, &counters, threads())
+    } else {
+        check_files(&work, threads())
+    };
+    warnings.append(&mut outcome.warnings);
+    outcome.warnings = warnings;
+    let mut signals = 0;
+    if let (true, Some(session), Some(ledger)) = (counting, session, &ledger) {
+        signals = record_usage(session, ledger, &outcome.usage)?;
+    }
+    if let (Some(session), Some(ledger)) = (session, ledger) {
+        session.release(ledger);
+    }
+    Ok(CheckReport { outcome, signals })
+}
+
+/// Files are read and checked on up to 8 threads.
+fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
+}
+
+fn list_files(
+    req: &CheckRequest,
+    root: Option<&Path>,
+    filter: &ProseFilter,
+) -> Result<Vec<FileRef>, CheckError> {
+    if req.staged {
+        let root =
+            root.ok_or_else(|| CheckError::Usage("--staged needs a git repository".into()))?;
+        let only = req
+            .paths
+            .iter()
+            .map(|p| repo_relative(root, &req.cwd.join(p)))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(files::staged(root, filter, &only)?);
+    }
+    if !req.paths.is_empty() {
+        return Ok(files::named(root, &req.cwd, &req.paths, filter)?);
+    }
+    let root = root.ok_or_else(|| {
+        CheckError::Usage(
+            "not inside a git repository: name the files or folders to check (kapi check PATHS...)"
+                .into(),
+        )
+    })?;
+    Ok(files::project_files(root, filter)?)
+}
+
+/// `abs` relative to the repository root, with forward slashes; the
+/// directory part is resolved so `./` and `..` work.
+fn repo_relative(root: &Path, abs: &Path) -> Result<String, CheckError> {
+    let root = root.canonicalize().map_err(|source| CheckError::Root {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    let (dir, name) = match abs.canonicalize() {
+        Ok(a) => (a, None),
+        // A path deleted from the work tree may still be staged.
+        Err(_) => {
+            let parent = abs.parent().unwrap_or(abs);
+            let dir = parent
+                .canonicalize()
+                .map_err(|_| FilesError::Missing(abs.to_path_buf()))?;
+            (
+                dir,
+                abs.file_name().map(|n| n.to_string_lossy().into_owned()),
+            )
+        }
+    };
+    let rel = dir
+        .strip_prefix(&root)
+        .map_err(|_| CheckError::Usage(format!("{} is outside the repository", abs.display())))?;
+    let mut s = rel.to_string_lossy().replace('\\', "/");
+    if let Some(n) = name {
+        if !s.is_empty() {
+            s.push('/');
+        }
+        s.push_str(&n);
+    }
+    Ok(s)
+}
+
+/// The rules the log holds in force now, each with its scope (applied per
+/// file in `RuleBook::rules_for`).
+pub fn rules_from_log(
+    session: &Session,
+    ledger: &Ledger,
+) -> Result<Vec<(CheckRule, Option<Scope>)>, ContextError> {
+    Ok(ledger
+        .term_rules(None, Some(session.now_ms()? as i64))
+        .into_iter()
+        .map(|r| {
+            let rule = CheckRule {
+                id: r.id,
+                preferred: r.preferred.unwrap_or_default(),
+                avoided: r.avoided,
+                suggested: r.suggested,
+                advisory: r.advisory,
+                exact: r.exact,
+            };
+            (rule, Some(r.scope))
+        })
+        .collect())
+}
+
+/// The actor usage signals are recorded as: the checker, whoever ran it.
+pub fn checker() -> Actor {
+    Actor {
+        kind: ActorKind::Tool,
+        name: "check".into(),
+        session: None,
+    }
+}
+
+/// Record, for each rule of the log (not of an imported file) the check
+/// counted, a usage signal when its counts differ from the latest
+/// recorded; returns how many were recorded.
+pub fn record_usage(
+    session: &Session,
+    ledger: &Ledger,
+    usage: &BTreeMap<String, Usage>,
+) -> Result<usize, ContextError> {
+    let mut signals = Vec::new();
+    for (id, used) in usage {
+        let Some(state) = ledger.state(id) else {
+            continue;
+        };
+        let counts = (used.preferred as u64, used.avoided as u64);
+        if state.standing.usage == Some(counts)
+            || (state.standing.usage.is_none() && counts == (0, 0))
+        {
+            continue;
+        }
+        let mut record = session.record(Kind::Signal);
+        record.actor = checker();
+        record.target = Some(id.clone());
+        record.signal = Some(Box::new(Signal {
+            source: SignalSource::Usage,
+            preferred: counts.0,
+            avoided: counts.1,
+            commit: None,
+            pr: None,
+            merger: None,
+        }));
+        person_decides(&Transition {
+            actor: &record.actor,
+            kind: record.kind,
+            target: ledger.get(id),
+            widening: false,
+            editing: false,
+        })?;
+        signals.push(record);
+    }
+    let count = signals.len();
+    session.append_all(signals)?;
+    Ok(count)
+}
+
+/// Rules from a term list named with `--rules` (relative to `cwd`). Ids
+/// are `<file name>:<line>`.
+pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, CheckError> {
+    let text = std::fs::read_to_string(cwd.join(file)).map_err(|source| CheckError::TermList {
+        file: file.to_path_buf(),
+        source,
+    })?;
+    let parsed = formats::parse_term_list(&text).map_err(|e| CheckError::TermListSyntax {
+        file: file.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let name = file.file_name().map_or_else(
+        || file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    Ok(parsed
+        .rules
+        .into_iter()
+        .map(|r| CheckRule {
+            id: format!("{name}:{}", r.line),
+            preferred: r.preferred.unwrap_or_default(),
+            avoided: r.avoided,
+            suggested: matches!(r.status, RuleStatus::Suggested | RuleStatus::Contested),
+            advisory: r.status == RuleStatus::Advisory,
+            exact: r.exact,
+        })
+        .collect())
+}
+
+/// Which rules hold for a file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Selection {
+    All,
+    /// Indices into the rule book, ascending.
+    Some(Vec<usize>),
+}
+
+/// A matcher, and with counting on, the matcher that counts usage.
+type Matchers = (Arc<Matcher>, Option<Arc<Matcher>>);
+
+/// Every rule once, and one matcher per distinct selection of them (most
+/// files share one).
+pub struct RuleBook {
+    rules: Vec<CheckRule>,
+    /// Where each rule holds; `None` for a term list's rules (everywhere).
+    scopes: Vec<Option<Scope>>,
+    points: PointMap,
+    /// Also build matchers that count every preferred form (usage signals).
+    counting: bool,
+    matchers: HashMap<Selection, Matchers>,
+}
+
+impl RuleBook {
+    pub fn new(rules: Vec<(CheckRule, Option<Scope>)>, points: PointMap, counting: bool) -> Self {
+        let (rules, scopes) = rules.into_iter().unzip();
+        RuleBook {
+            rules,
+            scopes,
+            points,
+            counting,
+            matchers: HashMap::new(),
+        }
+    }
+
+    /// The rules that hold at `path` (repository-relative): those whose
+    /// scope covers the file's point.
+    pub fn rules_for(&self, path: &str) -> Selection {
+        let point = self.points.point(path);
+        let holding: Vec<usize> = self
+            .scopes
+            .iter()
+            .enumerate()
+            .filter(|(_, scope)| scope.as_ref().is_none_or(|s| s.covers(&point)))
+            .map(|(i, _)| i)
+            .collect();
+        if holding.len() == self.rules.len() {
+            Selection::All
+        } else {
+            Selection::Some(holding)
+        }
+    }
+
+    /// The matcher for `path`, and with counting on, the matcher that counts
+    /// usage (a plain matcher leaves out preferred forms that cannot change
+    /// a finding).
+    pub fn matchers_for(&mut self, path: &str) -> Result<Matchers, MatcherError> {
+        let sel = self.rules_for(path);
+        if let Some((m, u)) = self.matchers.get(&sel) {
+            return Ok((Arc::clone(m), u.clone()));
+        }
+        let chosen: Vec<CheckRule> = match &sel {
+            Selection::All => self.rules.clone(),
+            Selection::Some(ix) => ix.iter().map(|&i| self.rules[i].clone()).collect(),
+        };
+        let m = Arc::new(Matcher::new(&chosen)?);
+        let u = if self.counting {
+            Some(Arc::new(Matcher::for_usage(&chosen)?))
+        } else {
+            None
+        };
+        self.matchers.insert(sel, (Arc::clone(&m), u.clone()));
+        Ok((m, u))
+    }
+}

@@ -1,0 +1,123 @@
+//! `kapi context log` as a query: every operation of the folded log, with
+//! its state, filtered. A [`LogEntry`] serializes as one line of
+//! `kapi context log --json`.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{ContextError, Session};
+use crate::ops::record::{Kind, Record};
+use crate::ops::{Ledger, State, Status};
+
+/// Which operations to list; every field narrows.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only subjects with this status.
+    pub status: Option<Status>,
+    /// Only operations of this kind.
+    pub kind: Option<Kind>,
+    /// Only what this session recorded.
+    pub session: Option<String>,
+    /// Only what this actor (a name or e-mail) recorded.
+    pub actor: Option<String>,
+}
+
+impl Filter {
+    /// Resolve the caller's shorthands: the session `this` is the calling
+    /// session (`KAPI_SESSION`), the actor `you` is whoever is acting.
+    pub fn resolve(mut self, session: &Session) -> Result<Self, ContextError> {
+        if self.session.as_deref() == Some("this") {
+            let this = session
+                .env()
+                .var("KAPI_SESSION")
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    ContextError::Usage(
+                        "--session this reads KAPI_SESSION, which is not set; name the session instead"
+                            .into(),
+                    )
+                })?;
+            self.session = Some(this);
+        }
+        if self.actor.as_deref() == Some("you") {
+            self.actor = Some(session.actor().name.clone());
+        }
+        Ok(self)
+    }
+
+    fn admits(&self, record: &Record, state: Option<&State>) -> bool {
+        !(self
+            .status
+            .is_some_and(|s| state.map(|st| st.status) != Some(s))
+            || self.kind.is_some_and(|k| record.kind != k)
+            || self
+                .session
+                .as_ref()
+                .is_some_and(|s| record.actor.session.as_ref() != Some(s))
+            || self.actor.as_ref().is_some_and(|a| &record.actor.name != a))
+    }
+}
+
+/// One operation of the log with its folded state.
+#[derive(Debug, Clone, Copy)]
+pub struct LogEntry<'a> {
+    pub record: &'a Record,
+    /// The state of a subject-bearing operation.
+    pub state: Option<&'a State>,
+    /// Why the fold ignored the operation, if it did.
+    pub ignored: Option<&'a str>,
+}
+
+impl LogEntry<'_> {
+    /// The JSON object of `kapi context log --json` (docs/ledger.md).
+    pub fn to_json(&self) -> serde_json::Value {
+        let (record, state) = (self.record, self.state);
+        json!({
+            "id": record.id,
+            "short": record.short(),
+            "kind": record.kind.as_str(),
+            "at": record.at,
+            "actor": record.actor,
+            "status": state.map(|s| s.status.as_str()),
+            "established": state.map(|s| s.status == Status::Established),
+            "subject": record.subject,
+            "correction": record.correction,
+            "evidence": record.evidence,
+            "scope": state.map(|s| &s.scope).unwrap_or(&record.scope),
+            "target": record.target,
+            "note": record.note,
+            "contested_by": state.map(|s| s.contested_by.clone()).unwrap_or_default(),
+            "standing": state.filter(|s| matches!(s.status, Status::Suggested | Status::Contested)).map(|s| &s.standing),
+            "advisory": state.map(|s| s.advisory),
+            "ignored": self.ignored,
+        })
+    }
+}
+
+impl Serialize for LogEntry<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+/// The operations of `ledger` the filter admits, in id order.
+pub fn query<'a>(ledger: &'a Ledger, filter: &Filter) -> Vec<LogEntry<'a>> {
+    let ignored: HashMap<&str, &str> = ledger
+        .ignored
+        .iter()
+        .map(|i| (i.id.as_str(), i.reason.as_str()))
+        .collect();
+    ledger
+        .records
+        .iter()
+        .map(|record| (record, ledger.state(&record.id)))
+        .filter(|(record, state)| filter.admits(record, *state))
+        .map(|(record, state)| LogEntry {
+            record,
+            state,
+            ignored: ignored.get(record.id.as_str()).copied(),
+        })
+        .collect()
+}

@@ -1,0 +1,219 @@
+//! Moving context in and out of the log: `kapi store import` (a JSON Lines
+//! file merged by union, or the checkout's context files) and `kapi store
+//! export` (the shared log as JSON Lines, and writing it safely). Every
+//! import that puts something in force refreshes the rules files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::import::{ContextFile, ImportOutcome};
+use super::{ContextError, Session};
+use crate::store::{LogRef, Problem};
+
+/// An operation that was not merged: where it was, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejected {
+    pub location: String,
+    pub error: String,
+}
+
+impl From<&Problem> for Rejected {
+    fn from(p: &Problem) -> Self {
+        Rejected {
+            location: p.location.clone(),
+            error: p.error.to_string(),
+        }
+    }
+}
+
+/// What merging a JSON Lines file did.
+#[derive(Debug, Serialize)]
+pub struct LogImported {
+    /// Valid operations the file held.
+    pub read: usize,
+    /// Operations the log did not hold before.
+    pub added: usize,
+    /// Operations the log already held, byte for byte.
+    pub held: usize,
+    /// Lines that could not be read, then operations refused (another copy
+    /// of a held id, or dated in the future).
+    pub rejected: Vec<Rejected>,
+    /// How many of `rejected` were refused by the merge.
+    pub refused: usize,
+    /// Rules files rewritten because what is in force changed.
+    pub refreshed: Vec<PathBuf>,
+}
+
+/// Merge the operations of a JSON Lines file (`origin` names it).
+pub fn import_log(
+    session: &Session,
+    bytes: &[u8],
+    origin: &str,
+) -> Result<LogImported, ContextError> {
+    let imported = session
+        .store
+        .import_jsonl(bytes, origin, session.now_ms()?)?;
+    let merged = &imported.merged;
+    let refreshed = if merged.added > 0 {
+        super::rulesfiles::refresh_in_force(session)?
+    } else {
+        Vec::new()
+    };
+    Ok(LogImported {
+        read: imported.read,
+        added: merged.added,
+        held: merged.held,
+        rejected: imported
+            .unreadable
+            .iter()
+            .chain(&merged.refused)
+            .map(Rejected::from)
+            .collect(),
+        refused: merged.refused.len(),
+        refreshed,
+    })
+}
+
+/// One context file and what importing it did.
+#[derive(Debug, Serialize)]
+pub struct FileImported {
+    pub file: ContextFile,
+    pub outcome: ImportOutcome,
+}
+
+/// What importing the checkout's context files did.
+#[derive(Debug, Serialize)]
+pub struct FilesImported {
+    pub files: Vec<FileImported>,
+    /// Rules files rewritten because what is in force changed.
+    pub refreshed: Vec<PathBuf>,
+}
+
+/// Import every context file of the checkout (`force`: even unchanged ones).
+pub fn import_files(session: &Session, force: bool) -> Result<FilesImported, ContextError> {
+    let outcomes = super::import_context_files(session, force)?;
+    let imported = outcomes
+        .iter()
+        .any(|(_, o)| matches!(o, ImportOutcome::Imported { .. }));
+    let refreshed = if imported {
+        super::rulesfiles::refresh_in_force(session)?
+    } else {
+        Vec::new()
+    };
+    Ok(FilesImported {
+        files: outcomes
+            .into_iter()
+            .map(|(file, outcome)| FileImported { file, outcome })
+            .collect(),
+        refreshed,
+    })
+}
+
+/// The shared log as JSON Lines, one canonical operation a line, in id order.
+#[derive(Debug, Serialize)]
+pub struct Exported {
+    pub jsonl: String,
+    pub operations: usize,
+    /// Stored operations that could not be read and were left out.
+    pub unreadable: usize,
+}
+
+/// Export the shared log (`refs/kapi/ops`); check runs stay on this machine.
+pub fn export(session: &Session) -> Result<Exported, ContextError> {
+    // Lines a crashed writer left in the journal belong to the log too.
+    session.store.flush()?;
+    let loaded = session.store.load(LogRef::Shared)?;
+    let mut jsonl = String::new();
+    for record in &loaded.records {
+        jsonl.push_str(&record.to_canonical_json());
+        jsonl.push('\n');
+    }
+    Ok(Exported {
+        jsonl,
+        operations: loaded.records.len(),
+        unreadable: loaded.problems.len(),
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(
+        "{} is a symbolic link; `kapi store export` neither follows nor replaces links: name the file it points to",
+        .0.display()
+    )]
+    Link(PathBuf),
+    #[error("{} is a directory; name a file to write", .0.display())]
+    Directory(PathBuf),
+    #[error("cannot write {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Write `bytes` where `path` says, by what `path` is: a regular file is
+/// replaced atomically, a FIFO or a device is written in place, a symbolic
+/// link is refused.
+pub fn write_to(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let failed = |source: std::io::Error| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            write_atomically(path, bytes, None).map_err(failed)
+        }
+        Err(e) => Err(failed(e)),
+        Ok(meta) if meta.file_type().is_symlink() => Err(WriteError::Link(path.to_path_buf())),
+        Ok(meta) if meta.is_dir() => Err(WriteError::Directory(path.to_path_buf())),
+        Ok(meta) if meta.is_file() => {
+            write_atomically(path, bytes, Some(meta.permissions())).map_err(failed)
+        }
+        // A FIFO, a device or a socket: write into it, never replace it.
+        Ok(_) => std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| {
+                f.write_all(bytes)?;
+                f.flush()
+            })
+            .map_err(failed),
+    }
+}
+
+/// Write to a temporary file beside `path`, sync it, then rename it over
+/// `path`; on any failure the temporary file is removed and `path` is
+/// left as it was.
+fn write_atomically(
+    path: &Path,
+    bytes: &[u8],
+    permissions: Option<std::fs::Permissions>,
+) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.kapi-tmp.{}", std::process::id()));
+    // A new file, never one planted at that name (a link is not followed).
+    let result = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            if let Some(p) = permissions {
+                f.set_permissions(p)?;
+            }
+            f.sync_all()
+        });
+    match result.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
