@@ -305,13 +305,7 @@ pub fn record_usage(
             pr: None,
             merger: None,
         }));
-        person_decides(&Transition {
-            actor: &record.actor,
-            kind: record.kind,
-            target: ledger.get(id),
-            widening: false,
-            editing: false,
-        })?;
+        person_decides(&Transition::new(&record.actor, record.kind, ledger.get(id)))?;
         signals.push(record);
     }
     let count = signals.len();

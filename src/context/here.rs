@@ -52,7 +52,7 @@ impl Item {
     fn of_rule(rule: &TermRule, state: Option<&State>) -> Self {
         Item {
             id: rule.id.clone(),
-            short: rule.id[..10].to_owned(),
+            short: crate::ops::id::short(&rule.id).to_owned(),
             status: rule.status,
             preferred: rule.preferred.clone(),
             avoid: rule.avoided.clone(),

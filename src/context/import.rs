@@ -249,13 +249,7 @@ pub fn import_context_files(
     session: &Session,
     force: bool,
 ) -> Result<Vec<(ContextFile, ImportOutcome)>, ContextError> {
-    person_decides(&Transition {
-        actor: session.actor(),
-        kind: Kind::Import,
-        target: None,
-        widening: false,
-        editing: false,
-    })?;
+    person_decides(&Transition::new(session.actor(), Kind::Import, None))?;
     let files = context_files(&session.root, &session.config.context)?;
     let ledger = session.ledger()?;
     let digests = imported_digests(&ledger);

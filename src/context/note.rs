@@ -69,7 +69,7 @@ impl Noted {
             (None, None) => record
                 .target
                 .as_deref()
-                .map(|t| format!("#{}", &t[..10]))
+                .map(|t| format!("#{}", crate::ops::id::short(t)))
                 .unwrap_or_default(),
         }
     }
@@ -165,13 +165,7 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextErr
         });
     }
     record.note = req.note.filter(|n| !n.trim().is_empty());
-    person_decides(&Transition {
-        actor: session.actor(),
-        kind: record.kind,
-        target: None,
-        widening: false,
-        editing: false,
-    })?;
+    person_decides(&Transition::new(session.actor(), record.kind, None))?;
     session.append(record)
 }
 
@@ -180,13 +174,11 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
     let ids = ledger.ids();
     let id = resolve(target, &ids)?;
     let target = ledger.get(id.as_str()).expect("resolved ids are held");
-    person_decides(&Transition {
-        actor: session.actor(),
-        kind: Kind::Withdraw,
-        target: Some(target),
-        widening: false,
-        editing: false,
-    })?;
+    person_decides(&Transition::new(
+        session.actor(),
+        Kind::Withdraw,
+        Some(target),
+    ))?;
     match ledger.state(id.as_str()).map(|s| (s.status, s.kept)) {
         Some((_, true)) => {
             return Err(ContextError::Refused(format!(

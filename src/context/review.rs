@@ -157,13 +157,7 @@ fn admissible(
     drops: &[&OpId],
 ) -> Result<(), ContextError> {
     let target = ledger.get(id.as_str()).expect("resolved ids are held");
-    person_decides(&Transition {
-        actor: session.actor(),
-        kind,
-        target: Some(target),
-        widening: false,
-        editing: false,
-    })?;
+    person_decides(&Transition::new(session.actor(), kind, Some(target)))?;
     let short = id.short();
     let Some(state) = ledger.state(id.as_str()) else {
         return Err(ContextError::Refused(format!(

@@ -155,6 +155,12 @@ fn value(c: u8) -> u8 {
     VALUES[c as usize] & 31
 }
 
+/// The short form of an id held as text (a record's `target`, a rule's
+/// id): its first ten characters, or all of it when shorter.
+pub fn short(id: &str) -> &str {
+    id.get(..SHORT_LEN).unwrap_or(id)
+}
+
 /// Whether `text` is an id, without allocating.
 pub fn is_id(text: &str) -> bool {
     text.len() == LEN && text.bytes().all(is_id_char)

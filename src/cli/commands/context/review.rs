@@ -80,7 +80,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             "recorded #{} {} #{}",
             record.short(),
             record.kind.as_str(),
-            &target[..10]
+            crate::ops::id::short(target)
         ))?;
     }
     report_rules_files(&session, &reviewed.refreshed, &mut out)?;

@@ -92,7 +92,7 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
                 out.line(format!(
                     "imported {} as #{}: {rules} term rules",
                     file.path,
-                    &id[..10]
+                    crate::ops::id::short(id)
                 ))?;
                 for (line, reason) in skipped {
                     out.line(format!("  skipped {}:{line}: {reason}", file.path))?;
