@@ -11,14 +11,7 @@ use crate::common::{Run, TestEnv};
 use serde_json::Value;
 
 /// The points `KAPI_FAULT` can name, in the order a writer reaches them.
-const POINTS: &[&str] = &[
-    "journaled",
-    "objects-written",
-    "ref-locked",
-    "ref-moved",
-    "compact-written",
-    "compacted",
-];
+use kapi::store::fault::POINTS;
 
 /// An agent's note, started in the background, with real clock and seed.
 fn spawn_note(repo: &TestEnv, text: &str, env: &[(&str, &str)]) -> Child {
