@@ -110,7 +110,7 @@ pub fn query<'a>(ledger: &'a Ledger, filter: &Filter) -> Vec<LogEntry<'a>> {
         .map(|i| (i.id.as_str(), i.reason.as_str()))
         .collect();
     ledger
-        .records
+        .records()
         .iter()
         .map(|record| (record, ledger.state(&record.id)))
         .filter(|(record, state)| filter.admits(record, *state))

@@ -229,7 +229,7 @@ fn a_check_in_process_fails_on_a_kept_rule_and_records_usage() {
     assert_eq!(report.signals, 1);
     let ledger = person.ledger().unwrap();
     let signal = ledger
-        .records
+        .records()
         .iter()
         .find(|r| r.kind == Kind::Signal)
         .unwrap();

@@ -146,7 +146,7 @@ pub struct Event {
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
     /// Every record, in id order.
-    pub records: Vec<Record>,
+    records: Vec<Record>,
     pub ignored: Vec<Ignored>,
     fold: Folding,
 }
@@ -162,14 +162,34 @@ struct Folding {
     kept_at: Vec<Option<usize>>,
     /// The latest import of each file: a new import of a path supersedes it.
     imported: BTreeMap<String, usize>,
-    /// The position each ignored entry came from, parallel to `ignored`.
+    /// The position each ignored entry came from, parallel to `ignored`
+    /// (`usize::MAX` for what `Ledger::new` set aside).
     ignored_at: Vec<usize>,
     /// How many records have been applied.
     applied: usize,
     /// Status changes, in the order they happened (when asked for).
     events: Option<Vec<Event>>,
-    /// Whether the end-of-log passes ran.
-    finished: bool,
+    /// Each subject's status as its history last reported it.
+    reported: Vec<Option<Status>>,
+    /// A reset is replaying the prefix: its changes are reported after.
+    replaying: bool,
+    /// What the end-of-log passes overwrote (status, contested_by,
+    /// sessions), to restore before the next operation is applied: their
+    /// results hold for the log as it ends, not for the log that goes on.
+    undo: Option<Vec<Overwritten>>,
+}
+
+/// A subject's status, rivals and sessions before the end-of-log passes.
+type Overwritten = (usize, Status, Vec<OpId>, usize);
+
+/// What an operation that acts on an earlier subject does to it.
+enum Decision<'r> {
+    Keep { window: &'r Scope, advisory: bool },
+    Drop,
+    Withdraw,
+    Widen { scope: &'r Scope },
+    Signal { signal: &'r super::record::Signal },
+    Establish,
 }
 
 /// The position of `id` in records sorted by id.
@@ -189,6 +209,11 @@ impl Ledger {
         position_by_key(&self.fold.keys, id).and_then(|i| self.fold.states[i].as_deref())
     }
 
+    /// Every record, in id order.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
     /// Records with their states, in id order.
     pub fn iter(&self) -> impl Iterator<Item = (&Record, Option<&State>)> {
         self.records
@@ -201,8 +226,8 @@ impl Ledger {
         self.records.iter().map(Record::op_id).collect()
     }
 
-    /// Every status change, in order, when the ledger was folded with
-    /// [`fold_with_history`].
+    /// Every status change, in order, when the ledger keeps them
+    /// ([`fold_with_history`], [`Ledger::keep_history`]).
     pub fn events(&self) -> &[Event] {
         self.fold.events.as_deref().unwrap_or_default()
     }
@@ -217,6 +242,11 @@ impl Ledger {
             .filter(|e| e.subject == id)
             .copied()
             .collect()
+    }
+
+    /// Keep every status change from now on.
+    pub fn keep_history(&mut self) {
+        self.fold.events.get_or_insert_with(Vec::new);
     }
 
     /// A ledger over `records` with nothing applied yet. Records are sorted
@@ -249,7 +279,9 @@ impl Ledger {
                 imported: BTreeMap::new(),
                 applied: 0,
                 events: None,
-                finished: false,
+                reported: vec![None; n],
+                replaying: false,
+                undo: None,
             },
             records,
             ignored,
@@ -261,10 +293,56 @@ impl Ledger {
         self.fold.applied
     }
 
-    /// Apply the next record in id order (the end-of-log passes run again
-    /// at the next [`Ledger::finish`]).
-    pub fn apply_next(&mut self) {
+    /// Apply the next record in id order; `false` when every record is
+    /// applied. The end-of-log passes hold until then and run again at the
+    /// next [`Ledger::finish`].
+    pub fn apply_next(&mut self) -> bool {
+        if self.fold.applied >= self.records.len() {
+            return false;
+        }
         self.fold.apply_next(&self.records, &mut self.ignored);
+        true
+    }
+
+    /// Apply one more operation, which must sort after every one the
+    /// ledger holds, and return the status changes it made (before the
+    /// end-of-log passes, which [`Ledger::finish`] runs again). A record
+    /// that sorts earlier (merged in from elsewhere) needs a fold from the
+    /// start: it is refused and handed back.
+    pub fn apply(&mut self, record: Record) -> Result<Vec<Event>, Box<Record>> {
+        while self.apply_next() {}
+        let key = super::id::key(&record.id);
+        if !super::id::is_id(&record.id) || self.fold.keys.last().is_some_and(|&k| k >= key) {
+            return Err(Box::new(record));
+        }
+        if let Some(address) = &record.address
+            && self
+                .records
+                .iter()
+                .any(|r| r.address.as_ref() == Some(address))
+        {
+            self.ignored.push(Ignored {
+                id: record.id.clone(),
+                reason: format!("an older operation holds content address {address}"),
+            });
+            self.fold.ignored_at.push(usize::MAX);
+            return Ok(Vec::new());
+        }
+        self.records.push(record);
+        self.fold.keys.push(key);
+        self.fold.states.push(None);
+        self.fold.kept_at.push(None);
+        self.fold.reported.push(None);
+        let history = self.fold.events.is_some();
+        let before = self.fold.events.replace(Vec::new()).unwrap_or_default();
+        self.fold.apply_next(&self.records, &mut self.ignored);
+        let made = self.fold.events.take().unwrap_or_default();
+        if history {
+            let mut all = before;
+            all.extend_from_slice(&made);
+            self.fold.events = Some(all);
+        }
+        Ok(made)
     }
 
     /// The end-of-log passes over what was applied: disagreements, then
@@ -275,9 +353,7 @@ impl Ledger {
 
     /// Apply every record, then the end-of-log passes.
     fn run(mut self) -> Ledger {
-        while self.fold.applied < self.records.len() {
-            self.apply_next();
-        }
+        while self.apply_next() {}
         self.finish();
         self
     }
@@ -298,17 +374,17 @@ impl Folding {
         self.ignored_at.push(at);
     }
 
-    fn emit(
-        &mut self,
-        records: &[Record],
-        subject: usize,
-        by: usize,
-        from: Option<Status>,
-        to: Status,
-    ) {
+    /// Report that `subject` is now `to`, because of the operation at `by`
+    /// (nothing when its history already says so).
+    fn emit(&mut self, records: &[Record], subject: usize, by: usize, to: Status) {
+        if self.replaying {
+            return;
+        }
+        let from = self.reported[subject];
         if from == Some(to) {
             return;
         }
+        self.reported[subject] = Some(to);
         if let Some(events) = self.events.as_mut() {
             events.push(Event {
                 subject: records[subject].op_id(),
@@ -325,54 +401,88 @@ impl Folding {
             .and_then(|t| self.keys.binary_search(&t.key()).ok())
     }
 
+    /// Undo what the end-of-log passes wrote, before the log goes on.
+    fn unfinish(&mut self) {
+        for (at, status, contested_by, sessions) in self.undo.take().unwrap_or_default() {
+            if let Some(state) = self.states[at].as_mut() {
+                state.status = status;
+                state.contested_by = contested_by;
+                state.standing.sessions = sessions;
+            }
+        }
+    }
+
+    /// The typed operation at `at` and the transition it makes, or why the
+    /// fold ignores it (it does not parse, or the policy refuses it).
+    fn admitted<'r>(&self, records: &'r [Record], at: usize) -> Result<Op<'r>, String> {
+        let r = &records[at];
+        let op = Op::of(r).map_err(|e| e.to_string())?;
+        let target = self.target_of(&op).map(|t| &records[t]);
+        person_decides(&Transition::of(&r.actor, &op, target)).map_err(|e| e.to_string())?;
+        Ok(op)
+    }
+
     /// Apply the next record in id order, re-checking the policy.
     fn apply_next(&mut self, records: &[Record], ignored: &mut Vec<Ignored>) {
+        self.unfinish();
         let i = self.applied;
         self.applied += 1;
-        self.finished = false;
-        let r = &records[i];
-        let op = match Op::of(r) {
+        let op = match self.admitted(records, i) {
             Ok(op) => op,
-            Err(e) => return self.ignore(ignored, records, i, e.to_string()),
+            Err(reason) => return self.ignore(ignored, records, i, reason),
         };
+        self.apply_op(records, ignored, i, op);
+    }
+
+    /// Apply an admitted operation.
+    fn apply_op(&mut self, records: &[Record], ignored: &mut Vec<Ignored>, i: usize, op: Op<'_>) {
         let target_at = self.target_of(&op);
-        let transition = Transition::of(&r.actor, &op, target_at.map(|t| &records[t]));
-        if let Err(e) = person_decides(&transition) {
-            return self.ignore(ignored, records, i, e.to_string());
-        }
-        match op {
-            Op::Observe { .. } | Op::Correct { .. } | Op::Edit { .. } | Op::Import { .. } => {
-                if !op.states_a_subject() {
-                    return;
-                }
-                let status = if matches!(op, Op::Import { .. } | Op::Edit { .. }) {
-                    self.kept_at[i] = Some(i);
-                    Status::Established
-                } else {
-                    Status::Suggested
-                };
-                self.states[i] = Some(Box::new(new_state(r, status)));
-                self.emit(records, i, i, None, status);
-                if let Op::Import { evidence, .. } = op
-                    && let Some(path) = evidence.first().and_then(|e| e.path.clone())
-                    && let Some(earlier) = self.imported.insert(path, i)
-                    && let Some(state) = self.states[earlier].as_mut()
-                    && state.status.answers()
-                {
-                    let from = state.status;
-                    state.status = Status::Dropped;
-                    state.decided_by = Some(r.op_id());
-                    self.emit(records, earlier, i, Some(from), Status::Dropped);
-                }
+        let decision = match op {
+            Op::Observe { .. } | Op::Correct { .. } | Op::Edit { .. } => {
+                return self.state_subject(records, i, op);
             }
-            Op::Reset { before } => self.reset(records, ignored, i, before),
-            Op::Check { .. } => {}
-            Op::Keep { .. }
-            | Op::Drop { .. }
-            | Op::Withdraw { .. }
-            | Op::Widen { .. }
-            | Op::Signal { .. }
-            | Op::Establish { .. } => self.decide(records, ignored, i, op, target_at),
+            Op::Import { subject, .. } => {
+                if subject.is_some() {
+                    self.state_subject(records, i, op);
+                }
+                return;
+            }
+            Op::Reset { before } => return self.reset(records, ignored, i, before),
+            Op::Check { .. } => return,
+            Op::Keep {
+                window, advisory, ..
+            } => Decision::Keep { window, advisory },
+            Op::Drop { .. } => Decision::Drop,
+            Op::Withdraw { .. } => Decision::Withdraw,
+            Op::Widen { scope, .. } => Decision::Widen { scope },
+            Op::Signal { signal, .. } => Decision::Signal { signal },
+            Op::Establish { .. } => Decision::Establish,
+        };
+        let target = op.target().expect("deciding operations name a target");
+        self.decide(records, ignored, i, target, target_at, decision);
+    }
+
+    /// A subject enters the log: suggested, or established when a person
+    /// imported or wrote it (a new import of a file supersedes the old).
+    fn state_subject(&mut self, records: &[Record], i: usize, op: Op<'_>) {
+        let r = &records[i];
+        let status = if matches!(op, Op::Import { .. } | Op::Edit { .. }) {
+            self.kept_at[i] = Some(i);
+            Status::Established
+        } else {
+            Status::Suggested
+        };
+        self.states[i] = Some(Box::new(new_state(r, status)));
+        self.emit(records, i, i, status);
+        if let Op::Import { evidence, .. } = op
+            && let Some(path) = evidence.first().and_then(|e| e.path.clone())
+            && let Some(earlier) = self.imported.insert(path, i)
+            && let Some(state) = self.states[earlier].as_mut()
+            && state.status.answers()
+        {
+            state.status = Status::Dropped;
+            state.decided_by = Some(r.op_id());
+            self.emit(records, earlier, i, Status::Dropped);
         }
     }
 
@@ -382,10 +492,10 @@ impl Folding {
         records: &[Record],
         ignored: &mut Vec<Ignored>,
         i: usize,
-        op: Op<'_>,
+        target: OpId,
         target_at: Option<usize>,
+        decision: Decision<'_>,
     ) {
-        let target = op.target().expect("deciding kinds name a target");
         let Some(t) = target_at.filter(|&t| self.states[t].is_some()) else {
             let reason = format!(
                 "it acts on #{}, which holds no subject here",
@@ -395,15 +505,12 @@ impl Folding {
         };
         let by = records[i].op_id();
         let state = self.states[t].as_mut().expect("a state");
-        let from = state.status;
         let decided = |state: &mut State, status: Status| {
             state.status = status;
             state.decided_by = Some(by);
         };
-        match op {
-            Op::Keep {
-                window, advisory, ..
-            } => {
+        match decision {
+            Decision::Keep { window, advisory } => {
                 if window.valid_from.is_some() || window.valid_to.is_some() {
                     state.scope.valid_from = window.valid_from.clone();
                     state.scope.valid_to = window.valid_to.clone();
@@ -413,11 +520,11 @@ impl Folding {
                 decided(state, Status::Established);
                 self.kept_at[t] = Some(i);
             }
-            Op::Drop { .. } => decided(state, Status::Dropped),
-            Op::Withdraw { .. } if state.status == Status::Suggested && !state.kept => {
+            Decision::Drop => decided(state, Status::Dropped),
+            Decision::Withdraw if state.status == Status::Suggested && !state.kept => {
                 decided(state, Status::Withdrawn)
             }
-            Op::Withdraw { .. } => {
+            Decision::Withdraw => {
                 let reason = format!(
                     "#{} is no longer a suggestion ({})",
                     target.short(),
@@ -428,85 +535,82 @@ impl Folding {
             // Settling (and the evidence an establish rests on) arrives with
             // the settling work; until the fold can read that evidence again,
             // an establish binds nothing.
-            Op::Establish { .. } => {
+            Decision::Establish => {
                 let reason = "establish operations are not applied yet: this kapi cannot re-read the evidence they rest on";
                 return self.ignore(ignored, records, i, reason.into());
             }
-            Op::Widen { scope, .. } => state.scope.point = scope.point.clone(),
-            Op::Signal { signal, .. } => match signal.source {
+            Decision::Widen { scope } => state.scope.point = scope.point.clone(),
+            Decision::Signal { signal } => match signal.source {
                 SignalSource::Usage => {
                     state.standing.usage = Some((signal.preferred, signal.avoided))
                 }
                 SignalSource::Merge => state.standing.merges += 1,
                 SignalSource::Applied => {}
             },
-            Op::Observe { .. }
-            | Op::Correct { .. }
-            | Op::Import { .. }
-            | Op::Edit { .. }
-            | Op::Reset { .. }
-            | Op::Check { .. } => unreachable!("only deciding kinds reach here"),
         }
         let to = self.states[t].as_ref().expect("a state").status;
-        self.emit(records, t, i, Some(from), to);
+        self.emit(records, t, i, to);
     }
 
     /// A person's reset at `i` sets aside every operation from the first at
     /// or after `before` up to itself: the log answers as the prefix before
-    /// that point did, and what was set aside stays, marked `reset`. A reset
-    /// inside the range of a later one is itself set aside when that one is
-    /// applied, so a reset of a reset brings back what it set aside.
+    /// that point did, and what was set aside stays, marked `reset`. The
+    /// prefix is replayed once, with the set-asides of the resets inside it
+    /// computed newest first (a reset inside the range of a later one is
+    /// itself set aside), so no reset replays another: a reset costs one
+    /// pass over the log before it, however many resets that holds.
     fn reset(&mut self, records: &[Record], ignored: &mut Vec<Ignored>, i: usize, before: OpId) {
         let start = self.keys[..i].partition_point(|&k| k < before.key());
         if start >= i {
             return;
         }
-        let was: Vec<Option<Status>> = self.states[..start]
-            .iter()
-            .map(|s| s.as_ref().map(|s| s.status))
-            .collect();
-        // Replay the prefix from nothing; what `Ledger::new` ignored stays.
-        let keep = self
-            .ignored_at
-            .iter()
-            .take_while(|&&at| at == usize::MAX)
-            .count();
-        ignored.truncate(keep);
-        self.ignored_at.truncate(keep);
-        let events = self.events.take();
+        let mut aside = vec![false; i];
+        aside[start..i].iter_mut().for_each(|a| *a = true);
+        let mut j = start;
+        while j > 0 {
+            j -= 1;
+            let Ok(Op::Reset { before }) = self.admitted(records, j) else {
+                continue;
+            };
+            let from = self.keys[..j].partition_point(|&k| k < before.key());
+            if from < j {
+                aside[from..j].iter_mut().for_each(|a| *a = true);
+                j = from;
+            }
+        }
+        // Replay from nothing; what content addresses set aside stays.
+        let (kept, at): (Vec<Ignored>, Vec<usize>) = std::mem::take(ignored)
+            .into_iter()
+            .zip(std::mem::take(&mut self.ignored_at))
+            .filter(|&(_, at)| at == usize::MAX)
+            .unzip();
+        *ignored = kept;
+        self.ignored_at = at;
+        self.replaying = true;
         self.states[..i].iter_mut().for_each(|s| *s = None);
         self.kept_at[..i].iter_mut().for_each(|k| *k = None);
         self.imported.clear();
-        self.applied = 0;
-        while self.applied < start {
-            self.apply_next(records, ignored);
-        }
-        self.events = events;
-        for (at, was) in was.into_iter().enumerate() {
-            if let Some(to) = self.states[at].as_ref().map(|s| s.status)
-                && was != Some(to)
-            {
-                self.emit(records, at, i, was, to);
-            }
-        }
-        // What the reset sets aside: the policy still checked, subjects marked.
-        for at in start..i {
-            let r = &records[at];
-            let op = match Op::of(r) {
+        for (at, &aside) in aside.iter().enumerate() {
+            let op = match self.admitted(records, at) {
                 Ok(op) => op,
-                Err(e) => {
-                    self.ignore(ignored, records, at, e.to_string());
+                Err(reason) => {
+                    self.ignore(ignored, records, at, reason);
                     continue;
                 }
             };
-            let target = self.target_of(&op).map(|t| &records[t]);
-            if let Err(e) = person_decides(&Transition::of(&r.actor, &op, target)) {
-                self.ignore(ignored, records, at, e.to_string());
-                continue;
+            if aside {
+                if op.states_a_subject() {
+                    self.states[at] = Some(Box::new(new_state(&records[at], Status::Reset)));
+                }
+            } else if !matches!(op, Op::Reset { .. }) {
+                // A reset still in force acted through `aside`.
+                self.apply_op(records, ignored, at, op);
             }
-            if op.states_a_subject() {
-                self.states[at] = Some(Box::new(new_state(r, Status::Reset)));
-                self.emit(records, at, i, None, Status::Reset);
+        }
+        self.replaying = false;
+        for at in 0..i {
+            if let Some(to) = self.states[at].as_ref().map(|s| s.status) {
+                self.emit(records, at, i, to);
             }
         }
         self.applied = i + 1;
@@ -514,32 +618,35 @@ impl Folding {
 
     /// The end-of-log passes over what was applied: disagreements, then
     /// standing. A status they change is an event by the later of the two
-    /// rules that disagree.
+    /// rules that disagree. What they write is undone before the next
+    /// operation is applied.
     fn finish(&mut self, records: &[Record]) {
-        if self.finished {
+        if self.undo.is_some() {
             return;
         }
         let n = self.applied;
-        let was: Vec<Option<Status>> = self.states[..n]
+        let saved: Vec<Overwritten> = self.states[..n]
             .iter()
-            .map(|s| s.as_ref().map(|s| s.status))
+            .enumerate()
+            .filter_map(|(at, s)| {
+                s.as_ref()
+                    .map(|s| (at, s.status, s.contested_by.clone(), s.standing.sessions))
+            })
             .collect();
         mark_disagreements(&records[..n], &mut self.states[..n], &self.kept_at[..n]);
         count_sessions(&records[..n], &mut self.states[..n]);
-        for (at, was) in was.into_iter().enumerate() {
+        for &(at, _, _, _) in &saved {
             let Some(state) = self.states[at].as_ref() else {
                 continue;
             };
-            if was != Some(state.status) {
-                let latest = state.contested_by.iter().max().copied();
-                let by = latest
-                    .and_then(|c| self.keys.binary_search(&c.key()).ok())
-                    .map_or(at, |c| c.max(at));
-                let to = state.status;
-                self.emit(records, at, by, was, to);
-            }
+            let latest = state.contested_by.iter().max().copied();
+            let by = latest
+                .and_then(|c| self.keys.binary_search(&c.key()).ok())
+                .map_or(at, |c| c.max(at));
+            let to = state.status;
+            self.emit(records, at, by, to);
         }
-        self.finished = true;
+        self.undo = Some(saved);
     }
 }
 
@@ -557,12 +664,30 @@ pub fn fold_with_history(records: Vec<Record>) -> Ledger {
     ledger.run()
 }
 
-/// The log as it stood at `cutoff_ms` (Unix milliseconds): the fold of the
-/// operations the log had accepted by then. Ids are time-ordered, so this is
-/// a prefix of the log.
-pub fn fold_as_of(mut records: Vec<Record>, cutoff_ms: u64) -> Ledger {
-    records.retain(|r| super::id::time_of(&r.id) + super::id::EPOCH_MS <= cutoff_ms);
-    fold(records)
+/// The log as it stood at `cutoff_ms` (Unix milliseconds): the reducer
+/// applies the operations the log had accepted by then (ids are
+/// time-ordered, so they are a prefix) and stops there.
+pub fn fold_as_of(records: Vec<Record>, cutoff_ms: u64) -> Ledger {
+    let mut ledger = Ledger::new(records);
+    let within = |r: &Record| super::id::time_of(&r.id) + super::id::EPOCH_MS <= cutoff_ms;
+    while ledger.records.get(ledger.fold.applied).is_some_and(within) {
+        ledger.apply_next();
+    }
+    ledger.records.truncate(ledger.fold.applied);
+    ledger.fold.keys.truncate(ledger.fold.applied);
+    ledger.fold.states.truncate(ledger.fold.applied);
+    ledger.fold.kept_at.truncate(ledger.fold.applied);
+    ledger.fold.reported.truncate(ledger.fold.applied);
+    // What `Ledger::new` set aside after the cutoff was not there yet.
+    let (ignored, at): (Vec<Ignored>, Vec<usize>) = std::mem::take(&mut ledger.ignored)
+        .into_iter()
+        .zip(std::mem::take(&mut ledger.fold.ignored_at))
+        .filter(|(i, _)| super::id::time_of(&i.id) + super::id::EPOCH_MS <= cutoff_ms)
+        .unzip();
+    ledger.ignored = ignored;
+    ledger.fold.ignored_at = at;
+    ledger.finish();
+    ledger
 }
 
 fn new_state(r: &Record, status: Status) -> State {
@@ -879,6 +1004,7 @@ mod tests {
             Withdraw(usize, bool),
             Reset(usize, bool),
             Signal(usize),
+            Addressed(u8),
         }
 
         fn operation() -> impl Strategy<Value = Gen> {
@@ -891,6 +1017,7 @@ mod tests {
                 1 => (0usize..64, any::<bool>()).prop_map(|(t, p)| Gen::Withdraw(t, p)),
                 1 => (0usize..64, any::<bool>()).prop_map(|(t, p)| Gen::Reset(t, p)),
                 1 => (0usize..64).prop_map(Gen::Signal),
+                1 => (0u8..3).prop_map(Gen::Addressed),
             ]
         }
 
@@ -980,6 +1107,10 @@ mod tests {
                                 ActorKind::Agent
                             },
                         )
+                    },
+                    Gen::Addressed(k) => Record {
+                        address: Some(format!("sha256:{k}")),
+                        ..note(n, "addressed")
                     },
                     Gen::Signal(t) => Record {
                         target: pick(*t, &out),
@@ -1159,15 +1290,46 @@ mod tests {
 
         type View = (Vec<(String, Option<State>)>, Vec<Ignored>);
 
+        /// The states of the first `upto` records and what was ignored up
+        /// to the last of them.
         fn view(ledger: &Ledger, upto: usize) -> View {
+            let last = ledger.records[..upto.min(ledger.records.len())]
+                .last()
+                .map(|r| r.id.clone());
+            let mut ignored: Vec<Ignored> = ledger
+                .ignored
+                .iter()
+                .filter(|i| last.as_ref().is_none_or(|l| i.id <= *l))
+                .cloned()
+                .collect();
+            ignored.sort_by(|a, b| (&a.id, &a.reason).cmp(&(&b.id, &b.reason)));
             (
                 ledger
                     .iter()
                     .take(upto)
                     .map(|(r, s)| (r.id.clone(), s.cloned()))
                     .collect(),
-                ledger.ignored.clone(),
+                ignored,
             )
+        }
+
+        #[test]
+        fn chained_resets_cost_one_pass_each() {
+            // note, reset to before it, note, reset to before that, ...: a
+            // reset that replayed the resets before it would double the
+            // work with each one (2^60 applies here).
+            let mut records = Vec::new();
+            for k in 0..60u64 {
+                let n = note(2 * k + 1, "a note");
+                records.push(reset(2 * k + 2, &n));
+                records.push(n);
+            }
+            let ledger = fold(records);
+            let reset_count = ledger
+                .iter()
+                .filter(|(_, s)| s.is_some_and(|s| s.status == Status::Reset))
+                .count();
+            assert_eq!(reset_count, 60);
         }
 
         proptest! {
@@ -1179,16 +1341,45 @@ mod tests {
             #[test]
             fn every_prefix_of_the_reducer_is_the_fold_of_that_prefix(gens in proptest::collection::vec(operation(), 1..24)) {
                 let records = build(&gens);
+                // One ledger, finished after every operation and then
+                // carried on: the end-of-log passes never leak into what
+                // follows.
                 let mut ledger = Ledger::new(records.clone());
+                ledger.keep_history();
+                let mut applied = Ledger::new(Vec::new());
+                let mut fed = 0;
                 for k in 1..=ledger.records.len() {
                     ledger.apply_next();
-                    let mut at_k = ledger.clone();
-                    at_k.finish();
-                    let fresh = fold(ledger.records[..k].to_vec());
-                    prop_assert_eq!(view(&at_k, k), view(&fresh, k));
+                    ledger.finish();
+                    // The log up to this operation, as it came (with any
+                    // younger copy of a content address among it).
+                    let last = ledger.records[k - 1].id.clone();
+                    let prefix: Vec<Record> =
+                        records.iter().filter(|r| r.id <= last).cloned().collect();
+                    let fresh = fold(prefix.clone());
+                    prop_assert_eq!(view(&ledger, k), view(&fresh, k));
                     let cutoff = ledger.records[k - 1].op_id().unix_ms();
                     let as_of = fold_as_of(records.clone(), cutoff);
                     prop_assert_eq!(view(&as_of, k), view(&fresh, k));
+                    // The same operations applied one by one to a ledger
+                    // that grows.
+                    for r in &prefix[fed..] {
+                        prop_assert!(applied.apply(r.clone()).is_ok());
+                    }
+                    fed = prefix.len();
+                    applied.finish();
+                    prop_assert_eq!(view(&applied, k), view(&fresh, k));
+                }
+                // Each subject's history is a chain: every change starts
+                // where the one before ended, and the last ends in its status.
+                for (r, s) in ledger.iter() {
+                    let history = ledger.history(&r.id);
+                    let mut at = None;
+                    for e in &history {
+                        prop_assert_eq!(e.from, at, "{}: {:?}", r.id, history);
+                        at = Some(e.to);
+                    }
+                    prop_assert_eq!(at, s.map(|s| s.status), "{}: {:?}", r.id, history);
                 }
             }
 
@@ -1224,7 +1415,9 @@ mod tests {
                 seed in any::<u64>(),
             ) {
                 let records = build(&gens);
+                // Another machine's copy holds every operation, some twice.
                 let mut shuffled = records.clone();
+                shuffled.extend(records.iter().step_by(3).cloned());
                 let mut x = seed | 1;
                 for i in (1..shuffled.len()).rev() {
                     x ^= x << 13;
