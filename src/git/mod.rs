@@ -63,6 +63,20 @@ impl Repo {
         Self::discover(existing).ok()
     }
 
+    /// The project folder holding `dir`: the top of the work tree of the
+    /// repository found by [`Repo::discover`]; where no repository opens,
+    /// the nearest folder holding a `.git` entry gix cannot open (a
+    /// placeholder still marks the top of a project); else `None`.
+    pub fn project_root(dir: &Path) -> Option<PathBuf> {
+        match Self::discover(dir) {
+            Ok(repo) => repo.work_tree().map(Path::to_path_buf),
+            Err(_) => dir
+                .ancestors()
+                .find(|d| d.join(".git").exists())
+                .map(Path::to_path_buf),
+        }
+    }
+
     pub fn gix(&self) -> &gix::Repository {
         &self.repo
     }

@@ -73,13 +73,27 @@ fn worktrees_share_the_common_dir_and_bare_repositories_are_refused() {
         main.join(".git")
     );
 
+    assert_eq!(
+        Repo::project_root(&linked.join("sub/dir")),
+        Some(linked.clone())
+    );
+
     let outside = base.join("outside");
     std::fs::create_dir_all(&outside).unwrap();
+    assert_eq!(Repo::project_root(&outside), None);
+    // A `.git` placeholder gix cannot open still marks a project's top.
+    std::fs::create_dir_all(outside.join("p/.git")).unwrap();
+    std::fs::create_dir_all(outside.join("p/q")).unwrap();
+    assert_eq!(
+        Repo::project_root(&outside.join("p/q")),
+        Some(outside.join("p"))
+    );
     assert!(matches!(
         Repo::discover(&outside),
         Err(GitError::NotARepository(_))
     ));
     assert!(Repo::discover_above(&outside.join("not/yet")).is_none());
+    assert!(Repo::discover_above(&outside.join("p/q")).is_none());
     assert_eq!(
         Repo::discover_above(&main.join("not/yet"))
             .unwrap()
@@ -91,6 +105,7 @@ fn worktrees_share_the_common_dir_and_bare_repositories_are_refused() {
     sh(&base, &["init", "-q", "--bare", "bare.git"]);
     let repo = Repo::discover(&bare).unwrap();
     assert!(repo.work_tree().is_none());
+    assert_eq!(Repo::project_root(&bare), None);
     let err = repo.files().unwrap_err();
     assert!(matches!(err, GitError::Bare(_)), "{err}");
     assert!(err.to_string().contains("needs a work tree"), "{err}");

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Ctx;
-use crate::check::files::{self, FilesError, ProseFilter};
+use crate::check::files::{self, FilesError, ProseFilter, Worktree};
 use crate::check::format::{github, human, json, sarif};
 use crate::check::{CheckRule, FileRef, Matcher, Warning, check_files, check_files_counting};
 use crate::cli::exit::{CliError, Exit};
@@ -13,6 +13,7 @@ use crate::cli::output::Out;
 use crate::config::Config;
 use crate::context::{PointMap, Session};
 use crate::formats::{self, RuleStatus};
+use crate::git::Repo;
 use crate::ops::Ledger;
 use crate::ops::record::Scope;
 
@@ -118,7 +119,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         None => PointMap::default(),
     };
     let whole_project = args.paths.is_empty() && !args.staged;
-    let files = list_files(&args, ctx, root.as_deref(), &filter)?;
+    let repo = session.as_ref().map(|s| s.store.git());
+    let files = list_files(&args, ctx, repo, &filter)?;
     // Usage counts need every preferred form in the automaton (a plain
     // matcher leaves out those that cannot change a finding).
     let mut book = RuleBook::new(rules, points, whole_project && session.is_some());
@@ -163,7 +165,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
 
 fn files_error(e: FilesError) -> CliError {
     match e {
-        FilesError::Git { .. } => CliError::store(e.to_string()),
+        FilesError::Git(_) => CliError::store(e.to_string()),
         FilesError::Glob { .. } | FilesError::Missing(_) => CliError::usage(e.to_string()),
     }
 }
@@ -171,27 +173,28 @@ fn files_error(e: FilesError) -> CliError {
 fn list_files(
     args: &Args,
     ctx: &Ctx,
-    root: Option<&Path>,
+    repo: Option<&Repo>,
     filter: &ProseFilter,
 ) -> Result<Vec<FileRef>, CliError> {
+    let wt = repo.map(|r| r as &dyn Worktree);
     if args.staged {
-        let root = root.ok_or_else(|| CliError::usage("--staged needs a git repository"))?;
+        let wt = wt.ok_or_else(|| CliError::usage("--staged needs a git repository"))?;
         let only = args
             .paths
             .iter()
-            .map(|p| repo_relative(root, &ctx.cwd.join(p)))
+            .map(|p| repo_relative(wt.root(), &ctx.cwd.join(p)))
             .collect::<Result<Vec<_>, _>>()?;
-        return files::staged(root, filter, &only).map_err(files_error);
+        return files::staged(wt, filter, &only).map_err(files_error);
     }
     if !args.paths.is_empty() {
-        return files::named(root, &ctx.cwd, &args.paths, filter).map_err(files_error);
+        return files::named(wt, &ctx.cwd, &args.paths, filter).map_err(files_error);
     }
-    let root = root.ok_or_else(|| {
+    let wt = wt.ok_or_else(|| {
         CliError::usage(
             "not inside a git repository: name the files or folders to check (kapi check PATHS...)",
         )
     })?;
-    files::project_files(root, filter).map_err(files_error)
+    files::project_files(wt, filter).map_err(files_error)
 }
 
 /// `abs` relative to the repository root, with forward slashes; the
