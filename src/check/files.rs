@@ -8,6 +8,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::markdown::TextKind;
 use crate::config::CheckConfig;
+use crate::git::walk::Walk;
 use crate::git::{Blob, GitError, ObjectId, Repo};
 
 /// Files larger than this are skipped with a warning.
@@ -264,35 +265,24 @@ pub fn named(
     Ok(out)
 }
 
+/// A folder outside the work tree: every prose file under it, hidden
+/// entries left out, named as `named` joined with its path below it.
 fn walk(abs: &Path, named: &Path, filter: &ProseFilter, out: &mut Vec<FileRef>) {
-    let mut stack = vec![(abs.to_path_buf(), PathBuf::new())];
     let mut found = Vec::new();
-    while let Some((dir, rel)) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in rd.flatten() {
-            let name = entry.file_name();
-            let Some(name_s) = name.to_str() else {
-                continue;
-            };
-            if name_s.starts_with('.') {
-                continue;
-            }
-            let Ok(ft) = entry.file_type() else { continue };
-            let child_rel = rel.join(name_s);
-            if ft.is_dir() {
-                stack.push((entry.path(), child_rel));
-            } else if ft.is_file() && filter.is_prose(&slashes(&child_rel)) {
-                let shown = named.join(&child_rel);
-                let s = slashes(&shown);
-                found.push(disk_file(
-                    s.strip_prefix("./").map(str::to_string).unwrap_or(s),
-                    entry.path(),
-                ));
-            }
+    let plain = Walk {
+        skip_hidden: true,
+        skip_dirs: &[],
+        max_depth: usize::MAX,
+    };
+    plain.files(abs, &mut |rel, file| {
+        if filter.is_prose(rel) {
+            let s = slashes(&named.join(rel));
+            found.push(disk_file(
+                s.strip_prefix("./").map(str::to_string).unwrap_or(s),
+                file.to_path_buf(),
+            ));
         }
-    }
+    });
     found.sort_by(|a, b| a.path.cmp(&b.path));
     out.extend(found);
 }

@@ -2,11 +2,13 @@
 //! repositories refused where a work tree is needed), the work tree and
 //! index listing, staged blobs, commit ranges and their line diffs, and the
 //! `git` child processes for fetch and push (gix cannot push; see
-//! [`remote`]). The store, the checker, the vault lock and the compiler's
+//! [`remote`]), and the plain walk of folders git does not list
+//! ([`walk`]). The store, the checker, the vault lock and the compiler's
 //! project discovery all open the repository through [`Repo`].
 
 pub mod range;
 pub mod remote;
+pub mod walk;
 mod worktree;
 
 use std::path::{Path, PathBuf};
