@@ -273,3 +273,46 @@ fn a_commit_range_lists_commits_with_parents_and_line_changes() {
     assert_eq!(all[2].files[0].added, line(&["one", "two", "three"]));
     assert!(repo.commit_range(&format!("{base}...HEAD")).is_err());
 }
+
+#[test]
+fn push_and_fetch_through_the_one_child_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    sh(base, &["init", "-q", "--bare", "remote.git"]);
+    let remote = base.join("remote.git");
+    let (a, b) = (base.join("a"), base.join("b"));
+    init(&a);
+    init(&b);
+    write(&a.join("f.md"), "one\n");
+    sh(&a, &["add", "f.md"]);
+    sh(&a, &["commit", "-q", "-m", "one"]);
+    let one = sh(&a, &["rev-parse", "HEAD"]);
+    sh(&a, &["update-ref", "refs/kapi/ops", &one]);
+
+    let repo_a = Repo::discover(&a).unwrap();
+    let url = remote.to_str().unwrap();
+    assert_eq!(
+        repo_a.push(url, "refs/kapi/ops:refs/kapi/ops").unwrap(),
+        remote::Pushed::Accepted
+    );
+    assert_eq!(sh(&remote, &["rev-parse", "refs/kapi/ops"]), one);
+
+    let repo_b = Repo::discover(&b).unwrap();
+    repo_b
+        .fetch(url, "+refs/kapi/ops:refs/remotes/origin/kapi/ops")
+        .unwrap();
+    assert_eq!(sh(&b, &["rev-parse", "refs/remotes/origin/kapi/ops"]), one);
+
+    // b's own history does not descend from a's: not a fast-forward.
+    write(&b.join("g.md"), "two\n");
+    sh(&b, &["add", "g.md"]);
+    sh(&b, &["commit", "-q", "-m", "two"]);
+    let two = sh(&b, &["rev-parse", "HEAD"]);
+    sh(&b, &["update-ref", "refs/kapi/ops", &two]);
+    assert!(matches!(
+        repo_b.push(url, "refs/kapi/ops:refs/kapi/ops").unwrap(),
+        remote::Pushed::Rejected(_)
+    ));
+    assert_eq!(sh(&remote, &["rev-parse", "refs/kapi/ops"]), one);
+    assert!(repo_b.fetch(url, "refs/kapi/missing:refs/x").is_err());
+}
