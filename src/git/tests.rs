@@ -151,12 +151,26 @@ fn files_are_tracked_and_untracked_but_not_ignored() {
     // A nested repository is not descended into.
     init(&dir.join("nested"));
     write(&dir.join("nested/inner.md"), "n\n");
+    // Nested .gitignore files, negations, and names git would quote.
+    write(&dir.join("sub/.gitignore"), "*.md\n!keep.md\n");
+    write(&dir.join("sub/drop.md"), "x\n");
+    write(&dir.join("sub/keep.md"), "x\n");
+    write(&dir.join("sub/deeper/drop.md"), "x\n");
+    write(&dir.join("sub/deeper/keep.md"), "x\n");
+    write(&dir.join("sp ace/ä.md"), "x\n");
 
     let repo = Repo::discover(dir).unwrap();
     let files = repo.files().unwrap();
     let expected = sh(
         dir,
-        &["ls-files", "--cached", "--others", "--exclude-standard"],
+        &[
+            "-c",
+            "core.quotePath=false",
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ],
     );
     let mut expected: Vec<String> = expected
         .lines()
@@ -174,7 +188,11 @@ fn files_are_tracked_and_untracked_but_not_ignored() {
             "deep/er/e.txt",
             "docs/a.md",
             "docs/new.md",
+            "sp ace/ä.md",
             "staged.md",
+            "sub/.gitignore",
+            "sub/deeper/keep.md",
+            "sub/keep.md",
             "tracked.log"
         ]
     );
