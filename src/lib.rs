@@ -7,6 +7,7 @@ pub mod check;
 pub mod config;
 pub mod digest;
 pub mod formats;
+pub mod git;
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;

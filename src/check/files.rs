@@ -2,14 +2,14 @@
 //! (tracked and untracked-not-ignored, filtered by the `[check]` globs),
 //! named files and folders, or the index's blobs (`--staged`).
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::markdown::TextKind;
 use crate::config::CheckConfig;
+use crate::git::walk::Walk;
+use crate::git::{Blob, GitError, ObjectId, Repo};
 
 /// Files larger than this are skipped with a warning.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
@@ -20,8 +20,8 @@ pub enum FilesError {
     Glob { glob: String, message: String },
     #[error("{0}: no such file or directory")]
     Missing(PathBuf),
-    #[error("cannot run git {args}: {message}")]
-    Git { args: String, message: String },
+    #[error(transparent)]
+    Git(#[from] GitError),
 }
 
 /// Where a file's bytes are.
@@ -131,32 +131,39 @@ impl ProseFilter {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, FilesError> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| FilesError::Git {
-            args: args.join(" "),
-            message: e.to_string(),
-        })?;
-    if !out.status.success() {
-        let message = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        return Err(FilesError::Git {
-            args: args.join(" "),
-            message,
-        });
-    }
-    Ok(out.stdout)
+/// What the checker needs from a repository: its work tree's files and its
+/// index. [`crate::git::Repo`] is the real one; tests can hold files in
+/// memory.
+pub trait Worktree {
+    /// The top of the work tree.
+    fn root(&self) -> &Path;
+    /// Tracked and untracked-not-ignored files (`git ls-files --cached
+    /// --others --exclude-standard`), repository-relative with forward
+    /// slashes.
+    fn files(&self) -> Result<Vec<String>, FilesError>;
+    /// The index's stage-0 regular files: path and blob id.
+    fn staged(&self) -> Result<Vec<(String, ObjectId)>, FilesError>;
+    /// A staged blob's bytes, or only its size when it is over `max` bytes
+    /// (nothing is allocated for it).
+    fn read_staged(&self, id: ObjectId, max: u64) -> Result<Blob, FilesError>;
 }
 
-fn split_z(bytes: &[u8]) -> impl Iterator<Item = &str> {
-    bytes
-        .split(|&b| b == 0)
-        .filter(|s| !s.is_empty())
-        .filter_map(|s| std::str::from_utf8(s).ok())
+impl Worktree for Repo {
+    fn root(&self) -> &Path {
+        self.work_tree().unwrap_or_else(|| self.git_dir())
+    }
+
+    fn files(&self) -> Result<Vec<String>, FilesError> {
+        Ok(Repo::files(self)?)
+    }
+
+    fn staged(&self) -> Result<Vec<(String, ObjectId)>, FilesError> {
+        Ok(self.staged_files()?)
+    }
+
+    fn read_staged(&self, id: ObjectId, max: u64) -> Result<Blob, FilesError> {
+        Ok(self.read_blob(id, max)?)
+    }
 }
 
 fn disk_file(path: String, abs: PathBuf) -> FileRef {
@@ -168,28 +175,30 @@ fn disk_file(path: String, abs: PathBuf) -> FileRef {
     }
 }
 
-/// Tracked and untracked-not-ignored prose files of the work tree at `root`.
-pub fn project_files(root: &Path, filter: &ProseFilter) -> Result<Vec<FileRef>, FilesError> {
-    listed(root, root, filter)
+/// Tracked and untracked-not-ignored prose files of the work tree.
+pub fn project_files(wt: &dyn Worktree, filter: &ProseFilter) -> Result<Vec<FileRef>, FilesError> {
+    listed(wt, "", filter)
 }
 
-/// `git ls-files` under `dir`, with repository-relative names.
-fn listed(root: &Path, dir: &Path, filter: &ProseFilter) -> Result<Vec<FileRef>, FilesError> {
-    let out = git(
-        dir,
-        &[
-            "ls-files",
-            "-co",
-            "--exclude-standard",
-            "--full-name",
-            "-z",
-            "--",
-            ".",
-        ],
-    )?;
-    let mut files: Vec<FileRef> = split_z(&out)
+/// The work tree's files under the repository-relative folder `prefix`
+/// (`""`: all of them).
+fn listed(
+    wt: &dyn Worktree,
+    prefix: &str,
+    filter: &ProseFilter,
+) -> Result<Vec<FileRef>, FilesError> {
+    let root = wt.root();
+    let mut files: Vec<FileRef> = wt
+        .files()?
+        .into_iter()
+        .filter(|rel| {
+            prefix.is_empty() || rel.strip_prefix(prefix).is_some_and(|r| r.starts_with('/'))
+        })
         .filter(|rel| filter.is_prose(rel))
-        .map(|rel| disk_file(rel.to_string(), root.join(rel)))
+        .map(|rel| {
+            let abs = root.join(&rel);
+            disk_file(rel, abs)
+        })
         .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.dedup_by(|a, b| a.path == b.path);
@@ -222,25 +231,25 @@ fn report_path(root: Option<&Path>, abs: &Path, named: &Path) -> String {
 /// whatever its name; a folder expands to its prose files (respecting
 /// `.gitignore` inside a repository; outside one, hidden entries are skipped).
 pub fn named(
-    root: Option<&Path>,
+    wt: Option<&dyn Worktree>,
     cwd: &Path,
     paths: &[PathBuf],
     filter: &ProseFilter,
 ) -> Result<Vec<FileRef>, FilesError> {
+    let root = wt.map(|w| w.root());
     let mut out = Vec::new();
     for p in paths {
         let abs = cwd.join(p);
         let meta = std::fs::symlink_metadata(&abs).map_err(|_| FilesError::Missing(p.clone()))?;
         if meta.is_dir() {
-            match root {
-                Some(root)
-                    if abs
-                        .canonicalize()
-                        .is_ok_and(|a| root.canonicalize().is_ok_and(|r| a.starts_with(r))) =>
-                {
-                    out.extend(listed(root, &abs, filter)?);
-                }
-                _ => walk(&abs, p, filter, &mut out),
+            let inside = wt.and_then(|wt| {
+                let (a, r) = (abs.canonicalize().ok()?, wt.root().canonicalize().ok()?);
+                let rel = a.strip_prefix(&r).ok()?;
+                Some((wt, slashes(rel)))
+            });
+            match inside {
+                Some((wt, prefix)) => out.extend(listed(wt, &prefix, filter)?),
+                None => walk(&abs, p, filter, &mut out),
             }
         } else {
             let path = report_path(root, &abs, p);
@@ -256,35 +265,24 @@ pub fn named(
     Ok(out)
 }
 
+/// A folder outside the work tree: every prose file under it, hidden
+/// entries left out, named as `named` joined with its path below it.
 fn walk(abs: &Path, named: &Path, filter: &ProseFilter, out: &mut Vec<FileRef>) {
-    let mut stack = vec![(abs.to_path_buf(), PathBuf::new())];
     let mut found = Vec::new();
-    while let Some((dir, rel)) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in rd.flatten() {
-            let name = entry.file_name();
-            let Some(name_s) = name.to_str() else {
-                continue;
-            };
-            if name_s.starts_with('.') {
-                continue;
-            }
-            let Ok(ft) = entry.file_type() else { continue };
-            let child_rel = rel.join(name_s);
-            if ft.is_dir() {
-                stack.push((entry.path(), child_rel));
-            } else if ft.is_file() && filter.is_prose(&slashes(&child_rel)) {
-                let shown = named.join(&child_rel);
-                let s = slashes(&shown);
-                found.push(disk_file(
-                    s.strip_prefix("./").map(str::to_string).unwrap_or(s),
-                    entry.path(),
-                ));
-            }
+    let plain = Walk {
+        skip_hidden: true,
+        skip_dirs: &[],
+        max_depth: usize::MAX,
+    };
+    plain.files(abs, &mut |rel, file| {
+        if filter.is_prose(rel) {
+            let s = slashes(&named.join(rel));
+            found.push(disk_file(
+                s.strip_prefix("./").map(str::to_string).unwrap_or(s),
+                file.to_path_buf(),
+            ));
         }
-    }
+    });
     found.sort_by(|a, b| a.path.cmp(&b.path));
     out.extend(found);
 }
@@ -293,92 +291,33 @@ fn walk(abs: &Path, named: &Path, filter: &ProseFilter, out: &mut Vec<FileRef>) 
 /// `only` restricts to named paths (files or folder prefixes, relative to
 /// the repository root).
 pub fn staged(
-    root: &Path,
+    wt: &dyn Worktree,
     filter: &ProseFilter,
     only: &[String],
 ) -> Result<Vec<FileRef>, FilesError> {
-    let out = git(root, &["ls-files", "-s", "-z"])?;
-    let mut wanted: Vec<(String, String)> = Vec::new(); // path, oid
-    for rec in split_z(&out) {
-        let Some((meta, path)) = rec.split_once('\t') else {
-            continue;
-        };
-        let mut parts = meta.split(' ');
-        let (Some(mode), Some(oid), Some(stage)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        if stage != "0" || !(mode == "100644" || mode == "100755") {
-            continue;
-        }
+    let mut files = Vec::new();
+    for (path, id) in wt.staged()? {
+        let path = path.as_str();
         let named = only.is_empty()
             || only.iter().any(|o| {
                 let o = o.trim_end_matches('/');
                 o.is_empty() || o == "." || path == o || path.starts_with(&format!("{o}/"))
             });
         let explicit = only.iter().any(|o| o == path);
-        if named && (explicit || filter.is_prose(path)) {
-            wanted.push((path.to_string(), oid.to_string()));
+        if !(named && (explicit || filter.is_prose(path))) {
+            continue;
         }
-    }
-    if wanted.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| FilesError::Git {
-            args: "cat-file --batch".into(),
-            message: e.to_string(),
-        })?;
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let oids: Vec<String> = wanted.iter().map(|w| w.1.clone()).collect();
-    let read = std::thread::scope(|s| {
-        s.spawn(move || {
-            for oid in oids {
-                if writeln!(stdin, "{oid}").is_err() {
-                    break;
-                }
-            }
+        let source = match wt.read_staged(id, MAX_FILE_BYTES)? {
+            Blob::Bytes(bytes) => Source::Blob(bytes),
+            Blob::TooLarge(size) => Source::Skipped(Skip::TooLarge(size)),
+        };
+        files.push(FileRef {
+            path: path.to_owned(),
+            kind: TextKind::of_path(Path::new(path)),
+            source,
         });
-        let mut r = BufReader::new(stdout);
-        let mut files = Vec::with_capacity(wanted.len());
-        for (path, _) in &wanted {
-            let mut header = String::new();
-            r.read_line(&mut header).map_err(|e| e.to_string())?;
-            let size: u64 = header
-                .split(' ')
-                .nth(2)
-                .and_then(|s| s.trim().parse().ok())
-                .ok_or_else(|| format!("unexpected cat-file output {header:?}"))?;
-            let mut buf = vec![0u8; size as usize];
-            r.read_exact(&mut buf).map_err(|e| e.to_string())?;
-            let mut nl = [0u8; 1];
-            r.read_exact(&mut nl).map_err(|e| e.to_string())?;
-            let source = if size > MAX_FILE_BYTES {
-                Source::Skipped(Skip::TooLarge(size))
-            } else {
-                Source::Blob(buf)
-            };
-            files.push(FileRef {
-                path: path.clone(),
-                kind: TextKind::of_path(Path::new(path)),
-                source,
-            });
-        }
-        Ok::<_, String>(files)
-    });
-    let _ = child.wait();
-    read.map_err(|message| FilesError::Git {
-        args: "cat-file --batch".into(),
-        message,
-    })
+    }
+    Ok(files)
 }
 
 /// The text of a file, or why it is skipped.
@@ -451,5 +390,79 @@ mod tests {
         assert_eq!(text(b"a\0b".to_vec()), Err(Skip::Binary));
         assert_eq!(text(vec![0xff, 0xfe, b'a']), Err(Skip::NotUtf8));
         assert_eq!(text(b"ok".to_vec()).unwrap(), "ok");
+    }
+
+    /// A work tree held in memory: the checker needs no repository.
+    struct Memory {
+        root: PathBuf,
+        files: Vec<&'static str>,
+        staged: Vec<(&'static str, u8, u64)>,
+    }
+
+    impl Worktree for Memory {
+        fn root(&self) -> &Path {
+            &self.root
+        }
+        fn files(&self) -> Result<Vec<String>, FilesError> {
+            Ok(self.files.iter().map(|f| f.to_string()).collect())
+        }
+        fn staged(&self) -> Result<Vec<(String, ObjectId)>, FilesError> {
+            Ok(self
+                .staged
+                .iter()
+                .map(|(p, n, _)| (p.to_string(), ObjectId::from_bytes_or_panic(&[*n; 20])))
+                .collect())
+        }
+        fn read_staged(&self, id: ObjectId, max: u64) -> Result<Blob, FilesError> {
+            let (_, _, size) = self
+                .staged
+                .iter()
+                .find(|s| s.1 == id.as_bytes()[0])
+                .unwrap();
+            Ok(if *size > max {
+                Blob::TooLarge(*size)
+            } else {
+                Blob::Bytes(vec![b'a'; *size as usize])
+            })
+        }
+    }
+
+    #[test]
+    fn listing_and_staged_blobs_through_a_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        let wt = Memory {
+            root: root.clone(),
+            files: vec![
+                "src/main.rs",
+                "docs/b.md",
+                "README.md",
+                "docs/a.md",
+                "docsx.md",
+            ],
+            staged: vec![
+                ("big.md", 1, MAX_FILE_BYTES + 1),
+                ("a.md", 2, 3),
+                ("c.rs", 3, 1),
+            ],
+        };
+        let filter = ProseFilter::new(&CheckConfig::default()).unwrap();
+        let paths = |files: Vec<FileRef>| files.into_iter().map(|f| f.path).collect::<Vec<_>>();
+        assert_eq!(
+            paths(project_files(&wt, &filter).unwrap()),
+            ["README.md", "docs/a.md", "docs/b.md", "docsx.md"]
+        );
+        let named_dir = named(Some(&wt), &root, &[PathBuf::from("docs")], &filter).unwrap();
+        assert_eq!(paths(named_dir), ["docs/a.md", "docs/b.md"]);
+        let staged_files = staged(&wt, &filter, &[]).unwrap();
+        assert_eq!(paths(staged_files.clone()), ["big.md", "a.md"]);
+        assert!(matches!(
+            staged_files[0].source,
+            Source::Skipped(Skip::TooLarge(n)) if n == MAX_FILE_BYTES + 1
+        ));
+        assert_eq!(read(&staged_files[1]).unwrap(), "aaa");
+        let only = staged(&wt, &filter, &["c.rs".into()]).unwrap();
+        assert_eq!(paths(only), ["c.rs"]);
     }
 }

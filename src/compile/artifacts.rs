@@ -18,33 +18,15 @@ use super::{CompileError, Ranking, Recipe};
 /// skips it (hidden).
 pub const LOCK_FILE: &str = ".kapi-lock";
 
-/// Where the vault's cooperating lock lives: `kapi/vault.lock` in the git
-/// directory of the enclosing repository (a worktree's `.git` file is
-/// followed), else `<vault>/.kapi-lock`.
+/// Where the vault's cooperating lock lives: `kapi/vault.lock` in the
+/// common git directory of the enclosing repository, found as the store
+/// finds it (so every worktree of a repository shares one lock, beside the
+/// store's), else `<vault>/.kapi-lock`.
 pub fn lock_path(root: &Path) -> PathBuf {
-    let absolute = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    for dir in absolute.ancestors() {
-        let git = dir.join(".git");
-        if git.is_dir() {
-            return git.join("kapi").join("vault.lock");
-        }
-        if git.is_file() {
-            if let Some(gitdir) = worktree_git_dir(&git) {
-                return gitdir.join("kapi").join("vault.lock");
-            }
-            break;
-        }
+    match crate::git::Repo::discover_above(root) {
+        Some(repo) => repo.kapi_dir().join("vault.lock"),
+        None => root.join(LOCK_FILE),
     }
-    root.join(LOCK_FILE)
-}
-
-/// The `gitdir: PATH` a worktree's `.git` file points to.
-fn worktree_git_dir(file: &Path) -> Option<PathBuf> {
-    let text = crate::vault::read::read_capped(file).ok()?;
-    let text = String::from_utf8(text).ok()?;
-    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
-    let path = file.parent()?.join(target);
-    path.is_dir().then_some(path)
 }
 
 fn open_lock(path: &Path) -> std::io::Result<File> {
@@ -186,15 +168,30 @@ mod tests {
         let vault = base.join("repo/decisions");
         std::fs::create_dir_all(&vault).unwrap();
         assert_eq!(lock_path(&vault), vault.join(LOCK_FILE));
-        std::fs::create_dir_all(base.join("main/.git/worktrees/w")).unwrap();
-        std::fs::write(base.join("repo/.git"), "gitdir: ../main/.git/worktrees/w\n").unwrap();
+        let repo = base.join("repo");
+        crate::git::tests::sh(&repo, &["init", "-q", "-b", "main"]);
+        // The lock's folder may not exist yet: compare the git directory.
+        let canonical = |p: PathBuf| {
+            assert!(p.ends_with("kapi/vault.lock"), "{}", p.display());
+            std::fs::canonicalize(p.parent().unwrap().parent().unwrap())
+                .unwrap()
+                .join("kapi/vault.lock")
+        };
         assert_eq!(
-            lock_path(&vault),
-            base.join("repo/../main/.git/worktrees/w/kapi/vault.lock")
+            canonical(lock_path(&vault)),
+            base.join("repo/.git/kapi/vault.lock")
         );
-        std::fs::remove_file(base.join("repo/.git")).unwrap();
-        std::fs::create_dir(base.join("repo/.git")).unwrap();
-        assert_eq!(lock_path(&vault), base.join("repo/.git/kapi/vault.lock"));
+        // A linked worktree's vault locks in the common git directory, where
+        // the store's lock is, not in the worktree's private one.
+        std::fs::write(repo.join("kapi.toml"), "").unwrap();
+        crate::git::tests::sh(&repo, &["add", "kapi.toml"]);
+        crate::git::tests::sh(&repo, &["commit", "-q", "-m", "one"]);
+        crate::git::tests::sh(&repo, &["worktree", "add", "-q", "../linked"]);
+        let linked_vault = base.join("linked/decisions");
+        assert_eq!(
+            canonical(lock_path(&linked_vault)),
+            base.join("repo/.git/kapi/vault.lock")
+        );
         // Reading never creates the lock file; writing does.
         assert!(lock_shared(&vault).is_none());
         assert!(!base.join("repo/.git/kapi").exists());

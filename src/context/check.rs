@@ -146,7 +146,8 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         None => PointMap::default(),
     };
     let whole_project = req.paths.is_empty() && !req.staged;
-    let files = list_files(req, root.as_deref(), &filter)?;
+    let repo = session.map(|s| s.store.git());
+    let files = list_files(req, repo, &filter)?;
     // Usage counts need every preferred form in the automaton (a plain
     // matcher leaves out those that cannot change a finding).
     let counting = whole_project && req.record_usage && session.is_some();
@@ -184,29 +185,29 @@ fn threads() -> usize {
 
 fn list_files(
     req: &CheckRequest,
-    root: Option<&Path>,
+    repo: Option<&crate::git::Repo>,
     filter: &ProseFilter,
 ) -> Result<Vec<FileRef>, CheckError> {
+    let wt = repo.map(|r| r as &dyn files::Worktree);
     if req.staged {
-        let root =
-            root.ok_or_else(|| CheckError::Usage("--staged needs a git repository".into()))?;
+        let wt = wt.ok_or_else(|| CheckError::Usage("--staged needs a git repository".into()))?;
         let only = req
             .paths
             .iter()
-            .map(|p| repo_relative(root, &req.cwd.join(p)))
+            .map(|p| repo_relative(wt.root(), &req.cwd.join(p)))
             .collect::<Result<Vec<_>, _>>()?;
-        return Ok(files::staged(root, filter, &only)?);
+        return Ok(files::staged(wt, filter, &only)?);
     }
     if !req.paths.is_empty() {
-        return Ok(files::named(root, &req.cwd, &req.paths, filter)?);
+        return Ok(files::named(wt, &req.cwd, &req.paths, filter)?);
     }
-    let root = root.ok_or_else(|| {
+    let wt = wt.ok_or_else(|| {
         CheckError::Usage(
             "not inside a git repository: name the files or folders to check (kapi check PATHS...)"
                 .into(),
         )
     })?;
-    Ok(files::project_files(root, filter)?)
+    Ok(files::project_files(wt, filter)?)
 }
 
 /// `abs` relative to the repository root, with forward slashes; the

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::{ContextError, Session};
 use crate::formats::{self, ImportedFile, RuleStatus, Vocabulary};
+use crate::git::walk::Walk;
 use crate::ops::Ledger;
 use crate::ops::policy::{Transition, person_decides};
 use crate::ops::record::{Evidence, Kind, Record, Subject, TermEntry};
@@ -65,7 +66,7 @@ pub fn context_files(
                 .map_err(|e| ContextError::Usage(format!("kapi.toml [context] terms: {e}")))?;
             let matcher = glob.compile_matcher();
             let mut found = Vec::new();
-            walk(root, root, 0, &mut |rel| {
+            walk(root, root, &mut |rel| {
                 if matcher.is_match(rel) {
                     found.push(rel.to_owned());
                 }
@@ -92,7 +93,7 @@ pub fn context_files(
         && let Some(styles) = vale_styles_path(root)
     {
         let mut found = Vec::new();
-        walk(root, &root.join(&styles), 0, &mut |rel| {
+        walk(root, &root.join(&styles), &mut |rel| {
             let name = rel.rsplit('/').next().unwrap_or(rel);
             let kind = match name {
                 "accept.txt" => Some(ContextFileKind::ValeAccept),
@@ -132,33 +133,18 @@ fn vale_styles_path(root: &Path) -> Option<String> {
 }
 
 /// Visit regular files under `dir` (no symlinks, bounded depth), with paths
-/// relative to `root`; skips `.git` and hidden folders other than `.vale`.
-fn walk(root: &Path, dir: &Path, depth: usize, visit: &mut dyn FnMut(&str)) {
-    if depth > 8 {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+/// relative to `root`; skips `.git`, `target` and `node_modules`.
+fn walk(root: &Path, dir: &Path, visit: &mut dyn FnMut(&str)) {
+    const CONTEXT_FILES: Walk = Walk {
+        skip_hidden: false,
+        skip_dirs: &[".git", "target", "node_modules"],
+        max_depth: 8,
     };
-    let mut entries: Vec<_> = entries.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        if kind.is_dir() {
-            if name == ".git" || name == "target" || name == "node_modules" {
-                continue;
-            }
-            walk(root, &path, depth + 1, visit);
-        } else if kind.is_file()
-            && let Ok(rel) = path.strip_prefix(root)
-        {
+    CONTEXT_FILES.files(dir, &mut |_, path| {
+        if let Ok(rel) = path.strip_prefix(root) {
             visit(&rel.to_string_lossy().replace('\\', "/"));
         }
-    }
+    });
 }
 
 /// Parse one context file into term entries.

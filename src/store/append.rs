@@ -99,7 +99,7 @@ impl Store {
         let mut computed = Vec::new();
         for (slot, which) in [LogRef::Shared, LogRef::Local].into_iter().enumerate() {
             let root = self.tip(which)?.map(|t| self.tree_of(t)).transpose()?;
-            let (found, fresh) = newest::of_tree(&self.repo, &dir, which, root, now_ms)?;
+            let (found, fresh) = newest::of_tree(self.repo.gix(), &dir, which, root, now_ms)?;
             newest = newest.max(found.for_minting().cloned());
             if let (true, Some(root)) = (fresh, root) {
                 computed.push((which, root, found));
@@ -139,7 +139,8 @@ impl Store {
     /// Whether the segment `record` belongs in can take its line.
     fn has_room(&self, root: Option<ObjectId>, record: &Record) -> Result<bool, StoreError> {
         let Some(root) = root else { return Ok(true) };
-        let size = tree::segment_size(&self.repo, root, segment::shard(&record.id))?.unwrap_or(0);
+        let size =
+            tree::segment_size(self.repo.gix(), root, segment::shard(&record.id))?.unwrap_or(0);
         let line = record.to_canonical_json().len() + 1;
         Ok(size as usize + line <= segment::MAX_SEGMENT_BYTES)
     }
@@ -292,7 +293,7 @@ impl Store {
             let state = self.ref_state(which)?;
             let tip = state.as_ref().and_then(|s| s.commit);
             let root = tip.map(|t| self.tree_of(t)).transpose()?;
-            let (new_root, refused) = tree::insert_lines(&self.repo, root, &bytes)?;
+            let (new_root, refused) = tree::insert_lines(self.repo.gix(), root, &bytes)?;
             let refused: Vec<Vec<u8>> = refused.into_iter().map(<[u8]>::to_vec).collect();
             let landed: Vec<&str> = lines
                 .iter()

@@ -91,9 +91,9 @@ impl Store {
                     moved = true;
                     break;
                 }
-                let incoming = tree::build(&self.repo, fit.iter().map(|l| l.as_bytes()))?;
+                let incoming = tree::build(self.repo.gix(), fit.iter().map(|l| l.as_bytes()))?;
                 let merged = match base {
-                    Some(base) => tree::union(&self.repo, base, incoming)?,
+                    Some(base) => tree::union(self.repo.gix(), base, incoming)?,
                     None => incoming,
                 };
                 let message = format!("kapi: merge {} operations\n", fit.len());
@@ -136,7 +136,7 @@ impl Store {
         let (mut fit, mut full) = (Vec::new(), Vec::new());
         for (shard, group) in by_shard {
             let held = match base {
-                Some(base) => tree::segment_size(&self.repo, base, shard)?.unwrap_or(0),
+                Some(base) => tree::segment_size(self.repo.gix(), base, shard)?.unwrap_or(0),
                 None => 0,
             } as usize;
             let added: usize = group.iter().map(|l| l.len() + 1).sum();

@@ -170,7 +170,7 @@ pub struct Loaded {
 
 /// The operation store of one repository.
 pub struct Store {
-    repo: gix::Repository,
+    repo: crate::git::Repo,
     /// How long a writer waits for a lock before it gives up.
     lock_timeout: Duration,
 }
@@ -185,13 +185,14 @@ fn signature(seconds: i64) -> gix::actor::Signature {
 }
 
 impl Store {
-    /// Find the repository containing `dir`.
+    /// Find the repository containing `dir` through the git adapter (a
+    /// bare repository holds a log too).
     pub fn discover(dir: &Path) -> Result<Self, StoreError> {
-        let mut repo =
-            gix::discover(dir).map_err(|_| StoreError::NotARepository(dir.to_owned()))?;
+        let mut repo = crate::git::Repo::discover(dir)
+            .map_err(|_| StoreError::NotARepository(dir.to_owned()))?;
         // Packed segments are deltas of each other: without a cache of delta
         // bases, reading a log re-inflates every base of every chain.
-        read::with_delta_cache(&mut repo);
+        read::with_delta_cache(repo.gix_mut());
         Ok(Self {
             repo,
             lock_timeout: lock::DEFAULT_TIMEOUT,
@@ -204,17 +205,22 @@ impl Store {
     }
 
     pub fn repo(&self) -> &gix::Repository {
+        self.repo.gix()
+    }
+
+    /// The repository through the git adapter.
+    pub fn git(&self) -> &crate::git::Repo {
         &self.repo
     }
 
     /// The top of the work tree, if the repository has one.
     pub fn work_tree(&self) -> Option<&Path> {
-        self.repo.workdir()
+        self.repo.work_tree()
     }
 
     /// `.git/kapi/`, for the lock and derived caches (shared by worktrees).
     pub fn kapi_dir(&self) -> PathBuf {
-        self.repo.common_dir().join("kapi")
+        self.repo.kapi_dir()
     }
 
     /// The commit a ref points at, if the ref exists.
@@ -230,6 +236,7 @@ impl Store {
     pub(crate) fn ref_state(&self, which: LogRef) -> Result<Option<RefState>, StoreError> {
         let Some(reference) = self
             .repo
+            .gix()
             .try_find_reference(which.name())
             .map_err(git("reading the ref"))?
         else {
@@ -240,6 +247,7 @@ impl Store {
             gix::refs::Target::Object(oid) => {
                 let kind = self
                     .repo
+                    .gix()
                     .find_header(*oid)
                     .map_err(git("reading the ref's object"))?
                     .kind();
@@ -247,6 +255,7 @@ impl Store {
                     gix::object::Kind::Commit => Some(*oid),
                     gix::object::Kind::Tag => self
                         .repo
+                        .gix()
                         .find_object(*oid)
                         .ok()
                         .and_then(|o| o.peel_to_kind(gix::object::Kind::Commit).ok())
@@ -262,6 +271,7 @@ impl Store {
     fn tree_of(&self, commit: ObjectId) -> Result<ObjectId, StoreError> {
         let commit = self
             .repo
+            .gix()
             .find_commit(commit)
             .map_err(git("reading the log's commit"))?;
         Ok(commit
@@ -300,11 +310,11 @@ impl Store {
         for &which in refs {
             if let Some(tip) = self.tip(which)? {
                 let tree = self.tree_of(tip)?;
-                tree::read_segments(&self.repo, tree, which.name(), &mut segments)?;
+                tree::read_segments(self.repo.gix(), tree, which.name(), &mut segments)?;
             }
         }
         let cache = cache::SegmentCache::read(&self.kapi_dir());
-        let (mut loaded, fresh) = read::parse_segments(&self.repo, &segments, &cache)?;
+        let (mut loaded, fresh) = read::parse_segments(self.repo.gix(), &segments, &cache)?;
         let conflicts = read::finish(&mut loaded);
         if !conflicts.is_empty() {
             self.settle_conflicts(refs, conflicts, &mut loaded)?;
@@ -345,7 +355,8 @@ impl Store {
                 continue;
             };
             let root = self.tree_of(tip)?;
-            if let Some(bytes) = tree::read_segment(&self.repo, root, segment::shard(id.as_str()))?
+            if let Some(bytes) =
+                tree::read_segment(self.repo.gix(), root, segment::shard(id.as_str()))?
             {
                 // Parse only the lines that carry the id.
                 let mut copies = segment::lines(&bytes)
@@ -388,6 +399,7 @@ impl Store {
         };
         Ok(self
             .repo
+            .gix()
             .write_object(&commit)
             .map_err(git("writing the log's commit"))?
             .detach())
@@ -416,7 +428,7 @@ pub struct Health {
 
 impl Store {
     fn objects_dir(&self) -> PathBuf {
-        self.repo.objects.store_ref().path().to_path_buf()
+        self.repo.gix().objects.store_ref().path().to_path_buf()
     }
 
     /// Look at the locks, leftovers and tip claims.
@@ -440,6 +452,7 @@ impl Store {
             };
             let commit = self
                 .repo
+                .gix()
                 .find_commit(tip)
                 .map_err(git("reading the log's commit"))?;
             let message = commit.message_raw_sloppy().to_string();

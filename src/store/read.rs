@@ -238,16 +238,17 @@ impl Store {
         while let Some(commit_id) = at {
             let commit = self
                 .repo
+                .gix()
                 .find_commit(commit_id)
                 .map_err(git("reading the log's history"))?;
             let root = commit
                 .tree_id()
                 .map_err(git("reading the log's history"))?
                 .detach();
-            let blob = tree::read_entries(&self.repo, root)?
+            let blob = tree::read_entries(self.repo.gix(), root)?
                 .into_iter()
                 .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
-                .map(|top| tree::read_entries(&self.repo, top.oid))
+                .map(|top| tree::read_entries(self.repo.gix(), top.oid))
                 .transpose()?
                 .and_then(|level| {
                     level
@@ -258,10 +259,10 @@ impl Store {
             if last_blob != Some(blob) {
                 last_copies = match blob {
                     Some(blob)
-                        if tree::object_size(&self.repo, blob)?
+                        if tree::object_size(self.repo.gix(), blob)?
                             <= segment::MAX_SEGMENT_BYTES as u64 =>
                     {
-                        let bytes = tree::read_blob(&self.repo, blob)?;
+                        let bytes = tree::read_blob(self.repo.gix(), blob)?;
                         segment::lines(&bytes)
                             .filter(|l| segment::line_id(l) == Some(id))
                             .filter_map(|l| Record::from_untrusted(l).ok())

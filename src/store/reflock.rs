@@ -158,7 +158,7 @@ impl Store {
                 deref: false,
             };
             write_intent(&kapi_dir, which, new)?;
-            let prepared = self.repo.refs.transaction().prepare(
+            let prepared = self.repo.gix().refs.transaction().prepare(
                 Some(edit),
                 gix::lock::acquire::Fail::Immediately,
                 gix::lock::acquire::Fail::Immediately,

@@ -60,15 +60,10 @@ pub(crate) fn grant(max: Option<&str>, allow: Option<&str>) -> Result<Grant, Cli
     artifacts::grant_from(max, list.as_deref()).map_err(|e| CliError::usage(e.to_string()))
 }
 
-/// The project directory (top of the git work tree, else the current
-/// directory) and its `kapi.toml`.
+/// The project directory (top of the git work tree, found as the store
+/// finds it, else the current directory) and its `kapi.toml`.
 pub(crate) fn project(ctx: &Ctx) -> Result<(PathBuf, Config), CliError> {
-    let project = ctx
-        .cwd
-        .ancestors()
-        .find(|d| d.join(".git").exists())
-        .unwrap_or(&ctx.cwd)
-        .to_path_buf();
+    let project = crate::git::Repo::project_root(&ctx.cwd).unwrap_or_else(|| ctx.cwd.clone());
     let config = Config::load(&project).map_err(|e| CliError::usage(e.to_string()))?;
     Ok((project, config))
 }

@@ -1,0 +1,120 @@
+//! The one way into the repository: discovery (worktrees, `GIT_DIR`, bare
+//! repositories refused where a work tree is needed), the work tree and
+//! index listing, staged blobs, commit ranges and their line diffs, and the
+//! `git` child processes for fetch and push (gix cannot push; see
+//! [`remote`]), and the plain walk of folders git does not list
+//! ([`walk`]). The store, the checker, the vault lock and the compiler's
+//! project discovery all open the repository through [`Repo`].
+
+pub mod range;
+pub mod remote;
+pub mod walk;
+mod worktree;
+
+use std::path::{Path, PathBuf};
+
+pub use gix::ObjectId;
+pub use range::{CommitDiff, FileDiff};
+pub use worktree::Blob;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("{0} is not inside a git repository; run `git init` first, or pass -C <repo>")]
+    NotARepository(PathBuf),
+    #[error(
+        "{0} is a bare repository: this command needs a work tree; run it in a clone or a `git worktree`"
+    )]
+    Bare(PathBuf),
+    #[error("git: {context}: {message}")]
+    Git {
+        context: &'static str,
+        message: String,
+    },
+    #[error("cannot run git {args}: {message}")]
+    Command { args: String, message: String },
+}
+
+pub(crate) fn git<E: std::fmt::Display>(context: &'static str) -> impl FnOnce(E) -> GitError {
+    move |e| GitError::Git {
+        context,
+        message: e.to_string(),
+    }
+}
+
+/// An open repository.
+pub struct Repo {
+    repo: gix::Repository,
+}
+
+impl Repo {
+    /// The repository at or above `dir`, found as git finds it: a `.git`
+    /// folder, a worktree's `.git` file, or `GIT_DIR`. Bare repositories
+    /// open too; [`Repo::require_work_tree`] refuses them where a command
+    /// needs files.
+    pub fn discover(dir: &Path) -> Result<Self, GitError> {
+        let repo = gix::discover_with_environment_overrides(dir)
+            .map_err(|_| GitError::NotARepository(dir.to_owned()))?;
+        Ok(Self { repo })
+    }
+
+    /// Like [`Repo::discover`], starting from the nearest existing ancestor
+    /// of `path` (which may not exist yet). `None` outside a repository.
+    pub fn discover_above(path: &Path) -> Option<Self> {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let existing = absolute.ancestors().find(|d| d.is_dir())?;
+        Self::discover(existing).ok()
+    }
+
+    /// The project folder holding `dir`: the top of the work tree of the
+    /// repository found by [`Repo::discover`]; where no repository opens,
+    /// the nearest folder holding a `.git` entry gix cannot open (a
+    /// placeholder still marks the top of a project); else `None`.
+    pub fn project_root(dir: &Path) -> Option<PathBuf> {
+        match Self::discover(dir) {
+            Ok(repo) => repo.work_tree().map(Path::to_path_buf),
+            Err(_) => dir
+                .ancestors()
+                .find(|d| d.join(".git").exists())
+                .map(Path::to_path_buf),
+        }
+    }
+
+    pub fn gix(&self) -> &gix::Repository {
+        &self.repo
+    }
+
+    pub fn gix_mut(&mut self) -> &mut gix::Repository {
+        &mut self.repo
+    }
+
+    /// The top of the work tree, if the repository has one.
+    pub fn work_tree(&self) -> Option<&Path> {
+        self.repo.workdir()
+    }
+
+    /// The top of the work tree, or a clear refusal for a bare repository.
+    pub fn require_work_tree(&self) -> Result<&Path, GitError> {
+        self.work_tree()
+            .ok_or_else(|| GitError::Bare(self.repo.git_dir().to_owned()))
+    }
+
+    /// This work tree's own git directory (`.git/worktrees/<name>` in a
+    /// linked worktree).
+    pub fn git_dir(&self) -> &Path {
+        self.repo.git_dir()
+    }
+
+    /// The git directory every worktree shares: kapi's locks and caches
+    /// live under `<common>/kapi/`.
+    pub fn common_dir(&self) -> &Path {
+        self.repo.common_dir()
+    }
+
+    /// `<common dir>/kapi`.
+    pub fn kapi_dir(&self) -> PathBuf {
+        self.common_dir().join("kapi")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

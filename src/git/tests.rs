@@ -1,0 +1,336 @@
+//! The adapter on scripted repositories with pinned dates and an isolated
+//! git configuration.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::*;
+
+/// Run git in `dir` with HOME and the configuration isolated and the dates
+/// pinned; panics when git fails.
+pub(crate) fn sh(dir: &Path, args: &[&str]) -> String {
+    let home = dir.join(".test-home-unused");
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .env("GIT_AUTHOR_DATE", "2026-11-30T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-11-30T00:00:00Z")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn init(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    sh(dir, &["init", "-q", "-b", "main"]);
+}
+
+#[test]
+fn worktrees_share_the_common_dir_and_bare_repositories_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let main = base.join("main");
+    init(&main);
+    write(&main.join("a.md"), "a\n");
+    sh(&main, &["add", "a.md"]);
+    sh(&main, &["commit", "-q", "-m", "one"]);
+    sh(&main, &["worktree", "add", "-q", "../linked"]);
+    let linked = base.join("linked");
+    std::fs::create_dir_all(linked.join("sub/dir")).unwrap();
+
+    let repo = Repo::discover(&linked.join("sub/dir")).unwrap();
+    assert_eq!(repo.require_work_tree().unwrap(), linked);
+    assert_eq!(
+        std::fs::canonicalize(repo.common_dir()).unwrap(),
+        main.join(".git")
+    );
+    assert_eq!(
+        std::fs::canonicalize(repo.git_dir()).unwrap(),
+        main.join(".git/worktrees/linked")
+    );
+    assert_eq!(
+        std::fs::canonicalize(repo.kapi_dir().parent().unwrap()).unwrap(),
+        main.join(".git")
+    );
+
+    assert_eq!(
+        Repo::project_root(&linked.join("sub/dir")),
+        Some(linked.clone())
+    );
+
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    assert_eq!(Repo::project_root(&outside), None);
+    // A `.git` placeholder gix cannot open still marks a project's top.
+    std::fs::create_dir_all(outside.join("p/.git")).unwrap();
+    std::fs::create_dir_all(outside.join("p/q")).unwrap();
+    assert_eq!(
+        Repo::project_root(&outside.join("p/q")),
+        Some(outside.join("p"))
+    );
+    assert!(matches!(
+        Repo::discover(&outside),
+        Err(GitError::NotARepository(_))
+    ));
+    assert!(Repo::discover_above(&outside.join("not/yet")).is_none());
+    assert!(Repo::discover_above(&outside.join("p/q")).is_none());
+    assert_eq!(
+        Repo::discover_above(&main.join("not/yet"))
+            .unwrap()
+            .work_tree(),
+        Some(main.as_path())
+    );
+
+    let bare = base.join("bare.git");
+    sh(&base, &["init", "-q", "--bare", "bare.git"]);
+    let repo = Repo::discover(&bare).unwrap();
+    assert!(repo.work_tree().is_none());
+    assert_eq!(Repo::project_root(&bare), None);
+    let err = repo.files().unwrap_err();
+    assert!(matches!(err, GitError::Bare(_)), "{err}");
+    assert!(err.to_string().contains("needs a work tree"), "{err}");
+    assert!(matches!(repo.staged_files(), Err(GitError::Bare(_))));
+}
+
+#[test]
+fn files_are_tracked_and_untracked_but_not_ignored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    init(dir);
+    let excludes = dir.join("global-excludes");
+    write(&excludes, "*.global\n");
+    sh(
+        dir,
+        &["config", "core.excludesFile", excludes.to_str().unwrap()],
+    );
+    write(
+        &dir.join(".gitignore"),
+        "ignored/\n*.log\n/global-excludes\n",
+    );
+    write(&dir.join(".git/info/exclude"), "*.info\n");
+    for f in [
+        "README.md",
+        "docs/a.md",
+        "docs/new.md",
+        "ignored/x.md",
+        "tracked.log",
+        "b.log",
+        "c.info",
+        "d.global",
+        "deep/er/e.txt",
+    ] {
+        write(&dir.join(f), "x\n");
+    }
+    sh(dir, &["add", "README.md", "docs/a.md", ".gitignore"]);
+    sh(dir, &["add", "-f", "tracked.log"]);
+    sh(dir, &["commit", "-q", "-m", "one"]);
+    // Staged but never committed, and deleted from disk while tracked.
+    write(&dir.join("staged.md"), "s\n");
+    sh(dir, &["add", "staged.md"]);
+    std::fs::remove_file(dir.join("docs/a.md")).unwrap();
+    // A nested repository is not descended into.
+    init(&dir.join("nested"));
+    write(&dir.join("nested/inner.md"), "n\n");
+    // Nested .gitignore files, negations, and names git would quote.
+    write(&dir.join("sub/.gitignore"), "*.md\n!keep.md\n");
+    write(&dir.join("sub/drop.md"), "x\n");
+    write(&dir.join("sub/keep.md"), "x\n");
+    write(&dir.join("sub/deeper/drop.md"), "x\n");
+    write(&dir.join("sub/deeper/keep.md"), "x\n");
+    write(&dir.join("sp ace/ä.md"), "x\n");
+
+    let repo = Repo::discover(dir).unwrap();
+    let files = repo.files().unwrap();
+    let expected = sh(
+        dir,
+        &[
+            "-c",
+            "core.quotePath=false",
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ],
+    );
+    let mut expected: Vec<String> = expected
+        .lines()
+        .map(str::to_owned)
+        .filter(|l| !l.ends_with('/'))
+        .collect();
+    expected.sort();
+    expected.dedup();
+    assert_eq!(files, expected);
+    assert_eq!(
+        files,
+        [
+            ".gitignore",
+            "README.md",
+            "deep/er/e.txt",
+            "docs/a.md",
+            "docs/new.md",
+            "sp ace/ä.md",
+            "staged.md",
+            "sub/.gitignore",
+            "sub/deeper/keep.md",
+            "sub/keep.md",
+            "tracked.log"
+        ]
+    );
+}
+
+#[test]
+fn staged_blobs_are_capped_before_they_are_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    init(dir);
+    write(&dir.join("small.md"), "small\n");
+    write(&dir.join("big.md"), &"x".repeat(100));
+    sh(dir, &["add", "small.md", "big.md"]);
+    // The work tree differs from the index: the index wins.
+    write(&dir.join("small.md"), "changed\n");
+
+    let repo = Repo::discover(dir).unwrap();
+    let staged = repo.staged_files().unwrap();
+    let names: Vec<&str> = staged.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["big.md", "small.md"]);
+    assert_eq!(
+        repo.read_blob(staged[0].1, 99).unwrap(),
+        Blob::TooLarge(100)
+    );
+    assert_eq!(
+        repo.read_blob(staged[0].1, 100).unwrap(),
+        Blob::Bytes("x".repeat(100).into_bytes())
+    );
+    assert_eq!(
+        repo.read_blob(staged[1].1, 99).unwrap(),
+        Blob::Bytes(b"small\n".to_vec())
+    );
+}
+
+#[test]
+fn a_commit_range_lists_commits_with_parents_and_line_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    init(dir);
+    write(&dir.join("a.md"), "one\ntwo\nthree\n");
+    sh(dir, &["add", "a.md"]);
+    sh(dir, &["commit", "-q", "-m", "base"]);
+    let base = sh(dir, &["rev-parse", "HEAD"]);
+    write(&dir.join("a.md"), "one\nTWO\nthree\nfour\n");
+    write(&dir.join("docs/b.md"), "bee\n");
+    sh(dir, &["add", "a.md", "docs/b.md"]);
+    sh(dir, &["commit", "-q", "-m", "second"]);
+    let second = sh(dir, &["rev-parse", "HEAD"]);
+    sh(dir, &["rm", "-q", "docs/b.md"]);
+    sh(dir, &["commit", "-q", "-m", "third"]);
+    let third = sh(dir, &["rev-parse", "HEAD"]);
+
+    let repo = Repo::discover(dir).unwrap();
+    let range = repo.commit_range(&format!("{base}..HEAD")).unwrap();
+    let ids: Vec<String> = range.iter().map(|c| c.id.to_string()).collect();
+    assert_eq!(ids, [third.clone(), second.clone()]);
+    assert_eq!(
+        range[0].parents,
+        [ObjectId::from_hex(second.as_bytes()).unwrap()]
+    );
+    assert_eq!(
+        range[1].parents,
+        [ObjectId::from_hex(base.as_bytes()).unwrap()]
+    );
+    let line = |s: &[&str]| s.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        range[1].files,
+        [
+            FileDiff {
+                path: "a.md".into(),
+                added: line(&["TWO", "four"]),
+                removed: line(&["two"]),
+                opaque: false,
+            },
+            FileDiff {
+                path: "docs/b.md".into(),
+                added: line(&["bee"]),
+                removed: vec![],
+                opaque: false,
+            },
+        ]
+    );
+    assert_eq!(
+        range[0].files,
+        [FileDiff {
+            path: "docs/b.md".into(),
+            added: vec![],
+            removed: line(&["bee"]),
+            opaque: false,
+        }]
+    );
+    // A root commit is compared with the empty tree.
+    let all = repo.commit_range("HEAD").unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(all[2].parents.is_empty());
+    assert_eq!(all[2].files[0].added, line(&["one", "two", "three"]));
+    assert!(repo.commit_range(&format!("{base}...HEAD")).is_err());
+}
+
+#[test]
+fn push_and_fetch_through_the_one_child_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path();
+    sh(base, &["init", "-q", "--bare", "remote.git"]);
+    let remote = base.join("remote.git");
+    let (a, b) = (base.join("a"), base.join("b"));
+    init(&a);
+    init(&b);
+    write(&a.join("f.md"), "one\n");
+    sh(&a, &["add", "f.md"]);
+    sh(&a, &["commit", "-q", "-m", "one"]);
+    let one = sh(&a, &["rev-parse", "HEAD"]);
+    sh(&a, &["update-ref", "refs/kapi/ops", &one]);
+
+    let repo_a = Repo::discover(&a).unwrap();
+    let url = remote.to_str().unwrap();
+    assert_eq!(
+        repo_a.push(url, "refs/kapi/ops:refs/kapi/ops").unwrap(),
+        remote::Pushed::Accepted
+    );
+    assert_eq!(sh(&remote, &["rev-parse", "refs/kapi/ops"]), one);
+
+    let repo_b = Repo::discover(&b).unwrap();
+    repo_b
+        .fetch(url, "+refs/kapi/ops:refs/remotes/origin/kapi/ops")
+        .unwrap();
+    assert_eq!(sh(&b, &["rev-parse", "refs/remotes/origin/kapi/ops"]), one);
+
+    // b's own history does not descend from a's: not a fast-forward.
+    write(&b.join("g.md"), "two\n");
+    sh(&b, &["add", "g.md"]);
+    sh(&b, &["commit", "-q", "-m", "two"]);
+    let two = sh(&b, &["rev-parse", "HEAD"]);
+    sh(&b, &["update-ref", "refs/kapi/ops", &two]);
+    assert!(matches!(
+        repo_b.push(url, "refs/kapi/ops:refs/kapi/ops").unwrap(),
+        remote::Pushed::Rejected(_)
+    ));
+    assert_eq!(sh(&remote, &["rev-parse", "refs/kapi/ops"]), one);
+    assert!(repo_b.fetch(url, "refs/kapi/missing:refs/x").is_err());
+}
