@@ -73,6 +73,9 @@ pub trait Env: Send + Sync {
 #[derive(Debug, Default)]
 pub struct ProcessEnv {
     ends_with_call: bool,
+    /// Calls that read seeded randomness: each gets its own value, so a
+    /// long-running process stays fresh per call under `KAPI_SEED` too.
+    seeded_calls: std::sync::atomic::AtomicU64,
 }
 
 impl ProcessEnv {
@@ -86,6 +89,7 @@ impl ProcessEnv {
     pub fn for_one_command() -> Self {
         Self {
             ends_with_call: true,
+            ..Self::default()
         }
     }
 }
@@ -113,7 +117,12 @@ impl Env for ProcessEnv {
             .var("KAPI_SEED")
             .and_then(|s| s.trim().parse::<u64>().ok())
         {
-            Some(seed) => seeded(seed),
+            Some(seed) => {
+                let n = self
+                    .seeded_calls
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                seeded(seed.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+            }
             None => os_random(),
         }
     }

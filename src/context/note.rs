@@ -56,6 +56,10 @@ pub struct Noted {
     pub record: Record,
     /// Rules files rewritten because what is in force changed.
     pub refreshed: Vec<PathBuf>,
+    /// Why refreshing them failed, after the change was recorded: a
+    /// surface shows what was recorded, then this.
+    #[serde(skip)]
+    pub refresh_error: Option<ContextError>,
 }
 
 impl Noted {
@@ -86,12 +90,16 @@ impl Noted {
 pub fn note(session: &Session, req: NoteRequest) -> Result<Noted, ContextError> {
     let record = record_note(session, req)?;
     let changes_in_force = record.kind == Kind::Correct && record.actor.kind == ActorKind::Person;
-    let refreshed = if changes_in_force {
-        super::rulesfiles::refresh_in_force(session)?
+    let (refreshed, refresh_error) = if changes_in_force {
+        super::rulesfiles::refresh_after_change(session)
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
-    Ok(Noted { record, refreshed })
+    Ok(Noted {
+        record,
+        refreshed,
+        refresh_error,
+    })
 }
 
 fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextError> {

@@ -28,15 +28,20 @@ pub struct Reviewed {
     pub recorded: Vec<Record>,
     /// Rules files rewritten because what is in force changed.
     pub refreshed: Vec<PathBuf>,
+    /// Why refreshing them failed, after the change was recorded: a
+    /// surface shows what was recorded, then this.
+    #[serde(skip)]
+    pub refresh_error: Option<ContextError>,
 }
 
 /// Record one round of decisions, then refresh the rules files.
 pub fn review(session: &Session, req: ReviewRequest) -> Result<Reviewed, ContextError> {
     let recorded = decide(session, req)?;
-    let refreshed = super::rulesfiles::refresh_in_force(session)?;
+    let (refreshed, refresh_error) = super::rulesfiles::refresh_after_change(session);
     Ok(Reviewed {
         recorded,
         refreshed,
+        refresh_error,
     })
 }
 

@@ -85,6 +85,15 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
 
 /// Fold the log and refresh the rules files after what is in force
 /// changed; returns the files written.
+/// Refresh after a change was recorded: the files written, or why not
+/// (the change stands either way).
+pub fn refresh_after_change(session: &Session) -> (Vec<PathBuf>, Option<ContextError>) {
+    match refresh_in_force(session) {
+        Ok(written) => (written, None),
+        Err(e) => (Vec::new(), Some(e)),
+    }
+}
+
 pub fn refresh_in_force(session: &Session) -> Result<Vec<PathBuf>, ContextError> {
     let ledger = session.ledger()?;
     let written = refresh(session, &ledger);

@@ -84,8 +84,9 @@ fn term(term: &str, instead_of: &str, path: &str) -> NoteRequest {
 fn a_note_reads_back_through_the_log_query() {
     let repo = Repo::new();
     let agent = repo.agent(FixedEnv::new(NOW, 7));
-    let Noted { record, refreshed } =
-        note(&agent, term("Quickcast", "Quick cast", "docs/intro.md")).unwrap();
+    let Noted {
+        record, refreshed, ..
+    } = note(&agent, term("Quickcast", "Quick cast", "docs/intro.md")).unwrap();
     assert_eq!(record.actor.kind, ActorKind::Agent);
     // A suggestion changes nothing in force.
     assert!(refreshed.is_empty());

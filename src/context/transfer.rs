@@ -44,6 +44,10 @@ pub struct LogImported {
     pub refused: usize,
     /// Rules files rewritten because what is in force changed.
     pub refreshed: Vec<PathBuf>,
+    /// Why refreshing them failed, after the change was recorded: a
+    /// surface shows what was recorded, then this.
+    #[serde(skip)]
+    pub refresh_error: Option<ContextError>,
 }
 
 /// Merge the operations of a JSON Lines file (`origin` names it).
@@ -56,10 +60,10 @@ pub fn import_log(
         .store
         .import_jsonl(bytes, origin, session.now_ms()?)?;
     let merged = &imported.merged;
-    let refreshed = if merged.added > 0 {
-        super::rulesfiles::refresh_in_force(session)?
+    let (refreshed, refresh_error) = if merged.added > 0 {
+        super::rulesfiles::refresh_after_change(session)
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     Ok(LogImported {
         read: imported.read,
@@ -73,6 +77,7 @@ pub fn import_log(
             .collect(),
         refused: merged.refused.len(),
         refreshed,
+        refresh_error,
     })
 }
 
@@ -89,6 +94,10 @@ pub struct FilesImported {
     pub files: Vec<FileImported>,
     /// Rules files rewritten because what is in force changed.
     pub refreshed: Vec<PathBuf>,
+    /// Why refreshing them failed, after the change was recorded: a
+    /// surface shows what was recorded, then this.
+    #[serde(skip)]
+    pub refresh_error: Option<ContextError>,
 }
 
 /// Import every context file of the checkout (`force`: even unchanged ones).
@@ -97,10 +106,10 @@ pub fn import_files(session: &Session, force: bool) -> Result<FilesImported, Con
     let imported = outcomes
         .iter()
         .any(|(_, o)| matches!(o, ImportOutcome::Imported { .. }));
-    let refreshed = if imported {
-        super::rulesfiles::refresh_in_force(session)?
+    let (refreshed, refresh_error) = if imported {
+        super::rulesfiles::refresh_after_change(session)
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     Ok(FilesImported {
         files: outcomes
@@ -108,6 +117,7 @@ pub fn import_files(session: &Session, force: bool) -> Result<FilesImported, Con
             .map(|(file, outcome)| FileImported { file, outcome })
             .collect(),
         refreshed,
+        refresh_error,
     })
 }
 

@@ -893,3 +893,20 @@ fn the_read_cache_gives_the_same_log_and_survives_damage() {
         1501
     );
 }
+
+#[test]
+fn a_decision_stands_and_is_shown_when_the_rules_files_cannot_be_written() {
+    let repo = TestEnv::new();
+    let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    // AGENTS.md is a folder: the refresh after the keep cannot write it.
+    std::fs::create_dir_all(repo.path().join("AGENTS.md")).unwrap();
+    let run = repo.kapi(&["context", "review", "--keep", &id[..10]]);
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("keep"),
+        "the recorded keep is shown: {}",
+        run.stdout
+    );
+    assert!(run.stderr.contains("AGENTS.md"), "{}", run.stderr);
+    assert_eq!(status_of(&repo, &id), "established");
+}

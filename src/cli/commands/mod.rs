@@ -89,8 +89,14 @@ pub(crate) fn contested_by(ids: &[crate::ops::OpId]) -> Option<String> {
 pub(crate) fn report_rules_files(
     session: &Session,
     written: &[std::path::PathBuf],
+    failed: Option<crate::context::ContextError>,
     out: &mut super::output::Out,
 ) -> Result<(), CliError> {
+    // What was recorded stands and was shown; a failed refresh is the error.
+    if let Some(e) = failed {
+        out.flush()?;
+        return Err(e.into());
+    }
     if written.is_empty() {
         return Ok(());
     }

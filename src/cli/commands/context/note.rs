@@ -95,7 +95,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         valid_to: args.valid_to,
         note: args.note,
     };
-    let noted = note(&session, request)?;
+    let mut noted = note(&session, request)?;
     let mut out = Out::new();
     if args.json {
         out.line(noted.record.to_canonical_json())?;
@@ -108,7 +108,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         record.kind.as_str(),
         noted.describe()
     ))?;
-    report_rules_files(&session, &noted.refreshed, &mut out)?;
+    report_rules_files(
+        &session,
+        &noted.refreshed,
+        noted.refresh_error.take(),
+        &mut out,
+    )?;
     if noted.suggests() {
         out.line(format!(
             "it advises as a suggestion until a person keeps it: kapi context review --keep {}",

@@ -73,7 +73,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         advisory: args.advisory,
         note: args.note,
     };
-    let reviewed = review(&session, request)?;
+    let mut reviewed = review(&session, request)?;
     for record in &reviewed.recorded {
         let target = record.target.as_deref().unwrap_or_default();
         out.line(format!(
@@ -83,6 +83,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             crate::ops::id::short(target)
         ))?;
     }
-    report_rules_files(&session, &reviewed.refreshed, &mut out)?;
+    report_rules_files(
+        &session,
+        &reviewed.refreshed,
+        reviewed.refresh_error.take(),
+        &mut out,
+    )?;
     Ok(Exit::Ok)
 }

@@ -52,7 +52,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             "{file} is larger than 1 GiB; split it"
         )));
     }
-    let imported = import_log(&session, &bytes, &file)?;
+    let mut imported = import_log(&session, &bytes, &file)?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
@@ -62,7 +62,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     for r in &imported.rejected {
         let _ = writeln!(err, "error: {}: {}", r.location, r.error);
     }
-    report_rules_files(&session, &imported.refreshed, &mut Out::new())?;
+    report_rules_files(
+        &session,
+        &imported.refreshed,
+        imported.refresh_error.take(),
+        &mut Out::new(),
+    )?;
     if imported.rejected.is_empty() {
         Ok(Exit::Ok)
     } else {
@@ -77,7 +82,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
 }
 
 fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError> {
-    let imported = import_files(session, force)?;
+    let mut imported = import_files(session, force)?;
     let mut out = Out::new();
     if imported.files.is_empty() {
         out.line(
@@ -108,6 +113,11 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
             }
         }
     }
-    report_rules_files(session, &imported.refreshed, &mut out)?;
+    report_rules_files(
+        session,
+        &imported.refreshed,
+        imported.refresh_error.take(),
+        &mut out,
+    )?;
     Ok(if failed > 0 { Exit::Usage } else { Exit::Ok })
 }
