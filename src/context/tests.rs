@@ -2,7 +2,6 @@
 //! binary, the environment pinned by a [`FixedEnv`].
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use super::check::{CheckRequest, check};
@@ -28,13 +27,7 @@ impl Repo {
             &["config", "user.email", "ada@example.com"],
             &["config", "user.name", "Ada"],
         ] {
-            let status = Command::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .status()
-                .unwrap();
-            assert!(status.success());
+            crate::git::tests::sh(dir.path(), args);
         }
         Repo { dir }
     }

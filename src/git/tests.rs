@@ -10,15 +10,22 @@ use super::*;
 /// pinned; panics when git fails.
 pub(crate) fn sh(dir: &Path, args: &[&str]) -> String {
     let home = dir.join(".test-home-unused");
-    let out = Command::new("git")
+    let mut cmd = Command::new("git");
+    // Nothing of the shell's git (a hook's GIT_DIR, GIT_INDEX_FILE, …)
+    // reaches the test's repository, nor does the test write outside it.
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("GIT_") {
+            cmd.env_remove(name);
+        }
+    }
+    let out = cmd
         .arg("-C")
         .arg(dir)
         .args(args)
         .env("HOME", &home)
         .env("XDG_CONFIG_HOME", &home)
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
+        .env("GIT_CEILING_DIRECTORIES", dir.parent().unwrap_or(dir))
         .env("GIT_AUTHOR_NAME", "Ada")
         .env("GIT_AUTHOR_EMAIL", "ada@example.com")
         .env("GIT_COMMITTER_NAME", "Ada")
