@@ -118,6 +118,18 @@ impl From<ContextError> for CliError {
     }
 }
 
+impl From<crate::config::ConfigError> for CliError {
+    fn from(err: crate::config::ConfigError) -> Self {
+        ContextError::Config(err).into()
+    }
+}
+
+impl From<crate::compile::artifacts::GrantError> for CliError {
+    fn from(err: crate::compile::artifacts::GrantError) -> Self {
+        CliError::usage(err.to_string())
+    }
+}
+
 impl From<StoreError> for CliError {
     fn from(err: StoreError) -> Self {
         ContextError::Store(err).into()

@@ -57,14 +57,14 @@ pub(crate) fn ranking(text: &str) -> Result<Ranking, CliError> {
 pub(crate) fn grant(max: Option<&str>, allow: Option<&str>) -> Result<Grant, CliError> {
     let list: Option<Vec<String>> =
         allow.map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
-    artifacts::grant_from(max, list.as_deref()).map_err(|e| CliError::usage(e.to_string()))
+    Ok(artifacts::grant_from(max, list.as_deref())?)
 }
 
 /// The project directory (top of the git work tree, found as the store
 /// finds it, else the current directory) and its `kapi.toml`.
 pub(crate) fn project(ctx: &Ctx) -> Result<(PathBuf, Config), CliError> {
     let project = crate::git::Repo::project_root(&ctx.cwd).unwrap_or_else(|| ctx.cwd.clone());
-    let config = Config::load(&project).map_err(|e| CliError::usage(e.to_string()))?;
+    let config = Config::load(&project)?;
     Ok((project, config))
 }
 
