@@ -16,9 +16,9 @@ use serde::Serialize;
 
 use super::forms::{case_key, form_matches, is_case_only};
 use super::id::OpId;
-use super::op::Op;
+use super::op::{Op, Stated};
 use super::policy::{Transition, person_decides};
-use super::record::{ActorKind, Kind, Record, Scope, SignalSource, Subject};
+use super::record::{ActorKind, Kind, Record, Scope, SignalSource};
 
 /// What became of a subject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -751,14 +751,14 @@ fn mark_disagreements(
         if !live {
             continue;
         }
-        match (&r.subject, &r.correction) {
-            (Some(Subject::Term { preferred, avoid }), _) => rules.push(TermView {
+        match Op::of(r).map_or(Stated::Nothing, |op| op.stated()) {
+            Stated::Term { preferred, avoid } => rules.push(TermView {
                 at,
                 preferred,
                 avoid,
                 imported: false,
             }),
-            (Some(Subject::Terms { terms }), _) => {
+            Stated::Terms(terms) => {
                 for t in terms.iter().filter(|t| !t.suggested) {
                     let preferred = t.preferred.as_deref().unwrap_or("");
                     rules.push(TermView {
@@ -769,14 +769,13 @@ fn mark_disagreements(
                     });
                 }
             }
-            // A correction stating no rule still states one wording over another.
-            (None, Some(c)) => rules.push(TermView {
+            Stated::Wording(c) => rules.push(TermView {
                 at,
                 preferred: &c.to,
                 avoid: std::slice::from_ref(&c.from),
                 imported: false,
             }),
-            _ => {}
+            Stated::Nothing => {}
         }
     }
     let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -848,25 +847,33 @@ fn mark_disagreements(
 /// Standing: how many parties recorded the same rule (same form to use and
 /// a form to avoid in common) while it answers.
 fn count_sessions(records: &[Record], states: &mut [Option<Box<State>>]) {
+    fn term(r: &Record) -> Option<(&str, &[String])> {
+        match Op::of(r).map_or(Stated::Nothing, |op| op.stated()) {
+            Stated::Term { preferred, avoid } => Some((preferred, avoid)),
+            Stated::Terms(_) | Stated::Wording(_) | Stated::Nothing => None,
+        }
+    }
     let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (at, r) in records.iter().enumerate() {
-        if let (Some(Subject::Term { preferred, .. }), Some(s)) = (&r.subject, &states[at])
+        if let (Some((preferred, _)), Some(s)) = (term(r), &states[at])
             && s.status.answers()
         {
-            groups.entry(preferred.as_str()).or_default().push(at);
+            groups.entry(preferred).or_default().push(at);
         }
     }
     for members in groups.values() {
         for &at in members {
-            let Some(Subject::Term { avoid, preferred }) = &records[at].subject else {
+            let Some((preferred, avoid)) = term(&records[at]) else {
                 continue;
             };
             let parties: BTreeSet<(ActorKind, &str, Option<&str>)> = members
                 .iter()
                 .map(|&o| &records[o])
                 .filter(|o| {
-                    matches!(&o.subject, Some(Subject::Term { avoid: oa, .. })
-                        if oa.iter().any(|x| avoid.iter().any(|y| form_matches(y, preferred, x))))
+                    term(o).is_some_and(|(_, oa)| {
+                        oa.iter()
+                            .any(|x| avoid.iter().any(|y| form_matches(y, preferred, x)))
+                    })
                 })
                 .map(|o| {
                     (
@@ -887,7 +894,7 @@ fn count_sessions(records: &[Record], states: &mut [Option<Box<State>>]) {
 mod tests {
     use super::*;
     use crate::ops::id::{EPOCH_MS, OpId};
-    use crate::ops::record::Actor;
+    use crate::ops::record::{Actor, Subject};
 
     fn op(n: u64, kind: Kind, actor: ActorKind) -> Record {
         let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();

@@ -6,8 +6,32 @@
 
 use super::id::OpId;
 use super::record::{
-    CheckRun, Correction, Evidence, Kind, Record, RecordError, Scope, Signal, Subject,
+    CheckRun, Correction, Evidence, Kind, Record, RecordError, Scope, Signal, Subject, TermEntry,
 };
+
+/// The wording an operation states, as the fold compares rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stated<'r> {
+    /// One term rule: the form to use and the forms to avoid.
+    Term {
+        preferred: &'r str,
+        avoid: &'r [String],
+    },
+    /// The term rules of an imported file.
+    Terms(&'r [TermEntry]),
+    /// A correction that states no rule still states one wording over another.
+    Wording(&'r Correction),
+    /// A note, a pair, or an operation that states no wording.
+    Nothing,
+}
+
+fn stated_by(subject: &Subject) -> Stated<'_> {
+    match subject {
+        Subject::Term { preferred, avoid } => Stated::Term { preferred, avoid },
+        Subject::Terms { terms } => Stated::Terms(terms),
+        Subject::Note { .. } | Subject::Pair { .. } => Stated::Nothing,
+    }
+}
 
 /// What one operation does, borrowed from its record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,6 +234,35 @@ impl<'r> Op<'r> {
             | Op::Signal { .. }
             | Op::Establish { .. }
             | Op::Check { .. } => false,
+        }
+    }
+
+    /// The wording the operation states (what disagreements and standing
+    /// compare).
+    pub fn stated(&self) -> Stated<'r> {
+        match *self {
+            Op::Observe { subject, .. } | Op::Edit { subject, .. } => stated_by(subject),
+            Op::Correct {
+                rule: Some(rule), ..
+            } => stated_by(rule),
+            Op::Correct {
+                correction,
+                rule: None,
+                ..
+            } => Stated::Wording(correction),
+            Op::Import {
+                subject: Some(subject),
+                ..
+            } => stated_by(subject),
+            Op::Import { subject: None, .. }
+            | Op::Keep { .. }
+            | Op::Drop { .. }
+            | Op::Withdraw { .. }
+            | Op::Widen { .. }
+            | Op::Reset { .. }
+            | Op::Signal { .. }
+            | Op::Establish { .. }
+            | Op::Check { .. } => Stated::Nothing,
         }
     }
 
