@@ -18,8 +18,11 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not valid: {message}")]
-    Parse { path: PathBuf, message: String },
+    #[error("{path} is not valid: {source}")]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
 }
 
 /// The whole of `kapi.toml`.
@@ -90,11 +93,11 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
-        Self::parse(&text).map_err(|message| ConfigError::Parse { path, message })
+        Self::parse(&text).map_err(|source| ConfigError::Parse { path, source })
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+    pub fn parse(text: &str) -> Result<Self, toml::de::Error> {
+        toml::from_str(text)
     }
 
     /// The vault folder relative to the work tree.
