@@ -52,9 +52,21 @@ impl Repo {
     /// open too; [`Repo::require_work_tree`] refuses them where a command
     /// needs files.
     pub fn discover(dir: &Path) -> Result<Self, GitError> {
-        let repo = gix::discover_with_environment_overrides(dir)
-            .map_err(|_| GitError::NotARepository(dir.to_owned()))?;
-        Ok(Self { repo })
+        // Like git, a ceiling that holds none of the way up is ignored,
+        // not an error.
+        let options = gix::discover::upwards::Options {
+            match_ceiling_dir_or_error: false,
+            ..Default::default()
+        };
+        let repo = gix::ThreadSafeRepository::discover_with_environment_overrides_opts(
+            dir,
+            options,
+            Default::default(),
+        )
+        .map_err(|_| GitError::NotARepository(dir.to_owned()))?;
+        Ok(Self {
+            repo: repo.to_thread_local(),
+        })
     }
 
     /// Like [`Repo::discover`], starting from the nearest existing ancestor
@@ -62,7 +74,12 @@ impl Repo {
     pub fn discover_above(path: &Path) -> Option<Self> {
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let existing = absolute.ancestors().find(|d| d.is_dir())?;
-        Self::discover(existing).ok()
+        // Resolve links first: every way to the same folder finds the same
+        // repository (and so the same lock).
+        let existing = existing
+            .canonicalize()
+            .unwrap_or_else(|_| existing.to_path_buf());
+        Self::discover(&existing).ok()
     }
 
     /// The project folder holding `dir`: the top of the work tree of the

@@ -26,11 +26,25 @@ fn run(dir: &Path, args: &[&str]) -> Result<std::process::Output, GitError> {
         .arg(dir)
         .args(args)
         .stdin(Stdio::null())
+        // Never wait on a prompt no one sees.
+        .env("GIT_TERMINAL_PROMPT", "0")
         .output()
         .map_err(|e| GitError::Command {
             args: args.join(" "),
             message: e.to_string(),
         })
+}
+
+/// A remote name or refspec starting with `-` would be read as an option
+/// (`--upload-pack=<command>` runs a command): refuse it.
+fn refuse_option(remote: &str, refspec: &str) -> Result<(), GitError> {
+    match [remote, refspec].into_iter().find(|a| a.starts_with('-')) {
+        Some(bad) => Err(GitError::Command {
+            args: format!("{remote} {refspec}"),
+            message: format!("`{bad}` is not a remote or a refspec"),
+        }),
+        None => Ok(()),
+    }
 }
 
 impl Repo {
@@ -42,6 +56,7 @@ impl Repo {
 
     /// `git fetch <remote> <refspec>`.
     pub fn fetch(&self, remote: &str, refspec: &str) -> Result<(), GitError> {
+        refuse_option(remote, refspec)?;
         let args = ["fetch", "--quiet", "--no-write-fetch-head", remote, refspec];
         let out = run(self.run_dir(), &args)?;
         if !out.status.success() {
@@ -56,6 +71,7 @@ impl Repo {
     /// `git push --porcelain <remote> <refspec>`, fast-forward only (a
     /// refspec with `+` would force; kapi never passes one).
     pub fn push(&self, remote: &str, refspec: &str) -> Result<Pushed, GitError> {
+        refuse_option(remote, refspec)?;
         let args = ["push", "--porcelain", remote, refspec];
         let out = run(self.run_dir(), &args)?;
         let stdout = String::from_utf8_lossy(&out.stdout);

@@ -341,3 +341,19 @@ fn push_and_fetch_through_the_one_child_process() {
     assert_eq!(sh(&remote, &["rev-parse", "refs/kapi/ops"]), one);
     assert!(repo_b.fetch(url, "refs/kapi/missing:refs/x").is_err());
 }
+
+#[test]
+fn a_remote_or_refspec_that_reads_as_an_option_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    sh(dir.path(), &["init", "-q"]);
+    let repo = Repo::discover(dir.path()).unwrap();
+    for (remote, refspec) in [
+        ("--upload-pack=touch /tmp/kapi-pwned", "refs/kapi/ops"),
+        ("origin", "--exec=touch /tmp/kapi-pwned"),
+    ] {
+        let err = repo.fetch(remote, refspec).unwrap_err().to_string();
+        assert!(err.contains("is not a remote or a refspec"), "{err}");
+        assert!(repo.push(remote, refspec).is_err());
+    }
+    assert!(!std::path::Path::new("/tmp/kapi-pwned").exists());
+}

@@ -86,6 +86,9 @@ impl Repo {
                 e.stage() == gix::index::entry::Stage::Unconflicted
                     && (e.mode == gix::index::entry::Mode::FILE
                         || e.mode == gix::index::entry::Mode::FILE_EXECUTABLE)
+                    // Outside a sparse checkout: not changed here, and in a
+                    // partial clone its blob may not even be local.
+                    && !e.flags.contains(gix::index::entry::Flags::SKIP_WORKTREE)
             })
             .filter_map(|e| {
                 let path = std::str::from_utf8(e.path(&index)).ok()?;

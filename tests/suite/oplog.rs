@@ -910,3 +910,18 @@ fn a_decision_stands_and_is_shown_when_the_rules_files_cannot_be_written() {
     assert!(run.stderr.contains("AGENTS.md"), "{}", run.stderr);
     assert_eq!(status_of(&repo, &id), "established");
 }
+
+#[test]
+fn a_ceiling_that_holds_none_of_the_way_up_is_ignored_as_git_ignores_it() {
+    let repo = TestEnv::new();
+    let out = repo
+        .kapi_cmd(&["context", "note", "under an unrelated ceiling"])
+        .env("GIT_CEILING_DIRECTORIES", "/proc")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
