@@ -115,8 +115,13 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         &mut out,
     )?;
     if noted.suggests() {
+        // A person recording a note is the person who can keep it.
+        let who = match record.actor.kind {
+            crate::ops::ActorKind::Person => "you keep it",
+            crate::ops::ActorKind::Agent | crate::ops::ActorKind::Tool => "a person keeps it",
+        };
         out.line(format!(
-            "it advises as a suggestion until a person keeps it: kapi context review --keep {}",
+            "it advises as a suggestion until {who}: kapi context review --keep {}",
             record.short()
         ))?;
     }
