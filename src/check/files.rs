@@ -187,22 +187,22 @@ fn listed(
     prefix: &str,
     filter: &ProseFilter,
 ) -> Result<Vec<FileRef>, FilesError> {
-    let root = wt.root();
-    let mut files: Vec<FileRef> = wt
-        .files()?
-        .into_iter()
+    Ok(select(&wt.files()?, wt.root(), prefix, filter))
+}
+
+/// The prose files of a work tree's listing under `prefix`.
+fn select(all: &[String], root: &Path, prefix: &str, filter: &ProseFilter) -> Vec<FileRef> {
+    let mut files: Vec<FileRef> = all
+        .iter()
         .filter(|rel| {
             prefix.is_empty() || rel.strip_prefix(prefix).is_some_and(|r| r.starts_with('/'))
         })
         .filter(|rel| filter.is_prose(rel))
-        .map(|rel| {
-            let abs = root.join(&rel);
-            disk_file(rel, abs)
-        })
+        .map(|rel| disk_file(rel.clone(), root.join(rel)))
         .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.dedup_by(|a, b| a.path == b.path);
-    Ok(files)
+    files
 }
 
 fn slashes(p: &Path) -> String {
@@ -238,6 +238,8 @@ pub fn named(
 ) -> Result<Vec<FileRef>, FilesError> {
     let root = wt.map(|w| w.root());
     let mut out = Vec::new();
+    // The work tree is listed once, however many folders are named.
+    let mut listing: Option<Vec<String>> = None;
     for p in paths {
         let abs = cwd.join(p);
         let meta = std::fs::symlink_metadata(&abs).map_err(|_| FilesError::Missing(p.clone()))?;
@@ -248,7 +250,13 @@ pub fn named(
                 Some((wt, slashes(rel)))
             });
             match inside {
-                Some((wt, prefix)) => out.extend(listed(wt, &prefix, filter)?),
+                Some((wt, prefix)) => {
+                    if listing.is_none() {
+                        listing = Some(wt.files()?);
+                    }
+                    let all = listing.as_deref().unwrap_or_default();
+                    out.extend(select(all, wt.root(), &prefix, filter));
+                }
                 None => walk(&abs, p, filter, &mut out),
             }
         } else {
