@@ -87,7 +87,8 @@ impl Repo {
         let commit = self.repo.find_commit(id).map_err(git("reading a commit"))?;
         let parents: Vec<ObjectId> = commit.parent_ids().map(|p| p.detach()).collect();
         let tree = commit.tree_id().map_err(git("reading a commit"))?.detach();
-        let old = match parents.first() {
+        // A parent a shallow clone does not hold: the commit is a root here.
+        let old = match parents.first().filter(|p| self.repo.has_object(**p)) {
             Some(p) => Some(
                 self.repo
                     .find_commit(*p)
@@ -184,7 +185,11 @@ impl Repo {
             });
         };
         let (old, new) = (String::from_utf8_lossy(&old), String::from_utf8_lossy(&new));
-        let diff = TextDiff::from_lines(old.as_ref(), new.as_ref());
+        // A bound on the diff's time: on pathological files it settles for a
+        // larger (still correct) set of changed lines.
+        let diff = TextDiff::configure()
+            .timeout(std::time::Duration::from_secs(2))
+            .diff_lines(old.as_ref(), new.as_ref());
         let (mut added, mut removed) = (Vec::new(), Vec::new());
         for change in diff.iter_all_changes() {
             let line = change.value().trim_end_matches(['\n', '\r']).to_owned();

@@ -357,3 +357,25 @@ fn a_remote_or_refspec_that_reads_as_an_option_is_refused() {
     }
     assert!(!std::path::Path::new("/tmp/kapi-pwned").exists());
 }
+
+#[test]
+fn a_shallow_clones_boundary_commit_reads_as_a_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = tmp.path().join("origin");
+    std::fs::create_dir_all(&origin).unwrap();
+    init(&origin);
+    write(&origin.join("a.md"), "one\n");
+    sh(&origin, &["add", "a.md"]);
+    sh(&origin, &["commit", "-q", "-m", "base"]);
+    write(&origin.join("a.md"), "one\ntwo\n");
+    sh(&origin, &["commit", "-q", "-am", "second"]);
+    let url = format!("file://{}", origin.display());
+    sh(
+        tmp.path(),
+        &["clone", "-q", "--depth", "1", &url, "shallow"],
+    );
+    let repo = Repo::discover(&tmp.path().join("shallow")).unwrap();
+    let range = repo.commit_range("HEAD").unwrap();
+    assert_eq!(range.len(), 1);
+    assert_eq!(range[0].files[0].added, ["one", "two"]);
+}
