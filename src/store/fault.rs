@@ -10,6 +10,8 @@
 //! - `journaled`: the writer's lines are in `.git/kapi/journal`;
 //! - `objects-written`: the committing writer wrote the segments, trees and
 //!   commit, and has not locked the ref;
+//! - `intent-written`: it wrote its intent (`.git/kapi/ref-intent.<log>`)
+//!   and has not locked the ref;
 //! - `ref-locked`: it holds `refs/kapi/<log>.lock` and has not renamed it;
 //! - `ref-moved`: the ref moved; the journal still holds the lines;
 //! - `compact-written`: the shortened journal is written beside the old
@@ -23,6 +25,7 @@ use std::sync::OnceLock;
 pub const POINTS: &[&str] = &[
     "journaled",
     "objects-written",
+    "intent-written",
     "ref-locked",
     "ref-moved",
     "compact-written",

@@ -6,10 +6,13 @@
 //! holds its commit lock, and before locking the ref it writes its intent
 //! (`.git/kapi/ref-intent.<log>`, one per ref: process, ref, new commit).
 //! So a writer that holds the commit lock and finds a ref lock whose
-//! content is exactly the commit the last intent for that ref named, from a
-//! process that no longer runs, knows that lock is kapi's own and abandoned
-//! and removes it. Any other ref lock belongs to another program (git
-//! itself): kapi waits for it up to the lock timeout and never removes it.
+//! content is exactly the commit the last intent for that ref named knows
+//! that lock is kapi's own and abandoned (its writer no longer holds the
+//! commit lock, so it is dead) and removes it. The intent is written only
+//! when no ref lock is present, so a writer killed between writing it and
+//! locking never leaves an intent that disowns an earlier lock. Any other
+//! ref lock belongs to another program (git itself): kapi waits for it up
+//! to the lock timeout and never removes it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,31 +30,11 @@ fn intent_path(kapi_dir: &Path, which: LogRef) -> PathBuf {
     kapi_dir.join(format!("ref-intent.{log}"))
 }
 
-/// Whether a process runs (on Linux; elsewhere, assume it does not, as
-/// holding the commit lock already says no kapi writer moves the ref). A
-/// killed process its parent has not yet reaped (a zombie) does not run.
-fn running(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
-    }
-    if !cfg!(target_os = "linux") {
-        return false;
-    }
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat
-        .rsplit(')')
-        .next()
-        .and_then(|rest| rest.split_whitespace().next());
-    !matches!(state, Some("Z" | "X" | "x"))
-}
-
 impl Intent {
     /// Whether a ref lock with `content` is the one this intent's writer
     /// took and abandoned.
     fn abandoned(&self, which: LogRef, content: &str) -> bool {
-        self.name == which.name() && self.new == content.trim() && !running(self.pid)
+        self.name == which.name() && self.new == content.trim()
     }
 }
 
@@ -140,6 +123,31 @@ impl Store {
         let previous = read_intent(&kapi_dir, which);
         let start = Instant::now();
         loop {
+            // A ref lock present before we announce anything: kapi's own,
+            // abandoned (it holds the commit the last intent named), is
+            // removed; another program's is waited for. Our intent is
+            // written only when no lock is there, so a writer killed between
+            // the two never leaves an intent that disowns a lock.
+            if let Ok(content) = std::fs::read_to_string(&lock_path) {
+                if previous
+                    .as_ref()
+                    .is_some_and(|i| i.abandoned(which, &content))
+                {
+                    std::fs::remove_file(&lock_path).map_err(|source| StoreError::Io {
+                        path: lock_path.clone(),
+                        source,
+                    })?;
+                    continue;
+                }
+                if start.elapsed() >= self.lock_timeout {
+                    return Err(StoreError::RefLocked {
+                        path: lock_path,
+                        waited: self.lock_timeout,
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                continue;
+            }
             let expected = match old {
                 Some(old) => PreviousValue::MustExistAndMatch(old.target.clone()),
                 None => PreviousValue::MustNotExist,
@@ -158,6 +166,7 @@ impl Store {
                 deref: false,
             };
             write_intent(&kapi_dir, which, new)?;
+            fault::point("intent-written");
             let prepared = self.repo.gix().refs.transaction().prepare(
                 Some(edit),
                 gix::lock::acquire::Fail::Immediately,
@@ -173,28 +182,9 @@ impl Store {
                         .map_err(git("moving the ref"))?;
                     return Ok(Moved::Done);
                 }
-                Err(e) => {
-                    let Ok(content) = std::fs::read_to_string(&lock_path) else {
-                        return Ok(Moved::Raced(e.to_string()));
-                    };
-                    let abandoned = previous
-                        .as_ref()
-                        .is_some_and(|i| i.name == which.name() && i.new == content.trim());
-                    if abandoned {
-                        std::fs::remove_file(&lock_path).map_err(|source| StoreError::Io {
-                            path: lock_path.clone(),
-                            source,
-                        })?;
-                        continue;
-                    }
-                    if start.elapsed() >= self.lock_timeout {
-                        return Err(StoreError::RefLocked {
-                            path: lock_path,
-                            waited: self.lock_timeout,
-                        });
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
+                // Another program took the lock just now: wait for it above.
+                Err(_) if lock_path.exists() => continue,
+                Err(e) => return Ok(Moved::Raced(e.to_string())),
             }
         }
     }

@@ -944,3 +944,35 @@ fn a_killed_writer_not_yet_reaped_does_not_hold_its_ref_lock() {
     assert!(!lock.exists());
     assert!(victim.try_wait().unwrap().is_some());
 }
+
+#[test]
+fn a_writer_killed_after_its_intent_never_disowns_an_earlier_abandoned_lock() {
+    let repo = TestEnv::new();
+    repo.kapi(&["context", "note", "A first note"]).ok();
+    // One writer dies holding the ref lock; the next dies after writing
+    // its intent; the third must still recognise the lock as kapi's.
+    for (text, point) in [
+        ("first victim", "ref-locked"),
+        ("second victim", "intent-written"),
+    ] {
+        let run: Run = repo
+            .kapi_cmd(&["context", "note", text])
+            .env("KAPI_FAULT", point)
+            .output()
+            .unwrap()
+            .into();
+        assert_eq!(run.code, -1, "{point}: {}", run.stderr);
+    }
+    let run: Run = repo
+        .kapi_cmd(&["context", "note", "survivor"])
+        .env("KAPI_LOCK_TIMEOUT_MS", "2000")
+        .output()
+        .unwrap()
+        .into();
+    run.ok();
+    let log = repo.kapi(&["context", "log"]).ok().stdout;
+    for text in ["first victim", "second victim", "survivor"] {
+        assert!(log.contains(text), "{text}: {log}");
+    }
+    fsck_clean(&repo);
+}
