@@ -30,11 +30,32 @@ fn intent_path(kapi_dir: &Path, which: LogRef) -> PathBuf {
     kapi_dir.join(format!("ref-intent.{log}"))
 }
 
+/// How old a half-written ref lock must be before kapi takes it for one a
+/// killed writer of its own left.
+const HALF_WRITTEN_AGE: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Intent {
     /// Whether a ref lock with `content` is the one this intent's writer
     /// took and abandoned.
-    fn abandoned(&self, which: LogRef, content: &str) -> bool {
-        self.name == which.name() && self.new == content.trim()
+    ///
+    /// A writer killed while git was writing the lock leaves it empty or
+    /// holding the start of the commit id: that counts too once the lock is
+    /// older than [`HALF_WRITTEN_AGE`] (a live program writes its lock in
+    /// microseconds).
+    fn abandoned(&self, which: LogRef, content: &str, lock: &Path) -> bool {
+        let content = content.trim();
+        if self.name != which.name() {
+            return false;
+        }
+        if self.new == content {
+            return true;
+        }
+        let old_enough = std::fs::metadata(lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= HALF_WRITTEN_AGE);
+        self.new.starts_with(content) && old_enough
     }
 }
 
@@ -97,7 +118,7 @@ impl Store {
                 let path = self.ref_lock_path(which);
                 let content = std::fs::read_to_string(&path).ok()?;
                 let ours = read_intent(&self.kapi_dir(), which)
-                    .is_some_and(|i| i.abandoned(which, &content));
+                    .is_some_and(|i| i.abandoned(which, &content, &path));
                 Some(if ours {
                     RefLock::Abandoned(path)
                 } else {
@@ -131,7 +152,7 @@ impl Store {
             if let Ok(content) = std::fs::read_to_string(&lock_path) {
                 if previous
                     .as_ref()
-                    .is_some_and(|i| i.abandoned(which, &content))
+                    .is_some_and(|i| i.abandoned(which, &content, &lock_path))
                 {
                     std::fs::remove_file(&lock_path).map_err(|source| StoreError::Io {
                         path: lock_path.clone(),

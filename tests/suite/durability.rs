@@ -976,3 +976,32 @@ fn a_writer_killed_after_its_intent_never_disowns_an_earlier_abandoned_lock() {
     }
     fsck_clean(&repo);
 }
+
+#[test]
+fn a_ref_lock_a_killed_writer_left_half_written_is_recognised() {
+    let repo = TestEnv::new();
+    repo.kapi(&["context", "note", "A first note"]).ok();
+    let run: Run = repo
+        .kapi_cmd(&["context", "note", "the victim"])
+        .env("KAPI_FAULT", "ref-locked")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, -1, "{}", run.stderr);
+    // As if the kill came while git was still writing the lock: empty.
+    let lock = repo.path().join(".git/refs/kapi/ops.lock");
+    std::fs::write(&lock, b"").unwrap();
+    let run: Run = repo
+        .kapi_cmd(&["context", "note", "survivor"])
+        .env("KAPI_LOCK_TIMEOUT_MS", "5000")
+        .output()
+        .unwrap()
+        .into();
+    run.ok();
+    assert!(!lock.exists());
+    let log = repo.kapi(&["context", "log"]).ok().stdout;
+    assert!(
+        log.contains("the victim") && log.contains("survivor"),
+        "{log}"
+    );
+}
