@@ -67,14 +67,17 @@ pub fn point(name: &str) {
         armed.remove(at).1
     };
     let signal = if stop { "-STOP" } else { "-KILL" };
-    let _ = std::process::Command::new("kill")
+    let sent = std::process::Command::new("kill")
         .arg(signal)
         .arg(std::process::id().to_string())
-        .status();
+        .status()
+        .is_ok_and(|s| s.success());
     if !stop {
-        // The signal is delivered before `kill` returns; never go on.
-        loop {
+        // The signal is delivered before `kill` returns; if it could not be
+        // sent, die all the same: a fault point never lets a writer go on.
+        if sent {
             std::thread::sleep(std::time::Duration::from_secs(1));
         }
+        std::process::abort();
     }
 }
