@@ -162,6 +162,8 @@ struct Folding {
     kept_at: Vec<Option<usize>>,
     /// The latest import of each file: a new import of a path supersedes it.
     imported: BTreeMap<String, usize>,
+    /// The content addresses the log holds (one operation per address).
+    addresses: BTreeSet<String>,
     /// The position each ignored entry came from, parallel to `ignored`
     /// (`usize::MAX` for what `Ledger::new` set aside).
     ignored_at: Vec<usize>,
@@ -258,9 +260,9 @@ impl Ledger {
         }
         records.dedup_by(|b, a| a.id == b.id);
         let mut ignored = Vec::new();
-        let mut seen_addresses = BTreeSet::new();
+        let mut addresses = BTreeSet::new();
         records.retain(|r| match &r.address {
-            Some(address) if !seen_addresses.insert(address.clone()) => {
+            Some(address) if !addresses.insert(address.clone()) => {
                 ignored.push(Ignored {
                     id: r.id.clone(),
                     reason: format!("an older operation holds content address {address}"),
@@ -277,6 +279,7 @@ impl Ledger {
                 ignored_at: vec![usize::MAX; ignored.len()],
                 kept_at: vec![None; n],
                 imported: BTreeMap::new(),
+                addresses,
                 applied: 0,
                 events: None,
                 reported: vec![None; n],
@@ -316,10 +319,7 @@ impl Ledger {
             return Err(Box::new(record));
         }
         if let Some(address) = &record.address
-            && self
-                .records
-                .iter()
-                .any(|r| r.address.as_ref() == Some(address))
+            && !self.fold.addresses.insert(address.clone())
         {
             self.ignored.push(Ignored {
                 id: record.id.clone(),
@@ -678,6 +678,11 @@ pub fn fold_as_of(records: Vec<Record>, cutoff_ms: u64) -> Ledger {
     ledger.fold.states.truncate(ledger.fold.applied);
     ledger.fold.kept_at.truncate(ledger.fold.applied);
     ledger.fold.reported.truncate(ledger.fold.applied);
+    ledger.fold.addresses = ledger
+        .records
+        .iter()
+        .filter_map(|r| r.address.clone())
+        .collect();
     // What `Ledger::new` set aside after the cutoff was not there yet.
     let (ignored, at): (Vec<Ignored>, Vec<usize>) = std::mem::take(&mut ledger.ignored)
         .into_iter()

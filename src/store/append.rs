@@ -91,10 +91,7 @@ impl Store {
     ) -> Result<(Vec<Record>, Vec<(LogRef, ObjectId, newest::Newest)>), StoreError> {
         let dir = self.kapi_dir();
         let bound = now_ms.saturating_add(AHEAD_BOUND_MS);
-        let mut newest = segment::lines(pending)
-            .filter_map(|l| segment::line_id(l).and_then(|id| OpId::parse(id).ok()))
-            .filter(|id| id.unix_ms() <= bound)
-            .max();
+        let mut newest = segment::newest_id(pending, bound);
         let mut roots = [None, None];
         let mut computed = Vec::new();
         for (slot, which) in [LogRef::Shared, LogRef::Local].into_iter().enumerate() {

@@ -102,11 +102,6 @@ impl Lock {
     }
 }
 
-/// Whether someone holds the lock `name` now (for `kapi store doctor`).
-pub fn held(kapi_dir: &Path, name: &str) -> Result<bool, StoreError> {
-    Ok(Lock::try_named(kapi_dir, name)?.is_none())
-}
-
 /// The process id a lock file names, if it names one.
 pub fn holder(path: &Path) -> Option<u32> {
     let mut text = String::new();

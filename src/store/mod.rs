@@ -415,8 +415,6 @@ pub struct Health {
     /// Ref lock files present now, told apart (only when kapi's commit lock
     /// is free: otherwise a live writer may be moving the ref).
     pub ref_locks: Vec<RefLock>,
-    /// Whether a live process holds kapi's commit lock (its process id).
-    pub commit_lock_holder: Option<Option<u32>>,
     /// Temporary files killed writers left, old enough to remove.
     pub leftovers: Vec<PathBuf>,
     /// `newest:` lines of the refs' tip commits (informational only: kapi
@@ -438,9 +436,8 @@ impl Store {
             leftovers: sweep::leftovers(&self.objects_dir(), &dir),
             ..Health::default()
         };
-        match lock::Lock::try_commit(&dir)? {
-            Some(_commit) => health.ref_locks = self.ref_locks(),
-            None => health.commit_lock_holder = Some(lock::holder(&dir.join(lock::COMMIT))),
+        if let Some(_commit) = lock::Lock::try_commit(&dir)? {
+            health.ref_locks = self.ref_locks();
         }
         for which in [LogRef::Shared, LogRef::Local] {
             let Some(state) = self.ref_state(which)? else {

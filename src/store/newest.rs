@@ -276,10 +276,11 @@ fn scan(
     for (_, blob) in segments {
         match cache.get(blob) {
             Some(bytes) => blobs.push(bytes.into()),
-            None if tree::object_size(repo, *blob)? > segment::MAX_SEGMENT_BYTES as u64 => {
-                blobs.push(Vec::new().into())
-            }
-            None => blobs.push(tree::read_blob(repo, *blob)?.into()),
+            None => blobs.push(
+                tree::read_capped_segment(repo, *blob)?
+                    .unwrap_or_default()
+                    .into(),
+            ),
         }
     }
     let mut candidates: Vec<(u128, usize, &[u8])> = Vec::new();
@@ -320,20 +321,19 @@ fn scan(
 
 type Segments = Vec<((u8, u8), ObjectId)>;
 
+/// Shard entries of one level (`read_entries` gives only one-character
+/// shard names): trees at the top, blobs below.
 fn shard_entries(entries: &Entries, tree: bool) -> BTreeMap<u8, ObjectId> {
     entries
         .iter()
-        .filter_map(|e| match e.filename.as_slice() {
-            [c] if crate::ops::id::ALPHABET.contains(c) => {
-                let kind_ok = if tree {
-                    e.mode.is_tree()
-                } else {
-                    e.mode.is_blob()
-                };
-                kind_ok.then_some((*c, e.oid))
+        .filter(|e| {
+            if tree {
+                e.mode.is_tree()
+            } else {
+                e.mode.is_blob()
             }
-            _ => None,
         })
+        .map(|e| (e.filename[0], e.oid))
         .collect()
 }
 

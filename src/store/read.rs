@@ -229,7 +229,7 @@ impl Store {
     /// appears that far back. Segments are compared by blob id and
     /// inflated only where they change.
     fn first_held(&self, which: LogRef, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let (a, b) = segment::shard(id);
+        let shard = segment::shard(id);
         let mut at = self.tip(which)?;
         let mut oldest: Vec<(Vec<u8>, usize)> = Vec::new();
         let mut last_blob: Option<Option<ObjectId>> = None;
@@ -245,32 +245,17 @@ impl Store {
                 .tree_id()
                 .map_err(git("reading the log's history"))?
                 .detach();
-            let blob = tree::read_entries(self.repo.gix(), root)?
-                .into_iter()
-                .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
-                .map(|top| tree::read_entries(self.repo.gix(), top.oid))
-                .transpose()?
-                .and_then(|level| {
-                    level
-                        .into_iter()
-                        .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
-                })
-                .map(|e| e.oid);
+            let blob = tree::segment_blob(self.repo.gix(), root, shard)?;
             if last_blob != Some(blob) {
-                last_copies = match blob {
-                    Some(blob)
-                        if tree::object_size(self.repo.gix(), blob)?
-                            <= segment::MAX_SEGMENT_BYTES as u64 =>
-                    {
-                        let bytes = tree::read_blob(self.repo.gix(), blob)?;
-                        segment::lines(&bytes)
-                            .filter(|l| segment::line_id(l) == Some(id))
-                            .filter_map(|l| Record::from_untrusted(l).ok())
-                            .map(|r| r.to_canonical_json().into_bytes())
-                            .collect()
-                    }
-                    _ => Vec::new(),
+                let bytes = match blob {
+                    Some(blob) => tree::read_capped_segment(self.repo.gix(), blob)?,
+                    None => None,
                 };
+                last_copies = segment::lines(bytes.as_deref().unwrap_or_default())
+                    .filter(|l| segment::line_id(l) == Some(id))
+                    .filter_map(|l| Record::from_untrusted(l).ok())
+                    .map(|r| r.to_canonical_json().into_bytes())
+                    .collect();
                 last_blob = Some(blob);
             }
             for copy in &last_copies {

@@ -69,7 +69,6 @@ pub(super) enum Moved {
 /// The intent a writer recorded before locking a ref.
 #[derive(Debug, PartialEq, Eq)]
 struct Intent {
-    pid: u32,
     name: String,
     new: String,
 }
@@ -77,8 +76,9 @@ struct Intent {
 fn read_intent(kapi_dir: &Path, which: LogRef) -> Option<Intent> {
     let text = std::fs::read_to_string(intent_path(kapi_dir, which)).ok()?;
     let mut fields = text.split_whitespace();
+    // The process id comes first, for a person reading the file.
+    fields.next()?;
     Some(Intent {
-        pid: fields.next()?.parse().ok()?,
         name: fields.next()?.to_owned(),
         new: fields.next()?.to_owned(),
     })

@@ -29,11 +29,13 @@ pub fn line_id(line: &[u8]) -> Option<&str> {
     std::str::from_utf8(id).ok()
 }
 
-/// The newest valid id among JSON Lines bytes, found without parsing records
-/// (only for lines kapi wrote itself: the journal).
-pub fn newest_id(bytes: &[u8]) -> Option<crate::ops::id::OpId> {
+/// The newest valid id dated no later than `bound_ms` (Unix ms) among JSON
+/// Lines bytes, found without parsing records (only for lines kapi wrote
+/// itself: the journal).
+pub fn newest_id(bytes: &[u8], bound_ms: u64) -> Option<crate::ops::id::OpId> {
     lines(bytes)
         .filter_map(|l| line_id(l).and_then(|id| crate::ops::id::OpId::parse(id).ok()))
+        .filter(|id| id.unix_ms() <= bound_ms)
         .max()
 }
 

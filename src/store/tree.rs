@@ -154,51 +154,58 @@ pub fn read_segments(
     Ok(())
 }
 
-/// The bytes of one segment, if the log has it.
-pub fn read_segment(
+/// The blob of the segment `(a, b)` under `root`, if the log has one.
+pub fn segment_blob(
     repo: &gix::Repository,
     root: ObjectId,
     (a, b): (u8, u8),
-) -> Result<Option<Vec<u8>>, StoreError> {
+) -> Result<Option<ObjectId>, StoreError> {
     let Some(top) = read_entries(repo, root)?
         .into_iter()
         .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
     else {
         return Ok(None);
     };
-    let Some(leaf) = read_entries(repo, top.oid)?
+    Ok(read_entries(repo, top.oid)?
         .into_iter()
         .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
-    else {
-        return Ok(None);
-    };
-    // A remote can push anything: never inflate a segment over the limit.
-    if object_size(repo, leaf.oid)? > segment::MAX_SEGMENT_BYTES as u64 {
-        return Ok(None);
-    }
-    read_blob(repo, leaf.oid).map(Some)
+        .map(|leaf| leaf.oid))
 }
 
-/// The size of the segment `(a, b)` holds under `root`, if it has one,
+/// The bytes of a segment blob, unless it is over the limit kapi reads (a
+/// remote can push anything: it is never inflated).
+pub fn read_capped_segment(
+    repo: &gix::Repository,
+    blob: ObjectId,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    if object_size(repo, blob)? > segment::MAX_SEGMENT_BYTES as u64 {
+        return Ok(None);
+    }
+    read_blob(repo, blob).map(Some)
+}
+
+/// The bytes of one segment, if the log has it and it is within the limit.
+pub fn read_segment(
+    repo: &gix::Repository,
+    root: ObjectId,
+    shard: (u8, u8),
+) -> Result<Option<Vec<u8>>, StoreError> {
+    match segment_blob(repo, root, shard)? {
+        Some(blob) => read_capped_segment(repo, blob),
+        None => Ok(None),
+    }
+}
+
+/// The size of the segment `shard` holds under `root`, if it has one,
 /// read from the object header (nothing is inflated).
 pub fn segment_size(
     repo: &gix::Repository,
     root: ObjectId,
-    (a, b): (u8, u8),
+    shard: (u8, u8),
 ) -> Result<Option<u64>, StoreError> {
-    let Some(top) = read_entries(repo, root)?
-        .into_iter()
-        .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
-    else {
-        return Ok(None);
-    };
-    let Some(leaf) = read_entries(repo, top.oid)?
-        .into_iter()
-        .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
-    else {
-        return Ok(None);
-    };
-    object_size(repo, leaf.oid).map(Some)
+    segment_blob(repo, root, shard)?
+        .map(|blob| object_size(repo, blob))
+        .transpose()
 }
 
 /// Add lines to their segments, rewriting only the touched segments and
