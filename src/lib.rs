@@ -3,6 +3,7 @@
 pub mod compile;
 pub mod vault;
 
+pub mod atomic;
 pub mod check;
 pub mod config;
 pub mod digest;

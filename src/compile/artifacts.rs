@@ -2,7 +2,6 @@
 //! advisory lock and atomic writes.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::config::CompileEntry;
@@ -59,29 +58,15 @@ pub fn lock_exclusive(root: &Path) -> std::io::Result<File> {
     Ok(file)
 }
 
-/// Write `bytes` to `path` atomically: a temporary file beside it, synced,
-/// then renamed over it.
+/// Write `bytes` to `path` whole or not at all (`crate::atomic`), creating
+/// its folder if need be.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("artifact");
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::atomic::replace(path, bytes, None)
 }
 
 /// A `[[compile]]` entry made ready: where it goes and how it is compiled.

@@ -138,15 +138,5 @@ fn write_in_place(path: &std::path::Path, contents: &str) -> std::io::Result<()>
         Err(e) => return Err(e),
     };
     let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
-    let tmp = target.with_extension(format!("kapi-tmp.{}", std::process::id()));
-    let result = std::fs::write(&tmp, contents)
-        .and_then(|()| match &permissions {
-            Some(p) => std::fs::set_permissions(&tmp, p.clone()),
-            None => Ok(()),
-        })
-        .and_then(|()| std::fs::rename(&tmp, &target));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::atomic::replace(&target, contents.as_bytes(), permissions)
 }

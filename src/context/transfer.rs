@@ -174,13 +174,13 @@ pub fn write_to(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     };
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            write_atomically(path, bytes, None).map_err(failed)
+            crate::atomic::replace(path, bytes, None).map_err(failed)
         }
         Err(e) => Err(failed(e)),
         Ok(meta) if meta.file_type().is_symlink() => Err(WriteError::Link(path.to_path_buf())),
         Ok(meta) if meta.is_dir() => Err(WriteError::Directory(path.to_path_buf())),
         Ok(meta) if meta.is_file() => {
-            write_atomically(path, bytes, Some(meta.permissions())).map_err(failed)
+            crate::atomic::replace(path, bytes, Some(meta.permissions())).map_err(failed)
         }
         // A FIFO, a device or a socket: write into it, never replace it.
         Ok(_) => std::fs::OpenOptions::new()
@@ -191,39 +191,5 @@ pub fn write_to(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
                 f.flush()
             })
             .map_err(failed),
-    }
-}
-
-/// Write to a temporary file beside `path`, sync it, then rename it over
-/// `path`; on any failure the temporary file is removed and `path` is
-/// left as it was.
-fn write_atomically(
-    path: &Path,
-    bytes: &[u8],
-    permissions: Option<std::fs::Permissions>,
-) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.kapi-tmp.{}", std::process::id()));
-    // A new file, never one planted at that name (a link is not followed).
-    let result = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            if let Some(p) = permissions {
-                f.set_permissions(p)?;
-            }
-            f.sync_all()
-        });
-    match result.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
     }
 }
