@@ -282,7 +282,7 @@ impl Store {
 
     /// Read every operation of one log.
     pub fn load(&self, which: LogRef) -> Result<Loaded, StoreError> {
-        self.load_refs(&[which])
+        self.load_refs(&[which], Vec::new())
     }
 
     /// Read both logs: what the fold reads. Lines a crashed writer left in
@@ -294,18 +294,12 @@ impl Store {
         // reads once. The journal is read first: a line leaves it only
         // after it reached the ref, so read in this order none is missed.
         let pending = self.pending()?;
-        let mut loaded = self.load_refs(&[LogRef::Shared, LogRef::Local])?;
-        if !pending.is_empty() {
-            loaded.records.extend(pending);
-            let conflicts = read::finish(&mut loaded);
-            if !conflicts.is_empty() {
-                self.settle_conflicts(&[LogRef::Shared, LogRef::Local], conflicts, &mut loaded)?;
-            }
-        }
-        Ok(loaded)
+        self.load_refs(&[LogRef::Shared, LogRef::Local], pending)
     }
 
-    fn load_refs(&self, refs: &[LogRef]) -> Result<Loaded, StoreError> {
+    /// Read `refs`, with `pending` records (from the journal) among them:
+    /// sorted, repeats dropped, second copies settled, once.
+    fn load_refs(&self, refs: &[LogRef], pending: Vec<Record>) -> Result<Loaded, StoreError> {
         let mut segments = Vec::new();
         for &which in refs {
             if let Some(tip) = self.tip(which)? {
@@ -315,6 +309,7 @@ impl Store {
         }
         let cache = cache::SegmentCache::read(&self.kapi_dir());
         let (mut loaded, fresh) = read::parse_segments(self.repo.gix(), &segments, &cache)?;
+        loaded.records.extend(pending);
         let conflicts = read::finish(&mut loaded);
         if !conflicts.is_empty() {
             self.settle_conflicts(refs, conflicts, &mut loaded)?;
