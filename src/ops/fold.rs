@@ -569,6 +569,11 @@ impl Folding {
         let mut j = start;
         while j > 0 {
             j -= 1;
+            // Only resets set anything aside: parse and ask the policy
+            // about those alone.
+            if records[j].kind != Kind::Reset {
+                continue;
+            }
             let Ok(Op::Reset { before }) = self.admitted(records, j) else {
                 continue;
             };
