@@ -82,6 +82,21 @@ pub struct Standing {
     pub usage: Option<(u64, u64)>,
     /// Merge signals recorded for it.
     pub merges: usize,
+    /// Person signals settling read for it: corrections toward it seen
+    /// where it holds, and merges that wrote it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub toward: usize,
+    /// Evidence against it: corrections away, its group's withdrawals,
+    /// usage moving to an avoided form.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub against: usize,
+    /// The pull requests (or commits) whose merges wrote it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub merged_in: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Standing {
@@ -95,8 +110,20 @@ impl Standing {
         if let Some((preferred, avoided)) = self.usage {
             parts.push(format!("{preferred} of {} uses", preferred + avoided));
         }
-        if self.merges > 0 {
+        if !self.merged_in.is_empty() {
+            parts.push(format!("merged in {}", self.merged_in.join(", ")));
+        } else if self.merges > 0 {
             parts.push(format!("merged {}×", self.merges));
+        }
+        let corrections = self.toward.saturating_sub(self.merged_in.len());
+        if corrections > 0 {
+            parts.push(format!(
+                "{corrections} correction{} toward it",
+                if corrections == 1 { "" } else { "s" }
+            ));
+        }
+        if self.against > 0 {
+            parts.push(format!("{} against", self.against));
         }
         parts.join(" · ")
     }
@@ -117,6 +144,10 @@ pub struct State {
     /// The operation that last decided it (keep, drop, withdraw, establish, reset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<OpId>,
+    /// The person signals settling established it on (empty unless
+    /// settled): an `establish` naming them is `decided_by`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub because: Vec<OpId>,
 }
 
 /// An operation the fold read but did not apply, and why.
@@ -169,6 +200,9 @@ struct Folding {
     ignored_at: Vec<usize>,
     /// How many records have been applied.
     applied: usize,
+    /// The positions of the signals and establishes applied, in order:
+    /// the evidence settling reads.
+    evidence: Vec<usize>,
     /// Status changes, in the order they happened (when asked for).
     events: Option<Vec<Event>>,
     /// Each subject's status as its history last reported it.
@@ -181,8 +215,9 @@ struct Folding {
     undo: Option<Vec<Overwritten>>,
 }
 
-/// A subject's status, rivals and sessions before the end-of-log passes.
-type Overwritten = (usize, Status, Vec<OpId>, usize);
+/// A subject's state and where it was last kept, before the end-of-log
+/// passes.
+type Overwritten = (usize, Box<State>, Option<usize>);
 
 /// What an operation that acts on an earlier subject does to it.
 enum Decision<'r> {
@@ -281,6 +316,7 @@ impl Ledger {
                 imported: BTreeMap::new(),
                 addresses,
                 applied: 0,
+                evidence: Vec::new(),
                 events: None,
                 reported: vec![None; n],
                 replaying: false,
@@ -403,12 +439,9 @@ impl Folding {
 
     /// Undo what the end-of-log passes wrote, before the log goes on.
     fn unfinish(&mut self) {
-        for (at, status, contested_by, sessions) in self.undo.take().unwrap_or_default() {
-            if let Some(state) = self.states[at].as_mut() {
-                state.status = status;
-                state.contested_by = contested_by;
-                state.standing.sessions = sessions;
-            }
+        for (at, state, kept_at) in self.undo.take().unwrap_or_default() {
+            self.states[at] = Some(state);
+            self.kept_at[at] = kept_at;
         }
     }
 
@@ -532,21 +565,20 @@ impl Folding {
                 );
                 return self.ignore(ignored, records, i, reason);
             }
-            // Settling (and the evidence an establish rests on) arrives with
-            // the settling work; until the fold can read that evidence again,
-            // an establish binds nothing.
-            Decision::Establish => {
-                let reason = "establish operations are not applied yet: this kapi cannot re-read the evidence they rest on";
-                return self.ignore(ignored, records, i, reason.into());
-            }
+            // An establish binds only while the evidence it names holds:
+            // settling, at the end of the log, reads it again.
+            Decision::Establish => self.evidence.push(i),
             Decision::Widen { scope } => state.scope.point = scope.point.clone(),
-            Decision::Signal { signal } => match signal.source {
-                SignalSource::Usage => {
-                    state.standing.usage = Some((signal.preferred, signal.avoided))
+            Decision::Signal { signal } => {
+                self.evidence.push(i);
+                match signal.source {
+                    SignalSource::Usage => {
+                        state.standing.usage = Some((signal.preferred, signal.avoided))
+                    }
+                    SignalSource::Merge => state.standing.merges += 1,
+                    SignalSource::Applied => {}
                 }
-                SignalSource::Merge => state.standing.merges += 1,
-                SignalSource::Applied => {}
-            },
+            }
         }
         let to = self.states[t].as_ref().expect("a state").status;
         self.emit(records, t, i, to);
@@ -595,6 +627,7 @@ impl Folding {
         self.states[..i].iter_mut().for_each(|s| *s = None);
         self.kept_at[..i].iter_mut().for_each(|k| *k = None);
         self.imported.clear();
+        self.evidence.clear();
         for (at, &aside) in aside.iter().enumerate() {
             let op = match self.admitted(records, at) {
                 Ok(op) => op,
@@ -633,14 +666,21 @@ impl Folding {
         let saved: Vec<Overwritten> = self.states[..n]
             .iter()
             .enumerate()
-            .filter_map(|(at, s)| {
-                s.as_ref()
-                    .map(|s| (at, s.status, s.contested_by.clone(), s.standing.sessions))
-            })
+            .filter_map(|(at, s)| s.as_ref().map(|s| (at, s.clone(), self.kept_at[at])))
             .collect();
+        let settled = super::settle::settle(
+            &records[..n],
+            &self.keys[..n],
+            &self.evidence,
+            &mut self.states[..n],
+            &mut self.kept_at[..n],
+        );
+        for (at, by, to) in settled {
+            self.emit(records, at, by, to);
+        }
         mark_disagreements(&records[..n], &mut self.states[..n], &self.kept_at[..n]);
         count_sessions(&records[..n], &mut self.states[..n]);
-        for &(at, _, _, _) in &saved {
+        for &(at, _, _) in &saved {
             let Some(state) = self.states[at].as_ref() else {
                 continue;
             };
@@ -709,14 +749,15 @@ fn new_state(r: &Record, status: Status) -> State {
         advisory: false,
         standing: Standing::default(),
         decided_by: None,
+        because: Vec::new(),
     }
 }
 
 /// A term rule's forms, for disagreement checks.
-struct TermView<'a> {
-    at: usize,
-    preferred: &'a str,
-    avoid: &'a [String],
+pub(super) struct TermView<'a> {
+    pub(super) at: usize,
+    pub(super) preferred: &'a str,
+    pub(super) avoid: &'a [String],
     /// An entry of an imported file: its import is never contested by it.
     imported: bool,
 }
@@ -727,7 +768,7 @@ fn avoids(rule: &TermView<'_>, text: &str) -> bool {
         .any(|a| form_matches(a, rule.preferred, text))
 }
 
-fn disagree(a: &TermView<'_>, b: &TermView<'_>) -> bool {
+pub(super) fn disagree(a: &TermView<'_>, b: &TermView<'_>) -> bool {
     if avoids(a, b.preferred) || avoids(b, a.preferred) {
         return true;
     }
@@ -746,13 +787,13 @@ fn disagree(a: &TermView<'_>, b: &TermView<'_>) -> bool {
     })
 }
 
-/// Mark disagreements between rules that answer and can apply at one point
-/// and instant. Only rules sharing a form are compared.
-fn mark_disagreements(
-    records: &[Record],
-    states: &mut [Option<Box<State>>],
-    kept_at: &[Option<usize>],
-) {
+/// The term rules that answer (suggested or established), each entry of an
+/// imported file its own rule, and a correction that states no rule as the
+/// wording it prefers.
+pub(super) fn term_views<'r>(
+    records: &'r [Record],
+    states: &[Option<Box<State>>],
+) -> Vec<TermView<'r>> {
     let mut rules: Vec<TermView<'_>> = Vec::new();
     for (at, r) in records.iter().enumerate() {
         let live = states[at]
@@ -788,6 +829,17 @@ fn mark_disagreements(
             Stated::Nothing => {}
         }
     }
+    rules
+}
+
+/// Mark disagreements between rules that answer and can apply at one point
+/// and instant. Only rules sharing a form are compared.
+fn mark_disagreements(
+    records: &[Record],
+    states: &mut [Option<Box<State>>],
+    kept_at: &[Option<usize>],
+) {
+    let rules = term_views(records, states);
     let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, rule) in rules.iter().enumerate() {
         let mut keys: BTreeSet<String> = rule.avoid.iter().map(|a| case_key(a)).collect();
@@ -1404,12 +1456,31 @@ mod tests {
             /// answered: every status, contest, scope and ignored operation.
             #[test]
             fn the_reducer_answers_as_the_fold_it_replaced(gens in proptest::collection::vec(operation(), 1..32)) {
-                let records = build(&gens);
+                // The fold it replaced did not settle: compare over logs that
+                // give settling nothing to read (corrections by a tool are
+                // no person signal; usage that never moves is no evidence).
+                let mut records = build(&gens);
+                for r in &mut records {
+                    if r.kind == Kind::Correct {
+                        r.actor.kind = ActorKind::Tool;
+                    }
+                    if let Some(signal) = r.signal.as_mut() {
+                        signal.source = SignalSource::Usage;
+                    }
+                }
                 let (recs, states, ignored) = reference(records.clone());
                 let reducer = fold(records);
+                // Counts it did not keep (evidence against, such as a
+                // withdrawal in a rule's group) are left out.
                 let ours: Vec<(String, Option<State>)> = reducer
                     .iter()
-                    .map(|(r, s)| (r.id.clone(), s.cloned()))
+                    .map(|(r, s)| {
+                        let s = s.cloned().map(|mut s| {
+                            s.standing.against = 0;
+                            s
+                        });
+                        (r.id.clone(), s)
+                    })
                     .collect();
                 let theirs: Vec<(String, Option<State>)> = recs
                     .iter()

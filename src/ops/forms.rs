@@ -84,6 +84,45 @@ pub fn form_matches(avoided: &str, preferred: &str, text: &str) -> bool {
     }
 }
 
+/// Whether `text` writes `form` as a whole word or phrase (not inside a
+/// longer word): exactly as written when `exact`, else ignoring case. What
+/// settling reads in a correction's two wordings.
+pub fn writes(text: &str, form: &str, exact: bool) -> bool {
+    if form.is_empty() {
+        return false;
+    }
+    let (hay, needle) = if exact {
+        (text.to_owned(), form.to_owned())
+    } else {
+        (case_key(text), case_key(form))
+    };
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut from = 0;
+    while let Some(found) = hay[from..].find(&needle) {
+        let start = from + found;
+        let end = start + needle.len();
+        if !word(hay[..start].chars().next_back()) && !word(hay[end..].chars().next()) {
+            return true;
+        }
+        from = start + hay[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
+/// Whether `text` writes one of a rule's avoided forms, under its case logic.
+pub fn writes_avoided(text: &str, preferred: &str, avoid: &[String]) -> bool {
+    avoid
+        .iter()
+        .any(|a| writes(text, a, is_case_only(a, preferred)))
+}
+
+/// Whether `text` writes a rule's preferred form: exactly as written when
+/// one of the forms it avoids differs from it only in case.
+pub fn writes_preferred(text: &str, preferred: &str, avoid: &[String]) -> bool {
+    let exact = avoid.iter().any(|a| is_case_only(a, preferred));
+    writes(text, preferred, exact)
+}
+
 /// Whether two avoided forms of one rule would match the same text.
 fn same_match(a: &str, b: &str, term: &str) -> bool {
     if is_case_only(a, term) || is_case_only(b, term) {

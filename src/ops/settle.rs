@@ -1,0 +1,284 @@
+//! Settling: suggestions settle by evidence, inside the fold, after every
+//! person's decision and before disagreements are marked.
+//!
+//! Suggestions that state one rule (the same form to use, a form to avoid
+//! in common, at points that meet) form a group. Each member is settled on
+//! the person signals seen where it holds:
+//!
+//! | evidence                                             | effect        |
+//! |------------------------------------------------------|---------------|
+//! | a correction toward it (a person's, or an agent's record of a person's change) | person signal |
+//! | a merge signal naming it                             | person signal |
+//! | another session recording it, usage, applied edits   | standing only |
+//! | a correction away from it                            | against       |
+//! | its author withdrawing a member of the group         | against       |
+//! | usage moving to an avoided form after it was counted | against       |
+//!
+//! A member with a person signal and nothing against it is established; with
+//! both, it is contested by the evidence against it; with a rival rule that
+//! disagrees with it, it stays a suggestion and the disagreement pass
+//! contests it. Time alone settles nothing; a correction is not evidence for
+//! the rule it carries itself; a person's drop of a member sets aside the
+//! evidence gathered before it; a suggestion that names no file has no
+//! place and is never established by settling. An `establish` operation
+//! binds only while the evidence it names still holds: the fold reads the
+//! evidence again on every read, so the outcome does not depend on the
+//! order logs were merged in.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::fold::{State, Status, TermView, disagree, term_views};
+use super::forms::{case_key, writes_avoided, writes_preferred};
+use super::id::OpId;
+use super::op::{Op, Stated};
+use super::record::{ActorKind, Record, SignalSource};
+
+/// A status settling changed: the member, the operation whose evidence
+/// decided it, and the new status.
+pub(super) type Settled = (usize, usize, Status);
+
+/// One term rule the pass compares, with where it holds.
+struct Member<'r> {
+    at: usize,
+    preferred: &'r str,
+    avoid: &'r [String],
+    keys: BTreeSet<String>,
+}
+
+impl Member<'_> {
+    /// The same rule: the same form to use and a form to avoid in common
+    /// (scopes are compared by the caller).
+    fn same_rule(&self, other: &Member<'_>) -> bool {
+        self.preferred == other.preferred && !self.keys.is_disjoint(&other.keys)
+    }
+}
+
+fn member<'r>(records: &'r [Record], at: usize) -> Option<Member<'r>> {
+    match Op::of(&records[at]).ok()?.stated() {
+        Stated::Term { preferred, avoid } => Some(Member {
+            at,
+            preferred,
+            avoid,
+            keys: avoid.iter().map(|a| case_key(a)).collect(),
+        }),
+        _ => None,
+    }
+}
+
+/// Settle the suggestions over the applied records. `evidence` holds the
+/// positions of the signals and establishes the fold applied, in order.
+pub(super) fn settle(
+    records: &[Record],
+    keys: &[u128],
+    evidence: &[usize],
+    states: &mut [Option<Box<State>>],
+    kept_at: &mut [Option<usize>],
+) -> Vec<Settled> {
+    let status = |states: &[Option<Box<State>>], at: usize| states[at].as_ref().map(|s| s.status);
+    let members: Vec<Member<'_>> = (0..states.len())
+        .filter(|&at| {
+            states[at]
+                .as_ref()
+                .is_some_and(|s| s.status == Status::Suggested && !s.kept)
+        })
+        .filter_map(|at| member(records, at))
+        .collect();
+    if members.is_empty() {
+        return Vec::new();
+    }
+    let position = |id: &OpId| keys.binary_search(&id.key()).ok();
+
+    // Signals and establishes by the position they name.
+    let mut signals: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    let mut establishes: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for &at in evidence {
+        match Op::of(&records[at]) {
+            Ok(Op::Signal { target, .. }) => {
+                if let Some(t) = position(&target) {
+                    signals.entry(t).or_default().push(at);
+                }
+            }
+            Ok(Op::Establish { target, .. }) => {
+                if let Some(t) = position(&target) {
+                    establishes.entry(t).or_default().push(at);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Corrections that still answer, by a person or an agent recording what
+    // a person changed.
+    let corrections: Vec<usize> = (0..states.len())
+        .filter(|&at| {
+            let r = &records[at];
+            r.kind == super::record::Kind::Correct
+                && matches!(r.actor.kind, ActorKind::Person | ActorKind::Agent)
+                && status(states, at).is_some_and(Status::answers)
+        })
+        .collect();
+    // Rules a person dropped or an author withdrew, with where that happened.
+    let set_aside: Vec<(Member<'_>, usize, Status)> = (0..states.len())
+        .filter_map(|at| {
+            let s = states[at].as_ref()?;
+            if !matches!(s.status, Status::Dropped | Status::Withdrawn) {
+                return None;
+            }
+            let by = position(s.decided_by.as_ref()?)?;
+            Some((member(records, at)?, by, s.status))
+        })
+        .collect();
+    let rules = term_views(records, states);
+    let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, rule) in rules.iter().enumerate() {
+        for key in rule
+            .avoid
+            .iter()
+            .map(|a| case_key(a))
+            .chain([case_key(rule.preferred)])
+        {
+            by_form.entry(key).or_default().push(i);
+        }
+    }
+
+    let mut changed = Vec::new();
+    for m in &members {
+        let state = states[m.at].as_ref().expect("members have states");
+        let scope = state.scope.clone();
+        let overlaps = |at: usize| {
+            states[at]
+                .as_ref()
+                .is_some_and(|s| s.scope.overlaps(&scope))
+        };
+        // A person's drop of the rule sets aside what came before it.
+        let since = set_aside
+            .iter()
+            .filter(|(o, _, st)| *st == Status::Dropped && o.same_rule(m) && overlaps(o.at))
+            .map(|&(_, by, _)| by + 1)
+            .max()
+            .unwrap_or(0);
+        let mut toward: Vec<usize> = Vec::new();
+        let mut against: Vec<usize> = Vec::new();
+        let mut merged_in: Vec<String> = Vec::new();
+        for &c in corrections.iter().filter(|&&c| c >= since && c != m.at) {
+            let r = &records[c];
+            let Some(correction) = r.correction.as_deref() else {
+                continue;
+            };
+            if !scope.covers(&r.scope.point) {
+                continue;
+            }
+            let (from, to) = (&correction.from, &correction.to);
+            if writes_preferred(to, m.preferred, m.avoid)
+                && writes_avoided(from, m.preferred, m.avoid)
+                && !writes_avoided(to, m.preferred, m.avoid)
+            {
+                toward.push(c);
+            } else if writes_preferred(from, m.preferred, m.avoid)
+                && writes_avoided(to, m.preferred, m.avoid)
+                && !writes_preferred(to, m.preferred, m.avoid)
+            {
+                against.push(c);
+            }
+        }
+        let mut first_usage: Option<u64> = None;
+        let mut latest_usage: Option<(usize, u64)> = None;
+        for &s in signals.get(&m.at).into_iter().flatten() {
+            if s < since {
+                continue;
+            }
+            let Some(signal) = records[s].signal.as_deref() else {
+                continue;
+            };
+            match signal.source {
+                SignalSource::Merge if signal.preferred > 0 || signal.avoided > 0 => {
+                    toward.push(s);
+                    merged_in.push(match (&signal.pr, &signal.commit) {
+                        (Some(pr), _) => format!("#{}", pr.trim_start_matches('#')),
+                        (None, Some(commit)) => commit.chars().take(7).collect(),
+                        (None, None) => "a merge".into(),
+                    });
+                }
+                SignalSource::Usage => {
+                    first_usage.get_or_insert(signal.avoided);
+                    latest_usage = Some((s, signal.avoided));
+                }
+                SignalSource::Merge | SignalSource::Applied => {}
+            }
+        }
+        if let (Some(first), Some((at, latest))) = (first_usage, latest_usage)
+            && latest > first
+        {
+            against.push(at);
+        }
+        for (o, by, st) in &set_aside {
+            if *st == Status::Withdrawn && *by >= since && o.same_rule(m) && overlaps(o.at) {
+                against.push(*by);
+            }
+        }
+        toward.sort_unstable();
+        toward.dedup();
+        against.sort_unstable();
+        against.dedup();
+
+        let has_place = records[m.at].evidence.iter().any(|e| e.path.is_some());
+        let rival = || {
+            let mine = rules.iter().position(|r| r.at == m.at);
+            let Some(mine) = mine.map(|i| &rules[i]) else {
+                return false;
+            };
+            let candidates: BTreeSet<usize> = m
+                .avoid
+                .iter()
+                .map(|a| case_key(a))
+                .chain([case_key(m.preferred)])
+                .filter_map(|k| by_form.get(&k))
+                .flatten()
+                .copied()
+                .collect();
+            candidates.into_iter().any(|i| {
+                let other: &TermView<'_> = &rules[i];
+                other.at != m.at && disagree(mine, other) && overlaps(other.at)
+            })
+        };
+        let ids = |at: &[usize]| -> Vec<OpId> { at.iter().map(|&a| records[a].op_id()).collect() };
+        let outcome = if toward.is_empty() {
+            None
+        } else if !against.is_empty() {
+            Some(Status::Contested)
+        } else if has_place && !rival() {
+            Some(Status::Established)
+        } else {
+            None
+        };
+        let because = ids(&toward);
+        let binding = outcome
+            .filter(|&s| s == Status::Established)
+            .and_then(|_| {
+                establishes.get(&m.at).into_iter().flatten().find(|&&e| {
+                    records[e]
+                        .because
+                        .iter()
+                        .all(|b| because.iter().any(|t| t.as_str() == b))
+                })
+            })
+            .copied();
+        let state = states[m.at].as_mut().expect("members have states");
+        state.standing.toward = toward.len();
+        state.standing.against = against.len();
+        state.standing.merged_in = merged_in;
+        let Some(to) = outcome else {
+            continue;
+        };
+        let by = toward.iter().chain(&against).copied().max().unwrap_or(m.at);
+        state.status = to;
+        if to == Status::Contested {
+            state.contested_by = ids(&against);
+        } else {
+            state.because = because;
+            state.decided_by = binding.map(|e| records[e].op_id());
+            kept_at[m.at] = Some(toward.iter().copied().max().unwrap_or(m.at));
+        }
+        changed.push((m.at, binding.unwrap_or(by).max(by), to));
+    }
+    changed
+}
