@@ -282,3 +282,235 @@ pub(super) fn settle(
     }
     changed
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::fold::{Status, fold};
+    use crate::ops::id::{EPOCH_MS, OpId};
+    use crate::ops::record::{
+        Actor, ActorKind, Correction, Evidence, Kind, Record, Scope, Signal, SignalSource, Subject,
+    };
+
+    fn op(n: u64, kind: Kind, actor: ActorKind, session: &str) -> Record {
+        let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();
+        Record {
+            id: id.to_string(),
+            at: id.instant(),
+            ..Record::new(
+                "p",
+                Actor {
+                    kind: actor,
+                    name: "x".into(),
+                    session: Some(session.into()),
+                },
+                kind,
+            )
+        }
+    }
+
+    fn at(section: &str) -> Scope {
+        Scope {
+            point: [("section".to_string(), section.to_string())].into(),
+            ..Scope::default()
+        }
+    }
+
+    /// An agent's suggestion of Quickcast over "Quick cast", seen in a file
+    /// of `section`.
+    fn suggestion(n: u64, section: &str) -> Record {
+        Record {
+            subject: Some(Subject::Term {
+                preferred: "Quickcast".into(),
+                avoid: vec!["Quick cast".into(), "Quick-cast".into()],
+            }),
+            evidence: vec![Evidence {
+                path: Some(format!("docs/{section}/a.md")),
+                ..Evidence::default()
+            }],
+            scope: at(section),
+            ..op(n, Kind::Observe, ActorKind::Agent, "s1")
+        }
+    }
+
+    fn correction(n: u64, from: &str, to: &str, section: &str, who: ActorKind) -> Record {
+        Record {
+            correction: Some(Box::new(Correction {
+                from: from.into(),
+                to: to.into(),
+            })),
+            evidence: vec![Evidence {
+                path: Some(format!("docs/{section}/b.md")),
+                ..Evidence::default()
+            }],
+            scope: at(section),
+            ..op(n, Kind::Correct, who, "s2")
+        }
+    }
+
+    fn merge(n: u64, target: &Record, preferred: u64) -> Record {
+        Record {
+            target: Some(target.id.clone()),
+            signal: Some(Box::new(Signal {
+                source: SignalSource::Merge,
+                preferred,
+                avoided: 0,
+                commit: Some("0123456789abcdef".into()),
+                pr: Some("412".into()),
+                merger: Some("ada".into()),
+            })),
+            ..op(n, Kind::Signal, ActorKind::Tool, "ci")
+        }
+    }
+
+    fn status(records: &[Record], of: &Record) -> Status {
+        fold(records.to_vec()).state(&of.id).unwrap().status
+    }
+
+    #[test]
+    fn a_correction_in_the_help_pages_settles_only_the_help_pages_suggestion() {
+        let help = suggestion(1, "help");
+        let legal = suggestion(2, "legal");
+        let fix = correction(
+            3,
+            "Open Quick cast",
+            "Open Quickcast",
+            "help",
+            ActorKind::Person,
+        );
+        let log = vec![help.clone(), legal.clone(), fix.clone()];
+        assert_eq!(status(&log, &help), Status::Established);
+        assert_eq!(status(&log, &legal), Status::Suggested);
+        let ledger = fold(log);
+        let state = ledger.state(&help.id).unwrap();
+        assert_eq!(state.because, vec![fix.op_id()]);
+        assert_eq!(state.standing.toward, 1);
+        assert!(state.decided_by.is_none(), "no establish recorded yet");
+        // The correction is not evidence for the rule it carries itself.
+        let implied = Record {
+            subject: help.subject.clone(),
+            ..fix.clone()
+        };
+        assert_eq!(status(&[implied.clone()], &implied), Status::Suggested);
+    }
+
+    #[test]
+    fn time_alone_and_standing_alone_settle_nothing() {
+        let a = suggestion(1, "help");
+        let again = Record {
+            actor: Actor {
+                session: Some("s9".into()),
+                ..a.actor.clone()
+            },
+            ..suggestion(50, "help")
+        };
+        let log = vec![a.clone(), again];
+        assert_eq!(status(&log, &a), Status::Suggested);
+        assert_eq!(fold(log).state(&a.id).unwrap().standing.sessions, 2);
+    }
+
+    #[test]
+    fn evidence_for_and_against_contests_and_names_what_stands_against() {
+        let a = suggestion(1, "help");
+        let toward = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
+        let away = correction(3, "Quickcast", "Quick-cast", "help", ActorKind::Agent);
+        let ledger = fold(vec![a.clone(), toward, away.clone()]);
+        let state = ledger.state(&a.id).unwrap();
+        assert_eq!(state.status, Status::Contested);
+        assert_eq!(state.contested_by, vec![away.op_id()]);
+    }
+
+    #[test]
+    fn a_merge_signal_establishes_the_suggestion_it_names_and_shows_the_pull_request() {
+        let a = suggestion(1, "help");
+        let b = suggestion(2, "legal");
+        let signal = merge(3, &a, 2);
+        let ledger = fold(vec![a.clone(), b.clone(), signal]);
+        assert_eq!(ledger.state(&a.id).unwrap().status, Status::Established);
+        assert_eq!(ledger.state(&b.id).unwrap().status, Status::Suggested);
+        let standing = ledger.state(&a.id).unwrap().standing.describe();
+        assert!(standing.contains("merged in #412"), "{standing}");
+        // A merge that wrote none of it is no signal.
+        assert_eq!(status(&[a.clone(), merge(4, &a, 0)], &a), Status::Suggested);
+    }
+
+    #[test]
+    fn a_suggestion_with_no_place_is_never_settled() {
+        let a = Record {
+            evidence: vec![Evidence {
+                quote: Some("Quick cast".into()),
+                ..Evidence::default()
+            }],
+            ..suggestion(1, "help")
+        };
+        let log = vec![a.clone(), merge(2, &a, 1)];
+        assert_eq!(status(&log, &a), Status::Suggested);
+    }
+
+    #[test]
+    fn a_drop_sets_aside_the_evidence_gathered_before_it() {
+        let a = suggestion(1, "help");
+        let fix = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
+        let drop = Record {
+            target: Some(a.id.clone()),
+            ..op(3, Kind::Drop, ActorKind::Person, "p")
+        };
+        let b = suggestion(4, "help");
+        let log = vec![a.clone(), fix, drop, b.clone()];
+        assert_eq!(status(&log, &a), Status::Dropped);
+        assert_eq!(status(&log, &b), Status::Suggested);
+        let later = correction(5, "Quick-cast", "Quickcast", "help", ActorKind::Person);
+        let mut log = log;
+        log.push(later);
+        assert_eq!(status(&log, &b), Status::Established);
+    }
+
+    #[test]
+    fn an_establish_binds_only_while_its_evidence_holds() {
+        let a = suggestion(1, "help");
+        let fix = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
+        let establish = Record {
+            target: Some(a.id.clone()),
+            because: vec![fix.id.clone()],
+            address: Some("sha256:e".into()),
+            ..op(3, Kind::Establish, ActorKind::Tool, "settle")
+        };
+        let ledger = fold(vec![a.clone(), fix.clone(), establish.clone()]);
+        let state = ledger.state(&a.id).unwrap();
+        assert_eq!(state.status, Status::Established);
+        assert_eq!(state.decided_by, Some(establish.op_id()));
+        // The correction dropped: the establish no longer binds.
+        let drop_fix = Record {
+            target: Some(fix.id.clone()),
+            ..op(4, Kind::Drop, ActorKind::Person, "p")
+        };
+        let log = vec![a.clone(), fix, establish, drop_fix];
+        assert_eq!(status(&log, &a), Status::Suggested);
+        // An agent's establish is refused by the policy.
+        let forged = Record {
+            target: Some(a.id.clone()),
+            ..op(5, Kind::Establish, ActorKind::Agent, "s1")
+        };
+        let ledger = fold(vec![a.clone(), forged.clone()]);
+        assert!(ledger.ignored.iter().any(|i| i.id == forged.id));
+        assert_eq!(ledger.state(&a.id).unwrap().status, Status::Suggested);
+    }
+
+    #[test]
+    fn a_rival_rule_leaves_both_contested_for_a_person() {
+        let a = suggestion(1, "help");
+        let rival = Record {
+            subject: Some(Subject::Term {
+                preferred: "QuickCast".into(),
+                avoid: vec!["Quick cast".into()],
+            }),
+            ..suggestion(2, "help")
+        };
+        let fix = correction(3, "Quick cast", "Quickcast", "help", ActorKind::Person);
+        let ledger = fold(vec![a.clone(), rival.clone(), fix]);
+        assert_eq!(ledger.state(&a.id).unwrap().status, Status::Contested);
+        assert_eq!(
+            ledger.state(&a.id).unwrap().contested_by,
+            vec![rival.op_id()]
+        );
+    }
+}
