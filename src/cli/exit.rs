@@ -30,6 +30,8 @@ pub enum Exit {
     NotPermitted = 4,
     /// The store or the repository could not be read or written.
     Store = 5,
+    /// A remote could not be reached, refused refs/kapi/ops, or kept moving.
+    Remote = 6,
     /// A bug in kapi.
     Internal = 70,
 }
@@ -115,6 +117,21 @@ impl From<ContextError> for CliError {
             | ContextError::Usage(_) => Exit::Usage,
         };
         CliError::new(exit, err.to_string())
+    }
+}
+
+impl From<crate::context::sync::SyncError> for CliError {
+    fn from(err: crate::context::sync::SyncError) -> Self {
+        use crate::context::sync::SyncError;
+        match err {
+            SyncError::Context(e) => e.into(),
+            SyncError::Remote(crate::store::RemoteError::BadRemote(r), _) => CliError::usage(
+                format!("`{r}` is not a remote name or URL kapi can fetch from"),
+            ),
+            e @ (SyncError::Remote(..)
+            | SyncError::RefusedRef { .. }
+            | SyncError::GaveUp { .. }) => CliError::new(Exit::Remote, e.to_string()),
+        }
     }
 }
 

@@ -23,6 +23,13 @@ pub struct EnvError(String);
 pub trait Env: Send + Sync {
     /// The clock in Unix milliseconds, read now.
     fn now_ms(&self) -> Result<u64, EnvError>;
+    /// The machine's own clock, whatever `now_ms` is pinned to: what an
+    /// operation dated ahead is measured against.
+    fn wall_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
     /// Fresh randomness for ids.
     fn random(&self) -> u128;
     /// An environment variable (`KAPI_AGENT`, `KAPI_SESSION`, ...).

@@ -66,8 +66,7 @@ impl Item {
 }
 
 fn standing(state: &State) -> Option<String> {
-    let suggestion = matches!(state.status, Status::Suggested | Status::Contested);
-    (suggestion && state.standing.sessions > 0).then(|| state.standing.describe())
+    state.standing_text()
 }
 
 /// What applies at one point and instant.

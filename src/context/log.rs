@@ -89,7 +89,10 @@ impl LogEntry<'_> {
             "target": record.target,
             "note": record.note,
             "contested_by": state.map(|s| s.contested_by.clone()).unwrap_or_default(),
-            "standing": state.filter(|s| matches!(s.status, Status::Suggested | Status::Contested)).map(|s| &s.standing),
+            "standing": state.filter(|s| matches!(s.status, Status::Suggested | Status::Contested) || !s.because.is_empty()).map(|s| &s.standing),
+            "because": state.map(|s| s.because.clone()).unwrap_or_default(),
+            "drift": state.and_then(|s| s.drift).map(|(then, now)| json!({"then": then, "now": now})),
+            "signal": record.signal,
             "advisory": state.map(|s| s.advisory),
             "ignored": self.ignored,
         })

@@ -12,6 +12,8 @@ mod note;
 mod points;
 pub mod review;
 pub mod rulesfiles;
+pub mod settle;
+pub mod sync;
 pub mod transfer;
 
 use std::path::{Path, PathBuf};
@@ -200,6 +202,33 @@ impl Session {
         } else {
             drop(value);
         }
+    }
+
+    /// Read and fold the whole log: an operation dated more than ten
+    /// minutes past this machine's clock (from a machine whose clock runs
+    /// ahead, or forged) is held back, named in `Ledger::ignored`, until its
+    /// time comes. The bound is the later of the call's clock (`KAPI_NOW`
+    /// pins it in tests) and the machine's own.
+    pub fn ledger(&self) -> Result<Ledger, ContextError> {
+        let now = self.now_ms()?.max(self.call.env.wall_ms());
+        let bound = now.saturating_add(crate::store::newest::AHEAD_BOUND_MS);
+        let mut records = self.store.load_all()?.records;
+        let mut held = Vec::new();
+        records.retain(|r| {
+            let ahead = crate::ops::id::is_id(&r.id) && r.op_id().unix_ms() > bound;
+            if ahead {
+                held.push(r.id.clone());
+            }
+            !ahead
+        });
+        let mut ledger = fold(records);
+        ledger
+            .ignored
+            .extend(held.into_iter().map(|id| crate::ops::fold::Ignored {
+                id,
+                reason: "dated more than 10 minutes past this machine's clock: held back until its time comes".into(),
+            }));
+        Ok(ledger)
     }
 
     /// The commit checked out, recorded as the basis of an operation.

@@ -64,14 +64,16 @@ pub struct Pending {
     pub standing: Option<String>,
 }
 
-/// What awaits a decision, in id order: every suggested or contested subject.
+/// What awaits a decision, in id order: every suggested or contested
+/// subject, and every established rule that drifted (its avoided forms now
+/// written more often than when it came into force).
 pub fn pending(ledger: &Ledger) -> Vec<Pending> {
     let mut out = Vec::new();
     for (record, state) in ledger.iter() {
         let Some(state) = state else {
             continue;
         };
-        if !matches!(state.status, Status::Suggested | Status::Contested) {
+        if !matches!(state.status, Status::Suggested | Status::Contested) && state.drift.is_none() {
             continue;
         }
         let subject = record
@@ -92,7 +94,7 @@ pub fn pending(ledger: &Ledger) -> Vec<Pending> {
             subject,
             actor: record.actor.label(),
             contested_by: state.contested_by.clone(),
-            standing: (state.standing.sessions > 0).then(|| state.standing.describe()),
+            standing: state.standing_text(),
         });
     }
     out

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 pub use gix::ObjectId;
 pub use range::{CommitDiff, FileDiff};
+pub use remote::Pushed;
 pub use worktree::Blob;
 
 #[derive(Debug, thiserror::Error)]

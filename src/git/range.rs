@@ -21,6 +21,11 @@ pub const MAX_DIFF_BYTES: u64 = 16 << 20;
 pub struct CommitDiff {
     pub id: ObjectId,
     pub parents: Vec<ObjectId>,
+    /// The first line of the message.
+    pub subject: String,
+    /// The author's name (the person who merged, for a merge or squash
+    /// commit made by a forge).
+    pub author: String,
     /// Files whose content changed against the first parent, by path.
     pub files: Vec<FileDiff>,
 }
@@ -46,6 +51,20 @@ impl Repo {
     /// commit reachable from it), newest first as `git log` lists them,
     /// each with its parents and its line changes.
     pub fn commit_range(&self, spec: &str) -> Result<Vec<CommitDiff>, GitError> {
+        self.commit_range_where(spec, false, &|_| true)
+    }
+
+    /// [`Repo::commit_range`], following only first parents when
+    /// `first_parent` (what landed on a branch, commit by commit: a merge
+    /// shows the whole change it brought, its side branch's commits are not
+    /// walked again), and reading the lines of only the files `wanted`
+    /// accepts (others are not listed).
+    pub fn commit_range_where(
+        &self,
+        spec: &str,
+        first_parent: bool,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<CommitDiff>, GitError> {
         if spec.contains("...") {
             return Err(GitError::Git {
                 context: "reading a commit range",
@@ -68,23 +87,46 @@ impl Repo {
             Some((from, to)) => (Some(resolve(from)?), resolve(to)?),
             None => (None, resolve(spec)?),
         };
-        let walk = self
-            .repo
-            .rev_walk([tip])
-            .with_hidden(hidden)
-            .all()
-            .map_err(git("walking a commit range"))?;
+        let mut walk = self.repo.rev_walk([tip]).with_hidden(hidden);
+        if first_parent {
+            walk = walk.first_parent_only();
+        }
+        let walk = walk.all().map_err(git("walking a commit range"))?;
         let mut out = Vec::new();
         for info in walk {
             let info = info.map_err(git("walking a commit range"))?;
-            out.push(self.commit_diff(info.id)?);
+            out.push(self.commit_diff_where(info.id, wanted)?);
         }
         Ok(out)
     }
 
     /// One commit against its first parent.
     pub fn commit_diff(&self, id: ObjectId) -> Result<CommitDiff, GitError> {
+        self.commit_diff_where(id, &|_| true)
+    }
+
+    fn commit_diff_where(
+        &self,
+        id: ObjectId,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<CommitDiff, GitError> {
         let commit = self.repo.find_commit(id).map_err(git("reading a commit"))?;
+        let (subject, author) = {
+            let decoded = commit.decode().map_err(git("reading a commit"))?;
+            let subject = decoded
+                .message
+                .split(|&b| b == b'\n')
+                .next()
+                .map(|l| String::from_utf8_lossy(l).trim().to_owned())
+                .unwrap_or_default();
+            (
+                subject,
+                decoded
+                    .author()
+                    .map(|a| a.name.to_string())
+                    .unwrap_or_default(),
+            )
+        };
         let parents: Vec<ObjectId> = commit.parent_ids().map(|p| p.detach()).collect();
         let tree = commit.tree_id().map_err(git("reading a commit"))?.detach();
         // A parent a shallow clone does not hold: the commit is a root here.
@@ -103,9 +145,16 @@ impl Repo {
         self.diff_trees(old, Some(tree), "", &mut changed)?;
         let files = changed
             .into_iter()
+            .filter(|(path, _, _)| wanted(path))
             .map(|(path, old, new)| self.file_diff(path, old, new))
             .collect::<Result<_, _>>()?;
-        Ok(CommitDiff { id, parents, files })
+        Ok(CommitDiff {
+            id,
+            parents,
+            subject,
+            author,
+            files,
+        })
     }
 
     fn entries(&self, tree: Option<ObjectId>) -> Result<Entries, GitError> {

@@ -148,6 +148,40 @@ pub struct State {
     /// settled): an `establish` naming them is `decided_by`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub because: Vec<OpId>,
+    /// An established rule whose avoided forms are written more often than
+    /// when it came into force: (uses then, uses now).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<(u64, u64)>,
+}
+
+impl State {
+    /// The counts every surface shows beside a subject, never a score: a
+    /// suggestion's standing (`seen in 2 sessions · merged in #412 · 1
+    /// against`), a settled rule's evidence, an established rule's drift.
+    pub fn standing_text(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        match self.status {
+            Status::Suggested | Status::Contested if self.standing.sessions > 0 => {
+                parts.push(self.standing.describe())
+            }
+            Status::Established if !self.because.is_empty() => parts.push(format!(
+                "settled on {} · {}",
+                self.because
+                    .iter()
+                    .map(|b| format!("#{}", b.short()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.standing.describe()
+            )),
+            _ => {}
+        }
+        if let Some((then, now)) = self.drift {
+            parts.push(format!(
+                "drift: avoided forms written {now}× now, {then}× when it came into force"
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join(" · "))
+    }
 }
 
 /// An operation the fold read but did not apply, and why.
@@ -750,6 +784,7 @@ fn new_state(r: &Record, status: Status) -> State {
         standing: Standing::default(),
         decided_by: None,
         because: Vec::new(),
+        drift: None,
     }
 }
 

@@ -65,6 +65,44 @@ fn member<'r>(records: &'r [Record], at: usize) -> Option<Member<'r>> {
     }
 }
 
+/// Drift: an established rule whose latest usage count writes an avoided
+/// form more often than the count taken when it came into force (the latest
+/// at or before that point, else the first after it).
+fn mark_drift(
+    records: &[Record],
+    signals: &BTreeMap<usize, Vec<usize>>,
+    states: &mut [Option<Box<State>>],
+    kept_at: &[Option<usize>],
+) {
+    for (&target, at) in signals {
+        let Some(state) = states[target].as_mut() else {
+            continue;
+        };
+        if state.status != Status::Established {
+            continue;
+        }
+        let since = kept_at[target].unwrap_or(target);
+        let usage: Vec<(usize, u64)> = at
+            .iter()
+            .filter_map(|&s| {
+                let signal = records[s].signal.as_deref()?;
+                (signal.source == SignalSource::Usage).then_some((s, signal.avoided))
+            })
+            .collect();
+        let baseline = usage
+            .iter()
+            .rev()
+            .find(|(s, _)| *s <= since)
+            .or_else(|| usage.iter().find(|(s, _)| *s > since));
+        if let (Some(&(b, then)), Some(&(l, now))) = (baseline, usage.last())
+            && l > b
+            && now > then
+        {
+            state.drift = Some((then, now));
+        }
+    }
+}
+
 /// Settle the suggestions over the applied records. `evidence` holds the
 /// positions of the signals and establishes the fold applied, in order.
 pub(super) fn settle(
@@ -83,9 +121,6 @@ pub(super) fn settle(
         })
         .filter_map(|at| member(records, at))
         .collect();
-    if members.is_empty() {
-        return Vec::new();
-    }
     let position = |id: &OpId| keys.binary_search(&id.key()).ok();
 
     // Signals and establishes by the position they name.
@@ -105,6 +140,10 @@ pub(super) fn settle(
             }
             _ => {}
         }
+    }
+    mark_drift(records, &signals, states, kept_at);
+    if members.is_empty() {
+        return Vec::new();
     }
     // Corrections that still answer, by a person or an agent recording what
     // a person changed.
@@ -390,7 +429,10 @@ mod tests {
             subject: help.subject.clone(),
             ..fix.clone()
         };
-        assert_eq!(status(&[implied.clone()], &implied), Status::Suggested);
+        assert_eq!(
+            status(std::slice::from_ref(&implied), &implied),
+            Status::Suggested
+        );
     }
 
     #[test]

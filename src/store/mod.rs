@@ -23,6 +23,7 @@ mod read;
 mod reflock;
 pub mod segment;
 pub mod sweep;
+mod sync;
 mod tree;
 
 use std::collections::HashMap;
@@ -36,6 +37,7 @@ use crate::ops::record::Record;
 pub use merge::JsonlImport;
 pub use reflock::RefLock;
 pub use segment::{EntryError, Problem};
+pub use sync::{Joined, RemoteError, TipMerge};
 
 /// Where an operation is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -447,5 +447,11 @@ fn union_segments(
         }
     }));
     segment::normalize(&mut lines);
-    write_blob(repo, &segment::to_bytes(&lines))
+    let bytes = segment::to_bytes(&lines);
+    if bytes.len() as u64 > cap {
+        // Never write a segment no read would inflate: the held side stands
+        // and the other's new lines wait (a read of that side names them).
+        return Ok(left);
+    }
+    write_blob(repo, &bytes)
 }

@@ -97,11 +97,8 @@ fn human_line(record: &Record, state: Option<&State>) -> String {
         }
     }
     line.push_str(&format!(" · {}", record.actor.label()));
-    if let Some(state) = state
-        && matches!(state.status, Status::Suggested | Status::Contested)
-        && state.standing.sessions > 0
-    {
-        line.push_str(&format!(" · {}", state.standing.describe()));
+    if let Some(standing) = state.and_then(State::standing_text) {
+        line.push_str(&format!(" · {standing}"));
     }
     line
 }

@@ -9,6 +9,7 @@ pub mod log;
 pub mod note;
 pub mod path;
 pub mod review;
+pub mod sync;
 use crate::cli::exit::{CliError, Exit};
 
 /// Record, read and review the project's context.
@@ -36,6 +37,8 @@ pub enum ContextCommand {
     Log(log::Args),
     /// (For people) Keep or drop suggestions and rules; without flags, list what awaits a decision.
     Review(review::Args),
+    /// (For people) Fetch, merge by union, settle and push refs/kapi/ops.
+    Sync(sync::Args),
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
@@ -43,6 +46,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Some(ContextCommand::Note(a)) => note::run(a, ctx),
         Some(ContextCommand::Log(a)) => log::run(a, ctx),
         Some(ContextCommand::Review(a)) => review::run(a, ctx),
+        Some(ContextCommand::Sync(a)) => sync::run(a, ctx),
         None => path::run(args.here, ctx),
     }
 }

@@ -1,0 +1,156 @@
+//! `kapi context sync`
+
+use std::io::Write;
+
+use crate::cli::commands::{Ctx, report_rules_files};
+use crate::cli::exit::{CliError, Exit};
+use crate::cli::output::Out;
+use crate::context::sync::{PushOutcome, SyncRequest, Synced, sync};
+use crate::ops::id::short;
+use crate::store::Joined;
+
+/// Share the context with another repository: fetch its refs/kapi/ops,
+/// merge it into yours by union (two machines merging the same two tips
+/// write the same commit), settle what the evidence now supports, and push
+/// fast-forward only, fetching and merging again when the remote moved
+/// meanwhile. refs/kapi/local (check runs) never leaves this machine.
+///
+/// An agent may only read (`--no-push`); pushing and `--merged` are a
+/// person's or a tool's act. See docs/sync.md for the refspec a clone
+/// needs and the CI step.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The remote to sync with: a remote name or a URL.
+    #[arg(long, value_name = "REMOTE", default_value = "origin")]
+    pub remote: String,
+    /// Fetch and merge only; push nothing.
+    #[arg(long)]
+    pub no_push: bool,
+    /// A merged commit range (A..B, e.g. ORIG_HEAD..HEAD): count how its
+    /// changes write each suggestion and record merge signals.
+    #[arg(long, value_name = "RANGE")]
+    pub merged: Option<String>,
+    /// With --merged: the pull request the range came from (read from
+    /// merge and squash commit subjects when not given).
+    #[arg(long, value_name = "NUMBER", requires = "merged")]
+    pub pr: Option<String>,
+    /// Print what happened as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    let session = ctx.session()?;
+    let req = SyncRequest {
+        remote: args.remote,
+        push: !args.no_push,
+        merged: args.merged,
+        pr: args.pr,
+    };
+    let mut synced = sync(&session, &req)?;
+    let mut out = Out::new();
+    if args.json {
+        out.line(
+            serde_json::to_string(&synced)
+                .map_err(|e| CliError::new(Exit::Internal, e.to_string()))?,
+        )?;
+    } else {
+        describe(&synced, &mut out)?;
+    }
+    for r in &synced.fetched.unreadable {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "warning: fetched from {}: {}: {} (kept as it came; every read skips it)",
+            synced.remote, r.location, r.error
+        );
+    }
+    report_rules_files(
+        &session,
+        &synced.refreshed,
+        synced.refresh_error.take(),
+        &mut out,
+    )?;
+    Ok(Exit::Ok)
+}
+
+fn describe(s: &Synced, out: &mut Out) -> Result<(), CliError> {
+    let f = &s.fetched;
+    let joined = match f.joined {
+        _ if !f.remote_has_log => format!("{} has no refs/kapi/ops yet", s.remote),
+        Some(Joined::UpToDate) | None => format!("{} holds nothing new", s.remote),
+        Some(Joined::Adopted) => format!("took {}'s log: {} operations", s.remote, f.added),
+        Some(Joined::FastForward) => format!(
+            "fetched {} new operations from {} (fast-forward)",
+            f.added, s.remote
+        ),
+        Some(Joined::Merged) => format!(
+            "fetched {} new operations from {} (merged by union)",
+            f.added, s.remote
+        ),
+    };
+    out.line(joined)?;
+    if !f.unreadable.is_empty() {
+        out.line(format!(
+            "  {} fetched lines are not valid operations (named on stderr)",
+            f.unreadable.len()
+        ))?;
+    }
+    for id in &f.held_back {
+        out.line(format!(
+            "  held back #{}: dated more than 10 minutes past this machine's clock; it is not folded until its time comes",
+            short(id)
+        ))?;
+    }
+    if let Some(m) = s.merged.as_ref().filter(|m| m.suggestions == 0) {
+        out.line(format!(
+            "merged range {}: no suggestion awaits evidence, nothing to count",
+            m.range
+        ))?;
+    } else if let Some(m) = &s.merged {
+        let recorded = m.signals.iter().filter(|x| x.recorded).count();
+        out.line(format!(
+            "merged range {}: {} commits, {} prose files changed, {} merge signals recorded ({} already held)",
+            m.range,
+            m.commits,
+            m.files,
+            recorded,
+            m.signals.len() - recorded
+        ))?;
+        for x in &m.signals {
+            let pr = x.pr.as_ref().map(|p| format!(" #{p}")).unwrap_or_default();
+            out.line(format!(
+                "  #{} {}{pr}: +{} lines write it, -{} lines held an avoided form{}",
+                short(&x.target),
+                &x.commit[..x.commit.len().min(7)],
+                x.preferred,
+                x.avoided,
+                if x.recorded { "" } else { " (held)" }
+            ))?;
+        }
+    }
+    for e in &s.established {
+        out.line(format!(
+            "established #{} on {} (#{})",
+            short(&e.target),
+            e.because
+                .iter()
+                .map(|b| format!("#{}", short(b)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            short(&e.id)
+        ))?;
+    }
+    match s.push {
+        PushOutcome::NotAsked => out.line("not pushed (--no-push)")?,
+        PushOutcome::NothingToPush => {
+            out.line("nothing to push: this repository holds no log yet")?
+        }
+        PushOutcome::Pushed if s.attempts > 1 => out.line(format!(
+            "pushed refs/kapi/ops to {} ({} rounds: it moved meanwhile)",
+            s.remote, s.attempts
+        ))?,
+        PushOutcome::Pushed => out.line(format!("pushed refs/kapi/ops to {}", s.remote))?,
+    }
+    Ok(())
+}

@@ -1,0 +1,353 @@
+//! Settling as a use case: record the merge signals a merged range gives
+//! (`kapi context sync --merged A..B`), then an `establish` for every
+//! suggestion the fold settles on a person's signal that no binding
+//! establish names yet. Both are content-addressed, so running either
+//! twice, or on two machines over the same log, records one operation.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{ContextError, PointMap, Session};
+use crate::check::files::ProseFilter;
+use crate::check::markdown::{TextKind, prose};
+use crate::check::{CheckRule, Matcher};
+use crate::digest::sha256_hex;
+use crate::ops::Ledger;
+use crate::ops::policy::{Transition, person_decides};
+use crate::ops::record::{Actor, ActorKind, Kind, Record, Scope, Signal, SignalSource};
+use crate::ops::{OpId, Status};
+
+/// The actor settling records establishments as.
+pub fn settler() -> Actor {
+    Actor {
+        kind: ActorKind::Tool,
+        name: "settle".into(),
+        session: None,
+    }
+}
+
+/// One establishment recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct Establishment {
+    /// The establish operation.
+    pub id: String,
+    /// The suggestion it establishes.
+    pub target: String,
+    /// The person signals it rests on.
+    pub because: Vec<String>,
+}
+
+/// The content address of an establishment: its target and its evidence.
+fn establish_address(target: &OpId, because: &[OpId]) -> String {
+    let mut text = format!("establish\n{}\n", target.as_str());
+    let mut ids: Vec<&str> = because.iter().map(OpId::as_str).collect();
+    ids.sort_unstable();
+    for id in ids {
+        text.push_str(id);
+        text.push('\n');
+    }
+    format!("sha256:{}", sha256_hex(text.as_bytes()))
+}
+
+/// The establishments the log supports that no binding establish names
+/// yet, as records ready to append.
+pub fn due(session: &Session, ledger: &Ledger) -> Vec<Record> {
+    let mut out = Vec::new();
+    for (record, state) in ledger.iter() {
+        let Some(state) = state else { continue };
+        if state.status != Status::Established || state.because.is_empty() {
+            continue;
+        }
+        if state.decided_by.is_some() {
+            continue;
+        }
+        let target = record.op_id();
+        let mut establish = session.record(Kind::Establish);
+        establish.actor = settler();
+        establish.target = Some(target.to_string());
+        establish.because = state.because.iter().map(|b| b.to_string()).collect();
+        establish.address = Some(establish_address(&target, &state.because));
+        out.push(establish);
+    }
+    out
+}
+
+/// Record the establishments due; returns them.
+pub fn settle(session: &Session) -> Result<Vec<Establishment>, ContextError> {
+    let ledger = session.ledger()?;
+    let due = due(session, &ledger);
+    for r in &due {
+        person_decides(&Transition::new(
+            &r.actor,
+            r.kind,
+            r.target.as_deref().and_then(|t| ledger.get(t)),
+        ))?;
+    }
+    session.release(ledger);
+    let recorded = session.append_all(due)?;
+    Ok(recorded
+        .into_iter()
+        .map(|r| Establishment {
+            id: r.id,
+            target: r.target.unwrap_or_default(),
+            because: r.because,
+        })
+        .collect())
+}
+
+/// One merge signal recorded (or already held).
+#[derive(Debug, Clone, Serialize)]
+pub struct MergeSignal {
+    pub target: String,
+    pub commit: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr: Option<String>,
+    /// Added lines that write the preferred form.
+    pub preferred: u64,
+    /// Removed lines that held an avoided form.
+    pub avoided: u64,
+    /// Whether this run recorded it (false: the log held it already).
+    pub recorded: bool,
+}
+
+/// What reading a merged range found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MergeSignals {
+    pub range: String,
+    /// Suggestions that awaited evidence (none: the range was not read).
+    pub suggestions: usize,
+    /// Commits read (first parents only).
+    pub commits: usize,
+    /// Changed prose files read.
+    pub files: usize,
+    pub signals: Vec<MergeSignal>,
+}
+
+/// The pull request a merge or squash commit's subject names:
+/// "Merge pull request #412 from …", "Fix wording (#412)", "… (!412)".
+pub fn pull_request_of(subject: &str) -> Option<String> {
+    let digits = |s: &str| {
+        let n: String = s.chars().take_while(char::is_ascii_digit).collect();
+        (!n.is_empty()).then_some(n)
+    };
+    if let Some(rest) = subject.strip_prefix("Merge pull request #") {
+        return digits(rest);
+    }
+    let trimmed = subject.trim_end();
+    let inner = trimmed.strip_suffix(')')?;
+    let open = inner.rfind('(')?;
+    let tag = &inner[open + 1..];
+    let number = tag.strip_prefix('#').or_else(|| tag.strip_prefix('!'))?;
+    digits(number).filter(|n| n.len() == number.len())
+}
+
+/// Count, for every suggestion whose scope covers a changed prose file of
+/// each commit in `range` (first parents), the added lines that write its
+/// preferred form and the removed lines that held an avoided one, and
+/// record a merge signal for each suggestion with either count above zero.
+/// `pr` overrides the pull request read from commit subjects.
+pub fn merge_signals(
+    session: &Session,
+    range: &str,
+    pr: Option<&str>,
+) -> Result<MergeSignals, ContextError> {
+    let ledger = session.ledger()?;
+    let now = Some(session.now_ms()? as i64);
+    // The suggestions, each a usage rule with the scope it holds in.
+    let mut rules: Vec<CheckRule> = Vec::new();
+    let mut scopes: Vec<Scope> = Vec::new();
+    for rule in ledger.term_rules(None, now) {
+        if rule.status != Status::Suggested || rule.id != rule.op {
+            continue;
+        }
+        rules.push(CheckRule {
+            id: rule.id,
+            preferred: rule.preferred.unwrap_or_default(),
+            avoided: rule.avoided,
+            suggested: true,
+            advisory: false,
+            exact: rule.exact,
+        });
+        scopes.push(rule.scope);
+    }
+    let mut report = MergeSignals {
+        range: range.to_owned(),
+        ..MergeSignals::default()
+    };
+    report.suggestions = rules.len();
+    if rules.is_empty() {
+        return Ok(report);
+    }
+    let points = PointMap::from_config(&session.config.points)?;
+    let filter = ProseFilter::new(&session.config.check)
+        .map_err(|e| ContextError::Usage(format!("kapi.toml [check]: {e}")))?
+        .with_vale_styles(Some(&session.root));
+    let covered = |path: &str| -> Vec<usize> {
+        let point = points.point(path);
+        (0..rules.len())
+            .filter(|&i| scopes[i].covers(&point))
+            .collect()
+    };
+    let wanted = |path: &str| filter.is_prose(path) && !covered(path).is_empty();
+    let commits = session
+        .store
+        .git()
+        .commit_range_where(range, true, &wanted)
+        .map_err(|e| ContextError::Usage(format!("cannot read the merged range {range}: {e}")))?;
+    report.commits = commits.len();
+
+    let mut matchers: BTreeMap<Vec<usize>, Matcher> = BTreeMap::new();
+    let mut wanted_signals: Vec<Record> = Vec::new();
+    for commit in &commits {
+        // (rule index) -> (added lines writing preferred, removed lines avoided)
+        let mut counts: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+        for file in commit.files.iter().filter(|f| !f.opaque) {
+            report.files += 1;
+            let holding = covered(&file.path);
+            if !matchers.contains_key(&holding) {
+                let chosen: Vec<CheckRule> = holding.iter().map(|&i| rules[i].clone()).collect();
+                let m =
+                    Matcher::for_usage(&chosen).map_err(|e| ContextError::Usage(e.to_string()))?;
+                matchers.insert(holding.clone(), m);
+            }
+            let matcher = &matchers[&holding];
+            let kind = TextKind::of_path(Path::new(&file.path));
+            for (lines, preferred_side) in [(&file.added, true), (&file.removed, false)] {
+                for (local, writes) in lines_with_hits(matcher, lines, kind, preferred_side) {
+                    let entry = counts.entry(holding[local]).or_default();
+                    if preferred_side {
+                        entry.0 += writes;
+                    } else {
+                        entry.1 += writes;
+                    }
+                }
+            }
+        }
+        let pr = pr
+            .map(|p| p.trim_start_matches('#').to_owned())
+            .or_else(|| pull_request_of(&commit.subject));
+        for (i, (preferred, avoided)) in counts {
+            if preferred == 0 && avoided == 0 {
+                continue;
+            }
+            let target = &rules[i].id;
+            let commit_id = commit.id.to_string();
+            let address = format!(
+                "sha256:{}",
+                sha256_hex(
+                    format!("merge\n{target}\n{commit_id}\n{preferred}\n{avoided}\n").as_bytes()
+                )
+            );
+            let mut r = session.record(Kind::Signal);
+            r.actor = merge_actor(session.actor());
+            r.target = Some(target.clone());
+            r.address = Some(address);
+            r.signal = Some(Box::new(Signal {
+                source: SignalSource::Merge,
+                preferred,
+                avoided,
+                commit: Some(commit_id),
+                pr: pr.clone(),
+                merger: Some(commit.author.clone()).filter(|a| !a.is_empty()),
+            }));
+            wanted_signals.push(r);
+        }
+    }
+    let held: BTreeSet<&str> = ledger
+        .records()
+        .iter()
+        .filter_map(|r| r.address.as_deref())
+        .collect();
+    let mut to_record = Vec::new();
+    for r in wanted_signals {
+        let recorded = !held.contains(r.address.as_deref().unwrap_or_default());
+        let signal = r.signal.as_deref().expect("built with a signal");
+        report.signals.push(MergeSignal {
+            target: r.target.clone().unwrap_or_default(),
+            commit: signal.commit.clone().unwrap_or_default(),
+            pr: signal.pr.clone(),
+            preferred: signal.preferred,
+            avoided: signal.avoided,
+            recorded,
+        });
+        if recorded {
+            person_decides(&Transition::new(
+                &r.actor,
+                r.kind,
+                r.target.as_deref().and_then(|t| ledger.get(t)),
+            ))?;
+            to_record.push(r);
+        }
+    }
+    session.release(ledger);
+    session.append_all(to_record)?;
+    Ok(report)
+}
+
+/// Merge signals are kapi's own evidence: recorded as the tool that runs
+/// (the CI step's `ci`), or as the tool `merge` when a person runs it.
+fn merge_actor(actor: &Actor) -> Actor {
+    match actor.kind {
+        ActorKind::Tool => actor.clone(),
+        ActorKind::Person | ActorKind::Agent => Actor {
+            kind: ActorKind::Tool,
+            name: "merge".into(),
+            session: None,
+        },
+    }
+}
+
+/// For the lines of one side of a file's diff, read as one text (so a
+/// fence among them masks what it holds), how many lines write each rule's
+/// preferred form (`preferred_side`) or an avoided form: (rule, lines).
+fn lines_with_hits(
+    matcher: &Matcher,
+    lines: &[String],
+    kind: TextKind,
+    preferred_side: bool,
+) -> Vec<(usize, u64)> {
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    let text = lines.join("\n");
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let p = prose(&text, kind);
+    let mut seen: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for hit in matcher.hits(&text, &p) {
+        if hit.preferred != preferred_side {
+            continue;
+        }
+        let line = starts.partition_point(|&s| s <= hit.start) - 1;
+        seen.insert((hit.rule, line));
+    }
+    let mut out: BTreeMap<usize, u64> = BTreeMap::new();
+    for (rule, _) in seen {
+        *out.entry(rule).or_default() += 1;
+    }
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pull_request_of;
+
+    #[test]
+    fn the_pull_request_comes_from_a_merge_or_squash_subject() {
+        assert_eq!(
+            pull_request_of("Merge pull request #412 from ada/wording").as_deref(),
+            Some("412")
+        );
+        assert_eq!(
+            pull_request_of("Fix wording (#412)").as_deref(),
+            Some("412")
+        );
+        assert_eq!(pull_request_of("Fix wording (!37)").as_deref(), Some("37"));
+        assert_eq!(pull_request_of("Fix wording (#41a)"), None);
+        assert_eq!(pull_request_of("Fix wording"), None);
+        assert_eq!(pull_request_of("Bump (see notes)"), None);
+    }
+}

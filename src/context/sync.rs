@@ -1,0 +1,220 @@
+//! `kapi context sync`: fetch another machine's `refs/kapi/ops`, merge it
+//! by union, record the merge signals of a merged range (`--merged`),
+//! settle, and push fast-forward only, fetching and merging again when the
+//! remote moved meanwhile. Operations are what travel: every one is still
+//! checked by the policy in the fold, and `refs/kapi/local` (check runs)
+//! never leaves the machine.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::settle::{Establishment, MergeSignals};
+use super::transfer::Rejected;
+use super::{ContextError, Session};
+use crate::git::Pushed;
+use crate::ops::policy::PolicyError;
+use crate::ops::record::ActorKind;
+use crate::store::{Joined, LogRef, RemoteError};
+
+/// How many times sync fetches, merges and pushes again when the remote
+/// moved between its fetch and its push.
+pub const ATTEMPTS: usize = 5;
+
+/// What to sync.
+#[derive(Debug, Clone)]
+pub struct SyncRequest {
+    /// A remote name or URL (`origin` by default).
+    pub remote: String,
+    /// Push after merging (`--no-push` only reads).
+    pub push: bool,
+    /// A merged commit range whose diff gives merge signals (`A..B`).
+    pub merged: Option<String>,
+    /// The pull request the merged range came from, overriding commit subjects.
+    pub pr: Option<String>,
+}
+
+/// What the fetches brought.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Fetched {
+    /// Whether the remote held a log at all.
+    pub remote_has_log: bool,
+    /// How the last fetch joined ours.
+    pub joined: Option<Joined>,
+    /// Operations (lines) merged in.
+    pub added: usize,
+    /// Lines merged in that are not valid operations: kept as they came,
+    /// skipped by every read.
+    pub unreadable: Vec<Rejected>,
+    /// Operations dated more than ten minutes past this machine's clock:
+    /// held back until their time comes.
+    pub held_back: Vec<String>,
+}
+
+/// How the push went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PushOutcome {
+    /// Not asked (`--no-push`).
+    NotAsked,
+    /// Nothing to push: this machine holds no log yet.
+    NothingToPush,
+    /// The remote holds our tip.
+    Pushed,
+}
+
+/// What a sync did.
+#[derive(Debug, Serialize)]
+pub struct Synced {
+    pub remote: String,
+    pub fetched: Fetched,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergeSignals>,
+    pub established: Vec<Establishment>,
+    pub push: PushOutcome,
+    /// Rounds of fetch, merge and push it took.
+    pub attempts: usize,
+    /// Rules files rewritten because what is in force changed.
+    pub refreshed: Vec<PathBuf>,
+    #[serde(skip)]
+    pub refresh_error: Option<ContextError>,
+}
+
+/// Why a sync stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Context(#[from] ContextError),
+    #[error("{0}. Nothing local was lost; check the remote's name and that you can reach it (`git fetch {remote}`)", remote = .1)]
+    Remote(RemoteError, String),
+    #[error(
+        "{remote} refused refs/kapi/ops: {reason}. Nothing local was lost; the remote (a hook, branch protection, or a server that only takes refs/heads/*) must accept pushes to refs/kapi/ops"
+    )]
+    RefusedRef { remote: String, reason: String },
+    #[error(
+        "gave up after {attempts} rounds: {remote} moved again between each fetch and push ({reason}). Everything fetched is merged here; run `kapi context sync` again"
+    )]
+    GaveUp {
+        remote: String,
+        attempts: usize,
+        reason: String,
+    },
+}
+
+impl From<crate::store::StoreError> for SyncError {
+    fn from(e: crate::store::StoreError) -> Self {
+        SyncError::Context(e.into())
+    }
+}
+
+/// Refuse what an agent may not do: pushing the shared log, or recording
+/// the merge signals that a merge to the default branch gives.
+fn permitted(session: &Session, req: &SyncRequest) -> Result<(), ContextError> {
+    if session.actor().kind != ActorKind::Agent {
+        return Ok(());
+    }
+    let refuse = |what: &str, why: &str| {
+        Err(ContextError::Policy(PolicyError {
+            actor: session.actor().label(),
+            what: what.to_owned(),
+            why: why.to_owned(),
+        }))
+    };
+    if req.merged.is_some() {
+        return refuse(
+            "record merge signals",
+            "a merge to the default branch is a person's signal; the CI step (`ci/kapi-after-push`) or a person runs `kapi context sync --merged <range>`",
+        );
+    }
+    if req.push {
+        return refuse(
+            "push the shared log",
+            "pushing is a person's or a tool's act; an agent may fetch with `kapi context sync --no-push`, and a person runs `kapi context sync`",
+        );
+    }
+    Ok(())
+}
+
+/// Fetch, merge, settle and push.
+pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
+    permitted(session, req)?;
+    let remote = req.remote.as_str();
+    let mut synced = Synced {
+        remote: remote.to_owned(),
+        fetched: Fetched::default(),
+        merged: None,
+        established: Vec::new(),
+        push: PushOutcome::NotAsked,
+        attempts: 0,
+        refreshed: Vec::new(),
+        refresh_error: None,
+    };
+    let remote_error = |e: RemoteError| SyncError::Remote(e, remote.to_owned());
+    loop {
+        synced.attempts += 1;
+        if let Some(theirs) = session.store.fetch_log(remote).map_err(remote_error)? {
+            synced.fetched.remote_has_log = true;
+            let now = session.now_ms()?.max(session.env().wall_ms());
+            let merge = session.store.merge_tip(theirs, now)?;
+            synced.fetched.joined = Some(merge.joined);
+            synced.fetched.added += merge.added;
+            synced
+                .fetched
+                .unreadable
+                .extend(merge.unreadable.iter().map(Rejected::from));
+            synced.fetched.held_back.extend(merge.ahead);
+        }
+        if synced.merged.is_none()
+            && let Some(range) = &req.merged
+        {
+            synced.merged = Some(super::settle::merge_signals(
+                session,
+                range,
+                req.pr.as_deref(),
+            )?);
+        }
+        synced.established.extend(super::settle::settle(session)?);
+        if !req.push {
+            break;
+        }
+        // Lines still in the journal go onto the ref before it is pushed.
+        session.store.flush()?;
+        if session.store.tip(LogRef::Shared)?.is_none() {
+            synced.push = PushOutcome::NothingToPush;
+            break;
+        }
+        match session.store.push_log(remote).map_err(remote_error)? {
+            Pushed::Accepted => {
+                synced.push = PushOutcome::Pushed;
+                break;
+            }
+            Pushed::Rejected(reason) if reason.contains("[remote rejected]") => {
+                return Err(SyncError::RefusedRef {
+                    remote: remote.to_owned(),
+                    reason: reason.trim().to_owned(),
+                });
+            }
+            Pushed::Rejected(reason) if synced.attempts >= ATTEMPTS => {
+                return Err(SyncError::GaveUp {
+                    remote: remote.to_owned(),
+                    attempts: synced.attempts,
+                    reason: reason.trim().to_owned(),
+                });
+            }
+            // The remote moved since the fetch: fetch, merge and push again.
+            Pushed::Rejected(_) => continue,
+        }
+    }
+    let changed = synced.fetched.added > 0
+        || !synced.established.is_empty()
+        || synced
+            .merged
+            .as_ref()
+            .is_some_and(|m| m.signals.iter().any(|s| s.recorded));
+    if changed {
+        let (refreshed, error) = super::rulesfiles::refresh_after_change(session);
+        synced.refreshed = refreshed;
+        synced.refresh_error = error;
+    }
+    Ok(synced)
+}

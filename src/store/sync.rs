@@ -1,0 +1,285 @@
+//! Sharing the log with another repository: fetch its `refs/kapi/ops`
+//! into a tracking ref, merge it into ours by union, push ours back
+//! fast-forward only. `refs/kapi/local` never leaves the machine.
+//!
+//! The merge is deterministic: two machines merging the same two tips
+//! write the same commit (the union tree, the parents in id order, kapi's
+//! own signature at the later parent's time, a fixed message), so whichever
+//! merges first, the other's push finds the remote already holding it.
+
+use std::collections::HashSet;
+
+use gix::ObjectId;
+
+use super::newest::AHEAD_BOUND_MS;
+use super::reflock::Moved;
+use super::{LogRef, Store, StoreError, git, lock, segment, tree};
+use crate::git::{GitError, Pushed};
+
+const MERGE_MESSAGE: &str = "kapi: merge by union\n";
+
+/// Why talking to a remote failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("`{0}` is not a remote name or URL kapi can fetch from")]
+    BadRemote(String),
+    #[error("cannot fetch refs/kapi/ops from {remote}: {message}")]
+    Fetch { remote: String, message: String },
+    #[error("cannot push refs/kapi/ops to {remote}: {message}")]
+    Push { remote: String, message: String },
+}
+
+/// How the fetched log joined ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Joined {
+    /// The remote held nothing we lacked.
+    UpToDate,
+    /// We held no log: ours is now the remote's.
+    Adopted,
+    /// Ours moved forward to the remote's tip.
+    FastForward,
+    /// A merge commit joins the two.
+    Merged,
+}
+
+/// What merging a fetched tip did.
+#[derive(Debug)]
+pub struct TipMerge {
+    pub joined: Joined,
+    /// Lines the remote held that ours did not (now in ours).
+    pub added: usize,
+    /// Of those, lines that are not valid operations: named, kept in the
+    /// log as they came, skipped by every read.
+    pub unreadable: Vec<super::Problem>,
+    /// Of those, operations dated more than ten minutes past this machine's
+    /// clock: held back (not folded, not the newest id) until their time.
+    pub ahead: Vec<String>,
+}
+
+impl Store {
+    /// The ref a remote's log is fetched into: `refs/kapi/remotes/<name>/ops`
+    /// for a remote name, a digest of the URL for a URL or path.
+    pub fn tracking_ref(remote: &str) -> Result<String, RemoteError> {
+        if remote.is_empty() || remote.starts_with('-') {
+            return Err(RemoteError::BadRemote(remote.to_owned()));
+        }
+        let plain = remote
+            .split('/')
+            .all(|part| !part.is_empty() && !part.starts_with('.'))
+            && remote
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+            && !remote.contains("..")
+            && !remote.ends_with(".lock");
+        let name = if plain {
+            format!("refs/kapi/remotes/{remote}/ops")
+        } else {
+            let digest = crate::digest::sha256_hex(remote.as_bytes());
+            format!("refs/kapi/remotes/url-{}/ops", &digest[..16])
+        };
+        Ok(name)
+    }
+
+    /// Fetch `remote`'s `refs/kapi/ops` into its tracking ref; `None` when
+    /// the remote has no log yet.
+    pub fn fetch_log(&self, remote: &str) -> Result<Option<ObjectId>, RemoteError> {
+        let tracking = Self::tracking_ref(remote)?;
+        let refspec = format!("+{}:{tracking}", LogRef::Shared.name());
+        match self.repo.fetch(remote, &refspec) {
+            Ok(()) => {}
+            Err(GitError::Command { message, .. })
+                if message.contains("couldn't find remote ref") =>
+            {
+                return Ok(None);
+            }
+            Err(e) => {
+                return Err(RemoteError::Fetch {
+                    remote: remote.to_owned(),
+                    message: match e {
+                        GitError::Command { message, .. } => message,
+                        other => other.to_string(),
+                    },
+                });
+            }
+        }
+        let id = self
+            .repo
+            .gix()
+            .try_find_reference(tracking.as_str())
+            .ok()
+            .flatten()
+            .and_then(|mut r| r.peel_to_id().ok())
+            .map(|id| id.detach());
+        Ok(id)
+    }
+
+    /// Push our `refs/kapi/ops` to `remote`, fast-forward only.
+    pub fn push_log(&self, remote: &str) -> Result<Pushed, RemoteError> {
+        let refspec = format!("{0}:{0}", LogRef::Shared.name());
+        self.repo
+            .push(remote, &refspec)
+            .map_err(|e| RemoteError::Push {
+                remote: remote.to_owned(),
+                message: match e {
+                    GitError::Command { message, .. } => message,
+                    other => other.to_string(),
+                },
+            })
+    }
+
+    /// Whether `ancestor` is reachable from `descendant`.
+    fn is_ancestor(&self, ancestor: ObjectId, descendant: ObjectId) -> Result<bool, StoreError> {
+        if ancestor == descendant {
+            return Ok(true);
+        }
+        let base = self
+            .repo
+            .gix()
+            .merge_base(ancestor, descendant)
+            .map_err(git("finding the merge base of two logs"))?;
+        Ok(base.is_some_and(|b| b.detach() == ancestor))
+    }
+
+    fn commit_seconds(&self, commit: ObjectId) -> Result<i64, StoreError> {
+        Ok(self
+            .repo
+            .gix()
+            .find_commit(commit)
+            .map_err(git("reading a log's commit"))?
+            .time()
+            .map_err(git("reading a log's commit"))?
+            .seconds)
+    }
+
+    /// Merge the log at commit `theirs` (fetched from elsewhere) into
+    /// `refs/kapi/ops` by union, under the commit lock. Lines of theirs
+    /// are untrusted: what cannot be read is named, never folded.
+    pub fn merge_tip(&self, theirs: ObjectId, now_ms: u64) -> Result<TipMerge, StoreError> {
+        let _lock = lock::Lock::commit(&self.kapi_dir(), self.lock_timeout)?;
+        let their_commit = self
+            .repo
+            .gix()
+            .find_object(theirs)
+            .map_err(git("reading the fetched log"))?
+            .peel_to_kind(gix::object::Kind::Commit)
+            .map_err(git("reading the fetched log"))?
+            .id;
+        let their_tree = self.tree_of(their_commit)?;
+        for _ in 0..8 {
+            let state = self.ref_state(LogRef::Shared)?;
+            let ours = state.as_ref().and_then(|s| s.commit);
+            let (joined, new_tip, our_tree) = match ours {
+                None => (Joined::Adopted, their_commit, None),
+                Some(o) if self.is_ancestor(their_commit, o)? => {
+                    return Ok(TipMerge {
+                        joined: Joined::UpToDate,
+                        added: 0,
+                        unreadable: Vec::new(),
+                        ahead: Vec::new(),
+                    });
+                }
+                Some(o) => {
+                    let our_tree = self.tree_of(o)?;
+                    let union = tree::union(self.repo.gix(), our_tree, their_tree)?;
+                    if union == our_tree {
+                        // Their log holds nothing ours lacks: no commit
+                        // (a later push carries ours to them).
+                        return Ok(TipMerge {
+                            joined: Joined::UpToDate,
+                            added: 0,
+                            unreadable: Vec::new(),
+                            ahead: Vec::new(),
+                        });
+                    }
+                    if union == their_tree && self.is_ancestor(o, their_commit)? {
+                        (Joined::FastForward, their_commit, Some(our_tree))
+                    } else {
+                        let mut parents = [o, their_commit];
+                        parents.sort();
+                        let seconds = self
+                            .commit_seconds(o)?
+                            .max(self.commit_seconds(their_commit)?);
+                        let commit =
+                            self.commit(union, parents.to_vec(), seconds, MERGE_MESSAGE)?;
+                        (Joined::Merged, commit, Some(our_tree))
+                    }
+                }
+            };
+            let new_tree = self.tree_of(new_tip)?;
+            match self.move_ref(LogRef::Shared, state.as_ref(), new_tip)? {
+                Moved::Done => {
+                    let mut merge = self.new_lines(our_tree, new_tree, now_ms)?;
+                    merge.joined = joined;
+                    return Ok(merge);
+                }
+                Moved::Raced(_) => continue,
+            }
+        }
+        Err(StoreError::Contended(
+            LogRef::Shared.name(),
+            8,
+            "merging a fetched log".into(),
+        ))
+    }
+
+    /// The lines `new` holds that `old` does not, read segment by segment
+    /// where the two differ: counted, and the unreadable and ahead-dated
+    /// among them named.
+    fn new_lines(
+        &self,
+        old: Option<ObjectId>,
+        new: ObjectId,
+        now_ms: u64,
+    ) -> Result<TipMerge, StoreError> {
+        let mut merge = TipMerge {
+            joined: Joined::UpToDate,
+            added: 0,
+            unreadable: Vec::new(),
+            ahead: Vec::new(),
+        };
+        let mut old_segments = Vec::new();
+        if let Some(old) = old {
+            tree::read_segments(self.repo.gix(), old, "ours", &mut old_segments)?;
+        }
+        let mut new_segments = Vec::new();
+        tree::read_segments(self.repo.gix(), new, "theirs", &mut new_segments)?;
+        let old_blobs: std::collections::HashMap<_, _> =
+            old_segments.iter().map(|s| (s.shard, s.blob)).collect();
+        for seg in &new_segments {
+            let before = old_blobs.get(&seg.shard).copied().flatten();
+            if before == seg.blob && before.is_some() {
+                continue;
+            }
+            let Some(blob) = seg.blob else { continue };
+            let Some(bytes) = tree::read_capped_segment(self.repo.gix(), blob)? else {
+                continue;
+            };
+            let held_bytes = match before {
+                Some(b) => tree::read_capped_segment(self.repo.gix(), b)?.unwrap_or_default(),
+                None => Vec::new(),
+            };
+            let held: HashSet<&[u8]> = segment::lines(&held_bytes).collect();
+            let fresh: Vec<&[u8]> = segment::lines(&bytes)
+                .filter(|l| !held.contains(l))
+                .collect();
+            merge.added += fresh.len();
+            let (mut records, mut problems) = (Vec::new(), Vec::new());
+            segment::parse(
+                &segment::to_bytes(&fresh),
+                seg.shard,
+                &seg.location,
+                &mut records,
+                &mut problems,
+            );
+            merge.unreadable.extend(problems);
+            merge.ahead.extend(
+                records
+                    .into_iter()
+                    .filter(|r| r.op_id().unix_ms() > now_ms.saturating_add(AHEAD_BOUND_MS))
+                    .map(|r| r.id),
+            );
+        }
+        Ok(merge)
+    }
+}
