@@ -135,6 +135,22 @@ fn permitted(session: &Session, req: &SyncRequest) -> Result<(), ContextError> {
     Ok(())
 }
 
+/// Whether a rejected push means the remote will not take the ref at all
+/// (a hook, a server policy), rather than that it moved since our fetch
+/// (not a fast-forward, or its ref changed while we pushed).
+fn refuses_the_ref(reason: &str) -> bool {
+    const MOVED: &[&str] = &[
+        "fetch first",
+        "non-fast-forward",
+        "failed to update ref",
+        "failed to lock",
+        "cannot lock ref",
+        "stale info",
+        "incorrect old value",
+    ];
+    !MOVED.iter().any(|m| reason.contains(m))
+}
+
 /// Fetch, merge, settle and push.
 pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
     permitted(session, req)?;
@@ -188,7 +204,7 @@ pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
                 synced.push = PushOutcome::Pushed;
                 break;
             }
-            Pushed::Rejected(reason) if reason.contains("[remote rejected]") => {
+            Pushed::Rejected(reason) if refuses_the_ref(&reason) => {
                 return Err(SyncError::RefusedRef {
                     remote: remote.to_owned(),
                     reason: reason.trim().to_owned(),

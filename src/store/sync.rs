@@ -240,10 +240,10 @@ impl Store {
         };
         let mut old_segments = Vec::new();
         if let Some(old) = old {
-            tree::read_segments(self.repo.gix(), old, "ours", &mut old_segments)?;
+            tree::read_segments(self.repo.gix(), old, "held", &mut old_segments)?;
         }
         let mut new_segments = Vec::new();
-        tree::read_segments(self.repo.gix(), new, "theirs", &mut new_segments)?;
+        tree::read_segments(self.repo.gix(), new, "fetched", &mut new_segments)?;
         let old_blobs: std::collections::HashMap<_, _> =
             old_segments.iter().map(|s| (s.shard, s.blob)).collect();
         for seg in &new_segments {

@@ -7,3 +7,4 @@ mod durability;
 mod harness;
 mod oplog;
 mod snapshots;
+mod sync;

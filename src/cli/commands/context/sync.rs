@@ -65,12 +65,20 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             synced.remote, r.location, r.error
         );
     }
-    report_rules_files(
-        &session,
-        &synced.refreshed,
-        synced.refresh_error.take(),
-        &mut out,
-    )?;
+    if args.json {
+        // The JSON names the rules files refreshed; a failure is the error.
+        if let Some(e) = synced.refresh_error.take() {
+            out.flush()?;
+            return Err(e.into());
+        }
+    } else {
+        report_rules_files(
+            &session,
+            &synced.refreshed,
+            synced.refresh_error.take(),
+            &mut out,
+        )?;
+    }
     Ok(Exit::Ok)
 }
 

@@ -1,0 +1,495 @@
+//! Sync between machines through a bare remote, merge signals from merged
+//! ranges, and settling: scripted repositories with pinned dates.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{Run, TestEnv};
+use serde_json::Value;
+
+const POINTS: &str = r#"
+[[points]]
+paths = ["docs/help/**"]
+axes = { section = "help" }
+
+[[points]]
+paths = ["docs/legal/**"]
+axes = { section = "legal" }
+"#;
+
+/// A bare remote and two clones of one project: `a` (Ada) pushed the first
+/// commit, `b` (Bob) cloned it.
+struct Pair {
+    _remote_dir: tempfile::TempDir,
+    remote: PathBuf,
+    a: TestEnv,
+    b: TestEnv,
+}
+
+fn pair() -> Pair {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = dir.path().canonicalize().unwrap().join("remote.git");
+    let a = TestEnv::new();
+    a.git(&[
+        "init",
+        "-q",
+        "--bare",
+        "-b",
+        "main",
+        remote.to_str().unwrap(),
+    ]);
+    a.write("kapi.toml", POINTS);
+    a.write(
+        "docs/help/start.md",
+        "# Start\n\nOpen Quick cast from the menu.\n",
+    );
+    a.write(
+        "docs/legal/terms.md",
+        "# Terms\n\nQuick cast is a trademark.\n",
+    );
+    a.git(&["add", "-A"]);
+    a.git(&["commit", "-qm", "Initial docs"]);
+    a.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    a.git(&["push", "-q", "origin", "main"]);
+    let b = TestEnv::new();
+    b.git(&["config", "user.email", "bob@example.com"]);
+    b.git(&["config", "user.name", "Bob"]);
+    b.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    b.git(&["fetch", "-q", "origin", "main"]);
+    b.git(&["checkout", "-q", "-B", "main", "FETCH_HEAD"]);
+    Pair {
+        _remote_dir: dir,
+        remote,
+        a,
+        b,
+    }
+}
+
+/// b runs on a later clock and another seed: another machine.
+fn on_b(pair: &Pair, args: &[&str]) -> Run {
+    pair.b
+        .kapi_cmd(args)
+        .env("KAPI_NOW", "2026-11-30T10:00:00Z")
+        .env("KAPI_SEED", "11")
+        .output()
+        .unwrap()
+        .into()
+}
+
+fn suggest(env: &TestEnv, session: &str, path: &str) -> String {
+    let run = env
+        .agent_term(
+            session,
+            "Quickcast",
+            "Quick cast",
+            &["--path", path, "--json"],
+        )
+        .ok();
+    let op: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    op["id"].as_str().unwrap().to_owned()
+}
+
+fn statuses(env: &TestEnv) -> Vec<(String, String)> {
+    env.kapi(&["context", "log", "--json"])
+        .ok()
+        .json_lines()
+        .into_iter()
+        .filter(|l| !l["status"].is_null())
+        .map(|l| {
+            (
+                l["id"].as_str().unwrap().to_owned(),
+                l["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn status_of(env: &TestEnv, id: &str) -> String {
+    statuses(env)
+        .into_iter()
+        .find(|(i, _)| i == id)
+        .map(|(_, s)| s)
+        .unwrap_or_default()
+}
+
+fn tip(git_dir_or_work: &Path) -> String {
+    let out = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(if git_dir_or_work.join(".git").exists() {
+            git_dir_or_work.join(".git")
+        } else {
+            git_dir_or_work.to_path_buf()
+        })
+        .args(["rev-parse", "--verify", "-q", "refs/kapi/ops"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Each clone's agent suggests Quickcast in help and legal pages; Bob
+/// corrects the help page. Syncing in `order` (a clone name per step).
+fn converge(order: &[char]) -> (Pair, Vec<String>) {
+    let p = pair();
+    let help = suggest(&p.a, "a1", "docs/help/start.md");
+    let legal = suggest(&p.a, "a1", "docs/legal/terms.md");
+    let seen_by_b = {
+        let run =
+            p.b.kapi_cmd(&[
+                "context",
+                "note",
+                "--term",
+                "Flowkit",
+                "--instead-of",
+                "Flow kit",
+                "--path",
+                "docs/help/start.md",
+                "--json",
+            ])
+            .env("CLAUDECODE", "1")
+            .env("KAPI_SESSION", "b1")
+            .env("KAPI_NOW", "2026-11-30T10:00:00Z")
+            .env("KAPI_SEED", "11")
+            .output()
+            .unwrap();
+        let op: Value = serde_json::from_slice(&run.stdout).unwrap();
+        op["id"].as_str().unwrap().to_owned()
+    };
+    on_b(
+        &p,
+        &[
+            "context",
+            "note",
+            "--from",
+            "Open Quick cast from the menu.",
+            "--to",
+            "Open Quickcast from the menu.",
+            "--path",
+            "docs/help/start.md",
+        ],
+    )
+    .ok();
+    for &who in order {
+        match who {
+            'a' => p.a.kapi(&["context", "sync"]).ok(),
+            _ => on_b(&p, &["context", "sync"]).ok(),
+        };
+    }
+    (p, vec![help, legal, seen_by_b])
+}
+
+#[test]
+fn two_clones_converge_in_either_order_and_a_correction_settles_only_where_it_was_seen() {
+    let mut folds = Vec::new();
+    for order in [['a', 'b', 'a'], ['b', 'a', 'b']] {
+        let (p, ids) = converge(&order);
+        let (help, legal, flowkit) = (&ids[0], &ids[1], &ids[2]);
+        let tips = [tip(p.a.path()), tip(p.b.path()), tip(&p.remote)];
+        assert_eq!(tips[0], tips[1], "{order:?}: both clones hold one tip");
+        assert_eq!(tips[0], tips[2], "{order:?}: and so does the remote");
+        let (sa, sb) = (statuses(&p.a), statuses(&p.b));
+        assert_eq!(sa, sb, "{order:?}: the same statuses on both");
+        assert_eq!(status_of(&p.a, help), "established", "{order:?}");
+        assert_eq!(status_of(&p.a, legal), "suggested", "{order:?}");
+        assert_eq!(status_of(&p.a, flowkit), "suggested", "{order:?}");
+        // The establishment is recorded once, by the tool settle.
+        let log = p.a.kapi(&["context", "log", "--json"]).ok().json_lines();
+        let establishes: Vec<&Value> = log.iter().filter(|l| l["kind"] == "establish").collect();
+        assert_eq!(establishes.len(), 1, "{order:?}: {establishes:?}");
+        assert_eq!(establishes[0]["target"], help.as_str());
+        assert_eq!(establishes[0]["actor"]["name"], "settle");
+        // The help page's rule now fails a check; the legal page's advises.
+        let check = p.a.kapi(&["check", "--format", "json"]).code(1).json();
+        let findings = check["findings"].as_array().unwrap();
+        let failing: Vec<&str> = findings
+            .iter()
+            .filter(|f| f["fails"] == true)
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(failing, ["docs/help/start.md"], "{check}");
+        let subjects: Vec<(String, String)> =
+            sa.into_iter().filter(|(id, _)| ids.contains(id)).collect();
+        folds.push(subjects);
+    }
+    assert_eq!(folds[0], folds[1], "both orders reach the same answer");
+}
+
+#[test]
+fn a_merged_range_establishes_a_scoped_suggestion_and_the_same_range_twice_adds_nothing() {
+    let p = pair();
+    let help = suggest(&p.a, "a1", "docs/help/start.md");
+    let legal = suggest(&p.a, "a1", "docs/legal/terms.md");
+    p.a.git(&["checkout", "-q", "-b", "wording"]);
+    p.a.write(
+        "docs/legal/terms.md",
+        "# Terms\n\nQuickcast is a trademark.\n",
+    );
+    p.a.git(&["commit", "-qam", "Fix the product name"]);
+    p.a.git(&["checkout", "-q", "main"]);
+    p.a.git(&[
+        "merge",
+        "-q",
+        "--no-ff",
+        "wording",
+        "-m",
+        "Merge pull request #412 from ada/wording",
+    ]);
+    // An agent may not record what a merge to the default branch says.
+    p.a.agent(
+        "a1",
+        &[
+            "context",
+            "sync",
+            "--no-push",
+            "--merged",
+            "ORIG_HEAD..HEAD",
+        ],
+    )
+    .code(4);
+    let ci = |args: &[&str]| -> Run {
+        p.a.kapi_cmd(args)
+            .env("KAPI_TOOL", "ci")
+            .output()
+            .unwrap()
+            .into()
+    };
+    let run = ci(&["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--json"]).ok();
+    let report = run.json();
+    let signals = report["merged"]["signals"].as_array().unwrap();
+    assert_eq!(signals.len(), 1, "{report}");
+    assert_eq!(signals[0]["target"], legal.as_str());
+    assert_eq!(signals[0]["pr"], "412");
+    assert_eq!(signals[0]["preferred"], 1);
+    assert_eq!(signals[0]["avoided"], 1);
+    assert_eq!(status_of(&p.a, &legal), "established");
+    assert_eq!(
+        status_of(&p.a, &help),
+        "suggested",
+        "the help pages saw no merge"
+    );
+    let log = p.a.kapi(&["context", "log"]).ok();
+    assert!(log.stdout.contains("merged in #412"), "{}", log.stdout);
+    // The signal is the CI tool's; the same range again records nothing.
+    let before =
+        p.a.kapi(&["context", "log", "--json"])
+            .ok()
+            .json_lines()
+            .len();
+    let again = ci(&["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--json"]).ok();
+    let after =
+        p.a.kapi(&["context", "log", "--json"])
+            .ok()
+            .json_lines()
+            .len();
+    assert_eq!(before, after, "{}", again.stdout);
+    // The other clone sees the same after one sync.
+    on_b(&p, &["context", "sync"]).ok();
+    assert_eq!(status_of(&p.b, &legal), "established");
+}
+
+#[test]
+fn a_push_race_ends_with_both_operations_on_the_remote() {
+    let p = pair();
+    let first = suggest(&p.a, "a1", "docs/help/start.md");
+    p.a.kapi(&["context", "sync"]).ok();
+    on_b(&p, &["context", "sync"]).ok();
+    let from_a = suggest(&p.a, "a2", "docs/legal/terms.md");
+    let from_b = {
+        let run = on_b(
+            &p,
+            &["context", "note", "Write for administrators", "--json"],
+        )
+        .ok();
+        let op: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+        op["id"].as_str().unwrap().to_owned()
+    };
+    // Between b's fetch and its push, a pushes: b's first push is refused
+    // (not a fast-forward), and b fetches, merges and pushes again.
+    let kapi = crate::common::kapi_bin();
+    let marker = p.b.join(".git/raced");
+    let hook = format!(
+        "#!/bin/sh\nif [ ! -e '{marker}' ]; then touch '{marker}'; \
+         (cd '{a}' && unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE && KAPI_NOW=2026-11-30T09:30:00Z '{kapi}' context sync >'{marker}.log' 2>&1); fi\nexit 0\n",
+        marker = marker.display(),
+        a = p.a.path().display(),
+        kapi = kapi.display()
+    );
+    p.b.write(".git/hooks/pre-push", &hook);
+    make_executable(&p.b.join(".git/hooks/pre-push"));
+    let run = on_b(&p, &["context", "sync", "--json"]).ok();
+    assert!(
+        run.json()["attempts"].as_u64().unwrap() >= 2,
+        "{}",
+        run.stdout
+    );
+    p.a.kapi(&["context", "sync"]).ok();
+    assert_eq!(tip(p.a.path()), tip(&p.remote));
+    assert_eq!(tip(p.b.path()), tip(&p.remote));
+    let held: Vec<String> = statuses(&p.a).into_iter().map(|(id, _)| id).collect();
+    for id in [&first, &from_a, &from_b] {
+        assert!(held.contains(id), "{id} is on the remote: {held:?}");
+    }
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn an_agent_may_fetch_but_not_push() {
+    let p = pair();
+    suggest(&p.a, "a1", "docs/help/start.md");
+    let refused = p.a.agent("a1", &["context", "sync"]).code(4);
+    assert!(
+        refused.stderr.contains("kapi context sync --no-push"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(tip(&p.remote), "", "nothing was pushed");
+    p.a.agent("a1", &["context", "sync", "--no-push"]).ok();
+    // A person pushes; the agent on the other clone reads it.
+    p.a.kapi(&["context", "sync"]).ok();
+    let run = p.b.agent("b1", &["context", "sync", "--no-push"]).ok();
+    assert!(run.stdout.contains("took origin's log"), "{}", run.stdout);
+}
+
+#[test]
+fn remotes_that_fail_lose_nothing_local_and_say_why() {
+    let p = pair();
+    let id = suggest(&p.a, "a1", "docs/help/start.md");
+    // A remote that does not exist.
+    let run =
+        p.a.kapi(&["context", "sync", "--remote", "nowhere"])
+            .code(6);
+    assert!(run.stderr.contains("cannot fetch"), "{}", run.stderr);
+    let run =
+        p.a.kapi(&["context", "sync", "--remote", "--upload-pack=touch"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(status_of(&p.a, &id), "suggested");
+    // A remote without the ref yet takes ours.
+    let run = p.a.kapi(&["context", "sync"]).ok();
+    assert!(
+        run.stdout.contains("has no refs/kapi/ops yet"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(tip(p.a.path()), tip(&p.remote));
+    // A remote that refuses refs/kapi/*.
+    let hook = p.remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'refs/kapi is not welcome here' >&2\nexit 1\n",
+    )
+    .unwrap();
+    make_executable(&hook);
+    suggest(&p.a, "a2", "docs/legal/terms.md");
+    let run = p.a.kapi(&["context", "sync"]).code(6);
+    assert!(
+        run.stderr.contains("refused refs/kapi/ops"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(statuses(&p.a).len(), 2, "both suggestions are still here");
+}
+
+/// Write `lines` into the remote's log as one more commit on its tip, as
+/// another tool (or an attacker) could.
+fn push_raw_lines(p: &Pair, lines: &[(&str, String)]) {
+    let git = |args: &[&str], input: Option<&str>| -> String {
+        let mut cmd = std::process::Command::new("git");
+        cmd.arg("--git-dir").arg(&p.remote).args(args);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("GIT_") {
+                cmd.env_remove(name);
+            }
+        }
+        cmd.env("GIT_AUTHOR_NAME", "x")
+            .env("GIT_AUTHOR_EMAIL", "x@x")
+            .env("GIT_COMMITTER_NAME", "x")
+            .env("GIT_COMMITTER_EMAIL", "x@x");
+        let out = if let Some(input) = input {
+            use std::io::Write;
+            let mut child = cmd
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            child.wait_with_output().unwrap()
+        } else {
+            cmd.output().unwrap()
+        };
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let parent = git(&["rev-parse", "refs/kapi/ops"], None);
+    let mut tree_listing = git(&["ls-tree", &format!("{parent}^{{tree}}")], None);
+    for (shard, line) in lines {
+        let (outer, inner) = shard.split_at(1);
+        let blob = git(
+            &["hash-object", "-w", "--stdin"],
+            Some(&format!("{line}\n")),
+        );
+        let inner_tree = git(&["mktree"], Some(&format!("100644 blob {blob}\t{inner}\n")));
+        tree_listing = tree_listing
+            .lines()
+            .filter(|l| !l.ends_with(&format!("\t{outer}")))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+            + &format!("040000 tree {inner_tree}\t{outer}\n");
+    }
+    let tree = git(&["mktree"], Some(&tree_listing));
+    let commit = git(&["commit-tree", &tree, "-p", &parent, "-m", "raw"], None);
+    git(&["update-ref", "refs/kapi/ops", &commit], None);
+}
+
+#[test]
+fn malformed_and_future_dated_operations_fetched_are_named_and_not_folded() {
+    let p = pair();
+    let id = suggest(&p.a, "a1", "docs/help/start.md");
+    p.a.kapi(&["context", "sync"]).ok();
+    // A line that is no operation, and a keep dated 2059 that would
+    // establish the suggestion.
+    let future = kapi::ops::OpId::mint(
+        kapi::ops::id::EPOCH_MS + 33 * 365 * 86_400_000,
+        0x1234_5678_9abc,
+        None,
+    )
+    .unwrap();
+    let keep = serde_json::json!({
+        "v": 1, "id": future.as_str(), "at": future.instant(), "project": "work",
+        "actor": {"kind": "person", "name": "mallory@example.com"},
+        "kind": "context.keep", "target": id,
+    });
+    let f = future.as_str();
+    push_raw_lines(
+        &p,
+        &[
+            ("zz", "{\"this is\": not json".to_owned()),
+            (&f[8..10], keep.to_string()),
+        ],
+    );
+    let run = p.a.kapi(&["context", "sync"]).ok();
+    assert!(run.stdout.contains("held back"), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("not valid operations") || run.stderr.contains("warning"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        status_of(&p.a, &id),
+        "suggested",
+        "the future keep is not folded"
+    );
+    let doctor = p.a.kapi(&["store", "doctor"]);
+    assert!(
+        doctor.stdout.contains(f) || doctor.stdout.contains(&f[..10]),
+        "{}",
+        doctor.stdout
+    );
+}
