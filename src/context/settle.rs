@@ -15,9 +15,9 @@ use crate::check::markdown::{TextKind, prose};
 use crate::check::{CheckRule, Matcher};
 use crate::digest::sha256_hex;
 use crate::ops::Ledger;
+use crate::ops::Status;
 use crate::ops::policy::{Transition, person_decides};
 use crate::ops::record::{Actor, ActorKind, Kind, Record, Scope, Signal, SignalSource};
-use crate::ops::{OpId, Status};
 
 /// The actor settling records establishments as.
 pub fn settler() -> Actor {
@@ -39,39 +39,20 @@ pub struct Establishment {
     pub because: Vec<String>,
 }
 
-/// The content address of an establishment: its target and its evidence.
-fn establish_address(target: &OpId, because: &[OpId]) -> String {
-    let mut text = format!("establish\n{}\n", target.as_str());
-    let mut ids: Vec<&str> = because.iter().map(OpId::as_str).collect();
-    ids.sort_unstable();
-    for id in ids {
-        text.push_str(id);
-        text.push('\n');
-    }
-    format!("sha256:{}", sha256_hex(text.as_bytes()))
-}
-
 /// The establishments the log supports that no binding establish names
 /// yet, as records ready to append.
 pub fn due(session: &Session, ledger: &Ledger) -> Vec<Record> {
-    let mut out = Vec::new();
-    for (record, state) in ledger.iter() {
-        let Some(state) = state else { continue };
-        if state.status != Status::Established || state.because.is_empty() {
-            continue;
-        }
-        if state.decided_by.is_some() {
-            continue;
-        }
-        let target = record.op_id();
-        let mut establish = session.record(Kind::Establish);
-        establish.actor = settler();
-        establish.target = Some(target.to_string());
-        establish.because = state.because.iter().map(|b| b.to_string()).collect();
-        establish.address = Some(establish_address(&target, &state.because));
-        out.push(establish);
-    }
-    out
+    crate::ops::settle::due(ledger)
+        .into_iter()
+        .map(|d| {
+            let mut establish = session.record(Kind::Establish);
+            establish.actor = settler();
+            establish.target = Some(d.target.to_string());
+            establish.because = d.because.iter().map(|b| b.to_string()).collect();
+            establish.address = Some(d.address);
+            establish
+        })
+        .collect()
 }
 
 /// Record the establishments due; returns them.

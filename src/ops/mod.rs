@@ -10,7 +10,7 @@ pub mod policy;
 pub mod record;
 pub mod rules;
 pub mod scope;
-mod settle;
+pub mod settle;
 
 pub use fold::{Ledger, State, Status, fold};
 pub use id::OpId;

@@ -65,6 +65,47 @@ fn member<'r>(records: &'r [Record], at: usize) -> Option<Member<'r>> {
     }
 }
 
+/// An establishment the log supports that no binding `establish` names
+/// yet: the suggestion, the person signals it rests on, and its content
+/// address (from the two), so two machines settling the same log record
+/// one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Due {
+    pub target: OpId,
+    pub because: Vec<OpId>,
+    pub address: String,
+}
+
+/// The content address of an establishment: its target and its evidence.
+pub fn establish_address(target: &OpId, because: &[OpId]) -> String {
+    let mut text = format!("establish\n{}\n", target.as_str());
+    let mut ids: Vec<&str> = because.iter().map(OpId::as_str).collect();
+    ids.sort_unstable();
+    for id in ids {
+        text.push_str(id);
+        text.push('\n');
+    }
+    format!("sha256:{}", crate::digest::sha256_hex(text.as_bytes()))
+}
+
+/// What settling would record over a folded ledger.
+pub fn due(ledger: &super::Ledger) -> Vec<Due> {
+    ledger
+        .iter()
+        .filter_map(|(record, state)| {
+            let state = state?;
+            let settled = state.status == Status::Established
+                && !state.because.is_empty()
+                && state.decided_by.is_none();
+            settled.then(|| Due {
+                target: record.op_id(),
+                because: state.because.clone(),
+                address: establish_address(&record.op_id(), &state.because),
+            })
+        })
+        .collect()
+}
+
 /// Drift: an established rule whose latest usage count writes an avoided
 /// form more often than the count taken when it came into force (the latest
 /// at or before that point, else the first after it).
@@ -554,5 +595,144 @@ mod tests {
             ledger.state(&a.id).unwrap().contested_by,
             vec![rival.op_id()]
         );
+    }
+
+    mod merge_order {
+        use super::*;
+        use crate::ops::fold::Ledger;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Gen {
+            Suggest(bool),
+            Toward(bool, bool),
+            Away(bool),
+            Merge(usize, u64),
+            Drop(usize),
+        }
+
+        fn operation() -> impl Strategy<Value = Gen> {
+            prop_oneof![
+                3 => any::<bool>().prop_map(Gen::Suggest),
+                2 => (any::<bool>(), any::<bool>()).prop_map(|(h, p)| Gen::Toward(h, p)),
+                1 => any::<bool>().prop_map(Gen::Away),
+                1 => (0usize..16, 0u64..2).prop_map(|(t, n)| Gen::Merge(t, n)),
+                1 => (0usize..16).prop_map(Gen::Drop),
+            ]
+        }
+
+        fn build(gens: &[Gen]) -> Vec<Record> {
+            let mut out: Vec<Record> = Vec::new();
+            for (n, g) in gens.iter().enumerate() {
+                let n = n as u64 + 1;
+                let section = |help: bool| if help { "help" } else { "legal" };
+                let pick = |t: usize, out: &[Record]| {
+                    let rules: Vec<&Record> =
+                        out.iter().filter(|r| r.kind == Kind::Observe).collect();
+                    (!rules.is_empty()).then(|| rules[t % rules.len()].clone())
+                };
+                let r = match g {
+                    Gen::Suggest(help) => suggestion(n, section(*help)),
+                    Gen::Toward(help, person) => correction(
+                        n,
+                        "Quick cast",
+                        "Quickcast",
+                        section(*help),
+                        if *person {
+                            ActorKind::Person
+                        } else {
+                            ActorKind::Agent
+                        },
+                    ),
+                    Gen::Away(help) => correction(
+                        n,
+                        "Quickcast",
+                        "Quick-cast",
+                        section(*help),
+                        ActorKind::Person,
+                    ),
+                    Gen::Merge(t, p) => match pick(*t, &out) {
+                        Some(target) => merge(n, &target, *p),
+                        None => suggestion(n, "help"),
+                    },
+                    Gen::Drop(t) => match pick(*t, &out) {
+                        Some(target) => Record {
+                            target: Some(target.id.clone()),
+                            ..op(n, Kind::Drop, ActorKind::Person, "p")
+                        },
+                        None => suggestion(n, "legal"),
+                    },
+                };
+                out.push(r);
+            }
+            out
+        }
+
+        /// The establish records one machine's settling adds, minted after
+        /// everything it holds.
+        fn settled(records: &[Record], machine: u64) -> Vec<Record> {
+            super::super::due(&fold(records.to_vec()))
+                .into_iter()
+                .enumerate()
+                .map(|(k, d)| Record {
+                    target: Some(d.target.to_string()),
+                    because: d.because.iter().map(|b| b.to_string()).collect(),
+                    address: Some(d.address),
+                    ..op(
+                        1000 + 10 * k as u64 + machine,
+                        Kind::Establish,
+                        ActorKind::Tool,
+                        "settle",
+                    )
+                })
+                .collect()
+        }
+
+        fn statuses(ledger: &Ledger) -> Vec<(String, Status)> {
+            ledger
+                .iter()
+                .filter_map(|(r, s)| Some((r.id.clone(), s?.status)))
+                .collect()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+            /// Two machines each hold part of a log and settle it; merged in
+            /// either order, with either machine's establishes, the fold
+            /// answers as the union's evidence says, and settling the merged
+            /// log again records nothing new for what already binds.
+            #[test]
+            fn settling_does_not_depend_on_merge_order(
+                gens in proptest::collection::vec(operation(), 1..24),
+                split in proptest::collection::vec(any::<bool>(), 24),
+            ) {
+                let records = build(&gens);
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                for (i, r) in records.iter().enumerate() {
+                    if split[i] { a.push(r.clone()) } else { b.push(r.clone()) }
+                }
+                let (ea, eb) = (settled(&a, 1), settled(&b, 2));
+                let evidence_alone = statuses(&fold(records.clone()));
+                let mut ab: Vec<Record> = a.iter().chain(&ea).chain(&b).chain(&eb).cloned().collect();
+                let ab_fold = fold(ab.clone());
+                ab.reverse();
+                let ba_fold = fold(ab);
+                let subjects = |s: Vec<(String, Status)>| -> Vec<(String, Status)> {
+                    s.into_iter().filter(|(id, _)| records.iter().any(|r| &r.id == id)).collect()
+                };
+                prop_assert_eq!(subjects(statuses(&ab_fold)), subjects(statuses(&ba_fold)));
+                prop_assert_eq!(subjects(statuses(&ab_fold)), evidence_alone);
+                // What is due after merging: only establishments whose
+                // evidence neither side's establish named.
+                for d in super::super::due(&ab_fold) {
+                    let named = ea.iter().chain(&eb).any(|e| {
+                        e.target.as_deref() == Some(d.target.as_str())
+                            && e.because.iter().all(|x| d.because.iter().any(|y| y.as_str() == x))
+                    });
+                    prop_assert!(!named, "{:?} is due though an establish names it", d);
+                }
+            }
+        }
     }
 }

@@ -475,7 +475,12 @@ fn malformed_and_future_dated_operations_fetched_are_named_and_not_folded() {
         ],
     );
     let run = p.a.kapi(&["context", "sync"]).ok();
-    assert!(run.stdout.contains("held back"), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("held back"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
     assert!(
         run.stderr.contains("not valid operations") || run.stderr.contains("warning"),
         "{}",
@@ -492,4 +497,57 @@ fn malformed_and_future_dated_operations_fetched_are_named_and_not_folded() {
         "{}",
         doctor.stdout
     );
+}
+
+#[test]
+fn two_machines_merging_the_same_two_tips_write_the_same_commit() {
+    let p = pair();
+    p.a.kapi(&["context", "note", "Write for administrators"])
+        .ok();
+    on_b(&p, &["context", "note", "Dates are ISO 8601"]).ok();
+    let (a_path, b_path) = (
+        p.a.path().to_str().unwrap().to_owned(),
+        p.b.path().to_str().unwrap().to_owned(),
+    );
+    let run =
+        p.a.kapi(&["context", "sync", "--no-push", "--remote", &b_path])
+            .ok();
+    assert!(run.stdout.contains("merged by union"), "{}", run.stdout);
+    on_b(&p, &["context", "sync", "--no-push", "--remote", &a_path]).ok();
+    // b fetched a's merge commit, which already holds both: b took it.
+    assert_eq!(tip(p.a.path()), tip(p.b.path()));
+    // And merged independently, the two write one commit.
+    let q = pair();
+    q.a.kapi(&["context", "note", "Write for administrators"])
+        .ok();
+    on_b(&q, &["context", "note", "Dates are ISO 8601"]).ok();
+    let (qa, qb) = (
+        q.a.path().to_str().unwrap().to_owned(),
+        q.b.path().to_str().unwrap().to_owned(),
+    );
+    let (a_tip, b_tip) = (tip(q.a.path()), tip(q.b.path()));
+    q.a.kapi(&["context", "sync", "--no-push", "--remote", &qb])
+        .ok();
+    // b merges a's original tip, not a's merge: fetch from a saved copy.
+    let saved = q.a.path().join("saved.git");
+    q.a.git(&["init", "-q", "--bare", saved.to_str().unwrap()]);
+    q.a.git(&[
+        "push",
+        "-q",
+        saved.to_str().unwrap(),
+        &format!("{a_tip}:refs/kapi/ops"),
+    ]);
+    on_b(
+        &q,
+        &[
+            "context",
+            "sync",
+            "--no-push",
+            "--remote",
+            saved.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert_ne!(tip(q.b.path()), b_tip);
+    assert_eq!(tip(q.a.path()), tip(q.b.path()), "{qa} {qb}");
 }
