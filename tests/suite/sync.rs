@@ -551,3 +551,53 @@ fn two_machines_merging_the_same_two_tips_write_the_same_commit() {
     assert_ne!(tip(q.b.path()), b_tip);
     assert_eq!(tip(q.a.path()), tip(q.b.path()), "{qa} {qb}");
 }
+
+#[test]
+fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
+    let p = pair();
+    let legal = suggest(&p.a, "a1", "docs/legal/terms.md");
+    p.a.kapi(&["context", "sync"]).ok();
+    let before = p.a.git(&["rev-parse", "HEAD"]);
+    p.a.write(
+        "docs/legal/terms.md",
+        "# Terms\n\nQuickcast is a trademark.\n",
+    );
+    p.a.git(&["commit", "-qam", "Use the product's name (#77)"]);
+    p.a.git(&["push", "-q", "origin", "main"]);
+    let after = p.a.git(&["rev-parse", "HEAD"]);
+    // CI: a fresh clone of the remote runs the step.
+    let ci = TestEnv::new();
+    ci.git(&["remote", "add", "origin", p.remote.to_str().unwrap()]);
+    ci.git(&["fetch", "-q", "origin", "main"]);
+    ci.git(&["checkout", "-q", "-B", "main", "FETCH_HEAD"]);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/kapi-after-push");
+    let step = |before: &str| {
+        let mut cmd = std::process::Command::new("sh");
+        ci.isolate(&mut cmd);
+        cmd.arg(&script)
+            .args([before, after.as_str()])
+            .env("KAPI_NOW", crate::common::NOW)
+            .env("KAPI", crate::common::kapi_bin())
+            .output()
+            .unwrap()
+    };
+    let out = step(&before);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("#77"), "{stdout}");
+    // The signal is the CI tool's, and both the remote and Ada see the rule.
+    p.a.kapi(&["context", "sync"]).ok();
+    assert_eq!(status_of(&p.a, &legal), "established");
+    let log = p.a.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let signal = log.iter().find(|l| l["kind"] == "signal").unwrap();
+    assert_eq!(signal["actor"]["name"], "ci");
+    // A new branch's push only syncs.
+    let zeros = "0".repeat(40);
+    let out = step(&zeros);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("new branch"));
+}
