@@ -380,16 +380,15 @@ impl Matcher {
                 && ts == s
                 && te == e
             {
-                // Same span: every avoided entry of the best priority reports.
-                if prio == tp
-                    && prio == 1
-                    && !hits.iter().any(|h: &Hit| h.start == s && h.rule == rule)
-                {
+                // Same span: every rule whose entry has the best priority
+                // reports (each rule's usage counts a preferred form that
+                // several rules share; checks read only avoided hits).
+                if prio == tp && !hits.iter().any(|h: &Hit| h.start == s && h.rule == rule) {
                     hits.push(Hit {
                         rule,
                         start: s,
                         end: e,
-                        preferred: false,
+                        preferred: prio != 1,
                     });
                 }
                 continue;

@@ -127,8 +127,10 @@ pub fn pull_request_of(subject: &str) -> Option<String> {
 /// Count, for every suggestion whose scope covers a changed prose file of
 /// each commit in `range` (first parents), the added lines that write its
 /// preferred form and the removed lines that held an avoided one, and
-/// record a merge signal for each suggestion with either count above zero.
-/// `pr` overrides the pull request read from commit subjects.
+/// record a merge signal for each suggestion with either count above zero:
+/// one per pull request the range merged (and one for its commits that
+/// name none), naming the newest commit of each. `pr` overrides the pull
+/// request read from commit subjects.
 pub fn merge_signals(
     session: &Session,
     range: &str,
@@ -181,9 +183,31 @@ pub fn merge_signals(
 
     let mut matchers: BTreeMap<Vec<usize>, Matcher> = BTreeMap::new();
     let mut wanted_signals: Vec<Record> = Vec::new();
+    // One group per pull request the range merged (from --pr or the merge
+    // or squash commit's subject), and one for the commits that name none:
+    // each suggestion gets one signal per group, naming the group's newest
+    // commit (the walk lists newest first) and its merger.
+    struct Group<'c> {
+        newest: &'c crate::git::CommitDiff,
+        pr: Option<String>,
+        counts: BTreeMap<usize, (u64, u64)>,
+    }
+    let mut groups: Vec<Group<'_>> = Vec::new();
     for commit in &commits {
-        // (rule index) -> (added lines writing preferred, removed lines avoided)
-        let mut counts: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+        let pr = pr
+            .map(|p| p.trim_start_matches('#').to_owned())
+            .or_else(|| pull_request_of(&commit.subject));
+        let g = match groups.iter().position(|g| g.pr == pr) {
+            Some(g) => g,
+            None => {
+                groups.push(Group {
+                    newest: commit,
+                    pr,
+                    counts: BTreeMap::new(),
+                });
+                groups.len() - 1
+            }
+        };
         for file in commit.files.iter().filter(|f| !f.opaque) {
             report.files += 1;
             let holding = covered(&file.path);
@@ -197,7 +221,7 @@ pub fn merge_signals(
             let kind = TextKind::of_path(Path::new(&file.path));
             for (lines, preferred_side) in [(&file.added, true), (&file.removed, false)] {
                 for (local, writes) in lines_with_hits(matcher, lines, kind, preferred_side) {
-                    let entry = counts.entry(holding[local]).or_default();
+                    let entry = groups[g].counts.entry(holding[local]).or_default();
                     if preferred_side {
                         entry.0 += writes;
                     } else {
@@ -206,15 +230,14 @@ pub fn merge_signals(
                 }
             }
         }
-        let pr = pr
-            .map(|p| p.trim_start_matches('#').to_owned())
-            .or_else(|| pull_request_of(&commit.subject));
-        for (i, (preferred, avoided)) in counts {
+    }
+    for group in &groups {
+        for (&i, &(preferred, avoided)) in &group.counts {
             if preferred == 0 && avoided == 0 {
                 continue;
             }
             let target = &rules[i].id;
-            let commit_id = commit.id.to_string();
+            let commit_id = group.newest.id.to_string();
             let address = format!(
                 "sha256:{}",
                 sha256_hex(
@@ -230,8 +253,8 @@ pub fn merge_signals(
                 preferred,
                 avoided,
                 commit: Some(commit_id),
-                pr: pr.clone(),
-                merger: Some(commit.author.clone()).filter(|a| !a.is_empty()),
+                pr: group.pr.clone(),
+                merger: Some(group.newest.author.clone()).filter(|a| !a.is_empty()),
             }));
             wanted_signals.push(r);
         }

@@ -33,6 +33,9 @@ use super::id::OpId;
 use super::op::{Op, Stated};
 use super::record::{ActorKind, Record, SignalSource};
 
+/// The most person signals an establishment names.
+pub const MAX_BECAUSE: usize = 16;
+
 /// A status settling changed: the member, the operation whose evidence
 /// decided it, and the new status.
 pub(super) type Settled = (usize, usize, Status);
@@ -342,6 +345,9 @@ pub(super) fn settle(
                 })
             })
             .copied();
+        // An establishment names the oldest of the signals it rests on (an
+        // operation names at most 256 others; one signal suffices).
+        let because: Vec<OpId> = because.into_iter().take(MAX_BECAUSE).collect();
         let state = states[m.at].as_mut().expect("members have states");
         state.standing.toward = toward.len();
         state.standing.against = against.len();
