@@ -7,7 +7,9 @@
 //! skipped by id) and lines by `similar`, which kapi already builds: gix's
 //! `blob-diff` feature would add a second diff engine for the same answer.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 use similar::{ChangeTag, TextDiff};
 
@@ -44,6 +46,26 @@ pub struct FileDiff {
 }
 
 type Entries = BTreeMap<Vec<u8>, (bool, ObjectId)>;
+
+/// Trees decoded while walking a range: a commit's tree is its child's
+/// parent tree, so each is decoded once.
+#[derive(Default)]
+struct Trees {
+    entries: RefCell<HashMap<ObjectId, Rc<Entries>>>,
+    /// Each commit's tree, by commit.
+    of_commit: RefCell<HashMap<ObjectId, ObjectId>>,
+}
+
+impl Trees {
+    /// Keep the cache bounded on long walks: a walk revisits only
+    /// neighbours, so dropping everything now and then costs little.
+    fn trim(&self) {
+        if self.entries.borrow().len() > 4096 {
+            self.entries.borrow_mut().clear();
+            self.of_commit.borrow_mut().clear();
+        }
+    }
+}
 
 impl Repo {
     /// The commits reachable from `B` but not from `A`, for `spec` =
@@ -93,22 +115,40 @@ impl Repo {
         }
         let walk = walk.all().map_err(git("walking a commit range"))?;
         let mut out = Vec::new();
+        let trees = Trees::default();
         for info in walk {
             let info = info.map_err(git("walking a commit range"))?;
-            out.push(self.commit_diff_where(info.id, wanted)?);
+            out.push(self.commit_diff_where(info.id, wanted, &trees)?);
+            trees.trim();
         }
         Ok(out)
     }
 
     /// One commit against its first parent.
     pub fn commit_diff(&self, id: ObjectId) -> Result<CommitDiff, GitError> {
-        self.commit_diff_where(id, &|_| true)
+        self.commit_diff_where(id, &|_| true, &Trees::default())
+    }
+
+    fn tree_of_commit(&self, commit: ObjectId, trees: &Trees) -> Result<ObjectId, GitError> {
+        if let Some(&tree) = trees.of_commit.borrow().get(&commit) {
+            return Ok(tree);
+        }
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .map_err(git("reading a commit"))?
+            .tree_id()
+            .map_err(git("reading a commit"))?
+            .detach();
+        trees.of_commit.borrow_mut().insert(commit, tree);
+        Ok(tree)
     }
 
     fn commit_diff_where(
         &self,
         id: ObjectId,
         wanted: &dyn Fn(&str) -> bool,
+        trees: &Trees,
     ) -> Result<CommitDiff, GitError> {
         let commit = self.repo.find_commit(id).map_err(git("reading a commit"))?;
         let (subject, author) = {
@@ -129,20 +169,14 @@ impl Repo {
         };
         let parents: Vec<ObjectId> = commit.parent_ids().map(|p| p.detach()).collect();
         let tree = commit.tree_id().map_err(git("reading a commit"))?.detach();
+        trees.of_commit.borrow_mut().insert(id, tree);
         // A parent a shallow clone does not hold: the commit is a root here.
         let old = match parents.first().filter(|p| self.repo.has_object(**p)) {
-            Some(p) => Some(
-                self.repo
-                    .find_commit(*p)
-                    .map_err(git("reading a commit"))?
-                    .tree_id()
-                    .map_err(git("reading a commit"))?
-                    .detach(),
-            ),
+            Some(p) => Some(self.tree_of_commit(*p, trees)?),
             None => None,
         };
         let mut changed = Vec::new();
-        self.diff_trees(old, Some(tree), "", &mut changed)?;
+        self.diff_trees(old, Some(tree), "", &mut changed, trees)?;
         let files = changed
             .into_iter()
             .filter(|(path, _, _)| wanted(path))
@@ -157,18 +191,25 @@ impl Repo {
         })
     }
 
-    fn entries(&self, tree: Option<ObjectId>) -> Result<Entries, GitError> {
-        let Some(tree) = tree else {
-            return Ok(Entries::new());
+    fn entries(&self, tree: Option<ObjectId>, trees: &Trees) -> Result<Rc<Entries>, GitError> {
+        let Some(id) = tree else {
+            return Ok(Rc::default());
         };
-        let tree = self.repo.find_tree(tree).map_err(git("reading a tree"))?;
+        if let Some(found) = trees.entries.borrow().get(&id) {
+            return Ok(Rc::clone(found));
+        }
+        let tree = self.repo.find_tree(id).map_err(git("reading a tree"))?;
         let decoded = tree.decode().map_err(git("reading a tree"))?;
-        Ok(decoded
-            .entries
-            .iter()
-            .filter(|e| e.mode.is_tree() || e.mode.is_blob())
-            .map(|e| (e.filename.to_vec(), (e.mode.is_tree(), e.oid.to_owned())))
-            .collect())
+        let entries: Rc<Entries> = Rc::new(
+            decoded
+                .entries
+                .iter()
+                .filter(|e| e.mode.is_tree() || e.mode.is_blob())
+                .map(|e| (e.filename.to_vec(), (e.mode.is_tree(), e.oid.to_owned())))
+                .collect(),
+        );
+        trees.entries.borrow_mut().insert(id, Rc::clone(&entries));
+        Ok(entries)
     }
 
     /// The blobs (regular files) that differ between two trees, by path.
@@ -178,11 +219,12 @@ impl Repo {
         new: Option<ObjectId>,
         prefix: &str,
         out: &mut Vec<(String, Option<ObjectId>, Option<ObjectId>)>,
+        trees: &Trees,
     ) -> Result<(), GitError> {
         if old == new {
             return Ok(());
         }
-        let (old, new) = (self.entries(old)?, self.entries(new)?);
+        let (old, new) = (self.entries(old, trees)?, self.entries(new, trees)?);
         let mut names: Vec<&Vec<u8>> = old.keys().chain(new.keys()).collect();
         names.sort();
         names.dedup();
@@ -200,7 +242,7 @@ impl Repo {
             let blob = |e: Option<&(bool, ObjectId)>| e.filter(|e| !e.0).map(|e| e.1);
             let (ot, nt) = (subtree(o), subtree(n));
             if ot.is_some() || nt.is_some() {
-                self.diff_trees(ot, nt, &path, out)?;
+                self.diff_trees(ot, nt, &path, out, trees)?;
             }
             let (ob, nb) = (blob(o), blob(n));
             if ob != nb {
