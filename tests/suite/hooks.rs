@@ -699,3 +699,37 @@ fn claude_settings_of_the_project_keep_their_own_hooks_and_order() {
     );
     assert!(!repo.join("AGENTS.md").exists());
 }
+
+#[test]
+fn stop_checks_what_the_session_changed_since_it_started_even_when_committed() {
+    let repo = TestEnv::new();
+    repo.write("README.md", "# Project\n");
+    repo.git(&["add", "README.md"]);
+    repo.git(&["commit", "-qm", "start"]);
+    kept_rule(&repo);
+    let agent = Agent::new(&repo, "s-base");
+    agent
+        .hook(
+            "claude-session-start",
+            &agent.input("claude-session-start.json", &[]),
+            &[],
+        )
+        .ok();
+    // The agent commits a violation (hooks not installed): HEAD moved, yet
+    // the file changed since the session began.
+    repo.write("docs/a.md", "Quick cast\n");
+    repo.git(&["add", "docs/a.md"]);
+    repo.git(&["commit", "-qm", "agent"]);
+    let stop = agent.stop(false).code(2);
+    assert!(stop.stderr.contains("docs/a.md"), "{}", stop.stderr);
+    // Another session that began after that commit has nothing to fix.
+    let later = Agent::new(&repo, "s-later");
+    later
+        .hook(
+            "claude-session-start",
+            &later.input("claude-session-start.json", &[]),
+            &[],
+        )
+        .ok();
+    later.stop(false).ok();
+}
