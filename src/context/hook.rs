@@ -238,6 +238,14 @@ pub fn pre_commit(session: &Session) -> Result<PreCommit, HookError> {
 /// What the post-merge hook did; it never fails the merge.
 #[derive(Debug, Default)]
 pub struct PostMerge {
+    /// Merge signals recorded for `ORIG_HEAD..HEAD` (`None`: not read).
+    pub signals: Option<usize>,
+    /// Suggestions settling established.
+    pub established: usize,
+    /// Rules files refreshed after an establishment.
+    pub refreshed: Vec<PathBuf>,
+    /// Why merge signals were not recorded, when they were not.
+    pub skipped: Option<String>,
     /// Artifacts the merge made stale, recompiled into the work tree.
     pub regenerated: Vec<PathBuf>,
     /// Every artifact that is not current after the hook, and why.
@@ -246,14 +254,44 @@ pub struct PostMerge {
     pub problems: Vec<String>,
 }
 
-/// `kapi hook post-merge`: after a merge, regenerate the declared artifacts
-/// it made stale. Never fails: every error becomes a problem to report.
-pub fn post_merge(session: &Session) -> PostMerge {
+/// The range a merge brought in.
+pub const MERGED: &str = "ORIG_HEAD..HEAD";
+
+/// `kapi hook post-merge`: after a merge, record the merge signals of
+/// `ORIG_HEAD..HEAD` and settle (without pushing), then regenerate the
+/// declared artifacts the merge made stale. A squash merge (`squash`)
+/// committed nothing yet, and an agent's merge is not a person's signal:
+/// neither records signals. Never fails: every error becomes a problem to
+/// report.
+pub fn post_merge(session: &Session, squash: bool) -> PostMerge {
     let mut done = PostMerge::default();
-    // Merge signals for ORIG_HEAD..HEAD and settling (issue 9) go here, as
-    // one call before the artifacts are regenerated (settling may change
-    // what is in force), its error pushed onto `done.problems` like the
-    // others.
+    if squash {
+        done.skipped = Some("a squash merge commits nothing yet".into());
+    } else if session.actor().kind == ActorKind::Agent {
+        done.skipped = Some(
+            "an agent's merge is not a person's signal (a person or the CI step runs `kapi context sync --merged`)"
+                .into(),
+        );
+    } else {
+        match super::settle::merge_signals(session, MERGED, None) {
+            Ok(found) => {
+                done.signals = Some(found.signals.iter().filter(|s| s.recorded).count());
+            }
+            Err(e) => done.problems.push(format!("merge signals: {e}")),
+        }
+        // Settling may change what is in force: before the artifacts.
+        match super::settle::settle(session) {
+            Ok(established) => {
+                done.established = established.len();
+                if !established.is_empty() {
+                    let (refreshed, failed) = super::rulesfiles::refresh_after_change(session);
+                    done.refreshed = refreshed;
+                    done.problems.extend(failed.map(|e| e.to_string()));
+                }
+            }
+            Err(e) => done.problems.push(format!("settling: {e}")),
+        }
+    }
     match artifacts(session, true, false) {
         Ok(states) => {
             for state in states {

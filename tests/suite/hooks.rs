@@ -733,3 +733,56 @@ fn stop_checks_what_the_session_changed_since_it_started_even_when_committed() {
         .ok();
     later.stop(false).ok();
 }
+
+#[test]
+fn post_merge_records_the_merge_signals_of_the_range_and_settles_without_pushing() {
+    let repo = TestEnv::new();
+    repo.write("docs/a.md", "Open Quick cast.\n");
+    repo.git(&["add", "docs/a.md"]);
+    repo.git(&["commit", "-qm", "base"]);
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "Quick cast"])
+        .ok();
+    repo.git(&["checkout", "-qb", "fix"]);
+    repo.write("docs/a.md", "Open Quickcast.\n");
+    repo.git(&["commit", "-qam", "Write Quickcast (#7)"]);
+    repo.git(&["checkout", "-q", "main"]);
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+
+    let merge = git_hooked(&repo, &["merge", "-q", "fix"]);
+    assert_eq!(merge.code, 0, "{}", merge.stderr);
+    assert!(
+        merge
+            .stderr
+            .contains("recorded 1 merge signal for ORIG_HEAD..HEAD"),
+        "{}",
+        merge.stderr
+    );
+    let signals = repo
+        .kapi(&["context", "log", "--kind", "signal", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(signals.len(), 1, "{signals:?}");
+    // Running the hook again for the same merge records nothing more.
+    repo.kapi(&["hook", "post-merge", "0"]).ok();
+    let again = repo
+        .kapi(&["context", "log", "--kind", "signal", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(again.len(), 1);
+
+    // An agent's merge records no signal.
+    repo.git(&["checkout", "-qb", "agent"]);
+    repo.write("docs/b.md", "Quickcast too.\n");
+    repo.git(&["add", "docs/b.md"]);
+    repo.git(&["commit", "-qm", "b"]);
+    repo.git(&["checkout", "-q", "main"]);
+    let mut cmd = repo.git_cmd(&["merge", "-q", "agent"]);
+    cmd.env("PATH", path_with_kapi()).env("CLAUDECODE", "1");
+    let run: Run = cmd.output().unwrap().into();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.is_empty() || !run.stderr.contains("merge signal"),
+        "{}",
+        run.stderr
+    );
+}

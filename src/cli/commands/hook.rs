@@ -21,7 +21,8 @@ const MAX_INPUT: u64 = 4 * 1024 * 1024;
 /// Run one hook event (what `kapi hooks install` wires up).
 ///
 /// pre-commit: check the staged prose and verify the `[[compile]]`
-/// artifacts; exit 1 refuses the commit. post-merge: regenerate the
+/// artifacts; exit 1 refuses the commit. post-merge: record the merge
+/// signals of ORIG_HEAD..HEAD, settle (without pushing) and regenerate the
 /// artifacts the merge made stale; always exits 0. claude-session-start,
 /// claude-post-edit, claude-stop and codex-stop read the host's hook JSON
 /// on stdin. See docs/hooks.md.
@@ -35,7 +36,7 @@ pub struct Args {
 pub enum Event {
     /// git pre-commit: check what is staged, verify declared artifacts.
     PreCommit,
-    /// git post-merge: regenerate declared artifacts the merge made stale.
+    /// git post-merge: record merge signals, settle, regenerate stale artifacts.
     PostMerge {
         /// git's argument: 1 for a squash merge.
         #[arg(value_name = "SQUASH")]
@@ -54,7 +55,7 @@ pub enum Event {
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     match args.event {
         Event::PreCommit => pre_commit(ctx),
-        Event::PostMerge { .. } => Ok(post_merge(ctx)),
+        Event::PostMerge { squash } => Ok(post_merge(ctx, squash.as_deref() == Some("1"))),
         Event::ClaudeSessionStart => Ok(session_start(ctx)),
         Event::ClaudePostEdit => Ok(agent(ctx, Host::ClaudeCode, Kind::PostEdit)),
         Event::ClaudeStop => Ok(agent(ctx, Host::ClaudeCode, Kind::Stop)),
@@ -102,7 +103,7 @@ fn pre_commit(ctx: &Ctx) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
-fn post_merge(ctx: &Ctx) -> Exit {
+fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
     let session = match ctx.session() {
         Ok(s) => s,
         Err(e) => {
@@ -110,7 +111,24 @@ fn post_merge(ctx: &Ctx) -> Exit {
             return Exit::Ok;
         }
     };
-    let done = hook::post_merge(&session);
+    let done = hook::post_merge(&session, squash);
+    if let Some(n) = done.signals.filter(|n| *n > 0) {
+        eprintln!(
+            "kapi: recorded {n} merge signal{} for {}",
+            if n == 1 { "" } else { "s" },
+            hook::MERGED
+        );
+    }
+    if done.established > 0 {
+        eprintln!(
+            "kapi: settling established {} suggestion{} (not pushed: `kapi context sync` shares them)",
+            done.established,
+            if done.established == 1 { "" } else { "s" }
+        );
+    }
+    for p in &done.refreshed {
+        eprintln!("kapi: updated the rules in force in {}", p.display());
+    }
     for p in &done.regenerated {
         eprintln!(
             "kapi: the merge made {} stale: regenerated (commit it)",

@@ -9,8 +9,8 @@ pub mod log;
 pub mod note;
 pub mod path;
 pub mod review;
-pub mod sync;
 pub mod session;
+pub mod sync;
 use crate::cli::exit::{CliError, Exit};
 
 /// Record, read and review the project's context.
