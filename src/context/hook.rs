@@ -163,12 +163,12 @@ fn artifacts(
     for entry in &session.config.compile {
         let verified = match verify_entry(&session.root, &session.config, entry, today) {
             Ok(v) => state_of(v),
-            // A broken entry is the user's to fix; say which.
-            Err(e @ ArtifactError::Entry { .. }) => {
+            // A broken entry, a missing vault: the artifact's own failure,
+            // named beside the others.
+            Err(e) => {
                 states.push(ArtifactState::Failed(entry.output.clone(), e.to_string()));
                 continue;
             }
-            Err(e) => return Err(e.into()),
         };
         let state = match verified {
             ArtifactState::Stale(output, _) if regenerate => {

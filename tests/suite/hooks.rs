@@ -786,3 +786,27 @@ fn post_merge_records_the_merge_signals_of_the_range_and_settles_without_pushing
         run.stderr
     );
 }
+
+#[test]
+fn pre_commit_names_each_artifact_it_cannot_pass_and_refuses() {
+    let repo = TestEnv::new();
+    repo.write(
+        "kapi.toml",
+        "[[compile]]\noutput = \"ctx/a.json\"\nquery = \"x\"\nroot = \"no-vault\"\n\n[[compile]]\noutput = \"ctx/b.json\"\nranking = \"nope\"\n",
+    );
+    repo.write("a.txt", "a\n");
+    repo.git(&["add", "-A"]);
+    let run = repo.kapi(&["hook", "pre-commit"]).code(1);
+    assert!(
+        run.stderr
+            .contains("kapi: ctx/a.json is stale (artifact_missing)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("kapi: [[compile]] ctx/b.json:"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("unknown ranking"), "{}", run.stderr);
+}

@@ -84,7 +84,7 @@ fn pre_commit(ctx: &Ctx) -> Result<Exit, CliError> {
             ArtifactState::Refused(p, reasons) => {
                 eprintln!("kapi: {} is refused ({})", p.display(), reasons.join(", "))
             }
-            ArtifactState::Failed(p, why) => eprintln!("kapi: {}: {why}", p.display()),
+            ArtifactState::Failed(p, why) => eprintln!("kapi: {}", failed(p, why)),
         }
     }
     if stale {
@@ -140,7 +140,7 @@ fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
             ArtifactState::Refused(p, r) | ArtifactState::Stale(p, r) => {
                 eprintln!("kapi: {} is not current ({})", p.display(), r.join(", "))
             }
-            ArtifactState::Failed(p, why) => eprintln!("kapi: {}: {why}", p.display()),
+            ArtifactState::Failed(p, why) => eprintln!("kapi: {}", failed(p, why)),
             ArtifactState::Current(_) | ArtifactState::Regenerated(_) => {}
         }
     }
@@ -148,6 +148,16 @@ fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
         eprintln!("kapi: post-merge: {problem}");
     }
     Exit::Ok
+}
+
+/// Why an artifact failed, naming it once.
+fn failed(path: &std::path::Path, why: &str) -> String {
+    let name = path.display().to_string();
+    if why.contains(&name) {
+        why.to_owned()
+    } else {
+        format!("{name}: {why}")
+    }
 }
 
 fn read_input() -> Result<AgentInput, HookError> {
