@@ -321,11 +321,46 @@ pub struct SessionStarted {
     pub problems: Vec<String>,
 }
 
-/// Where a session's starting commit is kept: the base its Stop hook
-/// diffs against.
+/// Where a session's starting point is kept: the base its Stop hook
+/// compares the work tree with.
 fn session_base_file(session: &Session, id: &str) -> PathBuf {
     let name = crate::digest::sha256_hex(id.as_bytes());
     session.store.kapi_dir().join("sessions").join(&name[..32])
+}
+
+/// How the work tree stood when a session began: the commit checked out,
+/// and the untracked prose files with the SHA-256 of their bytes (an
+/// untracked file the session did not touch is not the session's).
+#[derive(Debug, Default, serde::Serialize, Deserialize)]
+struct SessionBase {
+    commit: Option<String>,
+    #[serde(default)]
+    untracked: std::collections::BTreeMap<String, String>,
+}
+
+fn file_digest(path: &Path) -> Option<String> {
+    std::fs::read(path)
+        .ok()
+        .map(|bytes| crate::digest::sha256_hex(&bytes))
+}
+
+impl SessionBase {
+    fn now(session: &Session) -> Result<Self, HookError> {
+        let git = session.store.git();
+        let untracked = prose_files(session, git.untracked()?)?
+            .into_iter()
+            .filter_map(|p| file_digest(&session.root.join(&p)).map(|d| (p, d)))
+            .collect();
+        Ok(SessionBase {
+            commit: git.head_commit(),
+            untracked,
+        })
+    }
+
+    fn read(session: &Session, id: &str) -> Option<Self> {
+        let text = std::fs::read_to_string(session_base_file(session, id)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
 }
 
 /// `export KAPI_SESSION='<id>'`: the session id quoted for a POSIX shell.
@@ -366,17 +401,22 @@ pub fn session_start(
     let Some(session) = session else {
         return done;
     };
+    // A resumed session keeps the base it began with.
     let base = session_base_file(session, &input.session_id);
-    if let Some(head) = session.store.git().head_commit()
-        && !base.exists()
-    {
-        let written = base
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&base, head));
-        if let Err(e) = written {
-            done.problems
-                .push(format!("cannot write {}: {e}", base.display()));
+    if !base.exists() {
+        match SessionBase::now(session) {
+            Ok(now) => {
+                let text = serde_json::to_string(&now).expect("a base always serializes");
+                let written = base
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| std::fs::write(&base, text));
+                if let Err(e) = written {
+                    done.problems
+                        .push(format!("cannot write {}: {e}", base.display()));
+                }
+            }
+            Err(e) => done.problems.push(e.to_string()),
         }
     }
     match session.ledger() {
@@ -595,16 +635,23 @@ pub fn agent_stop(
     host: Host,
     input: &AgentInput,
 ) -> Result<CheckRunOutcome, HookError> {
-    let base = std::fs::read_to_string(session_base_file(session, &input.session_id))
-        .ok()
-        .map(|s| s.trim().to_owned());
+    let base = SessionBase::read(session, &input.session_id).unwrap_or_default();
     let git = session.store.git();
-    let changed = match git.changed_since(base.as_deref()) {
+    let mut changed = match git.changed_since(base.commit.as_deref()) {
         Ok(files) => files,
         // The starting commit is gone (history rewritten): diff against HEAD.
-        Err(_) if base.is_some() => git.changed_since(None)?,
+        Err(_) if base.commit.is_some() => git.changed_since(None)?,
         Err(e) => return Err(e.into()),
     };
+    // Untracked files, but not those that stand as they stood when the
+    // session began.
+    changed.extend(git.untracked()?.into_iter().filter(|p| {
+        base.untracked
+            .get(p)
+            .is_none_or(|at_start| file_digest(&session.root.join(p)).as_ref() != Some(at_start))
+    }));
+    changed.sort();
+    changed.dedup();
     let files = prose_files(session, changed)?;
     let report = check_paths(session, &files)?;
     let artifacts = artifacts(session, false, false)?;

@@ -48,10 +48,9 @@ impl Repo {
         self.gix().head_id().ok().map(|id| id.to_string())
     }
 
-    /// The files whose work-tree content differs from `base` (a commit id;
-    /// HEAD when `None`), and the untracked files git does not ignore:
-    /// repository-relative, sorted, without duplicates. Deleted files are
-    /// listed too; a caller that reads them checks they exist.
+    /// The tracked files whose work-tree content differs from `base` (a
+    /// commit id; HEAD when `None`): repository-relative, sorted. Deleted
+    /// files are listed too; a caller that reads them checks they exist.
     pub fn changed_since(&self, base: Option<&str>) -> Result<Vec<String>, GitError> {
         self.require_work_tree()?;
         let base = match base {
@@ -64,16 +63,26 @@ impl Repo {
             }
             None => self.head_commit().unwrap_or_else(|| EMPTY_TREE.to_owned()),
         };
-        let mut all: std::collections::BTreeSet<String> = paths(&output(
+        let mut all: Vec<String> = paths(&output(
             self,
             &["diff", "--name-only", "-z", "--no-renames", &base, "--"],
         )?)
         .collect();
-        all.extend(paths(&output(
+        all.sort();
+        all.dedup();
+        Ok(all)
+    }
+
+    /// The untracked files git does not ignore, sorted.
+    pub fn untracked(&self) -> Result<Vec<String>, GitError> {
+        self.require_work_tree()?;
+        let mut all: Vec<String> = paths(&output(
             self,
             &["ls-files", "-z", "--others", "--exclude-standard"],
-        )?));
-        Ok(all.into_iter().collect())
+        )?)
+        .collect();
+        all.sort();
+        Ok(all)
     }
 }
 

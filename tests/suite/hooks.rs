@@ -707,6 +707,8 @@ fn stop_checks_what_the_session_changed_since_it_started_even_when_committed() {
     repo.git(&["add", "README.md"]);
     repo.git(&["commit", "-qm", "start"]);
     kept_rule(&repo);
+    // An untracked draft that was there before the session began.
+    repo.write("notes/old.md", "Quick cast draft\n");
     let agent = Agent::new(&repo, "s-base");
     agent
         .hook(
@@ -722,6 +724,7 @@ fn stop_checks_what_the_session_changed_since_it_started_even_when_committed() {
     repo.git(&["commit", "-qm", "agent"]);
     let stop = agent.stop(false).code(2);
     assert!(stop.stderr.contains("docs/a.md"), "{}", stop.stderr);
+    assert!(!stop.stderr.contains("notes/old.md"), "{}", stop.stderr);
     // Another session that began after that commit has nothing to fix.
     let later = Agent::new(&repo, "s-later");
     later
@@ -732,6 +735,12 @@ fn stop_checks_what_the_session_changed_since_it_started_even_when_committed() {
         )
         .ok();
     later.stop(false).ok();
+    // Until it touches the old draft.
+    repo.write("notes/old.md", "Quick cast draft, edited\n");
+    let mut later = later;
+    later.next_entry();
+    let stop = later.stop(false).code(2);
+    assert!(stop.stderr.contains("notes/old.md"), "{}", stop.stderr);
 }
 
 #[test]
