@@ -579,11 +579,13 @@ fn record_run(
 fn block_reason(report: &CheckReport, what: &str) -> String {
     let failing: Vec<&crate::check::Finding> =
         report.outcome.findings.iter().filter(|f| f.fails).collect();
+    let one = failing.len() == 1;
     let mut text = format!(
-        "kapi: {} established rule finding{} {what}; fix {}, then finish:\n",
+        "kapi: {} finding{} of established rules {} {what}; fix {}, then finish:\n",
         failing.len(),
-        if failing.len() == 1 { "" } else { "s" },
-        if failing.len() == 1 { "it" } else { "them" },
+        if one { "" } else { "s" },
+        if one { "fails" } else { "fail" },
+        if one { "it" } else { "them" },
     );
     for f in &failing {
         text.push_str(&format!(
@@ -672,10 +674,9 @@ pub fn agent_stop(
     let actor = hook_actor(session, host, &input.session_id);
     let (record, repeated) = record_run(session, actor, address, run)?;
     let block = match &report {
-        Some(report) if !clean && !input.stop_hook_active => Some(block_reason(
-            report,
-            "fail in the files this session changed",
-        )),
+        Some(report) if !clean && !input.stop_hook_active => {
+            Some(block_reason(report, "in the files this session changed"))
+        }
         _ => None,
     };
     Ok(CheckRunOutcome {
@@ -742,7 +743,7 @@ pub fn agent_post_edit(
     let clean = run.clean;
     let actor = hook_actor(session, host, &input.session_id);
     let (record, repeated) = record_run(session, actor, address, run)?;
-    let block = (!clean).then(|| block_reason(&report, "fail in the file you just wrote"));
+    let block = (!clean).then(|| block_reason(&report, "in the file you just wrote"));
     Ok(CheckRunOutcome {
         record: Some(record),
         repeated,

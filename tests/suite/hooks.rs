@@ -819,3 +819,39 @@ fn pre_commit_names_each_artifact_it_cannot_pass_and_refuses() {
     );
     assert!(run.stderr.contains("unknown ranking"), "{}", run.stderr);
 }
+
+/// The human output of the hooks, pinned: install beside a foreign hook,
+/// status, a refused commit's hook, a Stop's reason, a session's outcomes.
+#[test]
+fn hook_messages() {
+    let repo = TestEnv::new();
+    repo.write(".git/hooks/post-merge", "#!/bin/sh\necho mine\n");
+    let snap = |name: &str, run: &Run| insta::assert_snapshot!(name, repo.transcript(run));
+    snap("hooks_install", &repo.kapi(&["hooks", "install"]));
+    snap("hooks_status", &repo.kapi(&["hooks", "status"]));
+    kept_rule(&repo);
+    repo.write(
+        "docs/guide.md",
+        "# Guide\n\nOpen Quick cast from the menu.\n",
+    );
+    repo.git(&["add", "docs/guide.md"]);
+    snap(
+        "hook_pre_commit_refused",
+        &repo.kapi(&["hook", "pre-commit"]),
+    );
+    let mut agent = Agent::new(&repo, "s-snap");
+    snap("hook_claude_stop_blocks", &agent.stop(false));
+    agent.next_entry();
+    repo.write(
+        "docs/guide.md",
+        "# Guide\n\nOpen Quickcast from the menu.\n",
+    );
+    agent.stop(true).ok();
+    repo.agent_term("s-snap", "Autosave", "Auto save", &["--quote", "Auto save"])
+        .ok();
+    snap(
+        "context_session",
+        &repo.kapi(&["context", "session", "s-snap"]),
+    );
+    snap("hooks_uninstall", &repo.kapi(&["hooks", "uninstall"]));
+}
