@@ -322,25 +322,30 @@ impl Hooks {
                 Some(_) => Action::Chained { kept: kept.clone() },
                 None => Action::Installed,
             };
-            if !dry_run {
-                match &action {
-                    Action::Unchanged => {}
-                    Action::Chained { kept } => {
-                        std::fs::rename(&path, kept).map_err(io("keep", &path))?;
-                        write_executable(&path, shim)?;
-                    }
-                    _ => {
-                        std::fs::create_dir_all(&dir).map_err(io("create", &dir))?;
-                        write_executable(&path, shim)?;
-                    }
-                }
-            }
             changes.push(Change {
                 target: Target::Git,
                 hook: (*name).to_owned(),
                 path,
                 action,
             });
+        }
+        // Every hook was looked at before any is written: a refusal leaves
+        // nothing half installed.
+        if !dry_run {
+            for (change, (_, shim)) in changes.iter().zip(GIT_HOOKS) {
+                let path = &change.path;
+                match &change.action {
+                    Action::Chained { kept } => {
+                        std::fs::rename(path, kept).map_err(io("keep", path))?;
+                        write_executable(path, shim)?;
+                    }
+                    Action::Installed | Action::Updated => {
+                        std::fs::create_dir_all(&dir).map_err(io("create", &dir))?;
+                        write_executable(path, shim)?;
+                    }
+                    _ => {}
+                }
+            }
         }
         Ok(changes)
     }

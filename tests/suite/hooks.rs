@@ -855,3 +855,38 @@ fn hook_messages() {
     );
     snap("hooks_uninstall", &repo.kapi(&["hooks", "uninstall"]));
 }
+
+#[test]
+fn an_older_shim_is_updated_and_two_foreign_hooks_are_never_guessed_between() {
+    let repo = TestEnv::new();
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+    let hook = repo.join(".git/hooks/pre-commit");
+    let shim = std::fs::read_to_string(&hook).unwrap();
+    std::fs::write(&hook, shim.replace("exec ", "exec  ")).unwrap();
+    let status = repo.kapi(&["hooks", "status"]).ok();
+    assert!(
+        status.stdout.contains("another kapi version"),
+        "{}",
+        status.stdout
+    );
+    let run = repo.kapi(&["hooks", "install", "--git"]).ok();
+    assert!(run.stdout.contains("pre-commit: updated"), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), shim);
+    repo.kapi(&["hooks", "uninstall", "--git"]).ok();
+
+    // post-merge is crowded: nothing is installed, pre-commit included.
+    let merge = repo.join(".git/hooks/post-merge");
+    std::fs::write(&merge, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::write(
+        repo.join(".git/hooks/post-merge.pre-kapi"),
+        "#!/bin/sh\nexit 0\n",
+    )
+    .unwrap();
+    let run = repo.kapi(&["hooks", "install", "--git"]).code(2);
+    assert!(run.stderr.contains("neither is kapi's"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&merge).unwrap(),
+        "#!/bin/sh\nexit 0\n"
+    );
+    assert!(!hook.exists());
+}
