@@ -445,8 +445,7 @@ impl Hooks {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(io("create", parent))?;
             }
-            crate::atomic::replace(path, settings.to_pretty().as_bytes(), None)
-                .map_err(io("write", path))?;
+            write_settings(path, &settings)?;
         }
         if changed && created {
             changes.push(Change {
@@ -501,8 +500,7 @@ impl Hooks {
                     let _ = std::fs::remove_dir(parent);
                 }
             } else {
-                crate::atomic::replace(path, settings.to_pretty().as_bytes(), None)
-                    .map_err(io("write", path))?;
+                write_settings(path, &settings)?;
             }
         }
         Ok(changes)
@@ -535,6 +533,15 @@ fn write_executable(path: &Path, text: &str) -> Result<(), HooksError> {
     #[cfg(not(unix))]
     let permissions = None;
     crate::atomic::replace(path, text.as_bytes(), permissions).map_err(io("write", path))
+}
+
+/// Replace a settings file whole, through a link to its target, keeping
+/// its permissions.
+fn write_settings(path: &Path, settings: &J) -> Result<(), HooksError> {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
+    crate::atomic::replace(&target, settings.to_pretty().as_bytes(), permissions)
+        .map_err(io("write", path))
 }
 
 fn read_settings(path: &Path) -> Result<Option<J>, HooksError> {

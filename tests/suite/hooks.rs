@@ -668,7 +668,24 @@ fn claude_settings_of_the_project_keep_their_own_hooks_and_order() {
     let repo = TestEnv::new();
     let settings = "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(npm test)\"\n    ]\n  },\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"./notify.sh\"\n          }\n        ]\n      }\n    ]\n  }\n}\n";
     repo.write(".claude/settings.json", settings);
+    let mode = |repo: &TestEnv| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(repo.join(".claude/settings.json"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            repo.join(".claude/settings.json"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+    }
     repo.kapi(&["hooks", "install", "--claude"]).ok();
+    assert_eq!(mode(&repo), 0o600);
     let installed = std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap();
     assert!(installed.starts_with("{\n  \"permissions\""), "{installed}");
     assert!(installed.contains("./notify.sh") && installed.contains("kapi hook claude-stop"));
@@ -682,6 +699,7 @@ fn claude_settings_of_the_project_keep_their_own_hooks_and_order() {
         std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap(),
         settings
     );
+    assert_eq!(mode(&repo), 0o600);
 
     // --claude-md creates CLAUDE.md importing AGENTS.md, which the rules
     // refresh then keeps (it exists now).
