@@ -41,6 +41,28 @@ pub struct Config {
     pub points: Vec<toml::Table>,
     #[serde(default)]
     pub context: ContextConfig,
+    #[serde(default)]
+    pub hooks: HooksConfig,
+}
+
+/// `[hooks]`: what the git hooks do (docs/hooks.md).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    /// What pre-commit does with a stale `[[compile]]` artifact: `check`
+    /// (default) fails the commit with the command that regenerates it,
+    /// `regenerate` recompiles it into the work tree and stages it.
+    #[serde(default)]
+    pub compile: CompileMode,
+}
+
+/// `[hooks] compile`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompileMode {
+    #[default]
+    Check,
+    Regenerate,
 }
 
 /// `[vault]`: where the decision records live.
@@ -131,6 +153,10 @@ pub struct CompileEntry {
     pub allow: Option<Vec<String>>,
     /// A vault folder other than `[vault] root`.
     pub root: Option<PathBuf>,
+    /// Pin the evaluation day (YYYY-MM-DD): the artifact is compiled and
+    /// verified as of that day, so it does not go stale at midnight (only
+    /// when the vault or the recipe changes). Unset: today in UTC.
+    pub today: Option<String>,
 }
 
 /// `[context]`: the checkout's context files and the rules files kapi keeps.
@@ -144,15 +170,20 @@ pub struct ContextConfig {
     /// Read Vale vocabularies and substitution styles under `.vale.ini`'s
     /// `StylesPath` (default: true).
     pub vale: Option<bool>,
-    /// Files whose managed block lists the rules and notes in force
-    /// (default: `AGENTS.md` and `CLAUDE.md`; `[]` for none).
+    /// Files whose managed block lists the rules and notes in force. Named
+    /// here, a file is created when missing; by default `AGENTS.md` and
+    /// `CLAUDE.md` are refreshed only where they exist; `[]` for none.
     pub rules_files: Option<Vec<String>>,
 }
 
 impl ContextConfig {
-    pub fn rules_files(&self) -> Vec<String> {
-        self.rules_files
-            .clone()
-            .unwrap_or_else(|| vec!["AGENTS.md".into(), "CLAUDE.md".into()])
+    /// The rules files kapi keeps, and whether they were named explicitly
+    /// (then a missing one is created; the defaults are only refreshed
+    /// where they exist).
+    pub fn rules_files(&self) -> (Vec<String>, bool) {
+        match &self.rules_files {
+            Some(named) => (named.clone(), true),
+            None => (vec!["AGENTS.md".into(), "CLAUDE.md".into()], false),
+        }
     }
 }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod digest;
 pub mod formats;
 pub mod git;
+pub mod hooks;
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;

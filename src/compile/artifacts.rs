@@ -8,8 +8,8 @@ use crate::config::CompileEntry;
 use crate::vault::{Grant, Sensitivity};
 
 pub use super::declared::{
-    ArtifactCompiled, ArtifactError, ArtifactVerified, compile_declared, verify_bytes,
-    verify_declared, verify_file,
+    ArtifactCompiled, ArtifactError, ArtifactVerified, compile_declared, compile_entry,
+    verify_bytes, verify_declared, verify_entry, verify_file,
 };
 use super::{CompileError, Ranking, Recipe};
 
@@ -76,6 +76,8 @@ pub struct Declared {
     pub root: PathBuf,
     pub recipe: Recipe,
     pub grant: Grant,
+    /// The evaluation day the entry pins, if it pins one.
+    pub today: Option<time::Date>,
 }
 
 /// Why a `[[compile]]` entry cannot be used.
@@ -87,6 +89,8 @@ pub enum DeclaredError {
     Recipe(#[from] CompileError),
     #[error(transparent)]
     Grant(#[from] GrantError),
+    #[error("today = {0:?} is not a YYYY-MM-DD date")]
+    Today(String),
 }
 
 /// Why a grant cannot be made from the labels given.
@@ -122,11 +126,17 @@ pub fn declared(
     recipe.validate()?;
     let grant = grant_from(entry.max_sensitivity.as_deref(), entry.allow.as_deref())?;
     let root = project.join(entry.root.as_deref().unwrap_or(default_root));
+    let today = entry
+        .today
+        .as_deref()
+        .map(|t| crate::vault::date::parse(t).ok_or_else(|| DeclaredError::Today(t.to_owned())))
+        .transpose()?;
     Ok(Declared {
         output: project.join(&entry.output),
         root,
         recipe,
         grant,
+        today,
     })
 }
 

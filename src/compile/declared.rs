@@ -116,47 +116,56 @@ fn declared(
 }
 
 /// Regenerate every `[[compile]]` artifact of `config` (the project's
-/// `kapi.toml`) at `today`, each under the vault's exclusive lock.
+/// `kapi.toml`) at `today` (or the day an entry pins), each under the
+/// vault's exclusive lock.
 pub fn compile_declared<'a>(
     project: &'a Path,
     config: &'a Config,
     today: time::Date,
 ) -> Result<impl Iterator<Item = Result<ArtifactCompiled, ArtifactError>> + 'a, ArtifactError> {
-    Ok(entries(config)?.iter().map(move |entry| {
-        let declared = declared(project, config, entry)?;
-        let options = Options {
-            recipe: declared.recipe,
-            today,
-            grant: declared.grant,
-            scope: Default::default(),
-            layout: Layout::from_config(&config.vault),
-        };
-        let _lock =
-            artifacts::lock_exclusive(&declared.root).map_err(|source| ArtifactError::Lock {
-                root: declared.root.clone(),
-                source,
-            })?;
-        let compiled =
-            compile_context(&declared.root, &options).map_err(|source| ArtifactError::Compile {
-                root: declared.root.clone(),
-                source,
-            })?;
-        let output = entry.output.clone();
-        if compiled.refused() {
-            return Ok(ArtifactCompiled::Refused { output });
-        }
-        let bytes = serialize_compiled(&compiled);
-        artifacts::write_atomic(&declared.output, &bytes).map_err(|source| {
-            ArtifactError::Write {
-                path: declared.output.clone(),
-                source,
-            }
+    Ok(entries(config)?
+        .iter()
+        .map(move |entry| compile_entry(project, config, entry, today)))
+}
+
+/// Regenerate one `[[compile]]` entry of `config` at `today` (or the day it pins).
+pub fn compile_entry(
+    project: &Path,
+    config: &Config,
+    entry: &CompileEntry,
+    today: time::Date,
+) -> Result<ArtifactCompiled, ArtifactError> {
+    let declared = declared(project, config, entry)?;
+    let options = Options {
+        recipe: declared.recipe,
+        today: declared.today.unwrap_or(today),
+        grant: declared.grant,
+        scope: Default::default(),
+        layout: Layout::from_config(&config.vault),
+    };
+    let _lock =
+        artifacts::lock_exclusive(&declared.root).map_err(|source| ArtifactError::Lock {
+            root: declared.root.clone(),
+            source,
         })?;
-        Ok(ArtifactCompiled::Compiled {
-            output,
-            bytes: bytes.len(),
-        })
-    }))
+    let compiled =
+        compile_context(&declared.root, &options).map_err(|source| ArtifactError::Compile {
+            root: declared.root.clone(),
+            source,
+        })?;
+    let output = entry.output.clone();
+    if compiled.refused() {
+        return Ok(ArtifactCompiled::Refused { output });
+    }
+    let bytes = serialize_compiled(&compiled);
+    artifacts::write_atomic(&declared.output, &bytes).map_err(|source| ArtifactError::Write {
+        path: declared.output.clone(),
+        source,
+    })?;
+    Ok(ArtifactCompiled::Compiled {
+        output,
+        bytes: bytes.len(),
+    })
 }
 
 /// Verify every `[[compile]]` artifact of `config` against its declared
@@ -166,28 +175,39 @@ pub fn verify_declared<'a>(
     config: &'a Config,
     today: time::Date,
 ) -> Result<impl Iterator<Item = Result<ArtifactVerified, ArtifactError>> + 'a, ArtifactError> {
-    Ok(entries(config)?.iter().map(move |entry| {
-        let declared = declared(project, config, entry)?;
-        let options = VerifyOptions {
-            today,
-            grant: declared.grant,
-            expected: Expected::all(&declared.recipe),
-            scope: Default::default(),
-            layout: Layout::from_config(&config.vault),
-        };
-        let verification = match std::fs::symlink_metadata(&declared.output) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Verification {
-                status: VerifyStatus::Stale,
-                reasons: vec!["artifact_missing"],
-                as_of: date::format(today),
-            },
-            _ => verify_file(&declared.root, &declared.output, &options)?,
-        };
-        Ok(ArtifactVerified {
-            output: entry.output.clone(),
-            verification,
-        })
-    }))
+    Ok(entries(config)?
+        .iter()
+        .map(move |entry| verify_entry(project, config, entry, today)))
+}
+
+/// Verify one `[[compile]]` entry of `config` at `today` (or the day it pins).
+pub fn verify_entry(
+    project: &Path,
+    config: &Config,
+    entry: &CompileEntry,
+    today: time::Date,
+) -> Result<ArtifactVerified, ArtifactError> {
+    let declared = declared(project, config, entry)?;
+    let today = declared.today.unwrap_or(today);
+    let options = VerifyOptions {
+        today,
+        grant: declared.grant,
+        expected: Expected::all(&declared.recipe),
+        scope: Default::default(),
+        layout: Layout::from_config(&config.vault),
+    };
+    let verification = match std::fs::symlink_metadata(&declared.output) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Verification {
+            status: VerifyStatus::Stale,
+            reasons: vec!["artifact_missing"],
+            as_of: date::format(today),
+        },
+        _ => verify_file(&declared.root, &declared.output, &options)?,
+    };
+    Ok(ArtifactVerified {
+        output: entry.output.clone(),
+        verification,
+    })
 }
 
 /// Verify the artifact at `path` against the vault at `root`.

@@ -6,12 +6,14 @@ pub mod check;
 pub mod doctor;
 pub mod env;
 mod here;
+pub mod hook;
 mod import;
 pub mod log;
 mod note;
 mod points;
 pub mod review;
 pub mod rulesfiles;
+pub mod session;
 pub mod settle;
 pub mod sync;
 pub mod transfer;
@@ -29,7 +31,7 @@ pub use import::{
 };
 pub use note::{NoteRequest, NoteWhat, Noted, note};
 pub use points::{PointMap, PointsError, point_of};
-pub use review::{Pending, ReviewRequest, Reviewed, pending, review};
+pub use review::{Pending, ReviewRequest, Reviewed, pending, pending_from, review};
 
 use crate::config::{Config, ConfigError};
 use crate::ops::forms::FormsError;

@@ -68,11 +68,19 @@ pub struct Pending {
 /// subject, and every established rule that drifted (its avoided forms now
 /// written more often than when it came into force).
 pub fn pending(ledger: &Ledger) -> Vec<Pending> {
+    pending_from(ledger, None)
+}
+
+/// What awaits a decision, recorded in `session` when one is named.
+pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
     let mut out = Vec::new();
     for (record, state) in ledger.iter() {
         let Some(state) = state else {
             continue;
         };
+        if session.is_some_and(|s| record.actor.session.as_deref() != Some(s)) {
+            continue;
+        }
         if !matches!(state.status, Status::Suggested | Status::Contested) && state.drift.is_none() {
             continue;
         }

@@ -1,7 +1,8 @@
 //! The rules files agents load (`AGENTS.md`, `CLAUDE.md`): every change to
 //! what is in force refreshes a managed block listing the rules and notes
-//! in force. Nothing outside the block's markers is touched; a file without
-//! markers gets the block appended.
+//! in force, in the files that exist (or that `[context] rules_files`
+//! names: those are created when missing). Nothing outside the block's
+//! markers is touched; a file without markers gets the block appended.
 
 use std::path::PathBuf;
 
@@ -101,14 +102,18 @@ pub fn refresh_in_force(session: &Session) -> Result<Vec<PathBuf>, ContextError>
     written
 }
 
-/// Refresh the managed block of every rules file; returns the files written.
+/// Refresh the managed block of every rules file that exists, or that
+/// `[context] rules_files` names; returns the files written.
 pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, ContextError> {
     let body = render(ledger, Some(session.now_ms()? as i64));
     let mut written = Vec::new();
-    for name in session.config.context.rules_files() {
+    let (names, named) = session.config.context.rules_files();
+    for name in names {
         let path = session.root.join(&name);
         let existing = match std::fs::read_to_string(&path) {
             Ok(text) => Some(text),
+            // The default files are refreshed, never created unasked.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => continue,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => return Err(RulesFileIo::Read { name, source }.into()),
         };

@@ -123,6 +123,8 @@ fn a_note_reads_back_through_the_log_query() {
 #[test]
 fn the_pending_queue_empties_when_a_person_decides() {
     let repo = Repo::new();
+    // Only the rules files that exist are refreshed.
+    repo.write("AGENTS.md", "# Agents\n");
     let agent = repo.agent(FixedEnv::new(NOW, 7));
     let noted = note(&agent, term("Quickcast", "Quick cast", "docs/intro.md")).unwrap();
 
@@ -165,7 +167,8 @@ fn the_pending_queue_empties_when_a_person_decides() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["AGENTS.md", "CLAUDE.md"]);
+    assert_eq!(names, ["AGENTS.md"]);
+    assert!(!repo.path().join("CLAUDE.md").exists());
     let agents = std::fs::read_to_string(repo.path().join("AGENTS.md")).unwrap();
     assert!(agents.contains("Quickcast"), "{agents}");
     assert!(pending(&person.ledger().unwrap()).is_empty());

@@ -6,6 +6,7 @@
 //! ([`walk`]). The store, the checker, the vault lock and the compiler's
 //! project discovery all open the repository through [`Repo`].
 
+pub mod hooks;
 pub mod range;
 pub mod remote;
 pub mod walk;

@@ -20,7 +20,7 @@ pub enum Pushed {
 
 /// Run `git <args>` in `dir` with no input; its stdout, or its stderr as
 /// the error when it fails.
-fn run(dir: &Path, args: &[&str]) -> Result<std::process::Output, GitError> {
+pub(super) fn run(dir: &Path, args: &[&str]) -> Result<std::process::Output, GitError> {
     Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -50,7 +50,7 @@ fn refuse_option(remote: &str, refspec: &str) -> Result<(), GitError> {
 impl Repo {
     /// The directory the `git` child runs in: the work tree, else the git
     /// directory of a bare repository.
-    fn run_dir(&self) -> &Path {
+    pub(super) fn run_dir(&self) -> &Path {
         self.work_tree().unwrap_or_else(|| self.git_dir())
     }
 

@@ -225,8 +225,8 @@ fn the_rules_files_list_what_is_in_force_and_nothing_else_changes() {
         agents.contains("Write **Quickcast**, not `Quick cast`, `Quick-cast`, `QuickCast`"),
         "{agents}"
     );
-    let claude = std::fs::read_to_string(repo.path().join("CLAUDE.md")).unwrap();
-    assert!(claude.contains("Write **Quickcast**"), "{claude}");
+    // CLAUDE.md did not exist and the defaults are never created unasked.
+    assert!(!repo.path().join("CLAUDE.md").exists());
 
     // Text after the block survives a refresh; a drop takes the rule out.
     std::fs::write(
@@ -245,10 +245,27 @@ fn the_rules_files_list_what_is_in_force_and_nothing_else_changes() {
 
     // Opting out.
     let other = TestEnv::new();
+    other.write("AGENTS.md", "# Agents\n");
     other.write("kapi.toml", "[context]\nrules_files = []\n");
     other.kapi(&["context", "note", "A kept note"]).ok();
     keep_last(&other);
-    assert!(!other.path().join("AGENTS.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(other.path().join("AGENTS.md")).unwrap(),
+        "# Agents\n"
+    );
+
+    // Named in kapi.toml, a rules file is created when missing; the
+    // defaults that are not named are not.
+    let named = TestEnv::new();
+    named.write("kapi.toml", "[context]\nrules_files = [\"RULES.md\"]\n");
+    named
+        .kapi(&["context", "note", "A kept note", "--quote", "q"])
+        .ok();
+    keep_last(&named);
+    let rules = std::fs::read_to_string(named.path().join("RULES.md")).unwrap();
+    assert!(rules.contains("A kept note"), "{rules}");
+    assert!(!named.path().join("AGENTS.md").exists());
+    assert!(!named.path().join("CLAUDE.md").exists());
 }
 
 fn check_json(repo: &TestEnv, args: &[&str]) -> (i32, Value) {

@@ -5,6 +5,7 @@ mod compiled_context;
 mod context;
 mod durability;
 mod harness;
+mod hooks;
 mod oplog;
 mod snapshots;
 mod sync;

@@ -12,6 +12,8 @@ use crate::context::{Env, ProcessEnv, Session};
 pub mod check;
 pub mod compile_context;
 pub mod context;
+pub mod hook;
+pub mod hooks;
 pub mod store;
 pub mod vault_args;
 pub mod verify_context;
@@ -29,6 +31,10 @@ pub enum Command {
     VerifyContext(verify_context::Args),
     /// Maintain the operation store: export, import, doctor.
     Store(store::Args),
+    /// Install, inspect and remove the git and agent hooks.
+    Hooks(hooks::Args),
+    /// Run one hook event (what the installed hooks call).
+    Hook(hook::Args),
 }
 
 /// What every command may read about where and how it runs.
@@ -122,5 +128,7 @@ pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
         Command::CompileContext(args) => compile_context::run(args, ctx),
         Command::VerifyContext(args) => verify_context::run(args, ctx),
         Command::Store(args) => store::run(args, ctx),
+        Command::Hooks(args) => hooks::run(args, ctx),
+        Command::Hook(args) => hook::run(args, ctx),
     }
 }

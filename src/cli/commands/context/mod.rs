@@ -9,6 +9,7 @@ pub mod log;
 pub mod note;
 pub mod path;
 pub mod review;
+pub mod session;
 pub mod sync;
 use crate::cli::exit::{CliError, Exit};
 
@@ -39,6 +40,8 @@ pub enum ContextCommand {
     Review(review::Args),
     /// (For people) Fetch, merge by union, settle and push refs/kapi/ops.
     Sync(sync::Args),
+    /// What a session recorded, what became of it, and what its checks caught.
+    Session(session::Args),
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
@@ -47,6 +50,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Some(ContextCommand::Log(a)) => log::run(a, ctx),
         Some(ContextCommand::Review(a)) => review::run(a, ctx),
         Some(ContextCommand::Sync(a)) => sync::run(a, ctx),
+        Some(ContextCommand::Session(a)) => session::run(a, ctx),
         None => path::run(args.here, ctx),
     }
 }

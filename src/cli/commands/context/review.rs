@@ -3,7 +3,7 @@
 use crate::cli::commands::{Ctx, contested_by, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
-use crate::context::{ReviewRequest, pending, review};
+use crate::context::{ReviewRequest, pending_from, review};
 
 /// Decide what becomes a rule. Keep a suggestion and it binds: `kapi check`
 /// fails on it (unless --advisory). Drop a suggestion or a rule in force and
@@ -29,6 +29,10 @@ pub struct Args {
     /// Why, in your words.
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
+    /// Without --keep or --drop: list only what this session recorded
+    /// (`kapi context session <id>` shows what else it did).
+    #[arg(long, value_name = "SESSION", conflicts_with_all = ["keep", "drop"])]
+    pub session: Option<String>,
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
@@ -36,7 +40,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut out = Out::new();
     if args.keep.is_empty() && args.drop.is_empty() {
         let ledger = session.ledger()?;
-        let waiting = pending(&ledger);
+        let waiting = pending_from(&ledger, args.session.as_deref());
         session.release(ledger);
         for p in &waiting {
             let contest = contested_by(&p.contested_by)

@@ -1,0 +1,647 @@
+//! Installing the hooks: the git hooks (the shims of the repository's
+//! `hooks/` folder, written where `git rev-parse --git-path hooks` says),
+//! Claude Code's SessionStart, PostToolUse and Stop hooks in
+//! `.claude/settings.json`, and Codex's Stop hook in `.codex/hooks.json`.
+//!
+//! Everything install writes is marked, so reinstalling is idempotent and
+//! uninstall removes exactly what install added: a git hook of kapi's
+//! carries the `kapi-hook` marker line; a foreign hook already in place is
+//! kept beside it as `<hook>.pre-kapi`, run first by kapi's, and put back
+//! by uninstall; an agent host's entries are the ones whose command is
+//! `kapi hook <event>`, and a settings file or folder install created is
+//! removed again when nothing else is left in it.
+
+pub mod json;
+
+use std::path::{Path, PathBuf};
+
+use json::J;
+
+use crate::git::{GitError, Repo};
+
+/// The line that marks a git hook as kapi's.
+pub const MARKER: &str = "# kapi-hook:";
+/// The suffix a foreign hook is kept under while kapi's runs in its place.
+pub const CHAINED: &str = ".pre-kapi";
+
+/// The git hooks kapi installs, with their shims (the files of the
+/// repository's `hooks/` folder).
+pub const GIT_HOOKS: &[(&str, &str)] = &[
+    ("pre-commit", include_str!("../../hooks/pre-commit")),
+    ("post-merge", include_str!("../../hooks/post-merge")),
+];
+
+/// The `CLAUDE.md` install offers: Claude Code reads it, and it imports
+/// the `AGENTS.md` other agents read.
+pub const CLAUDE_MD: &str = "@AGENTS.md\n";
+
+/// Claude Code's events: (event, matcher, command, timeout in seconds).
+pub const CLAUDE_HOOKS: &[(&str, Option<&str>, &str, u32)] = &[
+    ("SessionStart", None, "kapi hook claude-session-start", 30),
+    (
+        "PostToolUse",
+        Some("Edit|Write|MultiEdit"),
+        "kapi hook claude-post-edit",
+        30,
+    ),
+    ("Stop", None, "kapi hook claude-stop", 60),
+];
+
+/// Codex's events (its hooks.json has Claude Code's shape).
+pub const CODEX_HOOKS: &[(&str, Option<&str>, &str, u32)] =
+    &[("Stop", None, "kapi hook codex-stop", 60)];
+
+/// Where hooks are installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Git,
+    Claude,
+    Codex,
+}
+
+impl Target {
+    pub const DEFAULT: [Target; 2] = [Target::Git, Target::Claude];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Target::Git => "git",
+            Target::Claude => "claude",
+            Target::Codex => "codex",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HooksError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("cannot {what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{} is not JSON kapi can edit ({message}); fix it, or add the hooks by hand (docs/hooks.md)",
+        path.display()
+    )]
+    Settings { path: PathBuf, message: String },
+    #[error(
+        "{} and {} both exist and neither is kapi's: move one away, then install again",
+        hook.display(), kept.display()
+    )]
+    Crowded { hook: PathBuf, kept: PathBuf },
+}
+
+fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> HooksError + 'p {
+    move |source| HooksError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One thing install or uninstall did (or, dry, would do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub target: Target,
+    /// The hook or event.
+    pub hook: String,
+    pub path: PathBuf,
+    pub action: Action,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Written where nothing was.
+    Installed,
+    /// Written in place of a foreign hook, kept beside it and run first.
+    Chained { kept: PathBuf },
+    /// kapi's older hook replaced by this version's.
+    Updated,
+    /// Already installed as it would be.
+    Unchanged,
+    /// kapi's removed.
+    Removed,
+    /// kapi's removed and the foreign hook put back.
+    Restored { from: PathBuf },
+    /// Left alone: not kapi's.
+    Foreign,
+    /// Nothing of kapi's there.
+    Absent,
+    /// A file created to hold the hooks (a rules file, a settings file).
+    Created,
+}
+
+/// What is in place for one hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub target: Target,
+    pub hook: String,
+    pub path: PathBuf,
+    pub state: State,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// kapi's, as this version writes it; `chained` when a foreign hook
+    /// runs first.
+    Installed { chained: Option<PathBuf> },
+    /// kapi's, from another version: install again to update.
+    Outdated,
+    /// Not kapi's.
+    Foreign,
+    /// Nothing there.
+    Absent,
+}
+
+/// Install, status or uninstall in the repository at or above `dir`.
+pub struct Hooks {
+    repo: Repo,
+    root: PathBuf,
+}
+
+impl Hooks {
+    pub fn open(dir: &Path) -> Result<Self, HooksError> {
+        let repo = Repo::discover(dir)?;
+        let root = repo.require_work_tree()?.to_path_buf();
+        Ok(Self { repo, root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The folder git runs hooks from.
+    pub fn git_hooks_dir(&self) -> Result<PathBuf, HooksError> {
+        Ok(self.repo.hooks_dir()?)
+    }
+
+    pub fn install(&self, targets: &[Target], dry_run: bool) -> Result<Vec<Change>, HooksError> {
+        let mut changes = Vec::new();
+        for target in targets {
+            match target {
+                Target::Git => changes.extend(self.install_git(dry_run)?),
+                Target::Claude => changes.extend(self.install_settings(
+                    Target::Claude,
+                    &self.claude_settings(),
+                    CLAUDE_HOOKS,
+                    dry_run,
+                )?),
+                Target::Codex => changes.extend(self.install_settings(
+                    Target::Codex,
+                    &self.codex_settings(),
+                    CODEX_HOOKS,
+                    dry_run,
+                )?),
+            }
+        }
+        Ok(changes)
+    }
+
+    pub fn uninstall(&self, targets: &[Target], dry_run: bool) -> Result<Vec<Change>, HooksError> {
+        let mut changes = Vec::new();
+        for target in targets {
+            match target {
+                Target::Git => changes.extend(self.uninstall_git(dry_run)?),
+                Target::Claude => changes.extend(self.uninstall_settings(
+                    Target::Claude,
+                    &self.claude_settings(),
+                    CLAUDE_HOOKS,
+                    dry_run,
+                )?),
+                Target::Codex => changes.extend(self.uninstall_settings(
+                    Target::Codex,
+                    &self.codex_settings(),
+                    CODEX_HOOKS,
+                    dry_run,
+                )?),
+            }
+        }
+        Ok(changes)
+    }
+
+    pub fn status(&self) -> Result<Vec<Status>, HooksError> {
+        let mut out = Vec::new();
+        let dir = self.git_hooks_dir()?;
+        for (name, shim) in GIT_HOOKS {
+            let path = dir.join(name);
+            let kept = dir.join(format!("{name}{CHAINED}"));
+            let state = match read_optional(&path)? {
+                None => State::Absent,
+                Some(text) if text == *shim => State::Installed {
+                    chained: kept.exists().then_some(kept),
+                },
+                Some(text) if is_kapis(&text) => State::Outdated,
+                Some(_) => State::Foreign,
+            };
+            out.push(Status {
+                target: Target::Git,
+                hook: (*name).to_owned(),
+                path,
+                state,
+            });
+        }
+        for (target, path, events) in [
+            (Target::Claude, self.claude_settings(), CLAUDE_HOOKS),
+            (Target::Codex, self.codex_settings(), CODEX_HOOKS),
+        ] {
+            let settings = read_settings(&path)?;
+            for (event, _, command, _) in events {
+                let commands = settings
+                    .as_ref()
+                    .map(|s| event_commands(s, event))
+                    .unwrap_or_default();
+                let state = if commands.iter().any(|c| c == command) {
+                    State::Installed { chained: None }
+                } else if commands.iter().any(|c| c.starts_with("kapi hook ")) {
+                    State::Outdated
+                } else if !commands.is_empty() {
+                    State::Foreign
+                } else {
+                    State::Absent
+                };
+                out.push(Status {
+                    target,
+                    hook: (*event).to_owned(),
+                    path: path.clone(),
+                    state,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// `CLAUDE.md` at the top of the work tree, if it exists.
+    pub fn claude_md(&self) -> Option<PathBuf> {
+        let path = self.root.join("CLAUDE.md");
+        path.exists().then_some(path)
+    }
+
+    /// Create `CLAUDE.md` importing `AGENTS.md` (Claude Code does not read
+    /// `AGENTS.md` itself), unless it exists. It is the project's file from
+    /// then on: uninstall leaves it.
+    pub fn create_claude_md(&self, dry_run: bool) -> Result<Option<Change>, HooksError> {
+        if self.claude_md().is_some() {
+            return Ok(None);
+        }
+        let path = self.root.join("CLAUDE.md");
+        if !dry_run {
+            crate::atomic::replace(&path, CLAUDE_MD.as_bytes(), None)
+                .map_err(io("write", &path))?;
+        }
+        Ok(Some(Change {
+            target: Target::Claude,
+            hook: "CLAUDE.md".into(),
+            path,
+            action: Action::Created,
+        }))
+    }
+
+    fn claude_settings(&self) -> PathBuf {
+        self.root.join(".claude").join("settings.json")
+    }
+
+    fn codex_settings(&self) -> PathBuf {
+        self.root.join(".codex").join("hooks.json")
+    }
+
+    fn install_git(&self, dry_run: bool) -> Result<Vec<Change>, HooksError> {
+        let dir = self.git_hooks_dir()?;
+        let mut changes = Vec::new();
+        for (name, shim) in GIT_HOOKS {
+            let path = dir.join(name);
+            let kept = dir.join(format!("{name}{CHAINED}"));
+            let action = match read_optional(&path)? {
+                Some(text) if text == *shim => Action::Unchanged,
+                Some(text) if is_kapis(&text) => Action::Updated,
+                Some(_) if kept.exists() => {
+                    return Err(HooksError::Crowded { hook: path, kept });
+                }
+                Some(_) => Action::Chained { kept: kept.clone() },
+                None => Action::Installed,
+            };
+            changes.push(Change {
+                target: Target::Git,
+                hook: (*name).to_owned(),
+                path,
+                action,
+            });
+        }
+        // Every hook was looked at before any is written: a refusal leaves
+        // nothing half installed.
+        if !dry_run {
+            for (change, (_, shim)) in changes.iter().zip(GIT_HOOKS) {
+                let path = &change.path;
+                match &change.action {
+                    Action::Chained { kept } => {
+                        std::fs::rename(path, kept).map_err(io("keep", path))?;
+                        write_executable(path, shim)?;
+                    }
+                    Action::Installed | Action::Updated => {
+                        std::fs::create_dir_all(&dir).map_err(io("create", &dir))?;
+                        write_executable(path, shim)?;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(changes)
+    }
+
+    fn uninstall_git(&self, dry_run: bool) -> Result<Vec<Change>, HooksError> {
+        let dir = self.git_hooks_dir()?;
+        let mut changes = Vec::new();
+        for (name, _) in GIT_HOOKS {
+            let path = dir.join(name);
+            let kept = dir.join(format!("{name}{CHAINED}"));
+            let action = match read_optional(&path)? {
+                Some(text) if is_kapis(&text) => {
+                    if kept.exists() {
+                        Action::Restored { from: kept.clone() }
+                    } else {
+                        Action::Removed
+                    }
+                }
+                Some(_) => Action::Foreign,
+                None => Action::Absent,
+            };
+            if !dry_run {
+                match &action {
+                    Action::Removed => std::fs::remove_file(&path).map_err(io("remove", &path))?,
+                    Action::Restored { from } => {
+                        std::fs::rename(from, &path).map_err(io("restore", from))?
+                    }
+                    _ => {}
+                }
+            }
+            changes.push(Change {
+                target: Target::Git,
+                hook: (*name).to_owned(),
+                path,
+                action,
+            });
+        }
+        Ok(changes)
+    }
+
+    fn install_settings(
+        &self,
+        target: Target,
+        path: &Path,
+        events: &[(&str, Option<&str>, &str, u32)],
+        dry_run: bool,
+    ) -> Result<Vec<Change>, HooksError> {
+        let existing = read_settings(path)?;
+        let created = existing.is_none();
+        let mut settings = existing.unwrap_or(J::Obj(Vec::new()));
+        let mut changes = Vec::new();
+        let mut changed = false;
+        for (event, matcher, command, timeout) in events {
+            let action = if event_commands(&settings, event)
+                .iter()
+                .any(|c| c == command)
+            {
+                Action::Unchanged
+            } else {
+                // An older kapi command for this event goes first.
+                remove_commands(&mut settings, event, |c| c.starts_with("kapi hook "));
+                let mut hook = vec![
+                    ("type".to_owned(), J::str("command")),
+                    ("command".to_owned(), J::str(command)),
+                ];
+                if target == Target::Claude {
+                    hook.push(("timeout".to_owned(), J::Num((*timeout).into())));
+                }
+                let mut group = Vec::new();
+                if let Some(m) = matcher {
+                    group.push(("matcher".to_owned(), J::str(m)));
+                }
+                group.push(("hooks".to_owned(), J::Arr(vec![J::Obj(hook)])));
+                let list = settings
+                    .entry("hooks", J::Obj(Vec::new()))
+                    .and_then(|h| h.entry(event, J::Arr(Vec::new())));
+                match list {
+                    Some(J::Arr(groups)) => groups.push(J::Obj(group)),
+                    _ => {
+                        return Err(HooksError::Settings {
+                            path: path.to_path_buf(),
+                            message: format!("`hooks.{event}` is not a list"),
+                        });
+                    }
+                }
+                changed = true;
+                Action::Installed
+            };
+            changes.push(Change {
+                target,
+                hook: (*event).to_owned(),
+                path: path.to_path_buf(),
+                action,
+            });
+        }
+        if changed && !dry_run {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io("create", parent))?;
+            }
+            write_settings(path, &settings)?;
+        }
+        if changed && created {
+            changes.push(Change {
+                target,
+                hook: "settings".into(),
+                path: path.to_path_buf(),
+                action: Action::Created,
+            });
+        }
+        Ok(changes)
+    }
+
+    fn uninstall_settings(
+        &self,
+        target: Target,
+        path: &Path,
+        events: &[(&str, Option<&str>, &str, u32)],
+        dry_run: bool,
+    ) -> Result<Vec<Change>, HooksError> {
+        let Some(mut settings) = read_settings(path)? else {
+            return Ok(events
+                .iter()
+                .map(|(event, ..)| Change {
+                    target,
+                    hook: (*event).to_owned(),
+                    path: path.to_path_buf(),
+                    action: Action::Absent,
+                })
+                .collect());
+        };
+        let mut changes = Vec::new();
+        let mut changed = false;
+        for (event, ..) in events {
+            let removed = remove_commands(&mut settings, event, |c| c.starts_with("kapi hook "));
+            changed |= removed;
+            changes.push(Change {
+                target,
+                hook: (*event).to_owned(),
+                path: path.to_path_buf(),
+                action: if removed {
+                    Action::Removed
+                } else {
+                    Action::Absent
+                },
+            });
+        }
+        if changed && !dry_run {
+            if settings.is_empty_container() {
+                std::fs::remove_file(path).map_err(io("remove", path))?;
+                // The folder too, when install made it and nothing else is in it.
+                if let Some(parent) = path.parent() {
+                    let _ = std::fs::remove_dir(parent);
+                }
+            } else {
+                write_settings(path, &settings)?;
+            }
+        }
+        Ok(changes)
+    }
+}
+
+/// Whether a hook file is one kapi wrote.
+fn is_kapis(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with(MARKER))
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, HooksError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(HooksError::Io {
+            what: "read",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+fn write_executable(path: &Path, text: &str) -> Result<(), HooksError> {
+    #[cfg(unix)]
+    let permissions = {
+        use std::os::unix::fs::PermissionsExt;
+        Some(std::fs::Permissions::from_mode(0o755))
+    };
+    #[cfg(not(unix))]
+    let permissions = None;
+    crate::atomic::replace(path, text.as_bytes(), permissions).map_err(io("write", path))
+}
+
+/// Replace a settings file whole, through a link to its target, keeping
+/// its permissions.
+fn write_settings(path: &Path, settings: &J) -> Result<(), HooksError> {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
+    crate::atomic::replace(&target, settings.to_pretty().as_bytes(), permissions)
+        .map_err(io("write", path))
+}
+
+fn read_settings(path: &Path) -> Result<Option<J>, HooksError> {
+    let Some(text) = read_optional(path)? else {
+        return Ok(None);
+    };
+    let value: J = serde_json::from_str(&text).map_err(|e| HooksError::Settings {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    if !matches!(value, J::Obj(_)) {
+        return Err(HooksError::Settings {
+            path: path.to_path_buf(),
+            message: "the top level is not an object".into(),
+        });
+    }
+    Ok(Some(value))
+}
+
+/// The commands the settings run for `event`.
+fn event_commands(settings: &J, event: &str) -> Vec<String> {
+    let Some(J::Arr(groups)) = settings.get("hooks").and_then(|h| h.get(event)) else {
+        return Vec::new();
+    };
+    groups
+        .iter()
+        .filter_map(|g| match g.get("hooks") {
+            Some(J::Arr(hooks)) => Some(hooks),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|h| h.get("command").and_then(J::as_str).map(str::to_owned))
+        .collect()
+}
+
+/// Remove the hooks of `event` whose command `is_ours` says, then the
+/// groups, the event and the `hooks` object left empty. Whether any was.
+fn remove_commands(settings: &mut J, event: &str, is_ours: impl Fn(&str) -> bool) -> bool {
+    let Some(hooks) = settings.get_mut("hooks") else {
+        return false;
+    };
+    let Some(J::Arr(groups)) = hooks.get_mut(event) else {
+        return false;
+    };
+    let mut removed = false;
+    for group in groups.iter_mut() {
+        if let Some(J::Arr(list)) = group.get_mut("hooks") {
+            let before = list.len();
+            list.retain(|h| !h.get("command").and_then(J::as_str).is_some_and(&is_ours));
+            if list.len() != before {
+                removed = true;
+            }
+        }
+    }
+    if removed {
+        groups.retain(|g| !matches!(g.get("hooks"), Some(J::Arr(l)) if l.is_empty()));
+        if groups.is_empty() {
+            hooks.remove(event);
+        }
+        if hooks.is_empty_container() {
+            settings.remove("hooks");
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_hosts_settings_lose_exactly_what_install_added() {
+        let before = "{\n  \"permissions\": {\n    \"allow\": []\n  },\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"./mine.sh\"\n          }\n        ]\n      }\n    ]\n  }\n}\n";
+        let mut settings: J = serde_json::from_str(before).unwrap();
+        let list = settings
+            .entry("hooks", J::Obj(Vec::new()))
+            .and_then(|h| h.entry("Stop", J::Arr(Vec::new())));
+        if let Some(J::Arr(groups)) = list {
+            groups.push(J::obj(&[(
+                "hooks",
+                J::Arr(vec![J::obj(&[(
+                    "command",
+                    J::str("kapi hook claude-stop"),
+                )])]),
+            )]));
+        }
+        assert_eq!(
+            event_commands(&settings, "Stop"),
+            ["./mine.sh", "kapi hook claude-stop"]
+        );
+        assert!(remove_commands(&mut settings, "Stop", |c| c.starts_with("kapi hook ")));
+        assert_eq!(settings.to_pretty(), before);
+        assert!(!remove_commands(&mut settings, "Stop", |c| c.starts_with("kapi hook ")));
+    }
+
+    #[test]
+    fn the_shims_carry_the_marker_and_call_their_event() {
+        for (name, shim) in GIT_HOOKS {
+            assert!(is_kapis(shim), "{name}");
+            assert!(shim.contains(&format!("hook={name}\n")), "{name}");
+        }
+    }
+}

@@ -1,0 +1,910 @@
+//! The hook suite end to end: `kapi hooks install|status|uninstall` on real
+//! repositories (a foreign hook present, `core.hooksPath` set), real `git
+//! commit` and `git merge` running the installed shims, and the agent hooks
+//! fed the JSON Claude Code and Codex send (fixtures/hooks/).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::{NOW, Run, SEED, TestEnv, kapi_bin};
+
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hooks")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn fill(text: &str, pairs: &[(&str, &str)]) -> String {
+    let mut text = text.to_owned();
+    for (k, v) in pairs {
+        text = text.replace(&format!("{{{{{k}}}}}"), v);
+    }
+    text
+}
+
+/// PATH with the kapi under test first, so the installed shims find it.
+fn path_with_kapi() -> String {
+    let dir = kapi_bin().parent().unwrap().to_path_buf();
+    let rest = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{rest}", dir.display())
+}
+
+/// A git command that runs the installed hooks with the kapi under test.
+fn git_hooked(repo: &TestEnv, args: &[&str]) -> Run {
+    let mut cmd = repo.git_cmd(args);
+    cmd.env("PATH", path_with_kapi())
+        .env("KAPI_NOW", NOW)
+        .env("KAPI_SEED", SEED);
+    cmd.output().unwrap().into()
+}
+
+/// A person records the term rule and keeps it: it fails checks.
+fn kept_rule(repo: &TestEnv) -> String {
+    repo.kapi(&[
+        "context",
+        "note",
+        "--term",
+        "Quickcast",
+        "--instead-of",
+        "Quick cast",
+        "--quote",
+        "Quick cast",
+    ])
+    .ok();
+    let lines = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let id = lines.last().unwrap()["short"].as_str().unwrap().to_owned();
+    repo.kapi(&["context", "review", "--keep", &id]).ok();
+    id
+}
+
+/// Every file under `dir` with its bytes and mode: what "as it was" means.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            // kapi's own store and git's objects are not what install touches.
+            let name = entry.file_name();
+            if matches!(
+                name.to_str(),
+                Some("objects" | "kapi" | "logs" | "refs" | "index")
+            ) || name.to_string_lossy().starts_with("ORIG_HEAD")
+            {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((
+                    path.strip_prefix(dir).unwrap().to_path_buf(),
+                    std::fs::read(&path).unwrap_or_default(),
+                    meta.permissions().mode(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// An agent session the hooks hear about: its id and transcript.
+struct Agent<'a> {
+    repo: &'a TestEnv,
+    session: String,
+    transcript: PathBuf,
+    entries: usize,
+}
+
+impl<'a> Agent<'a> {
+    fn new(repo: &'a TestEnv, session: &str) -> Self {
+        let transcript = repo.root().join(format!("{session}.jsonl"));
+        std::fs::write(
+            &transcript,
+            fill(&fixture("transcript.jsonl"), &[("SESSION", session)]),
+        )
+        .unwrap();
+        Agent {
+            repo,
+            session: session.to_owned(),
+            transcript,
+            entries: 2,
+        }
+    }
+
+    /// Claude Code appends an entry (a Stop hook summary, the next turn).
+    fn next_entry(&mut self) {
+        self.entries += 1;
+        let line = format!(
+            "{{\"type\":\"system\",\"subtype\":\"stop_hook_summary\",\"uuid\":\"entry-{}\",\"sessionId\":\"{}\"}}\n",
+            self.entries, self.session
+        );
+        let mut text = std::fs::read_to_string(&self.transcript).unwrap();
+        text.push_str(&line);
+        std::fs::write(&self.transcript, text).unwrap();
+    }
+
+    fn input(&self, name: &str, extra: &[(&str, &str)]) -> String {
+        let cwd = self.repo.path().display().to_string();
+        let transcript = self.transcript.display().to_string();
+        let mut pairs = vec![
+            ("SESSION", self.session.as_str()),
+            ("CWD", cwd.as_str()),
+            ("TRANSCRIPT", transcript.as_str()),
+        ];
+        pairs.extend_from_slice(extra);
+        fill(&fixture(name), &pairs)
+    }
+
+    fn hook(&self, event: &str, input: &str, env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.repo.kapi_cmd(&["hook", event]);
+        cmd.env("CLAUDECODE", "1");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        piped(cmd, input.as_bytes())
+    }
+
+    fn stop(&self, active: bool) -> Run {
+        let input = self.input(
+            "claude-stop.json",
+            &[("STOP_HOOK_ACTIVE", if active { "true" } else { "false" })],
+        );
+        self.hook("claude-stop", &input, &[])
+    }
+
+    fn wrote(&self, file: &str, tool_use_id: &str) -> Run {
+        let file = self.repo.join(file).display().to_string();
+        let input = self.input(
+            "claude-post-tool-use-write.json",
+            &[("FILE", &file), ("TOOL_USE_ID", tool_use_id)],
+        );
+        self.hook("claude-post-edit", &input, &[])
+    }
+}
+
+fn piped(mut cmd: Command, input: &[u8]) -> Run {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap().into()
+}
+
+/// The check runs the log holds for `session`.
+fn check_runs(repo: &TestEnv, session: &str) -> Vec<serde_json::Value> {
+    repo.kapi(&[
+        "context",
+        "log",
+        "--json",
+        "--kind",
+        "check",
+        "--session",
+        session,
+    ])
+    .ok()
+    .json_lines()
+}
+
+#[test]
+fn the_done_scenario_commit_refused_stop_fixed_once_and_caught_then_uninstalled() {
+    let repo = TestEnv::new();
+    repo.write("README.md", "# Project\n");
+    repo.git(&["add", "README.md"]);
+    repo.git(&["commit", "-qm", "start"]);
+    let before_git = snapshot(&repo.join(".git"));
+    let before_tree = repo.git(&["status", "--porcelain", "--ignored"]);
+
+    let run = repo.kapi(&["hooks", "install"]).ok();
+    assert!(run.stdout.contains("pre-commit"), "{}", run.stdout);
+    assert!(repo.join(".claude/settings.json").exists());
+    kept_rule(&repo);
+
+    // A commit that violates the kept rule is refused.
+    repo.write("docs/guide.md", "Open Quick cast from the menu.\n");
+    repo.git(&["add", "docs/guide.md"]);
+    let commit = git_hooked(&repo, &["commit", "-qm", "guide"]);
+    assert_ne!(commit.code, 0, "{}", commit.stderr);
+    assert!(
+        commit
+            .stderr
+            .contains("use \"Quickcast\", not \"Quick cast\""),
+        "{}",
+        commit.stderr
+    );
+    assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]), "1");
+    repo.git(&["reset", "-q"]);
+
+    // The agent's turn ends with the violation: the Stop hook asks it to
+    // fix it (exit 2, the findings on stderr).
+    let mut agent = Agent::new(&repo, "s-done");
+    let stop = agent.stop(false).code(2);
+    assert!(stop.stderr.contains("docs/guide.md:1:6"), "{}", stop.stderr);
+    assert!(stop.stderr.len() < 10_000);
+    // Claude Code runs the hook again for the same Stop: one operation.
+    agent.stop(false).code(2);
+    assert_eq!(check_runs(&repo, "s-done").len(), 1);
+
+    // The agent fixes it; its next Stop (continuing from the block) is clean.
+    agent.next_entry();
+    repo.write("docs/guide.md", "Open Quickcast from the menu.\n");
+    agent.stop(true).ok();
+    let runs = check_runs(&repo, "s-done");
+    assert_eq!(runs.len(), 2);
+
+    let session = repo
+        .kapi(&["context", "session", "s-done", "--json"])
+        .ok()
+        .json();
+    assert_eq!(session["runs"], 2);
+    assert_eq!(session["caught"].as_array().unwrap().len(), 1, "{session}");
+    assert_eq!(session["caught"][0]["path"], "docs/guide.md");
+    assert_eq!(session["caught"][0]["quote"], "Quick cast");
+    assert_eq!(session["review"], "kapi context review --session s-done");
+    let human = repo.kapi(&["context", "session", "s-done"]).ok();
+    assert!(human.stdout.contains("caught 1"), "{}", human.stdout);
+    assert!(
+        human
+            .stdout
+            .trim_end()
+            .ends_with("kapi context review --session s-done"),
+        "{}",
+        human.stdout
+    );
+
+    // Check runs never leave the machine.
+    let export = repo.kapi(&["store", "export", "-"]).ok();
+    assert!(
+        !export.stdout.contains("context.check"),
+        "{}",
+        export.stdout
+    );
+    assert!(export.stdout.contains("context.keep"), "{}", export.stdout);
+
+    // Uninstall leaves the repository as it was.
+    std::fs::remove_file(repo.join("docs/guide.md")).unwrap();
+    std::fs::remove_dir(repo.join("docs")).unwrap();
+    repo.kapi(&["hooks", "uninstall"]).ok();
+    assert_eq!(snapshot(&repo.join(".git")), before_git);
+    assert_eq!(
+        repo.git(&["status", "--porcelain", "--ignored"]),
+        before_tree
+    );
+    assert!(!repo.join(".claude").exists());
+}
+
+#[test]
+fn a_foreign_hook_is_chained_kept_and_restored_and_reinstalling_changes_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = TestEnv::new();
+    let hook = repo.join(".git/hooks/pre-commit");
+    let foreign = "#!/bin/sh\necho foreign pre-commit ran >&2\n";
+    std::fs::write(&hook, foreign).unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let before = snapshot(&repo.join(".git/hooks"));
+
+    // A dry run says what would change and changes nothing.
+    let dry = repo.kapi(&["hooks", "install", "--git", "--dry-run"]).ok();
+    assert!(dry.stdout.contains("would be kept as"), "{}", dry.stdout);
+    assert_eq!(snapshot(&repo.join(".git/hooks")), before);
+
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+    let installed = snapshot(&repo.join(".git/hooks"));
+    assert!(repo.join(".git/hooks/pre-commit.pre-kapi").exists());
+    let status = repo.kapi(&["hooks", "status"]).ok();
+    assert!(
+        status.stdout.contains("runs the foreign hook kept as"),
+        "{}",
+        status.stdout
+    );
+    let again = repo.kapi(&["hooks", "install", "--git"]).ok();
+    assert!(
+        again.stdout.contains("already installed"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(snapshot(&repo.join(".git/hooks")), installed);
+
+    // A commit runs the foreign hook, then kapi's.
+    kept_rule(&repo);
+    repo.write("a.md", "Quick cast\n");
+    repo.git(&["add", "a.md"]);
+    let refused = git_hooked(&repo, &["commit", "-qm", "a"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("foreign pre-commit ran"),
+        "{}",
+        refused.stderr
+    );
+    repo.write("a.md", "Quickcast\n");
+    repo.git(&["add", "a.md"]);
+    let ok = git_hooked(&repo, &["commit", "-qm", "a"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    assert!(
+        ok.stderr.contains("foreign pre-commit ran"),
+        "{}",
+        ok.stderr
+    );
+
+    // A foreign hook that fails still stops the commit.
+    std::fs::write(
+        repo.join(".git/hooks/pre-commit.pre-kapi"),
+        "#!/bin/sh\nexit 3\n",
+    )
+    .unwrap();
+    repo.write("b.md", "fine\n");
+    repo.git(&["add", "b.md"]);
+    let stopped = git_hooked(&repo, &["commit", "-qm", "b"]);
+    assert_ne!(stopped.code, 0);
+    assert!(!stopped.stderr.contains("checked"), "{}", stopped.stderr);
+    std::fs::write(repo.join(".git/hooks/pre-commit.pre-kapi"), foreign).unwrap();
+
+    repo.kapi(&["hooks", "uninstall", "--git"]).ok();
+    assert_eq!(snapshot(&repo.join(".git/hooks")), before);
+    // Uninstalling again finds nothing of kapi's and leaves the foreign hook.
+    let none = repo.kapi(&["hooks", "uninstall", "--git"]).ok();
+    assert!(
+        none.stdout.contains("not kapi's: left alone"),
+        "{}",
+        none.stdout
+    );
+}
+
+#[test]
+fn core_hooks_path_is_where_the_hooks_go_and_come_back_from() {
+    let repo = TestEnv::new();
+    repo.git(&["config", "core.hooksPath", ".githooks"]);
+    std::fs::create_dir(repo.join(".githooks")).unwrap();
+    repo.write(".githooks/post-merge", "#!/bin/sh\necho team post-merge\n");
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+    assert!(repo.join(".githooks/pre-commit").exists());
+    assert!(repo.join(".githooks/post-merge.pre-kapi").exists());
+    assert!(!repo.join(".git/hooks/pre-commit").exists());
+
+    kept_rule(&repo);
+    repo.write("a.md", "Quick cast\n");
+    repo.git(&["add", "a.md"]);
+    assert_eq!(git_hooked(&repo, &["commit", "-qm", "a"]).code, 1);
+
+    repo.kapi(&["hooks", "uninstall", "--git"]).ok();
+    assert!(!repo.join(".githooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".githooks/post-merge")).unwrap(),
+        "#!/bin/sh\necho team post-merge\n"
+    );
+    assert!(!repo.join(".githooks/post-merge.pre-kapi").exists());
+}
+
+#[test]
+fn a_linked_worktree_installs_where_git_runs_its_hooks() {
+    let repo = TestEnv::new();
+    repo.write("a.txt", "a\n");
+    repo.git(&["add", "a.txt"]);
+    repo.git(&["commit", "-qm", "a"]);
+    repo.git(&["worktree", "add", "-q", "../wt", "-b", "side"]);
+    let wt = repo.root().join("wt");
+    let run: Run = repo
+        .kapi_cmd(&["hooks", "install", "--git"])
+        .current_dir(&wt)
+        .output()
+        .unwrap()
+        .into();
+    let run = run.ok();
+    // Hooks are shared by every worktree: the common git dir's.
+    assert!(
+        repo.join(".git/hooks/pre-commit").exists(),
+        "{}",
+        run.stdout
+    );
+}
+
+const NOTE: &str = "---\nid: D-001\ntitle: Cache\nkind: decision\nstatus: accepted\nsensitivity: public\ndate: 2026-01-01\n---\nWe cache things.\n";
+
+#[test]
+fn pre_commit_fails_a_stale_artifact_with_the_command_or_regenerates_and_stages_it() {
+    let repo = TestEnv::new();
+    repo.write("decisions/D-001.md", NOTE);
+    repo.write(
+        "kapi.toml",
+        "[[compile]]\noutput = \"ctx/cache.json\"\nquery = \"cache\"\n\n[[compile]]\noutput = \"ctx/pinned.json\"\nquery = \"cache\"\ntoday = \"2026-11-30\"\n",
+    );
+    repo.kapi(&["compile-context", "--all"]).ok();
+    repo.git(&["add", "-A"]);
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+    assert_eq!(git_hooked(&repo, &["commit", "-qm", "one"]).code, 0);
+
+    // Midnight passes: the unpinned artifact is stale, the pinned one is not.
+    let mut cmd = repo.git_cmd(&["commit", "-qm", "two", "--allow-empty"]);
+    cmd.env("PATH", path_with_kapi())
+        .env("KAPI_NOW", "2026-12-01T09:00:00Z");
+    let run: Run = cmd.output().unwrap().into();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("ctx/cache.json is stale"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("ctx/pinned.json"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("kapi compile-context --all"),
+        "{}",
+        run.stderr
+    );
+
+    // The vault changes: with compile = "regenerate" the hook recompiles
+    // the stale artifacts and stages them into the commit.
+    repo.write(
+        "decisions/D-001.md",
+        &NOTE.replace("We cache things.", "We cache everything."),
+    );
+    repo.write(
+        "kapi.toml",
+        &format!(
+            "[hooks]\ncompile = \"regenerate\"\n\n{}",
+            std::fs::read_to_string(repo.join("kapi.toml")).unwrap()
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    let run = git_hooked(&repo, &["commit", "-qm", "three"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("ctx/pinned.json was stale: regenerated and staged"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    let changed = repo.git(&["diff", "--name-only", "HEAD~1", "HEAD"]);
+    assert!(changed.contains("ctx/pinned.json"), "{changed}");
+    assert!(changed.contains("ctx/cache.json"), "{changed}");
+}
+
+#[test]
+fn post_merge_regenerates_what_the_merge_made_stale_and_never_fails_the_merge() {
+    let repo = TestEnv::new();
+    repo.write("decisions/D-001.md", NOTE);
+    repo.write(
+        "kapi.toml",
+        "[[compile]]\noutput = \"ctx/cache.json\"\nquery = \"cache\"\n",
+    );
+    repo.kapi(&["compile-context", "--all"]).ok();
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "base"]);
+    repo.git(&["checkout", "-qb", "side"]);
+    repo.write(
+        "decisions/D-001.md",
+        &NOTE.replace("We cache things.", "We cache more."),
+    );
+    repo.git(&["commit", "-qam", "side"]);
+    repo.git(&["checkout", "-q", "main"]);
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+
+    let merge = git_hooked(&repo, &["merge", "-q", "--no-edit", "side"]);
+    assert_eq!(merge.code, 0, "{}", merge.stderr);
+    assert!(
+        merge
+            .stderr
+            .contains("the merge made ctx/cache.json stale: regenerated"),
+        "{}",
+        merge.stderr
+    );
+    let verified = repo.kapi(&["verify-context", "--all"]).ok();
+    assert!(
+        verified.stdout.contains("\"current\""),
+        "{}",
+        verified.stdout
+    );
+
+    // A broken kapi.toml: the hook reports and the merge still succeeds.
+    repo.git(&["commit", "-qam", "regenerated"]);
+    repo.git(&["checkout", "-qb", "other"]);
+    repo.write("x.txt", "x\n");
+    repo.git(&["add", "x.txt"]);
+    repo.git(&["commit", "-qm", "x"]);
+    repo.git(&["checkout", "-q", "main"]);
+    repo.write("kapi.toml", "[[compile]\nbroken");
+    let merge = git_hooked(&repo, &["merge", "-q", "--no-edit", "other"]);
+    assert_eq!(merge.code, 0, "{}", merge.stderr);
+    assert!(
+        merge.stderr.contains("post-merge skipped"),
+        "{}",
+        merge.stderr
+    );
+    assert!(repo.join("x.txt").exists());
+
+    // The hook itself exits 0 whatever happens.
+    let direct = repo.kapi(&["hook", "post-merge", "0"]);
+    assert_eq!(direct.code, 0, "{}", direct.stderr);
+}
+
+#[test]
+fn session_start_attributes_the_session_and_hands_the_rules_in_force_to_the_agent() {
+    let repo = TestEnv::new();
+    kept_rule(&repo);
+    let agent = Agent::new(&repo, "s-start");
+    let env_file = repo.root().join("claude-env");
+    let env = env_file.display().to_string();
+    let run = agent
+        .hook(
+            "claude-session-start",
+            &agent.input("claude-session-start.json", &[]),
+            &[("CLAUDE_ENV_FILE", &env)],
+        )
+        .ok();
+    assert_eq!(
+        std::fs::read_to_string(&env_file).unwrap(),
+        "export KAPI_SESSION='s-start'\n"
+    );
+    let answer = run.json();
+    assert_eq!(
+        answer["hookSpecificOutput"]["hookEventName"],
+        "SessionStart"
+    );
+    let context = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(context.contains("Quickcast"), "{context}");
+    assert!(context.len() <= 8_000);
+
+    // Sourcing the file attributes the session's kapi commands to it, so
+    // `--session this` works and the agent can withdraw its own suggestion.
+    let sourced = std::fs::read_to_string(&env_file).unwrap();
+    let session = sourced
+        .trim()
+        .trim_start_matches("export KAPI_SESSION='")
+        .trim_end_matches('\'');
+    repo.agent_term(session, "Autosave", "Auto save", &["--quote", "Auto save"])
+        .ok();
+    let mine = repo
+        .agent(session, &["context", "log", "--session", "this", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(mine.len(), 1);
+
+    // Never fails the session start: bad input, no env file, no repository.
+    let bad = agent.hook("claude-session-start", "not json", &[]);
+    assert_eq!(bad.code, 0, "{}", bad.stderr);
+    let plain = TestEnv::new();
+    let run = agent.hook(
+        "claude-session-start",
+        &agent.input("claude-session-start.json", &[]).replace(
+            &repo.path().display().to_string(),
+            &plain.root().join("nowhere").display().to_string(),
+        ),
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[test]
+fn post_edit_checks_the_file_written_once_per_tool_call() {
+    let repo = TestEnv::new();
+    kept_rule(&repo);
+    let agent = Agent::new(&repo, "s-edit");
+    repo.write("docs/a.md", "Quick cast is fast.\n");
+    let run = agent.wrote("docs/a.md", "toolu_01").code(2);
+    assert!(run.stderr.contains("docs/a.md:1:1"), "{}", run.stderr);
+    agent.wrote("docs/a.md", "toolu_01").code(2);
+    assert_eq!(check_runs(&repo, "s-edit").len(), 1);
+
+    repo.write("docs/a.md", "Quickcast is fast.\n");
+    agent.wrote("docs/a.md", "toolu_02").ok();
+    let runs = check_runs(&repo, "s-edit");
+    assert_eq!(runs.len(), 2);
+
+    // A file that is not prose is neither checked nor recorded.
+    repo.write("src/main.rs", "// Quick cast\n");
+    agent.wrote("src/main.rs", "toolu_03").ok();
+    assert_eq!(check_runs(&repo, "s-edit").len(), 2);
+
+    // MultiEdit reads the same way.
+    let file = repo.join("docs/a.md").display().to_string();
+    repo.write("docs/a.md", "Quick cast again.\n");
+    let input = agent.input(
+        "claude-post-tool-use-multiedit.json",
+        &[("FILE", &file), ("TOOL_USE_ID", "toolu_04")],
+    );
+    agent.hook("claude-post-edit", &input, &[]).code(2);
+
+    let session = repo
+        .kapi(&["context", "session", "s-edit", "--json"])
+        .ok()
+        .json();
+    assert_eq!(session["caught"].as_array().unwrap().len(), 1, "{session}");
+    assert_eq!(session["open"].as_array().unwrap().len(), 1, "{session}");
+}
+
+#[test]
+fn codex_stop_answers_with_a_json_decision() {
+    let repo = TestEnv::new();
+    kept_rule(&repo);
+    repo.write("notes.md", "Quick cast\n");
+    let agent = Agent::new(&repo, "s-codex");
+    let input = agent.input(
+        "codex-stop.json",
+        &[("STOP_HOOK_ACTIVE", "false"), ("TOOL_USE_ID", "turn-1")],
+    );
+    let mut cmd = repo.kapi_cmd(&["hook", "codex-stop"]);
+    cmd.env("KAPI_AGENT", "codex");
+    let run = piped(cmd, input.as_bytes()).ok();
+    let answer = run.json();
+    assert_eq!(answer["decision"], "block");
+    assert!(answer["reason"].as_str().unwrap().contains("notes.md"));
+    let runs = check_runs(&repo, "s-codex");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["actor"]["name"], "codex");
+
+    // Installing for Codex writes its hooks.json; uninstall removes it.
+    repo.kapi(&["hooks", "install", "--codex"]).ok();
+    let hooks = std::fs::read_to_string(repo.join(".codex/hooks.json")).unwrap();
+    assert!(hooks.contains("kapi hook codex-stop"), "{hooks}");
+    repo.kapi(&["hooks", "uninstall", "--codex"]).ok();
+    assert!(!repo.join(".codex").exists());
+}
+
+#[test]
+fn an_agent_hook_that_cannot_work_never_blocks_the_agent() {
+    let repo = TestEnv::new();
+    let agent = Agent::new(&repo, "s-bad");
+    let run = agent.hook("claude-stop", "{\"no\": \"session\"}", &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("session_id"), "{}", run.stderr);
+    repo.write("kapi.toml", "not toml [");
+    let run = agent.stop(false);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+}
+
+#[test]
+fn claude_settings_of_the_project_keep_their_own_hooks_and_order() {
+    let repo = TestEnv::new();
+    let settings = "{\n  \"permissions\": {\n    \"allow\": [\n      \"Bash(npm test)\"\n    ]\n  },\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"./notify.sh\"\n          }\n        ]\n      }\n    ]\n  }\n}\n";
+    repo.write(".claude/settings.json", settings);
+    let mode = |repo: &TestEnv| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(repo.join(".claude/settings.json"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            repo.join(".claude/settings.json"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+    }
+    repo.kapi(&["hooks", "install", "--claude"]).ok();
+    assert_eq!(mode(&repo), 0o600);
+    let installed = std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap();
+    assert!(installed.starts_with("{\n  \"permissions\""), "{installed}");
+    assert!(installed.contains("./notify.sh") && installed.contains("kapi hook claude-stop"));
+    repo.kapi(&["hooks", "install", "--claude"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap(),
+        installed
+    );
+    repo.kapi(&["hooks", "uninstall", "--claude"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap(),
+        settings
+    );
+    assert_eq!(mode(&repo), 0o600);
+
+    // --claude-md creates CLAUDE.md importing AGENTS.md, which the rules
+    // refresh then keeps (it exists now).
+    repo.kapi(&["hooks", "install", "--claude", "--claude-md"])
+        .ok();
+    assert_eq!(
+        std::fs::read_to_string(repo.join("CLAUDE.md")).unwrap(),
+        "@AGENTS.md\n"
+    );
+    kept_rule(&repo);
+    let claude = std::fs::read_to_string(repo.join("CLAUDE.md")).unwrap();
+    assert!(
+        claude.starts_with("@AGENTS.md\n") && claude.contains("Quickcast"),
+        "{claude}"
+    );
+    assert!(!repo.join("AGENTS.md").exists());
+}
+
+#[test]
+fn stop_checks_what_the_session_changed_since_it_started_even_when_committed() {
+    let repo = TestEnv::new();
+    repo.write("README.md", "# Project\n");
+    repo.git(&["add", "README.md"]);
+    repo.git(&["commit", "-qm", "start"]);
+    kept_rule(&repo);
+    // An untracked draft that was there before the session began.
+    repo.write("notes/old.md", "Quick cast draft\n");
+    let agent = Agent::new(&repo, "s-base");
+    agent
+        .hook(
+            "claude-session-start",
+            &agent.input("claude-session-start.json", &[]),
+            &[],
+        )
+        .ok();
+    // The agent commits a violation (hooks not installed): HEAD moved, yet
+    // the file changed since the session began.
+    repo.write("docs/a.md", "Quick cast\n");
+    repo.git(&["add", "docs/a.md"]);
+    repo.git(&["commit", "-qm", "agent"]);
+    let stop = agent.stop(false).code(2);
+    assert!(stop.stderr.contains("docs/a.md"), "{}", stop.stderr);
+    assert!(!stop.stderr.contains("notes/old.md"), "{}", stop.stderr);
+    // Another session that began after that commit has nothing to fix.
+    let later = Agent::new(&repo, "s-later");
+    later
+        .hook(
+            "claude-session-start",
+            &later.input("claude-session-start.json", &[]),
+            &[],
+        )
+        .ok();
+    later.stop(false).ok();
+    // Until it touches the old draft.
+    repo.write("notes/old.md", "Quick cast draft, edited\n");
+    let mut later = later;
+    later.next_entry();
+    let stop = later.stop(false).code(2);
+    assert!(stop.stderr.contains("notes/old.md"), "{}", stop.stderr);
+}
+
+#[test]
+fn post_merge_records_the_merge_signals_of_the_range_and_settles_without_pushing() {
+    let repo = TestEnv::new();
+    repo.write("docs/a.md", "Open Quick cast.\n");
+    repo.git(&["add", "docs/a.md"]);
+    repo.git(&["commit", "-qm", "base"]);
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "Quick cast"])
+        .ok();
+    repo.git(&["checkout", "-qb", "fix"]);
+    repo.write("docs/a.md", "Open Quickcast.\n");
+    repo.git(&["commit", "-qam", "Write Quickcast (#7)"]);
+    repo.git(&["checkout", "-q", "main"]);
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+
+    let merge = git_hooked(&repo, &["merge", "-q", "fix"]);
+    assert_eq!(merge.code, 0, "{}", merge.stderr);
+    assert!(
+        merge
+            .stderr
+            .contains("recorded 1 merge signal for ORIG_HEAD..HEAD"),
+        "{}",
+        merge.stderr
+    );
+    let signals = repo
+        .kapi(&["context", "log", "--kind", "signal", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(signals.len(), 1, "{signals:?}");
+    // Running the hook again for the same merge records nothing more.
+    repo.kapi(&["hook", "post-merge", "0"]).ok();
+    let again = repo
+        .kapi(&["context", "log", "--kind", "signal", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(again.len(), 1);
+
+    // An agent's merge records no signal.
+    repo.git(&["checkout", "-qb", "agent"]);
+    repo.write("docs/b.md", "Quickcast too.\n");
+    repo.git(&["add", "docs/b.md"]);
+    repo.git(&["commit", "-qm", "b"]);
+    repo.git(&["checkout", "-q", "main"]);
+    let mut cmd = repo.git_cmd(&["merge", "-q", "agent"]);
+    cmd.env("PATH", path_with_kapi()).env("CLAUDECODE", "1");
+    let run: Run = cmd.output().unwrap().into();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.is_empty() || !run.stderr.contains("merge signal"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn pre_commit_names_each_artifact_it_cannot_pass_and_refuses() {
+    let repo = TestEnv::new();
+    repo.write(
+        "kapi.toml",
+        "[[compile]]\noutput = \"ctx/a.json\"\nquery = \"x\"\nroot = \"no-vault\"\n\n[[compile]]\noutput = \"ctx/b.json\"\nranking = \"nope\"\n",
+    );
+    repo.write("a.txt", "a\n");
+    repo.git(&["add", "-A"]);
+    let run = repo.kapi(&["hook", "pre-commit"]).code(1);
+    assert!(
+        run.stderr
+            .contains("kapi: ctx/a.json is stale (artifact_missing)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("kapi: [[compile]] ctx/b.json:"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("unknown ranking"), "{}", run.stderr);
+}
+
+/// The human output of the hooks, pinned: install beside a foreign hook,
+/// status, a refused commit's hook, a Stop's reason, a session's outcomes.
+#[test]
+fn hook_messages() {
+    let repo = TestEnv::new();
+    repo.write(".git/hooks/post-merge", "#!/bin/sh\necho mine\n");
+    let snap = |name: &str, run: &Run| insta::assert_snapshot!(name, repo.transcript(run));
+    snap("hooks_install", &repo.kapi(&["hooks", "install"]));
+    snap("hooks_status", &repo.kapi(&["hooks", "status"]));
+    kept_rule(&repo);
+    repo.write(
+        "docs/guide.md",
+        "# Guide\n\nOpen Quick cast from the menu.\n",
+    );
+    repo.git(&["add", "docs/guide.md"]);
+    snap(
+        "hook_pre_commit_refused",
+        &repo.kapi(&["hook", "pre-commit"]),
+    );
+    let mut agent = Agent::new(&repo, "s-snap");
+    snap("hook_claude_stop_blocks", &agent.stop(false));
+    agent.next_entry();
+    repo.write(
+        "docs/guide.md",
+        "# Guide\n\nOpen Quickcast from the menu.\n",
+    );
+    agent.stop(true).ok();
+    repo.agent_term("s-snap", "Autosave", "Auto save", &["--quote", "Auto save"])
+        .ok();
+    snap(
+        "context_session",
+        &repo.kapi(&["context", "session", "s-snap"]),
+    );
+    snap("hooks_uninstall", &repo.kapi(&["hooks", "uninstall"]));
+}
+
+#[test]
+fn an_older_shim_is_updated_and_two_foreign_hooks_are_never_guessed_between() {
+    let repo = TestEnv::new();
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+    let hook = repo.join(".git/hooks/pre-commit");
+    let shim = std::fs::read_to_string(&hook).unwrap();
+    std::fs::write(&hook, shim.replace("exec ", "exec  ")).unwrap();
+    let status = repo.kapi(&["hooks", "status"]).ok();
+    assert!(
+        status.stdout.contains("another kapi version"),
+        "{}",
+        status.stdout
+    );
+    let run = repo.kapi(&["hooks", "install", "--git"]).ok();
+    assert!(run.stdout.contains("pre-commit: updated"), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), shim);
+    repo.kapi(&["hooks", "uninstall", "--git"]).ok();
+
+    // post-merge is crowded: nothing is installed, pre-commit included.
+    let merge = repo.join(".git/hooks/post-merge");
+    std::fs::write(&merge, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::write(
+        repo.join(".git/hooks/post-merge.pre-kapi"),
+        "#!/bin/sh\nexit 0\n",
+    )
+    .unwrap();
+    let run = repo.kapi(&["hooks", "install", "--git"]).code(2);
+    assert!(run.stderr.contains("neither is kapi's"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&merge).unwrap(),
+        "#!/bin/sh\nexit 0\n"
+    );
+    assert!(!hook.exists());
+}
