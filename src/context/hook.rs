@@ -272,6 +272,15 @@ pub fn post_merge(session: &Session, squash: bool) -> PostMerge {
             "an agent's merge is not a person's signal (a person or the CI step runs `kapi context sync --merged`)"
                 .into(),
         );
+    } else if let Some(branch) = session
+        .store
+        .git()
+        .current_branch()
+        .filter(|b| *b != session.store.git().default_branch())
+    {
+        done.skipped = Some(format!(
+            "{branch} is not the default branch: a merge signal says a change reached the default branch"
+        ));
     } else {
         match super::settle::merge_signals(session, MERGED, None) {
             Ok(found) => {

@@ -133,6 +133,32 @@ impl Repo {
     pub fn kapi_dir(&self) -> PathBuf {
         self.common_dir().join("kapi")
     }
+
+    /// The branch checked out (`main`), if HEAD names one.
+    pub fn current_branch(&self) -> Option<String> {
+        let name = self.repo.head_name().ok()??;
+        Some(name.shorten().to_string())
+    }
+
+    /// The default branch: where `refs/remotes/origin/HEAD` points, else
+    /// `init.defaultBranch`, else `main` when it exists, else `master`.
+    pub fn default_branch(&self) -> String {
+        if let Ok(Some(r)) = self.repo.try_find_reference("refs/remotes/origin/HEAD")
+            && let gix::refs::TargetRef::Symbolic(target) = r.target()
+        {
+            let full = target.as_bstr().to_string();
+            if let Some(branch) = full.strip_prefix("refs/remotes/origin/") {
+                return branch.to_owned();
+            }
+        }
+        if let Some(name) = self.repo.config_snapshot().string("init.defaultBranch") {
+            return name.to_string();
+        }
+        match self.repo.try_find_reference("refs/heads/main") {
+            Ok(Some(_)) => "main".into(),
+            _ => "master".into(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -797,6 +797,30 @@ fn post_merge_records_the_merge_signals_of_the_range_and_settles_without_pushing
         .json_lines();
     assert_eq!(again.len(), 1);
 
+    // A merge into a branch that is not the default one records no signal.
+    repo.git(&["checkout", "-qb", "feature"]);
+    repo.git(&["checkout", "-qb", "side"]);
+    repo.write("docs/c.md", "Quickcast on the side.\n");
+    repo.git(&["add", "docs/c.md"]);
+    repo.git(&["commit", "-qm", "c (#8)"]);
+    repo.git(&["checkout", "-q", "feature"]);
+    let merge = git_hooked(
+        &repo,
+        &["merge", "-q", "--no-ff", "side", "-m", "Merge side"],
+    );
+    assert_eq!(merge.code, 0, "{}", merge.stderr);
+    assert!(
+        merge.stderr.contains("not the default branch"),
+        "{}",
+        merge.stderr
+    );
+    repo.git(&["checkout", "-q", "main"]);
+    let after = repo
+        .kapi(&["context", "log", "--kind", "signal", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(after.len(), 1, "{after:?}");
+
     // An agent's merge records no signal.
     repo.git(&["checkout", "-qb", "agent"]);
     repo.write("docs/b.md", "Quickcast too.\n");

@@ -112,6 +112,9 @@ fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
         }
     };
     let done = hook::post_merge(&session, squash);
+    if let Some(why) = &done.skipped {
+        eprintln!("kapi: {why}");
+    }
     if let Some(n) = done.signals.filter(|n| *n > 0) {
         eprintln!(
             "kapi: recorded {n} merge signal{} for {}",
