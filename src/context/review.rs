@@ -143,6 +143,12 @@ fn decide(session: &Session, req: ReviewRequest) -> Result<Vec<Record>, ContextE
     }
     for id in &keeps {
         admissible(session, &ledger, &req, id, Kind::Keep, &drops)?;
+        // The window the keep leaves: the bounds given, the others kept.
+        if let Some(state) = ledger.state(id.as_str()) {
+            let from = req.valid_from.as_ref().or(state.scope.valid_from.as_ref());
+            let to = req.valid_to.as_ref().or(state.scope.valid_to.as_ref());
+            check_window(from.map(String::as_str), to.map(String::as_str))?;
+        }
     }
     let mut recorded = Vec::new();
     for (kind, id) in drops

@@ -167,11 +167,21 @@ pub fn merge_signals(
     let filter = ProseFilter::new(&session.config.check)
         .map_err(|e| ContextError::Usage(format!("kapi.toml [check]: {e}")))?
         .with_vale_styles(Some(&session.root));
+    // Which suggestions hold at a path, remembered per path: a range
+    // touches the same files again and again.
+    let seen: std::sync::Mutex<std::collections::HashMap<String, Vec<usize>>> = Default::default();
     let covered = |path: &str| -> Vec<usize> {
+        if let Some(found) = seen.lock().ok().and_then(|m| m.get(path).cloned()) {
+            return found;
+        }
         let point = points.point(path);
-        (0..rules.len())
+        let holding: Vec<usize> = (0..rules.len())
             .filter(|&i| scopes[i].covers(&point))
-            .collect()
+            .collect();
+        if let Ok(mut m) = seen.lock() {
+            m.insert(path.to_owned(), holding.clone());
+        }
+        holding
     };
     let wanted = |path: &str| filter.is_prose(path) && !covered(path).is_empty();
     let commits = session

@@ -76,6 +76,10 @@ impl Repo {
         self.commit_range_where(spec, false, &|_| true)
     }
 
+    /// Commits are diffed on up to this many threads, each a contiguous
+    /// run of the walk (so neighbours share decoded trees).
+    const MAX_THREADS: usize = 8;
+
     /// [`Repo::commit_range`], following only first parents when
     /// `first_parent` (what landed on a branch, commit by commit: a merge
     /// shows the whole change it brought, its side branch's commits are not
@@ -85,7 +89,7 @@ impl Repo {
         &self,
         spec: &str,
         first_parent: bool,
-        wanted: &dyn Fn(&str) -> bool,
+        wanted: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<Vec<CommitDiff>, GitError> {
         if spec.contains("...") {
             return Err(GitError::Git {
@@ -114,11 +118,60 @@ impl Repo {
             walk = walk.first_parent_only();
         }
         let walk = walk.all().map_err(git("walking a commit range"))?;
-        let mut out = Vec::new();
+        let ids: Vec<ObjectId> = walk
+            .map(|info| info.map(|i| i.id))
+            .collect::<Result<_, _>>()
+            .map_err(git("walking a commit range"))?;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(Self::MAX_THREADS)
+            .min(ids.len().div_ceil(64))
+            .max(1);
+        if threads == 1 {
+            return self.diff_run(&ids, wanted);
+        }
+        // gix is built without its `parallel` feature: each thread opens
+        // the repository itself (objects only; the walk already ran here).
+        let git_dir = self.repo.git_dir().to_path_buf();
+        let per = ids.len().div_ceil(threads);
+        let runs: Vec<Result<Vec<CommitDiff>, GitError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ids
+                .chunks(per)
+                .map(|run| {
+                    let git_dir = &git_dir;
+                    scope.spawn(move || {
+                        let mut repo = gix::open(git_dir).map_err(git("opening the repository"))?;
+                        repo.objects.set_pack_cache(|| {
+                            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
+                                32 * 1024 * 1024,
+                            ))
+                        });
+                        Repo { repo }.diff_run(run, wanted)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut out = Vec::with_capacity(ids.len());
+        for run in runs {
+            out.extend(run?);
+        }
+        Ok(out)
+    }
+
+    /// Diff each commit of `ids` against its first parent, in order.
+    fn diff_run(
+        &self,
+        ids: &[ObjectId],
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<CommitDiff>, GitError> {
         let trees = Trees::default();
-        for info in walk {
-            let info = info.map_err(git("walking a commit range"))?;
-            out.push(self.commit_diff_where(info.id, wanted, &trees)?);
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            out.push(self.commit_diff_where(id, wanted, &trees)?);
             trees.trim();
         }
         Ok(out)

@@ -578,9 +578,12 @@ impl Folding {
         };
         match decision {
             Decision::Keep { window, advisory } => {
-                if window.valid_from.is_some() || window.valid_to.is_some() {
-                    state.scope.valid_from = window.valid_from.clone();
-                    state.scope.valid_to = window.valid_to.clone();
+                // A keep replaces the bounds it gives and keeps the other.
+                if let Some(from) = &window.valid_from {
+                    state.scope.valid_from = Some(from.clone());
+                }
+                if let Some(to) = &window.valid_to {
+                    state.scope.valid_to = Some(to.clone());
                 }
                 state.advisory = advisory;
                 state.kept = true;

@@ -925,3 +925,42 @@ fn a_ceiling_that_holds_none_of_the_way_up_is_ignored_as_git_ignores_it() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_keep_that_gives_one_bound_keeps_the_other() {
+    let repo = TestEnv::new();
+    let run = repo
+        .agent_term(
+            "s1",
+            "Quickcast",
+            "Quick cast",
+            &["--quote", "q", "--valid-from", "2026-01-01", "--json"],
+        )
+        .ok();
+    let op: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let id = op["id"].as_str().unwrap();
+    repo.kapi(&[
+        "context",
+        "review",
+        "--keep",
+        id,
+        "--valid-to",
+        "2027-01-01",
+    ])
+    .ok();
+    let line = log(&repo).into_iter().find(|l| l["id"] == id).unwrap();
+    assert_eq!(line["scope"]["valid_from"], "2026-01-01", "{line}");
+    assert_eq!(line["scope"]["valid_to"], "2027-01-01", "{line}");
+    // A bound that would leave the window empty is refused.
+    let run = repo
+        .kapi(&[
+            "context",
+            "review",
+            "--keep",
+            id,
+            "--valid-to",
+            "2025-06-01",
+        ])
+        .code(2);
+    assert!(run.stderr.contains("window is empty"), "{}", run.stderr);
+}
