@@ -106,7 +106,16 @@ impl Workspace {
 
     /// Read and fold the whole log.
     pub fn ledger(&self) -> Result<Ledger, ContextError> {
-        Ok(fold(self.store.load_all()?.records))
+        Ok(self.ledger_and_unreadable()?.0)
+    }
+
+    /// Read and fold the whole log, with how many stored lines could not
+    /// be read (malformed, over a limit, ...) and were skipped; `kapi store
+    /// doctor` names them.
+    pub fn ledger_and_unreadable(&self) -> Result<(Ledger, usize), ContextError> {
+        let loaded = self.store.load_all()?;
+        let unreadable = loaded.problems.len();
+        Ok((fold(loaded.records), unreadable))
     }
 }
 
@@ -291,6 +300,11 @@ fn project_key(config: &Config, store: &Store, root: &Path) -> String {
 /// A path as the log stores it: relative to the work tree (a relative path
 /// is taken from where kapi runs), `.` and `..` resolved, forward slashes.
 pub fn work_tree_path(session: &Session, path: &str) -> Result<String, ContextError> {
+    if session.store.work_tree().is_none() {
+        return Err(ContextError::Usage(format!(
+            "{path}: this repository has no work tree (it is bare), so there is no file to name as evidence; quote the evidence with --quote instead"
+        )));
+    }
     let absolute = session.cwd().join(path);
     let rel = absolute.strip_prefix(&session.root).map_err(|_| {
         ContextError::Usage(format!(

@@ -143,6 +143,24 @@ pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
     }
 }
 
+/// Whether `actor` may merge operations from elsewhere (`kapi store import
+/// FILE`, a sync push). Merging is transport, not a change of its own, but
+/// the operations it carries claim any author: an agent that could merge
+/// a hand-written file could establish its own rule under a person's name.
+/// So only a person merges.
+pub fn may_merge(actor: &Actor, command: &str) -> Result<(), PolicyError> {
+    if actor.kind == ActorKind::Person {
+        return Ok(());
+    }
+    Err(PolicyError {
+        actor: actor.label(),
+        what: format!("run `{command}`"),
+        why: format!(
+            "merged operations can claim any author, so only a person merges them: ask a person to run `{command}`"
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
