@@ -129,6 +129,16 @@ fn an_operation_dated_2045_in_the_log_cannot_drag_ids_even_with_the_clock_pinned
     op["id"] = Value::from(id.to_string());
     op["at"] = Value::from(id.instant());
     op["subject"] = serde_json::json!({"type": "note", "text": "dated 2045"});
+    // A person's import with the clock pinned to 2045 does not admit it.
+    repo.write("ahead.jsonl", &format!("{op}\n"));
+    let run = repo
+        .kapi_cmd(&["store", "import", "ahead.jsonl"])
+        .env("KAPI_NOW", "2045-01-01T00:00:01Z")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains(&id.to_string()), "{stderr}");
     let (path, old) = segment_of(&repo, &id.to_string());
     let b = blob(&repo, format!("{old}{op}\n").as_bytes());
     push_segments(&repo, &[(path, b)], "pushed ahead");
@@ -149,12 +159,20 @@ fn an_operation_dated_2045_in_the_log_cannot_drag_ids_even_with_the_clock_pinned
     assert!(run.status.success(), "{run:?}");
     let text = String::from_utf8_lossy(&run.stdout);
     assert!(!text.contains("\"at\":\"2045"), "{text}");
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor.stdout.contains(&format!("ahead: operation {id}")),
-        "{}",
-        doctor.stdout
-    );
+    // Named by the doctor, even with the clock pinned to 2045.
+    for pinned in [None, Some("2045-01-01T00:00:01Z")] {
+        let mut cmd = repo.kapi_cmd(&["store", "doctor"]);
+        if let Some(at) = pinned {
+            cmd.env("KAPI_NOW", at);
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        assert!(
+            stdout.contains(&format!("ahead: operation {id}")),
+            "{pinned:?}: {stdout}"
+        );
+    }
 }
 
 #[test]
