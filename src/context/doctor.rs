@@ -78,7 +78,7 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
     }
     // Against the earlier of the pinned clock and the system's: a
     // `KAPI_NOW` set ahead cannot hide an operation dated ahead.
-    let now = session.now_ms()?.min(crate::store::newest::system_now_ms());
+    let now = session.now_ms()?.min(session.env().wall_ms());
     let bound = now.saturating_add(AHEAD_BOUND_MS);
     for r in loaded
         .records

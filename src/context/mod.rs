@@ -106,16 +106,7 @@ impl Workspace {
 
     /// Read and fold the whole log.
     pub fn ledger(&self) -> Result<Ledger, ContextError> {
-        Ok(self.ledger_and_unreadable()?.0)
-    }
-
-    /// Read and fold the whole log, with how many stored lines could not
-    /// be read (malformed, over a limit, ...) and were skipped; `kapi store
-    /// doctor` names them.
-    pub fn ledger_and_unreadable(&self) -> Result<(Ledger, usize), ContextError> {
-        let loaded = self.store.load_all()?;
-        let unreadable = loaded.problems.len();
-        Ok((fold(loaded.records), unreadable))
+        Ok(fold(self.store.load_all()?.records))
     }
 }
 
@@ -221,9 +212,18 @@ impl Session {
     /// time comes. The bound is the later of the call's clock (`KAPI_NOW`
     /// pins it in tests) and the machine's own.
     pub fn ledger(&self) -> Result<Ledger, ContextError> {
+        Ok(self.ledger_and_unreadable()?.0)
+    }
+
+    /// [`Session::ledger`], with how many stored lines could not be read
+    /// (malformed, over a limit, ...) and were skipped; `kapi store
+    /// doctor` names them.
+    pub fn ledger_and_unreadable(&self) -> Result<(Ledger, usize), ContextError> {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
         let bound = now.saturating_add(crate::store::newest::AHEAD_BOUND_MS);
-        let mut records = self.store.load_all()?.records;
+        let loaded = self.store.load_all()?;
+        let unreadable = loaded.problems.len();
+        let mut records = loaded.records;
         let mut held = Vec::new();
         records.retain(|r| {
             let ahead = crate::ops::id::is_id(&r.id) && r.op_id().unix_ms() > bound;
@@ -239,7 +239,7 @@ impl Session {
                 id,
                 reason: "dated more than 10 minutes past this machine's clock: held back until its time comes".into(),
             }));
-        Ok(ledger)
+        Ok((ledger, unreadable))
     }
 
     /// The commit checked out, recorded as the basis of an operation.

@@ -54,15 +54,16 @@ fn an_agent_may_not_merge_a_file_of_operations() {
         .unwrap()["status"]
         .clone();
     assert_eq!(status, "suggested");
-    // From stdin too, and as a tool.
+    // From stdin too.
     let run = repo
         .kapi_cmd(&["store", "import", "-"])
-        .env("KAPI_TOOL", "ci")
-        .env("KAPI_SESSION", "t1")
+        .env("CLAUDECODE", "1")
+        .env("KAPI_SESSION", "s1")
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     assert_eq!(run.status.code(), Some(4), "{run:?}");
+    assert_eq!(repo.git(&["rev-parse", "refs/kapi/ops"]), before);
     // A person merges it (attribution is not authentication: see
     // docs/security.md).
     repo.kapi(&["store", "import", "forged.jsonl"]).ok();
