@@ -409,3 +409,29 @@ fn a_rules_file_linking_outside_the_work_tree_is_not_written() {
             .is_symlink()
     );
 }
+
+/// Output that cannot be written (stdout on a full device) is an error
+/// with the store's code, whether it fails while writing or at the last
+/// flush; it was exit 70 (a bug) for export and success for the log.
+#[test]
+fn output_that_cannot_be_written_is_an_error_not_success() {
+    let repo = TestEnv::new();
+    repo.kapi(&["context", "note", "A first note"]).ok();
+    for args in [
+        &["store", "export", "-"][..],
+        &["context", "log"][..],
+        &["context", "log", "--json"][..],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = repo.kapi_cmd(args).stdout(full).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot write output") && stderr.contains("No space left"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
