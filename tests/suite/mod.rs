@@ -4,6 +4,7 @@ mod check;
 mod compiled_context;
 mod context;
 mod durability;
+mod fuzz_corpus;
 mod hardening;
 mod harness;
 mod hooks;
