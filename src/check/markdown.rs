@@ -522,6 +522,7 @@ fn inline(m: &mut [u8], markdown: bool) {
     }
     let n = m.len();
     let mut i = 0;
+    let mut lines: Option<BracketLine> = None;
     while let Some(p) = memchr::memchr3(b'{', b'<', b']', &m[i..]) {
         let at = i + p;
         i = at + 1;
@@ -540,26 +541,61 @@ fn inline(m: &mut [u8], markdown: bool) {
                 }
             }
             b']' if at + 1 < n && (m[at + 1] == b'(' || m[at + 1] == b'[') => {
-                let open = m[at + 1];
-                let close = if open == b'(' { b')' } else { b']' };
-                let mut depth = 0usize;
-                let mut k = at + 1;
-                while k < n && m[k] != b'\n' {
-                    if m[k] == open {
-                        depth += 1;
-                    } else if m[k] == close {
-                        depth -= 1;
-                        if depth == 0 {
-                            blank(m, at + 1, k + 1);
-                            i = k + 1;
-                            break;
-                        }
-                    }
-                    k += 1;
+                // The bracket closing the one at `at + 1`, from the line's
+                // table (built once per line: scanning to the line's end
+                // for every `](` made a line of them quadratic).
+                if lines.as_ref().is_none_or(|l| at + 1 >= l.end) {
+                    lines = Some(BracketLine::of(m, at + 1));
+                }
+                let line = lines.as_ref().expect("just built");
+                if let Some(k) = line.closing(at + 1) {
+                    blank(m, at + 1, k + 1);
+                    i = k + 1;
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// The matching brackets of the rest of one line: for each `(` and `[`
+/// from `start` to the line's end, where the bracket of its kind that
+/// closes it is (nested brackets of the same kind balanced, the other kind
+/// ignored), if one does.
+struct BracketLine {
+    start: usize,
+    end: usize,
+    closing: Vec<u32>,
+}
+
+impl BracketLine {
+    const NONE: u32 = u32::MAX;
+
+    fn of(m: &[u8], start: usize) -> Self {
+        let end = memchr::memchr(b'\n', &m[start..]).map_or(m.len(), |p| start + p);
+        let mut closing = vec![Self::NONE; end - start];
+        for (open, close) in [(b'(', b')'), (b'[', b']')] {
+            let mut stack: Vec<usize> = Vec::new();
+            for (k, &b) in m.iter().enumerate().take(end).skip(start) {
+                if b == open {
+                    stack.push(k);
+                } else if b == close
+                    && let Some(o) = stack.pop()
+                {
+                    closing[o - start] = (k - start) as u32;
+                }
+            }
+        }
+        BracketLine {
+            start,
+            end,
+            closing,
+        }
+    }
+
+    fn closing(&self, at: usize) -> Option<usize> {
+        let c = *self.closing.get(at.checked_sub(self.start)?)?;
+        (c != Self::NONE).then(|| self.start + c as usize)
     }
 }
 
@@ -679,6 +715,20 @@ mod tests {
         assert!(!m.contains("github"));
     }
 
+    /// A line of 100,000 unclosed `](`: each is matched from one table per
+    /// line (before, each scanned to the line's end: minutes for this line).
+    #[test]
+    fn many_unclosed_link_targets_on_one_line_stay_linear() {
+        let t = "[x](".repeat(100_000) + " Github [a](Github) [b](x (Github)) Github\nGithub](y)\n";
+        let m = md(&t);
+        assert_eq!(m.len(), t.len());
+        assert_eq!(
+            m.matches("Github").count(),
+            3,
+            "link targets masked, prose kept"
+        );
+    }
+
     #[test]
     fn masks_urls_links_and_reference_definitions() {
         let t = "See [Github](https://github.com/x) and https://github.com/y and <https://github.com>\n[Github][github]\n[github]: https://github.com\n";
@@ -775,7 +825,46 @@ mod tests {
         assert!(m.ends_with("naïve"));
     }
 
+    /// The link-target masking as it was, scanning from each `](` to the
+    /// line's end: the reference the line tables must agree with.
+    fn link_targets_by_scanning(m: &mut [u8]) {
+        let n = m.len();
+        let mut i = 0;
+        while let Some(p) = memchr::memchr(b']', &m[i..]) {
+            let at = i + p;
+            i = at + 1;
+            if at + 1 < n && (m[at + 1] == b'(' || m[at + 1] == b'[') {
+                let open = m[at + 1];
+                let close = if open == b'(' { b')' } else { b']' };
+                let mut depth = 0usize;
+                let mut k = at + 1;
+                while k < n && m[k] != b'\n' {
+                    if m[k] == open {
+                        depth += 1;
+                    } else if m[k] == close {
+                        depth -= 1;
+                        if depth == 0 {
+                            blank(m, at + 1, k + 1);
+                            i = k + 1;
+                            break;
+                        }
+                    }
+                    k += 1;
+                }
+            }
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn link_targets_are_masked_as_by_scanning(t in "[\\[\\]()x \n]{0,120}") {
+            let mut expected = t.clone().into_bytes();
+            link_targets_by_scanning(&mut expected);
+            let mut got = t.clone().into_bytes();
+            inline(&mut got, true);
+            proptest::prop_assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(expected).unwrap());
+        }
+
         #[test]
         fn masking_keeps_offsets_and_newlines(t in "(?s)[-a-zA-Z `~<>!{}%\\[\\]()#*+:/.\n\t\r\"'ü☃]{0,200}") {
             for kind in [TextKind::Markdown, TextKind::Text] {
