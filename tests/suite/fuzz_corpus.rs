@@ -147,3 +147,21 @@ fn compiled_artifact_seeds_verify_as_current_against_the_fuzzers_vault() {
         assert_eq!(v.status, VerifyStatus::Current, "{}: {v:?}", path.display());
     }
 }
+
+#[test]
+fn hook_input_seeds_parse_and_name_their_edited_file() {
+    use kapi::context::hook::{AgentInput, edited_file, transcript_last_entry};
+    let mut edited = Vec::new();
+    for (path, bytes) in corpus("hook_input") {
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            assert_eq!(transcript_last_entry(&path).as_deref(), Some("u-2"));
+            continue;
+        }
+        let input = AgentInput::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        edited.extend(edited_file(&input));
+    }
+    assert_eq!(
+        edited,
+        [std::path::PathBuf::from("a.md"), "docs/intro.md".into()]
+    );
+}
