@@ -37,3 +37,30 @@ pub fn replace(path: &Path, bytes: &[u8], permissions: Option<Permissions>) -> s
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_write_is_reported_and_leaves_the_file_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("AGENTS.md");
+        std::fs::write(&file, "old and whole\n").unwrap();
+        // Something that is not a file stands at the temporary name: the
+        // write fails, says so, and the file keeps its bytes.
+        let tmp = dir
+            .path()
+            .join(format!(".AGENTS.md.kapi-tmp.{}", std::process::id()));
+        std::fs::create_dir(&tmp).unwrap();
+        assert!(replace(&file, b"new\n", None).is_err());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old and whole\n");
+        std::fs::remove_dir(&tmp).unwrap();
+        // A folder that does not exist: an error, nothing created.
+        let missing = dir.path().join("no/such/file");
+        assert!(replace(&missing, b"x", None).is_err());
+        assert!(!dir.path().join("no").exists());
+        replace(&file, b"new\n", None).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
+    }
+}

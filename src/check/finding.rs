@@ -31,8 +31,12 @@ pub struct Finding {
     pub severity: Severity,
     pub message: String,
     /// The whole source line, for rendering; not part of the JSON document.
+    /// Shared by every finding on the line.
     #[serde(skip)]
-    pub source_line: String,
+    pub source_line: std::sync::Arc<str>,
+    /// The match's byte offset within `source_line`.
+    #[serde(skip)]
+    pub line_offset: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

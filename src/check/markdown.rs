@@ -522,15 +522,27 @@ fn inline(m: &mut [u8], markdown: bool) {
     }
     let n = m.len();
     let mut i = 0;
+    let mut lines: Option<BracketLine> = None;
+    let mut unclosed = [usize::MAX; 2];
     while let Some(p) = memchr::memchr3(b'{', b'<', b']', &m[i..]) {
         let at = i + p;
         i = at + 1;
         match m[at] {
             b'{' if at + 2 < n && m[at + 1] == b'{' && (m[at + 2] == b'<' || m[at + 2] == b'%') => {
-                let close: &[u8] = if m[at + 2] == b'<' { b">}}" } else { b"%}}" };
-                if let Some(q) = find(m, close, at + 3) {
-                    blank(m, at, q + 3);
-                    i = q + 3;
+                let kind = usize::from(m[at + 2] == b'%');
+                let close: &[u8] = [&b">}}"[..], b"%}}"][kind];
+                // A shortcode left open once is open to the end: later ones
+                // are not searched for again (that made runs of them
+                // quadratic).
+                if at + 3 >= unclosed[kind] {
+                    continue;
+                }
+                match find(m, close, at + 3) {
+                    Some(q) => {
+                        blank(m, at, q + 3);
+                        i = q + 3;
+                    }
+                    None => unclosed[kind] = at + 3,
                 }
             }
             b'<' => {
@@ -540,22 +552,16 @@ fn inline(m: &mut [u8], markdown: bool) {
                 }
             }
             b']' if at + 1 < n && (m[at + 1] == b'(' || m[at + 1] == b'[') => {
-                let open = m[at + 1];
-                let close = if open == b'(' { b')' } else { b']' };
-                let mut depth = 0usize;
-                let mut k = at + 1;
-                while k < n && m[k] != b'\n' {
-                    if m[k] == open {
-                        depth += 1;
-                    } else if m[k] == close {
-                        depth -= 1;
-                        if depth == 0 {
-                            blank(m, at + 1, k + 1);
-                            i = k + 1;
-                            break;
-                        }
-                    }
-                    k += 1;
+                // The bracket closing the one at `at + 1`, from the line's
+                // table (built once per line: scanning to the line's end
+                // for every `](` made a line of them quadratic).
+                if lines.as_ref().is_none_or(|l| at + 1 >= l.end) {
+                    lines = Some(BracketLine::of(m, at + 1));
+                }
+                let line = lines.as_ref().expect("just built");
+                if let Some(k) = line.closing(at + 1) {
+                    blank(m, at + 1, k + 1);
+                    i = k + 1;
                 }
             }
             _ => {}
@@ -563,10 +569,54 @@ fn inline(m: &mut [u8], markdown: bool) {
     }
 }
 
+/// The matching brackets of the rest of one line: for each `(` and `[`
+/// from `start` to the line's end, where the bracket of its kind that
+/// closes it is (nested brackets of the same kind balanced, the other kind
+/// ignored), if one does.
+struct BracketLine {
+    start: usize,
+    end: usize,
+    closing: Vec<u32>,
+}
+
+impl BracketLine {
+    const NONE: u32 = u32::MAX;
+
+    fn of(m: &[u8], start: usize) -> Self {
+        let end = memchr::memchr(b'\n', &m[start..]).map_or(m.len(), |p| start + p);
+        let mut closing = vec![Self::NONE; end - start];
+        for (open, close) in [(b'(', b')'), (b'[', b']')] {
+            let mut stack: Vec<usize> = Vec::new();
+            for (k, &b) in m.iter().enumerate().take(end).skip(start) {
+                if b == open {
+                    stack.push(k);
+                } else if b == close
+                    && let Some(o) = stack.pop()
+                {
+                    closing[o - start] = (k - start) as u32;
+                }
+            }
+        }
+        BracketLine {
+            start,
+            end,
+            closing,
+        }
+    }
+
+    fn closing(&self, at: usize) -> Option<usize> {
+        let c = *self.closing.get(at.checked_sub(self.start)?)?;
+        (c != Self::NONE).then(|| self.start + c as usize)
+    }
+}
+
 /// Bare URLs: `http://`, `https://`, `ftp://`, `mailto:` and `www.`, not
-/// inside a word, up to whitespace, `)`, `>`, `]`, `<` or `"`.
+/// inside a word, up to whitespace, `)`, `>`, `]`, `<` or `"`. Linear in
+/// the text: a run of URLs with no end between them shares one scan for
+/// its end, and overlapping ranges are blanked once.
 fn urls(m: &mut [u8]) {
     let mut ranges = Vec::new();
+    let mut ends = UrlEnds::default();
     for p in memchr::memmem::find_iter(m, b"://") {
         let scheme = m[..p]
             .iter()
@@ -581,38 +631,62 @@ fn urls(m: &mut [u8]) {
             .any(|k| name.eq_ignore_ascii_case(k));
         if known
             && (s == 0 || !is_word_byte(m[s - 1]))
-            && let Some(e) = url_end(m, p + 3)
+            && let Some(e) = ends.end(m, p + 3)
         {
             ranges.push((s, e));
         }
     }
     for prefix in [&b"www."[..], b"mailto:"] {
+        let mut ends = UrlEnds::default();
         for p in memchr::memmem::find_iter(m, prefix) {
             if (p == 0 || !is_word_byte(m[p - 1]))
-                && let Some(e) = url_end(m, p + prefix.len())
+                && let Some(e) = ends.end(m, p + prefix.len())
             {
                 ranges.push((p, e));
             }
         }
     }
+    ranges.sort_unstable();
+    let mut blanked = 0;
     for (s, e) in ranges {
-        blank(m, s, e);
+        let s = s.max(blanked);
+        if s < e {
+            blank(m, s, e);
+            blanked = e;
+        }
     }
 }
 
-/// The end of a URL whose body starts at `from`, if it has one.
-fn url_end(m: &[u8], from: usize) -> Option<usize> {
-    let rest = &m[from..];
-    let len = rest
-        .iter()
-        .position(|c| {
-            matches!(
-                c,
-                b' ' | b'\t' | b'\n' | b'\r' | b')' | b'>' | b']' | b'<' | b'"'
-            )
-        })
-        .unwrap_or(rest.len());
-    (len > 0).then_some(from + len)
+/// The ends of URLs whose bodies start at increasing offsets: the last
+/// scan is remembered (no end lies in `from..end`), so a body starting
+/// inside it ends where it did.
+#[derive(Default)]
+struct UrlEnds {
+    from: usize,
+    end: usize,
+}
+
+impl UrlEnds {
+    /// The end of a URL whose body starts at `from`, if it has one.
+    fn end(&mut self, m: &[u8], from: usize) -> Option<usize> {
+        if !(self.from <= from && from <= self.end && self.end > 0) {
+            let rest = &m[from..];
+            let len = rest
+                .iter()
+                .position(|c| {
+                    matches!(
+                        c,
+                        b' ' | b'\t' | b'\n' | b'\r' | b')' | b'>' | b']' | b'<' | b'"'
+                    )
+                })
+                .unwrap_or(rest.len());
+            *self = UrlEnds {
+                from,
+                end: from + len,
+            };
+        }
+        (self.end > from).then_some(self.end)
+    }
 }
 
 /// An autolink `<scheme:...>`, `<user@host>` or an HTML tag starting at `i`.
@@ -677,6 +751,31 @@ mod tests {
         let m = md(t);
         assert_eq!(m.matches("Github").count(), 1);
         assert!(!m.contains("github"));
+    }
+
+    /// A line of 100,000 unclosed `](`: each is matched from one table per
+    /// line (before, each scanned to the line's end: minutes for this line).
+    /// Runs of URLs with no end between them, and of unclosed shortcodes:
+    /// one scan each (before: 27 s for a 350 KB line of `http://`).
+    #[test]
+    fn runs_of_urls_and_unclosed_shortcodes_stay_linear() {
+        let t = "http://".repeat(100_000) + " Github\n" + &"{{< ".repeat(100_000) + "Github\n";
+        let m = md(&t);
+        assert_eq!(m.len(), t.len());
+        assert_eq!(m.matches("Github").count(), 2);
+        assert!(!m.contains("http"));
+    }
+
+    #[test]
+    fn many_unclosed_link_targets_on_one_line_stay_linear() {
+        let t = "[x](".repeat(100_000) + " Github [a](Github) [b](x (Github)) Github\nGithub](y)\n";
+        let m = md(&t);
+        assert_eq!(m.len(), t.len());
+        assert_eq!(
+            m.matches("Github").count(),
+            3,
+            "link targets masked, prose kept"
+        );
     }
 
     #[test]
@@ -775,7 +874,112 @@ mod tests {
         assert!(m.ends_with("naïve"));
     }
 
+    /// `inline` as it was, scanning from each `](` and each `://` to the
+    /// line's end and searching for every shortcode's close: the reference
+    /// the linear version must agree with.
+    fn inline_by_scanning(m: &mut [u8]) {
+        fn url_end(m: &[u8], from: usize) -> Option<usize> {
+            let rest = &m[from..];
+            let len = rest
+                .iter()
+                .position(|c| {
+                    matches!(
+                        c,
+                        b' ' | b'\t' | b'\n' | b'\r' | b')' | b'>' | b']' | b'<' | b'"'
+                    )
+                })
+                .unwrap_or(rest.len());
+            (len > 0).then_some(from + len)
+        }
+        let mut ranges = Vec::new();
+        for p in memchr::memmem::find_iter(m, b"://") {
+            let scheme = m[..p]
+                .iter()
+                .rev()
+                .take(6)
+                .take_while(|c| c.is_ascii_alphabetic())
+                .count();
+            let s = p - scheme;
+            let known = [&b"http"[..], b"https", b"ftp"]
+                .iter()
+                .any(|k| m[s..p].eq_ignore_ascii_case(k));
+            if known
+                && (s == 0 || !is_word_byte(m[s - 1]))
+                && let Some(e) = url_end(m, p + 3)
+            {
+                ranges.push((s, e));
+            }
+        }
+        for prefix in [&b"www."[..], b"mailto:"] {
+            for p in memchr::memmem::find_iter(m, prefix) {
+                if (p == 0 || !is_word_byte(m[p - 1]))
+                    && let Some(e) = url_end(m, p + prefix.len())
+                {
+                    ranges.push((p, e));
+                }
+            }
+        }
+        for (s, e) in ranges {
+            blank(m, s, e);
+        }
+        let n = m.len();
+        let mut i = 0;
+        while let Some(p) = memchr::memchr3(b'{', b'<', b']', &m[i..]) {
+            let at = i + p;
+            i = at + 1;
+            match m[at] {
+                b'{' if at + 2 < n
+                    && m[at + 1] == b'{'
+                    && (m[at + 2] == b'<' || m[at + 2] == b'%') =>
+                {
+                    let close: &[u8] = if m[at + 2] == b'<' { b">}}" } else { b"%}}" };
+                    if let Some(q) = find(m, close, at + 3) {
+                        blank(m, at, q + 3);
+                        i = q + 3;
+                    }
+                }
+                b'<' => {
+                    if let Some(end) = angle(m, at) {
+                        blank(m, at, end);
+                        i = end;
+                    }
+                }
+                b']' if at + 1 < n && (m[at + 1] == b'(' || m[at + 1] == b'[') => {
+                    let open = m[at + 1];
+                    let close = if open == b'(' { b')' } else { b']' };
+                    let mut depth = 0usize;
+                    let mut k = at + 1;
+                    while k < n && m[k] != b'\n' {
+                        if m[k] == open {
+                            depth += 1;
+                        } else if m[k] == close {
+                            depth -= 1;
+                            if depth == 0 {
+                                blank(m, at + 1, k + 1);
+                                i = k + 1;
+                                break;
+                            }
+                        }
+                        k += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn inline_masking_agrees_with_scanning(
+            t in "([\\[\\]()x \n<>{}%,./\"]|http://|ftp://|www\\.|mailto:|\\{\\{<|\\{\\{%|>\\}\\}|%\\}\\}|<a |</a>){0,60}"
+        ) {
+            let mut expected = t.clone().into_bytes();
+            inline_by_scanning(&mut expected);
+            let mut got = t.clone().into_bytes();
+            inline(&mut got, true);
+            proptest::prop_assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(expected).unwrap());
+        }
+
         #[test]
         fn masking_keeps_offsets_and_newlines(t in "(?s)[-a-zA-Z `~<>!{}%\\[\\]()#*+:/.\n\t\r\"'ü☃]{0,200}") {
             for kind in [TextKind::Markdown, TextKind::Text] {

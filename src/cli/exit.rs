@@ -103,7 +103,13 @@ impl From<ContextError> for CliError {
     fn from(err: ContextError) -> Self {
         let exit = match &err {
             ContextError::Policy(_) => Exit::NotPermitted,
-            ContextError::Store(StoreError::NotARepository(_)) => Exit::Usage,
+            // Input kapi refuses at the door (an operation over a
+            // documented limit, a clock pinned ahead) is bad input.
+            ContextError::Store(
+                StoreError::NotARepository(_)
+                | StoreError::Invalid(_)
+                | StoreError::AheadOfClock { .. },
+            ) => Exit::Usage,
             ContextError::Store(_) => Exit::Store,
             ContextError::Refused(_) => Exit::Refused,
             ContextError::Config(_)

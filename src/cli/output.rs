@@ -40,8 +40,15 @@ impl Default for Out {
 }
 
 impl Drop for Out {
+    /// The last buffered bytes are written here: a failure (a full disk, a
+    /// device that refuses writes) is reported and ends the program with
+    /// the store's code, never passed over as success.
     fn drop(&mut self) {
-        let _ = self.inner.flush();
+        if let Err(e) = map_pipe(self.inner.flush()) {
+            let code = e.exit;
+            let _ = e.report();
+            std::process::exit(code as i32);
+        }
     }
 }
 
@@ -50,7 +57,7 @@ fn map_pipe(r: io::Result<()>) -> Result<(), CliError> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(0),
         Err(e) => Err(CliError::new(
-            Exit::Internal,
+            Exit::Store,
             format!("cannot write output: {e}"),
         )),
     }

@@ -76,7 +76,10 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
             message,
         );
     }
-    let bound = session.now_ms()?.saturating_add(AHEAD_BOUND_MS);
+    // Against the earlier of the pinned clock and the system's: a
+    // `KAPI_NOW` set ahead cannot hide an operation dated ahead.
+    let now = session.now_ms()?.min(session.env().wall_ms());
+    let bound = now.saturating_add(AHEAD_BOUND_MS);
     for r in loaded
         .records
         .iter()

@@ -698,7 +698,7 @@ pub fn agent_stop(
 }
 
 /// The file an Edit, Write or MultiEdit call wrote, from its input.
-fn edited_file(input: &AgentInput) -> Option<PathBuf> {
+pub fn edited_file(input: &AgentInput) -> Option<PathBuf> {
     let tool = input.tool_name.as_deref()?;
     if !matches!(tool, "Edit" | "Write" | "MultiEdit") {
         return None;

@@ -212,9 +212,18 @@ impl Session {
     /// time comes. The bound is the later of the call's clock (`KAPI_NOW`
     /// pins it in tests) and the machine's own.
     pub fn ledger(&self) -> Result<Ledger, ContextError> {
+        Ok(self.ledger_and_unreadable()?.0)
+    }
+
+    /// [`Session::ledger`], with how many stored lines could not be read
+    /// (malformed, over a limit, ...) and were skipped; `kapi store
+    /// doctor` names them.
+    pub fn ledger_and_unreadable(&self) -> Result<(Ledger, usize), ContextError> {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
         let bound = now.saturating_add(crate::store::newest::AHEAD_BOUND_MS);
-        let mut records = self.store.load_all()?.records;
+        let loaded = self.store.load_all()?;
+        let unreadable = loaded.problems.len();
+        let mut records = loaded.records;
         let mut held = Vec::new();
         records.retain(|r| {
             let ahead = crate::ops::id::is_id(&r.id) && r.op_id().unix_ms() > bound;
@@ -230,7 +239,7 @@ impl Session {
                 id,
                 reason: "dated more than 10 minutes past this machine's clock: held back until its time comes".into(),
             }));
-        Ok(ledger)
+        Ok((ledger, unreadable))
     }
 
     /// The commit checked out, recorded as the basis of an operation.
@@ -291,6 +300,11 @@ fn project_key(config: &Config, store: &Store, root: &Path) -> String {
 /// A path as the log stores it: relative to the work tree (a relative path
 /// is taken from where kapi runs), `.` and `..` resolved, forward slashes.
 pub fn work_tree_path(session: &Session, path: &str) -> Result<String, ContextError> {
+    if session.store.work_tree().is_none() {
+        return Err(ContextError::Usage(format!(
+            "{path}: this repository has no work tree (it is bare), so there is no file to name as evidence; quote the evidence with --quote instead"
+        )));
+    }
     let absolute = session.cwd().join(path);
     let rel = absolute.strip_prefix(&session.root).map_err(|_| {
         ContextError::Usage(format!(

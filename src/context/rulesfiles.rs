@@ -125,7 +125,7 @@ pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, Conte
         if existing.as_deref() == Some(updated.as_str()) {
             continue;
         }
-        write_in_place(&path, &updated).map_err(|source| RulesFileIo::Write {
+        write_in_place(&session.root, &path, &updated).map_err(|source| RulesFileIo::Write {
             name: name.clone(),
             source,
         })?;
@@ -135,13 +135,29 @@ pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, Conte
 }
 
 /// Replace a file's contents atomically, writing through a symlink to its
-/// target and keeping the file's permissions.
-fn write_in_place(path: &std::path::Path, contents: &str) -> std::io::Result<()> {
+/// target and keeping the file's permissions. A link is followed only to a
+/// regular file inside the work tree: a checked-in `AGENTS.md` pointing at
+/// a device or at a file elsewhere on the machine is never written.
+fn write_in_place(
+    root: &std::path::Path,
+    path: &std::path::Path,
+    contents: &str,
+) -> std::io::Result<()> {
     let target = match std::fs::canonicalize(path) {
         Ok(real) => real,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => path.to_path_buf(),
         Err(e) => return Err(e),
     };
+    if target != path {
+        let inside = std::fs::canonicalize(root).is_ok_and(|root| target.starts_with(root));
+        let regular = std::fs::metadata(&target).is_ok_and(|m| m.is_file());
+        if !inside || !regular {
+            return Err(std::io::Error::other(format!(
+                "it links to {}, which is not a regular file inside the work tree; kapi does not write there",
+                target.display()
+            )));
+        }
+    }
     let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
     crate::atomic::replace(&target, contents.as_bytes(), permissions)
 }

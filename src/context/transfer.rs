@@ -56,6 +56,7 @@ pub fn import_log(
     bytes: &[u8],
     origin: &str,
 ) -> Result<LogImported, ContextError> {
+    crate::ops::policy::may_merge(session.actor(), &format!("kapi store import {origin}"))?;
     let imported = session
         .store
         .import_jsonl(bytes, origin, session.now_ms()?)?;

@@ -878,19 +878,47 @@ fn mark_disagreements(
     kept_at: &[Option<usize>],
 ) {
     let rules = term_views(records, states);
-    let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    // Rules that state one term (the same form to use and the same forms to
+    // avoid) never disagree with one another, and disagree with any other
+    // rule alike: terms are compared once each, so a log where thousands
+    // of sessions suggested one rule costs their number, not its square.
+    let mut term_of: std::collections::HashMap<(&str, &[String]), usize> =
+        std::collections::HashMap::new();
+    let mut terms: Vec<Vec<usize>> = Vec::new();
     for (i, rule) in rules.iter().enumerate() {
+        let t = *term_of
+            .entry((rule.preferred, rule.avoid))
+            .or_insert_with(|| {
+                terms.push(Vec::new());
+                terms.len() - 1
+            });
+        terms[t].push(i);
+    }
+    let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (t, members) in terms.iter().enumerate() {
+        let rule = &rules[members[0]];
         let mut keys: BTreeSet<String> = rule.avoid.iter().map(|a| case_key(a)).collect();
         keys.insert(case_key(rule.preferred));
         for key in keys {
-            by_form.entry(key).or_default().push(i);
+            by_form.entry(key).or_default().push(t);
         }
     }
-    let mut pairs = BTreeSet::new();
+    let mut term_pairs = BTreeSet::new();
     for members in by_form.values() {
-        for (x, &i) in members.iter().enumerate() {
-            for &j in &members[x + 1..] {
-                pairs.insert((i.min(j), i.max(j)));
+        for (x, &s) in members.iter().enumerate() {
+            for &t in &members[x + 1..] {
+                term_pairs.insert((s.min(t), s.max(t)));
+            }
+        }
+    }
+    let mut pairs = Vec::new();
+    for (s, t) in term_pairs {
+        if !disagree(&rules[terms[s][0]], &rules[terms[t][0]]) {
+            continue;
+        }
+        for &i in &terms[s] {
+            for &j in &terms[t] {
+                pairs.push((i.min(j), i.max(j)));
             }
         }
     }
@@ -961,30 +989,37 @@ fn count_sessions(records: &[Record], states: &mut [Option<Box<State>>]) {
             groups.entry(preferred).or_default().push(at);
         }
     }
-    for members in groups.values() {
+    for (preferred, members) in &groups {
+        // Members with the same forms to avoid count the same parties:
+        // each set of forms is compared with each other set once, so many
+        // sessions suggesting one rule cost their number, not its square.
+        let mut by_avoid: BTreeMap<&[String], Vec<usize>> = BTreeMap::new();
         for &at in members {
-            let Some((preferred, avoid)) = term(&records[at]) else {
-                continue;
-            };
-            let parties: BTreeSet<(ActorKind, &str, Option<&str>)> = members
-                .iter()
-                .map(|&o| &records[o])
-                .filter(|o| {
-                    term(o).is_some_and(|(_, oa)| {
-                        oa.iter()
-                            .any(|x| avoid.iter().any(|y| form_matches(y, preferred, x)))
-                    })
-                })
-                .map(|o| {
-                    (
-                        o.actor.kind,
-                        o.actor.name.as_str(),
-                        o.actor.session.as_deref(),
-                    )
-                })
-                .collect();
-            if let Some(s) = states[at].as_mut() {
-                s.standing.sessions = parties.len().max(1);
+            if let Some((_, avoid)) = term(&records[at]) {
+                by_avoid.entry(avoid).or_default().push(at);
+            }
+        }
+        for (avoid, ats) in &by_avoid {
+            let mut parties: BTreeSet<(ActorKind, &str, Option<&str>)> = BTreeSet::new();
+            for (other, others) in &by_avoid {
+                let shares = other
+                    .iter()
+                    .any(|x| avoid.iter().any(|y| form_matches(y, preferred, x)));
+                if shares {
+                    parties.extend(others.iter().map(|&o| {
+                        let o = &records[o];
+                        (
+                            o.actor.kind,
+                            o.actor.name.as_str(),
+                            o.actor.session.as_deref(),
+                        )
+                    }));
+                }
+            }
+            for &at in ats {
+                if let Some(s) = states[at].as_mut() {
+                    s.standing.sessions = parties.len().max(1);
+                }
             }
         }
     }
@@ -1022,6 +1057,40 @@ mod tests {
             before: Some(before.id.clone()),
             ..op(n, Kind::Reset, ActorKind::Person)
         }
+    }
+
+    /// 20,000 sessions suggesting one rule, and one rival: the fold
+    /// compares terms, not every pair of rules (before: 200 million pairs
+    /// held at once, gigabytes and minutes for every read of such a log).
+    #[test]
+    fn many_sessions_suggesting_one_rule_fold_in_linear_time() {
+        let term = |n: u64, preferred: &str, session: String| Record {
+            subject: Some(Subject::Term {
+                preferred: preferred.into(),
+                avoid: vec!["Quick cast".into()],
+            }),
+            actor: Actor {
+                kind: ActorKind::Agent,
+                name: "claude-code".into(),
+                session: Some(session),
+            },
+            ..op(n, Kind::Observe, ActorKind::Agent)
+        };
+        let n = 20_000;
+        let mut log: Vec<Record> = (0..n)
+            .map(|i| term(i, "Quickcast", format!("s{i}")))
+            .collect();
+        let rival = term(n, "QuickCast app", "rival".into());
+        log.push(rival.clone());
+        let ledger = fold(log.clone());
+        let first = ledger.state(&log[0].id).unwrap();
+        assert_eq!(first.status, Status::Contested);
+        assert_eq!(first.contested_by, [rival.op_id()]);
+        assert_eq!(first.standing.sessions, n as usize);
+        let rival = ledger.state(&rival.id).unwrap();
+        assert_eq!(rival.status, Status::Contested);
+        assert_eq!(rival.contested_by.len(), n as usize);
+        assert_eq!(rival.standing.sessions, 1);
     }
 
     #[test]

@@ -143,6 +143,25 @@ pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
     }
 }
 
+/// Whether `actor` may merge operations from a file (`kapi store import
+/// FILE`). Merging is transport, not a change of its own, but the
+/// operations it carries claim any author: an agent that could merge a
+/// hand-written file could establish its own rule under a person's name.
+/// So an agent may not (as it may not push the shared log with `kapi
+/// context sync`); a person, or a tool such as CI, may.
+pub fn may_merge(actor: &Actor, command: &str) -> Result<(), PolicyError> {
+    if actor.kind != ActorKind::Agent {
+        return Ok(());
+    }
+    Err(PolicyError {
+        actor: actor.label(),
+        what: format!("run `{command}`"),
+        why: format!(
+            "merged operations can claim any author, so an agent may not merge them: ask a person to run `{command}`"
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,9 +15,23 @@ use super::id::OpId;
 pub const FORMAT_VERSION: u32 = 1;
 /// The largest record kapi accepts, in canonical bytes.
 pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
-/// Bounds on untrusted content inside a record.
-const MAX_TEXT: usize = 8 * 1024;
+/// Bounds on untrusted content inside a record (docs/operations.md,
+/// "Limits"): checked when an operation is recorded (the door refuses it,
+/// naming the limit) and when one is read (named and skipped).
+pub const MAX_TEXT: usize = 8 * 1024;
 const MAX_LIST: usize = 256;
+/// A term rule's form (to use or to avoid).
+pub const MAX_FORM: usize = 1024;
+/// A file path (evidence, a check run's files and findings).
+pub const MAX_PATH: usize = 4096;
+/// Short names: project, actor name, session, a point's axis and value, an
+/// evidence unit, a content address, a signal's commit, PR and merger, a
+/// check's hook and rule.
+pub const MAX_NAME: usize = 256;
+/// A window bound (`valid_from`, `valid_to`), a SHA-256, a basis commit.
+pub const MAX_STAMP: usize = 64;
+/// Files one check run lists.
+const MAX_CHECK_FILES: usize = 100_000;
 /// The most term rules one imported file carries.
 const MAX_TERMS: usize = 20_000;
 
@@ -385,6 +399,41 @@ pub enum RecordError {
     UnknownVersion(u64),
     #[error("invalid: {0}")]
     Invalid(String),
+    #[error("{what} has {bytes} bytes, over the {limit}-byte limit")]
+    TooLong {
+        what: &'static str,
+        bytes: usize,
+        limit: usize,
+    },
+    #[error("{what} has {count} entries, over the limit of {limit}")]
+    TooMany {
+        what: &'static str,
+        count: usize,
+        limit: usize,
+    },
+}
+
+/// Check one string against its limit.
+fn within(what: &'static str, text: &str, limit: usize) -> Result<(), RecordError> {
+    if text.len() > limit {
+        return Err(RecordError::TooLong {
+            what,
+            bytes: text.len(),
+            limit,
+        });
+    }
+    Ok(())
+}
+
+fn within_opt(what: &'static str, text: &Option<String>, limit: usize) -> Result<(), RecordError> {
+    text.as_deref().map_or(Ok(()), |t| within(what, t, limit))
+}
+
+fn count(what: &'static str, count: usize, limit: usize) -> Result<(), RecordError> {
+    if count > limit {
+        return Err(RecordError::TooMany { what, count, limit });
+    }
+    Ok(())
 }
 
 impl Record {
@@ -464,10 +513,11 @@ impl Record {
             ));
         }
         for (what, text) in [("project", &self.project), ("actor name", &self.actor.name)] {
-            if text.is_empty() || text.len() > 256 {
-                return invalid(format!("{what} must have 1 to 256 bytes"));
+            if text.is_empty() || text.len() > MAX_NAME {
+                return invalid(format!("{what} must have 1 to {MAX_NAME} bytes"));
             }
         }
+        self.check_lengths()?;
         // The log stamps `at` with the id's own instant: a record whose two
         // clocks disagree was not written by a log.
         let id_ms = super::id::time_of(&self.id) + super::id::EPOCH_MS;
@@ -532,6 +582,77 @@ impl Record {
                 .any(|e| e.quote.as_ref().is_some_and(|q| q.len() > MAX_TEXT));
         if too_long {
             return invalid(format!("a note or quote is longer than {MAX_TEXT} bytes"));
+        }
+        Ok(())
+    }
+
+    /// Every length the format documents, before anything is parsed
+    /// further: nothing oversized reaches the fold, the checker or the
+    /// rules block.
+    fn check_lengths(&self) -> Result<(), RecordError> {
+        within_opt("the actor's session", &self.actor.session, MAX_NAME)?;
+        match &self.subject {
+            Some(Subject::Term { preferred, avoid }) => {
+                within("the form to use", preferred, MAX_FORM)?;
+                for a in avoid {
+                    within("a form to avoid", a, MAX_FORM)?;
+                }
+            }
+            Some(Subject::Note { text }) => within("the note's text", text, MAX_TEXT)?,
+            Some(Subject::Pair { source, target }) => {
+                within("the pair's source", source, MAX_TEXT)?;
+                within("the pair's target", target, MAX_TEXT)?;
+            }
+            Some(Subject::Terms { terms }) => {
+                for t in terms {
+                    within_opt("an imported form to use", &t.preferred, MAX_FORM)?;
+                    for a in &t.avoid {
+                        within("an imported form to avoid", a, MAX_FORM)?;
+                    }
+                }
+            }
+            None => {}
+        }
+        if let Some(c) = &self.correction {
+            within("the correction's wording before", &c.from, MAX_TEXT)?;
+            within("the correction's wording after", &c.to, MAX_TEXT)?;
+        }
+        count("evidence", self.evidence.len(), MAX_LIST)?;
+        for e in &self.evidence {
+            within_opt("an evidence path", &e.path, MAX_PATH)?;
+            within_opt("an evidence unit", &e.unit, MAX_NAME)?;
+            within_opt("a quote", &e.quote, MAX_TEXT)?;
+            within_opt("an evidence SHA-256", &e.sha256, MAX_STAMP)?;
+        }
+        within_opt("the basis commit", &self.basis.commit, MAX_STAMP)?;
+        count("the point's axes", self.scope.point.len(), MAX_LIST)?;
+        for (axis, value) in &self.scope.point {
+            within("a point's axis", axis, MAX_NAME)?;
+            within("a point's value", value, MAX_NAME)?;
+        }
+        within_opt("valid_from", &self.scope.valid_from, MAX_STAMP)?;
+        within_opt("valid_to", &self.scope.valid_to, MAX_STAMP)?;
+        within_opt("the note", &self.note, MAX_TEXT)?;
+        within("at", &self.at, MAX_STAMP)?;
+        within_opt("the content address", &self.address, MAX_NAME)?;
+        if let Some(s) = &self.signal {
+            within_opt("the signal's commit", &s.commit, MAX_NAME)?;
+            within_opt("the signal's PR", &s.pr, MAX_NAME)?;
+            within_opt("the signal's merger", &s.merger, MAX_NAME)?;
+        }
+        count("because", self.because.len(), MAX_LIST)?;
+        if let Some(c) = &self.check {
+            within("the check's hook", &c.hook, MAX_NAME)?;
+            count("the check's files", c.files.len(), MAX_CHECK_FILES)?;
+            for f in &c.files {
+                within("a checked file's path", f, MAX_PATH)?;
+            }
+            count("the check's findings", c.failing.len(), MAX_CHECK_FILES)?;
+            for f in &c.failing {
+                within("a finding's path", &f.path, MAX_PATH)?;
+                within("a finding's rule", &f.rule, MAX_TEXT)?;
+                within("a finding's quote", &f.quote, MAX_TEXT)?;
+            }
         }
         Ok(())
     }

@@ -90,6 +90,14 @@ impl Store {
         templates: Vec<Record>,
     ) -> Result<(Vec<Record>, Vec<(LogRef, ObjectId, newest::Newest)>), StoreError> {
         let dir = self.kapi_dir();
+        // Whatever clock the caller brings (`KAPI_NOW` pins it in tests), no
+        // id is minted more than the bound past this machine's own clock:
+        // one operation dated 2045 would drag every later id here along.
+        let clock = newest::system_now_ms();
+        let ceiling = clock.saturating_add(AHEAD_BOUND_MS);
+        if now_ms > ceiling {
+            return Err(StoreError::AheadOfClock { at: now_ms, clock });
+        }
         let bound = now_ms.saturating_add(AHEAD_BOUND_MS);
         let mut newest = segment::newest_id(pending, bound);
         let mut roots = [None, None];
@@ -113,6 +121,12 @@ impl Store {
                     ^ u128::from(tries).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
                 let id = OpId::mint(now_ms, tail, newest.as_ref())
                     .map_err(|_| StoreError::ClockOutOfRange)?;
+                if id.unix_ms() > ceiling {
+                    return Err(StoreError::AheadOfClock {
+                        at: id.unix_ms(),
+                        clock,
+                    });
+                }
                 let record = Record {
                     id: id.to_string(),
                     at: crate::ops::id::rfc3339_ms(id.unix_ms()),
@@ -232,16 +246,10 @@ impl Store {
         {
             return Ok(Committed::Other);
         }
-        let (mut records, mut problems) = (Vec::new(), Vec::new());
-        segment::parse_file(&pending, "journal", &mut records, &mut problems);
-        if !problems.is_empty() {
-            let torn: Vec<&[u8]> = segment::lines(&pending)
-                .filter(|l| Record::from_untrusted(l).is_err())
-                .collect();
+        let journal::Parsed { records, torn } = journal::parse(&pending);
+        if !torn.is_empty() {
             journal::set_aside(&dir, &torn)?;
         }
-        records.sort_by(|a, b| a.id.cmp(&b.id));
-        records.dedup_by(|a, b| a.id == b.id);
         let mut unlanded: Vec<Vec<u8>> = Vec::new();
         let mut advanced = Vec::new();
         for which in [LogRef::Shared, LogRef::Local] {

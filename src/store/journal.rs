@@ -59,6 +59,32 @@ pub fn read(kapi_dir: &Path) -> Result<Vec<u8>, StoreError> {
     }
 }
 
+/// What the journal's bytes hold, read as the committer reads them.
+#[derive(Debug, Default)]
+pub struct Parsed<'a> {
+    /// The records of its whole lines, sorted by id, each id once.
+    pub records: Vec<crate::ops::record::Record>,
+    /// Lines that are not records (torn by a crash, or written by another tool).
+    pub torn: Vec<&'a [u8]>,
+}
+
+/// Parse the journal's bytes (untrusted: anything may have written the
+/// file): every line that is not a record is set apart as torn.
+pub fn parse(journal: &[u8]) -> Parsed<'_> {
+    let (mut records, mut problems) = (Vec::new(), Vec::new());
+    super::segment::parse_file(journal, "journal", &mut records, &mut problems);
+    let torn = if problems.is_empty() {
+        Vec::new()
+    } else {
+        super::segment::lines(journal)
+            .filter(|l| crate::ops::record::Record::from_untrusted(l).is_err())
+            .collect()
+    };
+    records.sort_by(|a, b| a.id.cmp(&b.id));
+    records.dedup_by(|a, b| a.id == b.id);
+    Parsed { records, torn }
+}
+
 /// Whether the journal bytes still hold any of `records`.
 pub fn holds_any(journal: &[u8], records: &[crate::ops::record::Record]) -> bool {
     records.iter().any(|r| {

@@ -44,6 +44,9 @@ impl Store {
 
     /// Merge `records` into the logs they belong to.
     pub fn merge_records(&self, records: &[Record], now_ms: u64) -> Result<Merged, StoreError> {
+        // A clock pinned ahead (`KAPI_NOW`) admits nothing dated past the
+        // system's own clock.
+        let now_ms = now_ms.min(super::newest::system_now_ms());
         let _lock = lock::Lock::commit(&self.kapi_dir(), self.lock_timeout)?;
         let mut report = Merged::default();
         for which in [LogRef::Shared, LogRef::Local] {

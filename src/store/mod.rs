@@ -34,6 +34,7 @@ use gix::ObjectId;
 
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
+pub use journal::{Parsed as JournalLines, holds_any as journal_holds_any, parse as parse_journal};
 pub use merge::JsonlImport;
 pub use reflock::RefLock;
 pub use segment::{EntryError, Problem};
@@ -116,6 +117,11 @@ pub enum StoreError {
     NoRoom,
     #[error("this machine's clock is outside the range an id can hold (2026 to 2060)")]
     ClockOutOfRange,
+    #[error(
+        "refused: the operation would be dated {}, more than 10 minutes past this machine's clock ({}); no id is minted ahead of the clock. KAPI_NOW is a test facility: unset it",
+        rfc3339_ms(*at), rfc3339_ms(*clock)
+    )]
+    AheadOfClock { at: u64, clock: u64 },
     #[error(
         "{0} moved under us {1} times in a row ({2}); another program is writing it. Try again."
     )]

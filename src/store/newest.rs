@@ -25,6 +25,14 @@ use crate::ops::record::Record;
 /// How far past this machine's clock an operation may be dated and still
 /// count as the newest id when minting (10 minutes).
 pub const AHEAD_BOUND_MS: u64 = 10 * 60 * 1000;
+/// This machine's clock in Unix milliseconds, read from the system whatever
+/// `KAPI_NOW` says: the bound no id is minted past.
+pub fn system_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// At most this many ahead ids are remembered per ref.
 const MAX_AHEAD: usize = 1024;
 
@@ -73,6 +81,11 @@ impl Newest {
     /// the bound of `seen_at` is at most that much further ahead. `None`
     /// when a truncated list of ahead ids ran out (a fresh read is needed).
     fn at(&self, now_ms: u64) -> Option<Newest> {
+        // Seen at an instant far past `now_ms` (a clock that was pinned
+        // ahead): what it counted as within cannot be trusted now.
+        if self.seen_at > now_ms.saturating_add(AHEAD_BOUND_MS) {
+            return None;
+        }
         let now_ms = now_ms.max(self.seen_at);
         let mut out = Newest::empty(now_ms);
         out.within = self.within;

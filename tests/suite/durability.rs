@@ -221,7 +221,38 @@ fn concurrent_writers_killed_at_random_keep_every_acknowledged_note() {
     );
     assert_eq!(present, acked.len(), "every acknowledged note is present");
     assert!(!acked.is_empty());
-    repo.kapi(&["context", "note", "After the storm"]).ok();
+    // The locks the killed writers held are recovered: the next write,
+    // waiting at most 5 s for any lock, succeeds and lands on the ref...
+    let next = repo
+        .kapi_cmd(&["context", "note", "After the storm", "--json"])
+        .env("KAPI_LOCK_TIMEOUT_MS", "5000")
+        .output()
+        .unwrap();
+    assert!(
+        next.status.success(),
+        "the next write after the storm: {}",
+        String::from_utf8_lossy(&next.stderr)
+    );
+    let next: Value = serde_json::from_slice(&next.stdout).unwrap();
+    let next_id = next["id"]
+        .as_str()
+        .or_else(|| next["record"]["id"].as_str())
+        .unwrap()
+        .to_owned();
+    let held = ids_on_ref(&repo);
+    assert!(held.contains(&next_id), "the next write is on the ref");
+    assert!(
+        acked.iter().all(|id| held.contains(id)),
+        "still every acknowledged note"
+    );
+    // ...no ref lock is left behind, and the journal holds nothing pending.
+    assert!(!repo.path().join(".git/refs/kapi/ops.lock").exists());
+    let journal = std::fs::read(repo.path().join(".git/kapi/journal")).unwrap_or_default();
+    assert!(
+        journal.iter().all(u8::is_ascii_whitespace),
+        "the journal was committed: {}",
+        String::from_utf8_lossy(&journal)
+    );
     fsck_clean(&repo);
 }
 

@@ -4,6 +4,8 @@ mod check;
 mod compiled_context;
 mod context;
 mod durability;
+mod fuzz_corpus;
+mod hardening;
 mod harness;
 mod hooks;
 mod oplog;

@@ -12,7 +12,12 @@ pub fn finding(f: &Finding) -> String {
     };
     let num = f.line.to_string();
     let pad = " ".repeat(num.len());
-    let (shown, before) = window(&f.source_line, f.column, f.matched.chars().count());
+    let (shown, before) = window(
+        &f.source_line,
+        f.column,
+        f.matched.chars().count(),
+        f.line_offset,
+    );
     let before = " ".repeat(before);
     let carets = "^".repeat(f.matched.chars().count().max(1));
     let mut s = format!(
@@ -43,7 +48,30 @@ const CONTEXT: usize = 60;
 
 /// The line as shown (tabs as single spaces, so carets line up; a long line
 /// cut around the match) and the number of characters before the match.
-fn window(line: &str, column: usize, len: usize) -> (String, usize) {
+fn window(line: &str, column: usize, len: usize, offset: usize) -> (String, usize) {
+    // A line too long to be shown whole is cut around the match from its
+    // byte offset: the cost is the window's, not the line's, so many
+    // findings on one long line stay linear.
+    if line.len() > 4 * MAX_SHOWN && line.is_char_boundary(offset.min(line.len())) {
+        let offset = offset.min(line.len());
+        let (head, tail) = line.split_at(offset);
+        let back: Vec<char> = head.chars().rev().take(CONTEXT + 1).collect();
+        let from_start = back.len() <= CONTEXT;
+        let mut shown = String::new();
+        let mut before = back.len().min(CONTEXT);
+        if !from_start {
+            shown.push_str("...");
+            before += 3;
+        }
+        let blank = |c: char| if c == '\t' { ' ' } else { c };
+        shown.extend(back.iter().take(CONTEXT).rev().map(|&c| blank(c)));
+        let mut ahead = tail.chars();
+        shown.extend(ahead.by_ref().take(len + CONTEXT).map(blank));
+        if ahead.next().is_some() {
+            shown.push_str("...");
+        }
+        return (shown, before);
+    }
     let chars: Vec<char> = line
         .chars()
         .map(|c| if c == '\t' { ' ' } else { c })
@@ -106,9 +134,24 @@ mod tests {
     #[test]
     fn long_lines_show_a_window_around_the_match() {
         let line = format!("{}Github{}", "a ".repeat(200), " b".repeat(200));
-        let (shown, before) = window(&line, 401, 6);
+        let (shown, before) = window(&line, 401, 6, 400);
         assert!(shown.starts_with("...") && shown.ends_with("..."));
         assert_eq!(&shown[before..before + 6], "Github");
-        assert_eq!(window("\tx", 2, 1), (" x".to_string(), 1));
+        assert_eq!(window("\tx", 2, 1, 1), (" x".to_string(), 1));
+        // Past 640 bytes the window is cut from the byte offset, and reads
+        // exactly as the character count would have cut it.
+        let long = format!("{}Github{}", "é\t".repeat(400), " b".repeat(400));
+        let offset = long.find("Github").unwrap();
+        let by_offset = window(&long, 801, 6, offset);
+        let chars: Vec<char> = long
+            .chars()
+            .map(|c| if c == '\t' { ' ' } else { c })
+            .collect();
+        let mut expected = String::from("...");
+        expected.extend(&chars[800 - CONTEXT..806 + CONTEXT]);
+        expected.push_str("...");
+        assert_eq!(by_offset, (expected, CONTEXT + 3));
+        let start = format!("Github{}", " b".repeat(400));
+        assert_eq!(window(&start, 1, 6, 0).1, 0);
     }
 }

@@ -111,11 +111,20 @@ pub fn render(outcome: &Outcome) -> String {
         }));
     }
     let mut seen: HashMap<String, usize> = HashMap::new();
+    // Findings on one line share its text: each distinct (line, rule,
+    // match) is hashed once, so many findings on a long line stay linear.
+    let mut hashed: HashMap<(*const u8, &str, &str, &str), String> = HashMap::new();
     let results: Vec<Value> = outcome
         .findings
         .iter()
         .map(|f| {
-            let fp = fingerprint(f);
+            let key = (
+                f.source_line.as_ptr(),
+                f.rule.as_str(),
+                f.path.as_str(),
+                f.matched.as_str(),
+            );
+            let fp = hashed.entry(key).or_insert_with(|| fingerprint(f)).clone();
             let n = seen.entry(fp.clone()).or_insert(0);
             *n += 1;
             json!({

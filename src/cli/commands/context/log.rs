@@ -6,6 +6,7 @@ use crate::cli::output::Out;
 use crate::context::log::{Filter, query};
 use crate::ops::record::{Kind, Record};
 use crate::ops::{State, Status};
+use std::io::Write;
 
 /// List every operation in the log, folded: a line shows the short id, the
 /// kind, the status and subject, `[contested by #…]`, who recorded it, and
@@ -52,7 +53,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         actor: args.actor,
     }
     .resolve(&session)?;
-    let ledger = session.ledger()?;
+    let (ledger, unreadable) = session.ledger_and_unreadable()?;
     let mut out = Out::new();
     for entry in query(&ledger, &filter) {
         if args.json {
@@ -66,6 +67,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         }
     }
     session.release(ledger);
+    if unreadable > 0 {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "warning: {unreadable} stored operation{} could not be read and {} skipped; `kapi store doctor` names {}",
+            if unreadable == 1 { "" } else { "s" },
+            if unreadable == 1 { "was" } else { "were" },
+            if unreadable == 1 { "it" } else { "them" },
+        );
+    }
     Ok(Exit::Ok)
 }
 
