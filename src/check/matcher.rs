@@ -56,6 +56,8 @@ pub struct Matcher {
     entries: Vec<Vec<Entry>>,
     /// Built for usage counts: every preferred form, in any case, is a hit.
     every_preferred: bool,
+    /// Pattern rules: the rule, and its regular expression.
+    patterns: Vec<(usize, fancy_regex::Regex)>,
 }
 
 /// Lower-case each character whose lower case has the same UTF-8 length.
@@ -309,11 +311,24 @@ impl Matcher {
                     })?,
             )
         };
+        let mut compiled = Vec::new();
+        for (r, rule) in rules.iter().enumerate() {
+            if let Some(p) = &rule.pattern {
+                let re = crate::formats::pattern::compile(p, !rule.exact).map_err(|message| {
+                    MatcherError::Build {
+                        forms: 1,
+                        message: format!("rule {}: {message}", rule.id),
+                    }
+                })?;
+                compiled.push((r, re));
+            }
+        }
         Ok(Matcher {
             rules: rules.to_vec(),
             automaton,
             entries,
             every_preferred,
+            patterns: compiled,
         })
     }
 
@@ -325,15 +340,16 @@ impl Matcher {
     /// the same length): avoided and preferred forms, leftmost-longest, not
     /// overlapping, switched-off rules removed.
     pub fn hits(&self, original: &str, prose: &Prose) -> Vec<Hit> {
-        let Some(ac) = &self.automaton else {
-            return Vec::new();
-        };
         let masked = &prose.text;
         debug_assert_eq!(masked.len(), original.len());
-        let folded = case_key_same_len(masked);
         // (start, end, priority, rule); priority 0 = the preferred form as
         // written, 1 = avoided, 2 = the preferred form in another case.
         let mut cands: Vec<(usize, usize, u8, usize)> = Vec::new();
+        self.pattern_hits(original, masked, &mut cands);
+        let Some(ac) = &self.automaton else {
+            return self.resolve(cands, prose);
+        };
+        let folded = case_key_same_len(masked);
         for m in ac.find_overlapping_iter(&folded) {
             let (s, e) = (m.start(), m.end());
             if !original.is_char_boundary(s)
@@ -368,6 +384,35 @@ impl Matcher {
                 }
             }
         }
+        self.resolve(cands, prose)
+    }
+
+    /// Matches of the pattern rules in masked prose: on word boundaries (as
+    /// the literal forms), never text written as the rule's preferred form.
+    /// A pattern that gives up (backtracking past its limit) on a file finds
+    /// nothing more there.
+    fn pattern_hits(
+        &self,
+        original: &str,
+        masked: &str,
+        cands: &mut Vec<(usize, usize, u8, usize)>,
+    ) {
+        for (rule, re) in &self.patterns {
+            let preferred = self.rules[*rule].preferred.trim();
+            for m in re.find_iter(masked) {
+                let Ok(m) = m else { break };
+                let (s, e) = (m.start(), m.end());
+                if s == e || !on_boundaries(masked, s, e) || original[s..e].trim() == preferred {
+                    continue;
+                }
+                cands.push((s, e, 1, *rule));
+            }
+        }
+    }
+
+    /// The hits among the candidates: leftmost-longest, not overlapping,
+    /// switched-off rules removed.
+    fn resolve(&self, mut cands: Vec<(usize, usize, u8, usize)>, prose: &Prose) -> Vec<Hit> {
         if cands.is_empty() {
             return Vec::new();
         }
@@ -422,7 +467,7 @@ impl Matcher {
 
     /// Check one file's text; `path` is only carried into the findings.
     pub fn check(&self, path: &str, text: &str, kind: TextKind) -> Vec<Finding> {
-        if self.automaton.is_none() {
+        if self.automaton.is_none() && self.patterns.is_empty() {
             return Vec::new();
         }
         let p = prose(text, kind);
@@ -522,6 +567,7 @@ mod tests {
             suggested: false,
             advisory: false,
             exact: false,
+            pattern: None,
         }
     }
 

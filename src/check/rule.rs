@@ -21,6 +21,10 @@ pub struct CheckRule {
     /// does not ignore case. Otherwise only avoided forms differing from the
     /// preferred form in case alone match as written.
     pub exact: bool,
+    /// A regular expression for what the rule avoids beyond its literal
+    /// forms (an imported Vale key that lists no finite set of forms),
+    /// matched between word boundaries, ignoring case unless `exact`.
+    pub pattern: Option<String>,
 }
 
 impl CheckRule {
@@ -55,6 +59,7 @@ mod tests {
             suggested: false,
             advisory: false,
             exact: false,
+            pattern: None,
         }
     }
 

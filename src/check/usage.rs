@@ -43,6 +43,7 @@ mod tests {
             suggested: true,
             advisory: false,
             exact: false,
+            pattern: None,
         }];
         let m = Matcher::for_usage(&rules).unwrap();
         let t = "GitHub and GITHUB, git hub, github `github` https://github.com";

@@ -261,6 +261,7 @@ pub fn rules_from_log(
                 suggested: r.suggested,
                 advisory: r.advisory,
                 exact: r.exact,
+                pattern: r.pattern,
             };
             (rule, Some(r.scope))
         })
@@ -339,6 +340,7 @@ pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, C
             suggested: matches!(r.status, RuleStatus::Suggested | RuleStatus::Contested),
             advisory: r.status == RuleStatus::Advisory,
             exact: r.exact,
+            pattern: r.pattern,
         })
         .collect())
 }

@@ -118,12 +118,14 @@ pub fn context_files(
     Ok(out)
 }
 
+/// Whether a style file is for the substitution reader: it extends
+/// `substitution`, or it is not valid YAML (Vale refuses it; importing it
+/// says why, with its line, rather than leaving it out silently).
 fn is_substitution(text: &str) -> bool {
-    text.lines().any(|l| {
-        let l = l.trim();
-        l.strip_prefix("extends:")
-            .is_some_and(|v| v.trim().trim_matches(['"', '\'']) == "substitution")
-    })
+    match formats::yaml::parse(text) {
+        Ok(doc) => doc.get("extends").and_then(|n| n.as_str()) == Some("substitution"),
+        Err(_) => true,
+    }
 }
 
 /// `StylesPath` from the work tree's `.vale.ini`, as the checker reads it
@@ -172,7 +174,13 @@ fn entries(parsed: &ImportedFile) -> Vec<TermEntry> {
             .map(|a| a.trim().to_owned())
             .filter(|a| !a.is_empty() && Some(a) != preferred.as_ref())
             .collect();
+        let pattern = rule
+            .pattern
+            .as_ref()
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty());
         if avoid.is_empty()
+            && pattern.is_none()
             && let Some(p) = &preferred
         {
             // An accepted term (Vale.Terms): its other capitalisations are avoided, as written.
@@ -189,12 +197,13 @@ fn entries(parsed: &ImportedFile) -> Vec<TermEntry> {
             }
         }
         avoid.dedup();
-        if avoid.is_empty() {
+        if avoid.is_empty() && pattern.is_none() {
             continue;
         }
         out.push(TermEntry {
             preferred,
             avoid,
+            pattern,
             advisory: rule.status == RuleStatus::Advisory,
             suggested: matches!(rule.status, RuleStatus::Suggested | RuleStatus::Contested),
             exact: rule.exact,

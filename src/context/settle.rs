@@ -152,6 +152,7 @@ pub fn merge_signals(
             suggested: true,
             advisory: false,
             exact: rule.exact,
+            pattern: rule.pattern,
         });
         scopes.push(rule.scope);
     }

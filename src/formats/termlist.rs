@@ -49,6 +49,7 @@ pub fn parse_term_list(text: &str) -> Result<ImportedFile, ParseError> {
         file.rules.push(ImportedRule {
             preferred: Some(preferred.to_string()),
             avoided,
+            pattern: None,
             line: n,
             id: (!id.is_empty()).then(|| id.to_string()),
             status,

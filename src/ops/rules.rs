@@ -22,6 +22,8 @@ pub struct TermRule {
     pub advisory: bool,
     /// Every avoided form matches only as written.
     pub exact: bool,
+    /// A regular expression for what the rule avoids beyond its forms.
+    pub pattern: Option<String>,
     pub scope: Scope,
 }
 
@@ -56,6 +58,7 @@ impl Ledger {
                     suggested: advises,
                     advisory: state.advisory,
                     exact: false,
+                    pattern: None,
                     scope: state.scope.clone(),
                 }),
                 Some(Subject::Terms { terms }) => {
@@ -69,6 +72,7 @@ impl Ledger {
                             suggested: advises || t.suggested,
                             advisory: state.advisory || t.advisory,
                             exact: t.exact,
+                            pattern: t.pattern.clone(),
                             scope: state.scope.clone(),
                         });
                     }

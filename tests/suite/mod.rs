@@ -9,3 +9,4 @@ mod hooks;
 mod oplog;
 mod snapshots;
 mod sync;
+mod vale;

@@ -27,6 +27,7 @@ mod tests {
             suggested,
             advisory: false,
             exact: false,
+            pattern: None,
         };
         let m = Matcher::new(&[rule]).unwrap();
         Outcome {
