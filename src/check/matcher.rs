@@ -107,14 +107,18 @@ fn is_joiner(c: char) -> bool {
 
 /// Whether `start..end` of `text` stands on word boundaries: not inside a
 /// word, and not part of a path, domain or hyphenated compound (a `.`, `/`
-/// or `-` before it, or after it and followed by a word character).
+/// or `-` before it, or after it and followed by a word character). A run
+/// of dashes or dots (`--`, `---`, `...`) is punctuation between words, not
+/// a joiner.
 pub fn on_boundaries(text: &str, start: usize, end: usize) -> bool {
     let span = &text[start..end];
     let (Some(first), Some(last)) = (span.chars().next(), span.chars().next_back()) else {
         return false;
     };
-    if let Some(prev) = text[..start].chars().next_back()
-        && ((is_word(first) && is_word(prev)) || is_joiner(prev))
+    let mut before = text[..start].chars().rev();
+    if let Some(prev) = before.next()
+        && ((is_word(first) && is_word(prev))
+            || (is_joiner(prev) && !(prev != '/' && before.next() == Some(prev))))
     {
         return false;
     }
@@ -496,7 +500,14 @@ impl Matcher {
                     end_column,
                     start: h.start,
                     end: h.end,
-                    message: message(&rule.preferred, &matched, rule.suggested),
+                    message: match &rule.level {
+                        Some(level) => format!(
+                            "{} (Vale {level})",
+                            message(&rule.preferred, &matched, rule.suggested)
+                        ),
+                        None => message(&rule.preferred, &matched, rule.suggested),
+                    },
+                    level: rule.level.clone(),
                     matched,
                     preferred: rule.preferred.clone(),
                     suggested: rule.suggested,
@@ -568,6 +579,8 @@ mod tests {
             advisory: false,
             exact: false,
             pattern: None,
+            level: None,
+            paths: Vec::new(),
         }
     }
 
@@ -638,6 +651,11 @@ mod tests {
         assert_eq!(
             found(&r, "on github. Github-"),
             ["1:4:github", "1:12:Github"]
+        );
+        // Dashes and dots in a run are punctuation, on either side.
+        assert_eq!(
+            found(&r, "Github--Github...github"),
+            ["1:1:Github", "1:9:Github", "1:18:github"]
         );
     }
 

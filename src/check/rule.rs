@@ -25,6 +25,10 @@ pub struct CheckRule {
     /// forms (an imported Vale key that lists no finite set of forms),
     /// matched between word boundaries, ignoring case unless `exact`.
     pub pattern: Option<String>,
+    /// A Vale rule's alert level, named in its findings.
+    pub level: Option<String>,
+    /// Globs of the files the rule holds for; empty for every file.
+    pub paths: Vec<String>,
 }
 
 impl CheckRule {
@@ -60,6 +64,8 @@ mod tests {
             advisory: false,
             exact: false,
             pattern: None,
+            level: None,
+            paths: Vec::new(),
         }
     }
 

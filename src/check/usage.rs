@@ -44,6 +44,8 @@ mod tests {
             advisory: false,
             exact: false,
             pattern: None,
+            level: None,
+            paths: Vec::new(),
         }];
         let m = Matcher::for_usage(&rules).unwrap();
         let t = "GitHub and GITHUB, git hub, github `github` https://github.com";

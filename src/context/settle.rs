@@ -153,6 +153,8 @@ pub fn merge_signals(
             advisory: false,
             exact: rule.exact,
             pattern: rule.pattern,
+            level: rule.level,
+            paths: rule.paths,
         });
         scopes.push(rule.scope);
     }

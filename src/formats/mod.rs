@@ -72,6 +72,12 @@ pub struct ImportedRule {
     /// What of the rule stays a regular expression (a Vale key with
     /// look-around or unbounded repetition), checked as a pattern.
     pub pattern: Option<String>,
+    /// A Vale rule's alert level (its file's `level`, or what `.vale.ini`
+    /// sets for it).
+    pub level: Option<vale::Level>,
+    /// Globs (repository-relative) of the files the rule holds for; empty
+    /// for every file. From the `.vale.ini` sections enabling a Vale style.
+    pub paths: Vec<String>,
     /// 1-based line the rule was read from.
     pub line: usize,
     /// The id column of a term list.

@@ -87,6 +87,8 @@ impl Vocabulary {
                     preferred: Some(f.clone()),
                     avoided: Vec::new(),
                     pattern: None,
+                    level: None,
+                    paths: Vec::new(),
                     line: t.line,
                     id: None,
                     status: RuleStatus::Established,
@@ -99,6 +101,8 @@ impl Vocabulary {
                 preferred: None,
                 avoided: t.forms.clone(),
                 pattern: t.regex.clone(),
+                level: None,
+                paths: Vec::new(),
                 line: t.line,
                 id: None,
                 status: RuleStatus::Established,
@@ -140,6 +144,16 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
                     "`ignorecase` must be true or false, not {}",
                     n.as_str().unwrap_or(n.kind())
                 ),
+            )
+        })?,
+    };
+    // Vale's default level for a rule that sets none is `warning`.
+    let level = match doc.get("level") {
+        None => Level::Warning,
+        Some(n) => n.as_str().and_then(Level::parse).ok_or_else(|| {
+            err(
+                n.line,
+                "`level` must be suggestion, warning or error; Vale refuses the file",
             )
         })?,
     };
@@ -210,9 +224,11 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
                     preferred: Some(preferred.to_string()),
                     avoided,
                     pattern: expanded.pattern,
+                    level: Some(level),
+                    paths: Vec::new(),
                     line: n,
                     id: None,
-                    status: RuleStatus::Established,
+                    status: level.status(),
                     exact: !(ignorecase || expanded.ignore_case),
                 });
             }
@@ -222,38 +238,241 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
     Ok(file)
 }
 
+/// A Vale alert level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    Suggestion,
+    Warning,
+    Error,
+}
+
+impl Level {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "suggestion" => Some(Level::Suggestion),
+            "warning" => Some(Level::Warning),
+            "error" => Some(Level::Error),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Suggestion => "suggestion",
+            Level::Warning => "warning",
+            Level::Error => "error",
+        }
+    }
+
+    /// How a rule of this level binds in kapi: an error fails the check, a
+    /// warning or a suggestion reports only.
+    pub fn status(self) -> RuleStatus {
+        match self {
+            Level::Error => RuleStatus::Established,
+            Level::Warning | Level::Suggestion => RuleStatus::Advisory,
+        }
+    }
+}
+
+/// `Style.Rule = ...` in a section of `.vale.ini`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleSetting {
+    /// `NO`
+    Off,
+    /// `YES`
+    On,
+    /// `suggestion`, `warning` or `error`: on, at that level.
+    At(Level),
+}
+
+/// A glob section of `.vale.ini` (`[*.md]`, `[docs/**/*.adoc]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IniSection {
+    pub glob: String,
+    /// `BasedOnStyles`.
+    pub styles: Vec<String>,
+    /// `Style.Rule = ...`, in order.
+    pub rules: Vec<(String, RuleSetting)>,
+}
+
+/// What kapi reads of a `.vale.ini`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValeIni {
+    /// `StylesPath`, as [`styles_path`] reads it.
+    pub styles_path: Option<String>,
+    /// `MinAlertLevel` (Vale's default: warning).
+    pub min_level: Level,
+    /// `Vocab`: the vocabularies in use, when set.
+    pub vocab: Option<Vec<String>>,
+    /// `BasedOnStyles` outside any section (every file).
+    pub global_styles: Vec<String>,
+    pub sections: Vec<IniSection>,
+}
+
+/// Where and how one style rule is in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enabled {
+    /// The `.vale.ini` names no styles at all: every style applies
+    /// everywhere, at its own level (kapi's reading before `.vale.ini` was
+    /// honoured, kept for configurations that only set `StylesPath`).
+    Everywhere(Level),
+    /// In force for the files these globs match (`*` for every file), at
+    /// these levels; empty when no section enables it.
+    Globs(Vec<(String, Level)>),
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+impl ValeIni {
+    /// Read a `.vale.ini` with an INI library. Vale's own keys outside the
+    /// ones kapi uses are ignored.
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        let conf = load_ini(text).map_err(|e| err(e.line, e.msg.to_string()))?;
+        let mut out = ValeIni {
+            styles_path: styles_path(text),
+            min_level: Level::Warning,
+            vocab: None,
+            global_styles: Vec::new(),
+            sections: Vec::new(),
+        };
+        for (name, props) in conf.iter() {
+            match name {
+                None => {
+                    for (k, v) in props.iter() {
+                        match k {
+                            "MinAlertLevel" => {
+                                out.min_level = Level::parse(v).ok_or_else(|| {
+                                    err(
+                                        1,
+                                        format!(
+                                            "MinAlertLevel must be suggestion, warning or error, not {v:?}"
+                                        ),
+                                    )
+                                })?
+                            }
+                            "Vocab" => out.vocab.get_or_insert_with(Vec::new).extend(list(v)),
+                            "BasedOnStyles" => out.global_styles.extend(list(v)),
+                            _ => {}
+                        }
+                    }
+                }
+                Some(glob) => {
+                    let mut section = IniSection {
+                        glob: glob.to_string(),
+                        styles: Vec::new(),
+                        rules: Vec::new(),
+                    };
+                    for (k, v) in props.iter() {
+                        if k == "BasedOnStyles" {
+                            section.styles.extend(list(v));
+                        } else if k.contains('.') {
+                            let setting = match v.trim() {
+                                "NO" => RuleSetting::Off,
+                                "YES" => RuleSetting::On,
+                                other => match Level::parse(other) {
+                                    Some(l) => RuleSetting::At(l),
+                                    None => continue,
+                                },
+                            };
+                            section.rules.push((k.to_string(), setting));
+                        }
+                    }
+                    out.sections.push(section);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the configuration names any style (globally or in a section)
+    /// or sets any rule.
+    fn names_styles(&self) -> bool {
+        !self.global_styles.is_empty()
+            || self
+                .sections
+                .iter()
+                .any(|s| !s.styles.is_empty() || !s.rules.is_empty())
+    }
+
+    /// Where the rule `style.rule` (its file's level `own`) is in force.
+    pub fn enabled(&self, style: &str, rule: &str, own: Level) -> Enabled {
+        if !self.names_styles() {
+            return Enabled::Everywhere(own);
+        }
+        let name = format!("{style}.{rule}");
+        let mut globs = Vec::new();
+        if self.global_styles.iter().any(|s| s == style) {
+            globs.push(("*".to_string(), own));
+        }
+        for s in &self.sections {
+            let mut on = s.styles.iter().any(|x| x == style);
+            let mut level = own;
+            for (k, setting) in &s.rules {
+                if *k == name {
+                    match setting {
+                        RuleSetting::Off => on = false,
+                        RuleSetting::On => on = true,
+                        RuleSetting::At(l) => {
+                            on = true;
+                            level = *l;
+                        }
+                    }
+                }
+            }
+            if on {
+                globs.push((s.glob.clone(), level));
+            }
+        }
+        Enabled::Globs(globs)
+    }
+
+    /// Whether the vocabulary `name` is in use (every one when `Vocab` is
+    /// not set).
+    pub fn uses_vocab(&self, name: &str) -> bool {
+        self.vocab
+            .as_ref()
+            .is_none_or(|v| v.iter().any(|x| x == name))
+    }
+}
+
 /// The `StylesPath` of a `.vale.ini` (a core setting, before any section),
 /// as a repository-relative folder; `None` when absent, empty, or outside
 /// the repository (absolute, or climbing out with `..`).
-pub fn styles_path(ini: &str) -> Option<String> {
-    for line in ini.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            break;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        if key.trim() != "StylesPath" {
-            continue;
-        }
-        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-        let mut parts: Vec<&str> = Vec::new();
-        for part in value.split(['/', '\\']) {
-            match part {
-                "" | "." => {}
-                ".." => {
-                    parts.pop()?;
-                }
-                p => parts.push(p),
+pub fn styles_path(ini_text: &str) -> Option<String> {
+    let conf = load_ini(ini_text).ok()?;
+    let value = conf.general_section().get("StylesPath")?.trim();
+    let mut parts: Vec<&str> = Vec::new();
+    for part in value.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
             }
+            p => parts.push(p),
         }
-        if value.starts_with('/') || value.contains(':') || parts.is_empty() {
-            return None;
-        }
-        return Some(parts.join("/"));
     }
-    None
+    if value.starts_with('/') || value.contains(':') || parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
+/// A `.vale.ini` read by an INI library (quotes around values are taken
+/// off; backslashes are kept, as Windows paths hold them).
+fn load_ini(text: &str) -> Result<ini::Ini, ini::ParseError> {
+    ini::Ini::load_from_str_opt(
+        text,
+        ini::ParseOption {
+            enabled_quote: true,
+            enabled_escape: false,
+            ..Default::default()
+        },
+    )
 }
 
 #[cfg(test)]

@@ -235,6 +235,14 @@ pub struct TermEntry {
     /// unbounded repetition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
+    /// A Vale rule's alert level (`error`, `warning`, `suggestion`), which
+    /// its findings name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+    /// Globs of the files the rule holds for (a Vale style enabled by
+    /// `.vale.ini` for some sections only); empty for every file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// Reports but never fails a check.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub advisory: bool,

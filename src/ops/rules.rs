@@ -24,6 +24,10 @@ pub struct TermRule {
     pub exact: bool,
     /// A regular expression for what the rule avoids beyond its forms.
     pub pattern: Option<String>,
+    /// A Vale rule's alert level.
+    pub level: Option<String>,
+    /// Globs of the files the rule holds for; empty for every file.
+    pub paths: Vec<String>,
     pub scope: Scope,
 }
 
@@ -59,6 +63,8 @@ impl Ledger {
                     advisory: state.advisory,
                     exact: false,
                     pattern: None,
+                    level: None,
+                    paths: Vec::new(),
                     scope: state.scope.clone(),
                 }),
                 Some(Subject::Terms { terms }) => {
@@ -73,6 +79,8 @@ impl Ledger {
                             advisory: state.advisory || t.advisory,
                             exact: t.exact,
                             pattern: t.pattern.clone(),
+                            level: t.level.clone(),
+                            paths: t.paths.clone(),
                             scope: state.scope.clone(),
                         });
                     }

@@ -28,6 +28,8 @@ mod tests {
             advisory: false,
             exact: false,
             pattern: None,
+            level: None,
+            paths: Vec::new(),
         };
         let m = Matcher::new(&[rule]).unwrap();
         Outcome {
