@@ -525,6 +525,66 @@ fn inline(m: &mut [u8], markdown: bool) {
 /// Bare URLs: `http://`, `https://`, `ftp://`, `mailto:` and `www.`, not
 /// inside a word, up to whitespace, `)`, `>`, `]`, `<` or `"`.
 fn urls(m: &mut [u8]) {
+    urls_ending(m, false);
+}
+
+/// ASCII punctuation that masking may blank on its own beside or between
+/// words of prose (everything but the joiners `.`, `/` and `-`), and tabs.
+pub(crate) const fn is_markup(b: u8) -> bool {
+    (b.is_ascii_punctuation() && !matches!(b, b'.' | b'/' | b'-')) || b == b'\t'
+}
+
+/// The text of a Markdown file with its markup characters ([`is_markup`])
+/// and its bare URLs (each up to its first markup character) blanked:
+/// every byte that masking keeps is kept here too, so a form that the
+/// masked text holds on word boundaries is found here on word boundaries.
+/// Case-folded as [`crate::check::matcher::case_key_same_len`] folds.
+pub(crate) fn loosened(text: &str) -> String {
+    const LOOSE: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut i = 0;
+        while i < 256 {
+            let b = i as u8;
+            t[i] = if is_markup(b) {
+                b' '
+            } else {
+                b.to_ascii_lowercase()
+            };
+            i += 1;
+        }
+        t
+    };
+    let mut m = text.as_bytes().to_vec();
+    urls_ending(&mut m, true);
+    if !text.is_ascii() {
+        // URLs were blanked at ASCII bytes only: still UTF-8.
+        let s = String::from_utf8(m)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        m = crate::check::matcher::case_key_same_len(&s).into_bytes();
+    }
+    for b in &mut m {
+        *b = LOOSE[*b as usize];
+    }
+    // Only ASCII bytes were replaced.
+    String::from_utf8(m).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Blank bare URLs, each up to where [`url_end`] says; with `at_markup`,
+/// only up to its first markup character after the scheme (masking may
+/// have blanked the rest of the URL's text before the URL is read, so the
+/// text after it may be prose).
+fn urls_ending(m: &mut [u8], at_markup: bool) {
+    let end = |m: &[u8], body: usize| -> Option<usize> {
+        let e = url_end(m, body)?;
+        Some(if at_markup {
+            m[body..e]
+                .iter()
+                .position(|&b| is_markup(b))
+                .map_or(e, |i| body + i)
+        } else {
+            e
+        })
+    };
     let mut ranges = Vec::new();
     for p in memchr::memmem::find_iter(m, b"://") {
         let scheme = m[..p]
@@ -540,7 +600,7 @@ fn urls(m: &mut [u8]) {
             .any(|k| name.eq_ignore_ascii_case(k));
         if known
             && (s == 0 || !is_word_byte(m[s - 1]))
-            && let Some(e) = url_end(m, p + 3)
+            && let Some(e) = end(m, p + 3)
         {
             ranges.push((s, e));
         }
@@ -548,7 +608,7 @@ fn urls(m: &mut [u8]) {
     for prefix in [&b"www."[..], b"mailto:"] {
         for p in memchr::memmem::find_iter(m, prefix) {
             if (p == 0 || !is_word_byte(m[p - 1]))
-                && let Some(e) = url_end(m, p + prefix.len())
+                && let Some(e) = end(m, p + prefix.len())
             {
                 ranges.push((p, e));
             }

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::finding::{Finding, Severity, message};
-use super::markdown::{Prose, TextKind, prose};
+use super::markdown::{Prose, TextKind, is_markup, loosened, prose};
 use super::rule::CheckRule;
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +58,12 @@ pub struct Matcher {
     every_preferred: bool,
     /// Pattern rules: the rule, and its regular expression.
     patterns: Vec<(usize, fancy_regex::Regex)>,
+    /// The automaton's patterns (folded forms).
+    keys: Vec<Box<str>>,
+    /// Every avoided form is free of markup characters ([`is_markup`]) and
+    /// of runs of blanks, so a Markdown file can be scanned before it is
+    /// parsed (see [`Matcher::check`]).
+    scan_first: bool,
 }
 
 /// Lower-case each character whose lower case has the same UTF-8 length.
@@ -82,6 +88,19 @@ pub fn case_key_same_len(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether `span` folds ([`case_key_same_len`]) to `key`.
+fn folds_to(span: &str, key: &str) -> bool {
+    if span.is_ascii() {
+        span.len() == key.len()
+            && span
+                .bytes()
+                .zip(key.bytes())
+                .all(|(a, b)| a.to_ascii_lowercase() == b)
+    } else {
+        case_key_same_len(span) == key
+    }
 }
 
 fn is_word(c: char) -> bool {
@@ -327,12 +346,17 @@ impl Matcher {
                 compiled.push((r, re));
             }
         }
+        let scan_first = patterns.iter().zip(&entries).all(|(key, list)| {
+            list.iter().all(|e| e.preferred) || !(key.bytes().any(is_markup) || key.contains("  "))
+        });
         Ok(Matcher {
             rules: rules.to_vec(),
             automaton,
             entries,
             every_preferred,
             patterns: compiled,
+            keys: patterns.into_iter().map(String::into_boxed_str).collect(),
+            scan_first,
         })
     }
 
@@ -354,8 +378,24 @@ impl Matcher {
             return self.resolve(cands, prose);
         };
         let folded = case_key_same_len(masked);
-        for m in ac.find_overlapping_iter(&folded) {
-            let (s, e) = (m.start(), m.end());
+        let found = ac
+            .find_overlapping_iter(&folded)
+            .map(|m| (m.pattern().as_usize(), m.start(), m.end()));
+        self.form_hits(original, masked, found, &mut cands);
+        self.resolve(cands, prose)
+    }
+
+    /// Candidates from occurrences of the automaton's patterns in the
+    /// folded masked text (pattern, start, end): on word boundaries, exact
+    /// forms as written, the preferred form only as written.
+    fn form_hits(
+        &self,
+        original: &str,
+        masked: &str,
+        found: impl Iterator<Item = (usize, usize, usize)>,
+        cands: &mut Vec<(usize, usize, u8, usize)>,
+    ) {
+        for (k, s, e) in found {
             if !original.is_char_boundary(s)
                 || !original.is_char_boundary(e)
                 || !on_boundaries(masked, s, e)
@@ -364,7 +404,7 @@ impl Matcher {
             }
             let written = &original[s..e];
             let mut seen: Vec<usize> = Vec::new();
-            for entry in &self.entries[m.pattern().as_usize()] {
+            for entry in &self.entries[k] {
                 let rule = entry.rule as usize;
                 if entry.exact && written != &*entry.form {
                     continue;
@@ -388,7 +428,46 @@ impl Matcher {
                 }
             }
         }
-        self.resolve(cands, prose)
+    }
+
+    /// The hits of a Markdown file, scanning its text before parsing it:
+    /// `None` when no avoided form can be found in its prose (the file is
+    /// then never parsed). Masking only blanks bytes, and what it blanks
+    /// beside or between words is markup ([`is_markup`]); so every
+    /// occurrence of a form in the masked text is one in the file's text
+    /// with markup blanked, where the scan looks, and a finding needs an
+    /// avoided form there on loosened word boundaries (and, for an exact
+    /// form, written as is). The occurrences found are then checked
+    /// against the masked text, as a scan of it would find them.
+    fn markdown_hits(&self, text: &str) -> Option<(Prose, Vec<Hit>)> {
+        let ac = self.automaton.as_ref()?;
+        let loose = loosened(text);
+        let found: Vec<(usize, usize, usize)> = ac
+            .find_overlapping_iter(&loose)
+            .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
+            .collect();
+        let possible = found.iter().any(|&(k, s, e)| {
+            text.is_char_boundary(s)
+                && text.is_char_boundary(e)
+                && on_boundaries(&loose, s, e)
+                && self.entries[k]
+                    .iter()
+                    .any(|en| !en.preferred && (!en.exact || text[s..e] == *en.form))
+        });
+        if !possible {
+            return None;
+        }
+        let p = prose(text, TextKind::Markdown);
+        let masked = &p.text;
+        let in_masked = found.into_iter().filter(|&(k, s, e)| {
+            masked.is_char_boundary(s)
+                && masked.is_char_boundary(e)
+                && folds_to(&masked[s..e], &self.keys[k])
+        });
+        let mut cands = Vec::new();
+        self.form_hits(text, masked, in_masked, &mut cands);
+        let hits = self.resolve(cands, &p);
+        Some((p, hits))
     }
 
     /// Matches of the pattern rules in masked prose: on word boundaries (as
@@ -474,12 +553,17 @@ impl Matcher {
         if self.automaton.is_none() && self.patterns.is_empty() {
             return Vec::new();
         }
-        let p = prose(text, kind);
-        let hits: Vec<Hit> = self
-            .hits(text, &p)
-            .into_iter()
-            .filter(|h| !h.preferred)
-            .collect();
+        let hits: Vec<Hit> =
+            if kind == TextKind::Markdown && self.patterns.is_empty() && self.scan_first {
+                match self.markdown_hits(text) {
+                    Some((_, hits)) => hits,
+                    None => return Vec::new(),
+                }
+            } else {
+                let p = prose(text, kind);
+                self.hits(text, &p)
+            };
+        let hits: Vec<Hit> = hits.into_iter().filter(|h| !h.preferred).collect();
         if hits.is_empty() {
             return Vec::new();
         }
@@ -766,6 +850,56 @@ mod tests {
                 }
             }
         }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn scanning_markdown_before_parsing_finds_the_same(
+            tokens in proptest::collection::vec(0usize..40, 0..40),
+            seps in proptest::collection::vec(0usize..5, 40),
+        ) {
+            const TOKENS: [&str; 40] = [
+                "back", "end", "Back-end", "back end", "start", "Start", "Github", "git", "hub",
+                "Git-Hub", "_", "*", "**", "`", "``", "|", "~~", "<b>", "</b>", "[", "](x)", "][y]",
+                "\n", "\n\n", "- ", "    ", "```\n", "# ", "> ", "\\", "<!-- vale off -->",
+                "<!-- vale on -->", "https://x.y/", "{{< x >}}", "_https://x", "x_y", "--", "...",
+                "www.", "[^1]",
+            ];
+            const SEPS: [&str; 5] = [" ", "", "-", "\t", "\n"];
+            let mut t = String::new();
+            for (i, k) in tokens.iter().enumerate() {
+                t.push_str(TOKENS[*k]);
+                t.push_str(SEPS[seps[i]]);
+            }
+            let mut exact = rule("3", "GitHub", &["Github", "git hub", "Git-Hub"]);
+            exact.exact = true;
+            let rules = [
+                rule("1", "backend", &["back end", "Back-end"]),
+                rule("2", "Start", &["start"]),
+                exact,
+            ];
+            let m = Matcher::new(&rules).unwrap();
+            proptest::prop_assert!(m.scan_first);
+            let p = prose(&t, TextKind::Markdown);
+            let full: Vec<Hit> = m.hits(&t, &p);
+            let first = m.markdown_hits(&t).map(|(_, h)| h).unwrap_or_default();
+            let avoided = |h: &Vec<Hit>| h.iter().filter(|h| !h.preferred).copied().collect::<Vec<_>>();
+            proptest::prop_assert_eq!(avoided(&full), avoided(&first));
+        }
+    }
+
+    #[test]
+    fn markup_in_a_form_scans_after_parsing() {
+        assert!(
+            !Matcher::new(&[rule("1", "C#", &["C #"]), rule("2", "x", &["a_b"])])
+                .unwrap()
+                .scan_first
+        );
+        assert!(
+            Matcher::new(&[rule("1", "e.g.", &["eg"]), rule("2", "C#", &["c sharp"])])
+                .unwrap()
+                .scan_first
+        );
     }
 
     fn overlapping_rules() -> Vec<CheckRule> {

@@ -157,7 +157,7 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
             )
         })?,
     };
-    for unsupported in ["nonword", "exceptions", "action", "vocab", "capitalize"] {
+    for unsupported in ["nonword", "exceptions", "vocab", "capitalize"] {
         if let Some(n) = doc.get(unsupported)
             && !n.is_null()
         {
