@@ -558,9 +558,7 @@ pub(crate) fn loosened(text: &str) -> String {
     urls_ending(&mut m, true);
     if !text.is_ascii() {
         // URLs were blanked at ASCII bytes only: still UTF-8.
-        let s = String::from_utf8(m)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        m = crate::check::matcher::case_key_same_len(&s).into_bytes();
+        crate::check::matcher::fold_same_len(&mut m);
     }
     for b in &mut m {
         *b = LOOSE[*b as usize];

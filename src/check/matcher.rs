@@ -56,10 +56,15 @@ pub struct Matcher {
     entries: Vec<Vec<Entry>>,
     /// Built for usage counts: every preferred form, in any case, is a hit.
     every_preferred: bool,
-    /// Pattern rules: the rule, and its regular expression.
-    patterns: Vec<(usize, fancy_regex::Regex)>,
+    /// Pattern rules: the rule, its regular expression, and for one with
+    /// look-around the same without it, which finds where to try it.
+    patterns: Vec<(usize, fancy_regex::Regex, Option<fancy_regex::Regex>)>,
     /// The automaton's patterns (folded forms).
     keys: Vec<Box<str>>,
+    /// Each rule's group: the rules of one imported file or term list
+    /// (ids `<import>:<n>`, `terms.tsv:<line>`) form one, as the rules of one
+    /// Vale style form one expression; every other rule is its own.
+    groups: Vec<u32>,
     /// Every avoided form is free of markup characters ([`is_markup`]) and
     /// of runs of blanks, so a Markdown file can be scanned before it is
     /// parsed (see [`Matcher::check`]).
@@ -75,19 +80,48 @@ pub fn case_key_same_len(text: &str) -> String {
     if text.is_ascii() {
         return text.to_ascii_lowercase();
     }
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_ascii() {
-            out.push(c.to_ascii_lowercase());
+    let mut out = text.as_bytes().to_vec();
+    fold_same_len(&mut out);
+    // Only whole characters were replaced by characters of the same length.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// [`case_key_same_len`] in place, over UTF-8 bytes: ASCII runs are
+/// lower-cased at once, other characters one by one.
+pub(crate) fn fold_same_len(buf: &mut [u8]) {
+    let mut i = 0;
+    while i < buf.len() {
+        let run = buf[i..]
+            .iter()
+            .position(|b| !b.is_ascii())
+            .unwrap_or(buf.len() - i);
+        buf[i..i + run].make_ascii_lowercase();
+        i += run;
+        if i >= buf.len() {
+            break;
+        }
+        let n = match buf[i] {
+            0xF0..=0xFF => 4,
+            0xE0..=0xEF => 3,
+            _ => 2,
+        }
+        .min(buf.len() - i);
+        let Some(c) = std::str::from_utf8(&buf[i..i + n])
+            .ok()
+            .and_then(|s| s.chars().next())
+        else {
+            i += 1;
             continue;
-        }
+        };
         let mut lower = c.to_lowercase();
-        match (lower.next(), lower.next()) {
-            (Some(l), None) if l.len_utf8() == c.len_utf8() => out.push(l),
-            _ => out.push(c),
+        if let (Some(l), None) = (lower.next(), lower.next())
+            && l != c
+            && l.len_utf8() == n
+        {
+            l.encode_utf8(&mut buf[i..i + n]);
         }
+        i += n;
     }
-    out
 }
 
 /// Whether `span` folds ([`case_key_same_len`]) to `key`.
@@ -343,7 +377,9 @@ impl Matcher {
                         message: format!("rule {}: {message}", rule.id),
                     }
                 })?;
-                compiled.push((r, re));
+                let near = crate::formats::pattern::without_lookaround(p)
+                    .and_then(|q| crate::formats::pattern::compile(&q, !rule.exact).ok());
+                compiled.push((r, re, near));
             }
         }
         let scan_first = patterns.iter().zip(&entries).all(|(key, list)| {
@@ -357,6 +393,17 @@ impl Matcher {
             patterns: compiled,
             keys: patterns.into_iter().map(String::into_boxed_str).collect(),
             scan_first,
+            groups: {
+                let mut ids: HashMap<&str, u32> = HashMap::new();
+                rules
+                    .iter()
+                    .map(|r| {
+                        let g = r.id.rsplit_once(':').map_or(r.id.as_str(), |(g, _)| g);
+                        let n = ids.len() as u32;
+                        *ids.entry(g).or_insert(n)
+                    })
+                    .collect()
+            },
         })
     }
 
@@ -480,15 +527,40 @@ impl Matcher {
         masked: &str,
         cands: &mut Vec<(usize, usize, u8, usize)>,
     ) {
-        for (rule, re) in &self.patterns {
+        for (rule, re, near) in &self.patterns {
             let preferred = self.rules[*rule].preferred.trim();
-            for m in re.find_iter(masked) {
-                let Ok(m) = m else { break };
-                let (s, e) = (m.start(), m.end());
-                if s == e || !on_boundaries(masked, s, e) || original[s..e].trim() == preferred {
-                    continue;
+            let mut push = |s: usize, e: usize| {
+                if s != e && on_boundaries(masked, s, e) && original[s..e].trim() != preferred {
+                    cands.push((s, e, 1, *rule));
                 }
-                cands.push((s, e, 1, *rule));
+            };
+            let Some(near) = near else {
+                for m in re.find_iter(masked) {
+                    let Ok(m) = m else { break };
+                    push(m.start(), m.end());
+                }
+                continue;
+            };
+            // Try the pattern only where it can match: from each match of
+            // it without look-around, to the end of that line.
+            let mut pos = 0;
+            while pos <= masked.len() {
+                let Ok(Some(m)) = near.find_from_pos(masked, pos) else {
+                    break;
+                };
+                let line_end = memchr::memchr(b'\n', &masked.as_bytes()[m.end()..])
+                    .map_or(masked.len(), |p| m.end() + p);
+                let next = masked[m.start()..]
+                    .chars()
+                    .next()
+                    .map_or(masked.len() + 1, |c| m.start() + c.len_utf8());
+                match re.find_from_pos(&masked[..line_end], m.start()) {
+                    Ok(Some(f)) => {
+                        push(f.start(), f.end());
+                        pos = f.end().max(next);
+                    }
+                    _ => pos = next,
+                }
             }
         }
     }
@@ -499,31 +571,49 @@ impl Matcher {
         if cands.is_empty() {
             return Vec::new();
         }
-        cands.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        // Within a group, leftmost, then longest, then the preferred form as
+        // written; groups never hide one another's matches.
+        let group = |c: &(usize, usize, u8, usize)| self.groups[c.3];
+        cands.sort_by(|a, b| {
+            group(a)
+                .cmp(&group(b))
+                .then(a.0.cmp(&b.0))
+                .then(b.1.cmp(&a.1))
+                .then(a.2.cmp(&b.2))
+        });
         let mut hits = Vec::new();
         let mut taken_end = 0usize;
         let mut taken: Option<(usize, usize, u8)> = None;
-        for (s, e, prio, rule) in cands {
-            if let Some((ts, te, tp)) = taken
-                && ts == s
-                && te == e
-            {
-                // Same span: every rule whose entry has the best priority
-                // reports (each rule's usage counts a preferred form that
-                // several rules share; checks read only avoided hits).
-                if prio == tp && !hits.iter().any(|h: &Hit| h.start == s && h.rule == rule) {
-                    hits.push(Hit {
-                        rule,
-                        start: s,
-                        end: e,
-                        preferred: prio != 1,
-                    });
+        let mut current: Option<u32> = None;
+        for c in cands {
+            let (s, e, prio, rule) = c;
+            if current == Some(group(&c)) {
+                if let Some((ts, te, tp)) = taken
+                    && ts == s
+                    && te == e
+                {
+                    // Same span in one group: an avoided span reports once
+                    // (one alert, as Vale's one expression per style); a
+                    // preferred form several rules share counts for each
+                    // (usage).
+                    if prio == tp
+                        && prio != 1
+                        && !hits.iter().any(|h: &Hit| h.start == s && h.rule == rule)
+                    {
+                        hits.push(Hit {
+                            rule,
+                            start: s,
+                            end: e,
+                            preferred: true,
+                        });
+                    }
+                    continue;
                 }
-                continue;
+                if s < taken_end {
+                    continue;
+                }
             }
-            if s < taken_end {
-                continue;
-            }
+            current = Some(group(&c));
             taken = Some((s, e, prio));
             taken_end = e;
             hits.push(Hit {
@@ -533,6 +623,7 @@ impl Matcher {
                 preferred: prio != 1,
             });
         }
+        hits.sort_by_key(|h| (h.start, h.end, h.rule));
         if !prose.switches.is_empty() {
             hits.retain(|h| {
                 !prose.switches.iter().any(|sw| {
@@ -766,15 +857,22 @@ mod tests {
     fn longest_form_wins_and_preferred_never_reported() {
         let r = [
             rule(
-                "9",
+                "f:9",
                 "Quickstart",
                 &["Quick start", "Quick Start", "QuickStart"],
             ),
-            rule("x", "start", &["Start"]),
+            rule("f:x", "start", &["Start"]),
         ];
         assert_eq!(
             found(&r, "Quick Start here. Quickstart. QuickStart."),
             ["1:1:Quick Start", "1:31:QuickStart"]
+        );
+        // Rules of different groups (files, or rules of the log) never hide
+        // one another's matches.
+        let apart = [r[0].clone(), rule("x", "start", &["Start"])];
+        assert_eq!(
+            found(&apart, "Quick Start here."),
+            ["1:1:Quick Start", "1:7:Start"]
         );
         let p = [rule("a", "Grafana Alloy", &["Alloy"])];
         assert_eq!(found(&p, "Grafana Alloy and Alloy"), ["1:19:Alloy"]);
@@ -888,6 +986,23 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn folding_keeps_lengths_and_folds_each_character(t in "[a-zA-ZÜüßẞİıΣσςДдĲǅ☃ \u{301}]{0,40}") {
+            let char_wise: String = t
+                .chars()
+                .map(|c| {
+                    let mut l = c.to_lowercase();
+                    match (l.next(), l.next()) {
+                        (Some(x), None) if x.len_utf8() == c.len_utf8() => x,
+                        _ => c,
+                    }
+                })
+                .collect();
+            proptest::prop_assert_eq!(case_key_same_len(&t), char_wise);
+        }
+    }
+
     #[test]
     fn markup_in_a_form_scans_after_parsing() {
         assert!(
@@ -930,13 +1045,13 @@ mod tests {
         // variants other than their text as written share their words.
         assert_eq!((count(&pruned), count(&full)), (5, 9));
         assert_eq!(
-            // Rules 4 and 5 contradict each other: each one's preferred
-            // form, written as such, stands.
+            // Rules 4 and 5 contradict each other: neither hides the
+            // other's findings.
             found(
                 &rules,
                 "Grafana Alloy, Alloy, file system, filesystem, OPENTELEMETRY"
             ),
-            ["1:16:Alloy"]
+            ["1:16:Alloy", "1:23:file system", "1:36:filesystem"]
         );
     }
 

@@ -90,6 +90,66 @@ pub fn compile(pattern: &str, ignore_case: bool) -> Result<fancy_regex::Regex, S
         .map_err(|e| format!("not a regular expression kapi can read: {e}"))
 }
 
+/// The pattern without its look-around groups (`(?=..)`, `(?!..)`,
+/// `(?<=..)`, `(?<!..)`): it matches wherever the pattern does, and more;
+/// `None` when there are none. Without look-around a regular expression
+/// runs on a linear-time engine, so it finds where to try the pattern.
+pub fn without_lookaround(p: &str) -> Option<String> {
+    let b = p.as_bytes();
+    let mut out = String::with_capacity(p.len());
+    let mut i = 0;
+    let mut found = false;
+    let mut class = false;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' {
+            let n = p[i + 1..].chars().next().map_or(0, char::len_utf8);
+            out.push_str(&p[i..i + 1 + n]);
+            i += 1 + n;
+            continue;
+        }
+        if class {
+            if c == b']' {
+                class = false;
+            }
+        } else if c == b'[' {
+            class = true;
+        } else if c == b'('
+            && ["(?=", "(?!", "(?<=", "(?<!"]
+                .iter()
+                .any(|open| p[i..].starts_with(open))
+        {
+            // Skip to the matching `)`.
+            let mut depth = 0usize;
+            let mut in_class = false;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'\\' => j += 1,
+                    b'[' if !in_class => in_class = true,
+                    b']' if in_class => in_class = false,
+                    b'(' if !in_class => depth += 1,
+                    b')' if !in_class => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            found = true;
+            i = j + 1;
+            continue;
+        }
+        let n = p[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&p[i..i + n]);
+        i += n;
+    }
+    found.then_some(out)
+}
+
 enum Unread {
     /// regex-syntax cannot read it (look-around, backreferences, bad syntax).
     Syntax,
@@ -289,5 +349,10 @@ mod tests {
         assert_eq!(e.forms, ["orange", "yellow", "green"]);
         assert_eq!(e.pattern.as_deref(), Some("(?<!dark )red"));
         assert!(expand_key("(unclosed").is_err());
+        assert_eq!(
+            without_lookaround(r"that is(?![.,])|(?<=\()x[(?=]").as_deref(),
+            Some(r"that is|x[(?=]")
+        );
+        assert_eq!(without_lookaround("plain"), None);
     }
 }
