@@ -450,6 +450,11 @@ impl Matcher {
                 continue;
             }
             let written = &original[s..e];
+            // A match never spans masked text (`*super*trait` is not
+            // `super trait`).
+            if masked.as_bytes()[s..e] != *written.as_bytes() {
+                continue;
+            }
             let mut seen: Vec<usize> = Vec::new();
             for entry in &self.entries[k] {
                 let rule = entry.rule as usize;
@@ -530,7 +535,11 @@ impl Matcher {
         for (rule, re, near) in &self.patterns {
             let preferred = self.rules[*rule].preferred.trim();
             let mut push = |s: usize, e: usize| {
-                if s != e && on_boundaries(masked, s, e) && original[s..e].trim() != preferred {
+                if s != e
+                    && on_boundaries(masked, s, e)
+                    && masked.as_bytes()[s..e] == original.as_bytes()[s..e]
+                    && original[s..e].trim() != preferred
+                {
                     cands.push((s, e, 1, *rule));
                 }
             };
@@ -1001,6 +1010,13 @@ mod tests {
                 .collect();
             proptest::prop_assert_eq!(case_key_same_len(&t), char_wise);
         }
+    }
+
+    #[test]
+    fn a_match_never_spans_masked_text() {
+        let r = [rule("1", "supertrait", &["super trait"])];
+        assert!(found(&r, "the *super*trait here").is_empty());
+        assert_eq!(found(&r, "a super trait"), ["1:3:super trait"]);
     }
 
     #[test]
