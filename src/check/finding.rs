@@ -29,6 +29,10 @@ pub struct Finding {
     pub fails: bool,
     /// `error` (fails), `warning` (advisory) or `note` (suggested).
     pub severity: Severity,
+    /// The Vale alert level of an imported Vale rule (`error`, `warning`,
+    /// `suggestion`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
     pub message: String,
     /// The whole source line, for rendering; not part of the JSON document.
     /// Shared by every finding on the line.

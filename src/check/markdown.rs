@@ -2,17 +2,22 @@
 //! byte for byte, so offsets, lines and columns in the masked text are those
 //! of the file. Newlines are kept.
 //!
-//! Markdown: front matter (`---` YAML, `+++` TOML), fenced and indented code,
-//! inline code, HTML comments and tags, Hugo shortcodes, autolinks, URLs,
-//! link targets, reference definitions and reference labels. Plain text: URLs
-//! only. Domains and paths (`github.com/...`, `../.github`, `docs/foo.md`) are
-//! left to the matcher's word boundaries, which refuse a form touching `.`,
-//! `/` or `-` that continues into a word.
+//! Markdown is read by a CommonMark parser (`pulldown-cmark`, with tables,
+//! footnotes, strikethrough, task lists and heading attributes): prose is
+//! what CommonMark reads as text. Emphasis and other delimiters, code spans,
+//! fenced and indented code, link targets, autolinks, reference definitions
+//! and footnote labels are masked as CommonMark reads them; raw HTML keeps
+//! the text between its tags (tags and comments are masked). Front matter
+//! (`---` YAML, `+++` TOML) is masked first, Hugo shortcodes and bare URLs
+//! last. Plain text: URLs only. Domains and paths (`github.com/...`,
+//! `../.github`, `docs/foo.md`) are left to the matcher's word boundaries,
+//! which refuse a form touching `.`, `/` or `-` that continues into a word.
 //!
 //! Switch comments: `<!-- kapi off -->` ... `<!-- kapi on -->` (and Vale's
 //! `<!-- vale off -->` ... `<!-- vale on -->`) mask a passage for every rule;
 //! `<!-- kapi off: Quickcast, 0n79tw -->` ... `<!-- kapi on: Quickcast -->`
 //! (or `<!-- kapi on -->`) switch single rules off, by preferred form or id.
+//! A comment written in code switches nothing.
 
 use std::path::Path;
 
@@ -67,9 +72,15 @@ pub fn prose(text: &str, kind: TextKind) -> Prose {
     match kind {
         TextKind::Markdown => {
             front_matter(body);
-            blocks(body);
+            let read = commonmark(body);
+            // Code first: a comment or a managed-block marker written in code
+            // is code, not a switch or a marker.
+            for r in &read.code {
+                blank(body, r.start, r.end);
+            }
             managed_block(body);
             switches = code_and_comments(body);
+            keep_only(body, &read.keep);
             inline(body, true);
         }
         TextKind::Text => inline(body, false),
@@ -83,6 +94,65 @@ pub fn prose(text: &str, kind: TextKind) -> Prose {
     let text =
         String::from_utf8(m).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     Prose { text, switches }
+}
+
+/// What CommonMark (with tables, footnotes, strikethrough, task lists and
+/// heading attributes) reads in a Markdown body: the byte ranges that are
+/// text (and raw HTML, whose tags and comments are masked later), and the
+/// ranges that are code.
+struct Read {
+    keep: Vec<std::ops::Range<usize>>,
+    code: Vec<std::ops::Range<usize>>,
+}
+
+fn commonmark(body: &[u8]) -> Read {
+    use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
+    let mut read = Read {
+        keep: Vec::new(),
+        code: Vec::new(),
+    };
+    // Masking replaces ASCII ranges only, so the body is still UTF-8.
+    let Ok(text) = std::str::from_utf8(body) else {
+        read.keep.push(0..body.len());
+        return read;
+    };
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_HEADING_ATTRIBUTES;
+    // Inside an autolink (`<https://...>`, `<a@b.c>`) the text is an address.
+    let mut autolink = 0usize;
+    for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
+        match event {
+            Event::Text(_) if autolink == 0 => read.keep.push(range),
+            Event::Html(_) | Event::InlineHtml(_) => read.keep.push(range),
+            Event::Code(_) => read.code.push(range),
+            Event::Start(Tag::CodeBlock(_)) => read.code.push(range),
+            Event::Start(Tag::Link {
+                link_type: LinkType::Autolink | LinkType::Email,
+                ..
+            }) => autolink += 1,
+            Event::End(TagEnd::Link) if autolink > 0 => autolink -= 1,
+            _ => {}
+        }
+    }
+    read
+}
+
+/// Blank everything outside `keep` (ranges in order of appearance).
+fn keep_only(m: &mut [u8], keep: &[std::ops::Range<usize>]) {
+    let mut ranges: Vec<_> = keep.to_vec();
+    ranges.sort_by_key(|r| r.start);
+    let mut at = 0;
+    for r in ranges {
+        if r.start > at {
+            blank(m, at, r.start);
+        }
+        at = at.max(r.end);
+    }
+    let len = m.len();
+    blank(m, at, len);
 }
 
 fn blank(m: &mut [u8], start: usize, end: usize) {
@@ -228,117 +298,6 @@ fn trim_end(b: &[u8]) -> &[u8] {
         e -= 1;
     }
     &b[..e]
-}
-
-/// Leading indentation in columns (a tab advances to the next multiple of 4)
-/// and the byte offset of the first non-blank byte.
-fn indent(b: &[u8]) -> (usize, usize) {
-    let mut col = 0;
-    for (i, &c) in b.iter().enumerate() {
-        match c {
-            b' ' => col += 1,
-            b'\t' => col = col / 4 * 4 + 4,
-            _ => return (col, i),
-        }
-    }
-    (col, b.len())
-}
-
-/// The content indent of a list item starting this line, if it is one.
-fn list_item(b: &[u8], ind: usize, at: usize) -> Option<usize> {
-    let rest = &b[at..];
-    let marker = match rest.first()? {
-        b'-' | b'*' | b'+' => 1,
-        c if c.is_ascii_digit() => {
-            let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-            match rest.get(digits) {
-                Some(b'.' | b')') if digits <= 9 => digits + 1,
-                _ => return None,
-            }
-        }
-        _ => return None,
-    };
-    match rest.get(marker) {
-        None => Some(ind + marker + 1),
-        Some(b' ' | b'\t') => {
-            let spaces = rest[marker..]
-                .iter()
-                .take_while(|&&c| c == b' ')
-                .count()
-                .max(1);
-            Some(ind + marker + if spaces > 4 { 1 } else { spaces })
-        }
-        _ => None,
-    }
-}
-
-/// Fenced and indented code, reference definitions.
-fn blocks(m: &mut [u8]) {
-    let mut fence: Option<(u8, usize)> = None;
-    let mut list_indent = 0usize;
-    let mut in_paragraph = false;
-    let mut prev_blank = true;
-    for (s, e, _) in lines(m) {
-        let line = &m[s..e];
-        let (ind, at) = indent(line);
-        let body = &line[at..];
-        if let Some((ch, len)) = fence {
-            let run = body.iter().take_while(|&&c| c == ch).count();
-            if run >= len && trim_end(&body[run..]).is_empty() && ind < list_indent + 4 {
-                fence = None;
-            }
-            blank(m, s, e);
-            continue;
-        }
-        if body.is_empty() {
-            prev_blank = true;
-            in_paragraph = false;
-            continue;
-        }
-        if prev_blank && ind < list_indent {
-            list_indent = 0;
-        }
-        if ind >= list_indent + 4 && !in_paragraph {
-            blank(m, s, e); // indented code
-            prev_blank = false;
-            continue;
-        }
-        let first = body[0];
-        if first == b'`' || first == b'~' {
-            let run = body.iter().take_while(|&&c| c == first).count();
-            if run >= 3 && !(first == b'`' && body[run..].contains(&b'`')) {
-                fence = Some((first, run));
-                blank(m, s, e);
-                in_paragraph = false;
-                prev_blank = false;
-                continue;
-            }
-        }
-        if ind <= 3 && is_reference_definition(body) {
-            blank(m, s, e);
-            in_paragraph = false;
-            prev_blank = false;
-            continue;
-        }
-        if let Some(content) = list_item(line, ind, at) {
-            list_indent = content;
-            in_paragraph = true;
-        } else {
-            in_paragraph = first != b'#';
-        }
-        prev_blank = false;
-    }
-}
-
-/// `[label]: destination "title"` (not a footnote `[^1]: ...`).
-fn is_reference_definition(body: &[u8]) -> bool {
-    if body.first() != Some(&b'[') || body.get(1) == Some(&b'^') {
-        return false;
-    }
-    match body.iter().position(|&c| c == b']') {
-        Some(p) if p > 1 => body.get(p + 1) == Some(&b':'),
-        _ => false,
-    }
 }
 
 enum Event {
@@ -615,6 +574,64 @@ impl BracketLine {
 /// the text: a run of URLs with no end between them shares one scan for
 /// its end, and overlapping ranges are blanked once.
 fn urls(m: &mut [u8]) {
+    urls_ending(m, false);
+}
+
+/// ASCII punctuation that masking may blank on its own beside or between
+/// words of prose (everything but the joiners `.`, `/` and `-`), and tabs.
+pub(crate) const fn is_markup(b: u8) -> bool {
+    (b.is_ascii_punctuation() && !matches!(b, b'.' | b'/' | b'-')) || b == b'\t'
+}
+
+/// The text of a Markdown file with its markup characters ([`is_markup`])
+/// and its bare URLs (each up to its first markup character) blanked:
+/// every byte that masking keeps is kept here too, so a form that the
+/// masked text holds on word boundaries is found here on word boundaries.
+/// Case-folded as [`crate::check::matcher::case_key_same_len`] folds.
+pub(crate) fn loosened(text: &str) -> String {
+    const LOOSE: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut i = 0;
+        while i < 256 {
+            let b = i as u8;
+            t[i] = if is_markup(b) {
+                b' '
+            } else {
+                b.to_ascii_lowercase()
+            };
+            i += 1;
+        }
+        t
+    };
+    let mut m = text.as_bytes().to_vec();
+    urls_ending(&mut m, true);
+    if !text.is_ascii() {
+        // URLs were blanked at ASCII bytes only: still UTF-8.
+        crate::check::matcher::fold_same_len(&mut m);
+    }
+    for b in &mut m {
+        *b = LOOSE[*b as usize];
+    }
+    // Only ASCII bytes were replaced.
+    String::from_utf8(m).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Blank bare URLs, each up to where [`UrlEnds::end`] says; with `at_markup`,
+/// only up to its first markup character after the scheme (masking may
+/// have blanked the rest of the URL's text before the URL is read, so the
+/// text after it may be prose).
+fn urls_ending(m: &mut [u8], at_markup: bool) {
+    let end = |ends: &mut UrlEnds, m: &[u8], body: usize| -> Option<usize> {
+        let e = ends.end(m, body)?;
+        Some(if at_markup {
+            m[body..e]
+                .iter()
+                .position(|&b| is_markup(b))
+                .map_or(e, |i| body + i)
+        } else {
+            e
+        })
+    };
     let mut ranges = Vec::new();
     let mut ends = UrlEnds::default();
     for p in memchr::memmem::find_iter(m, b"://") {
@@ -631,7 +648,7 @@ fn urls(m: &mut [u8]) {
             .any(|k| name.eq_ignore_ascii_case(k));
         if known
             && (s == 0 || !is_word_byte(m[s - 1]))
-            && let Some(e) = ends.end(m, p + 3)
+            && let Some(e) = end(&mut ends, m, p + 3)
         {
             ranges.push((s, e));
         }
@@ -640,7 +657,7 @@ fn urls(m: &mut [u8]) {
         let mut ends = UrlEnds::default();
         for p in memchr::memmem::find_iter(m, prefix) {
             if (p == 0 || !is_word_byte(m[p - 1]))
-                && let Some(e) = ends.end(m, p + prefix.len())
+                && let Some(e) = end(&mut ends, m, p + prefix.len())
             {
                 ranges.push((p, e));
             }
@@ -780,7 +797,7 @@ mod tests {
 
     #[test]
     fn masks_urls_links_and_reference_definitions() {
-        let t = "See [Github](https://github.com/x) and https://github.com/y and <https://github.com>\n[Github][github]\n[github]: https://github.com\n";
+        let t = "See [Github](https://github.com/x) and https://github.com/y and <https://github.com>\n[Github][github]\n\n[github]: https://github.com\n";
         let m = md(t);
         assert_eq!(m.matches("Github").count(), 2);
         assert!(!m.contains("github"));

@@ -21,6 +21,14 @@ pub struct CheckRule {
     /// does not ignore case. Otherwise only avoided forms differing from the
     /// preferred form in case alone match as written.
     pub exact: bool,
+    /// A regular expression for what the rule avoids beyond its literal
+    /// forms (an imported Vale key that lists no finite set of forms),
+    /// matched between word boundaries, ignoring case unless `exact`.
+    pub pattern: Option<String>,
+    /// A Vale rule's alert level, named in its findings.
+    pub level: Option<String>,
+    /// Globs of the files the rule holds for; empty for every file.
+    pub paths: Vec<String>,
 }
 
 impl CheckRule {
@@ -55,6 +63,9 @@ mod tests {
             suggested: false,
             advisory: false,
             exact: false,
+            pattern: None,
+            level: None,
+            paths: Vec::new(),
         }
     }
 

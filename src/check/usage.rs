@@ -43,6 +43,9 @@ mod tests {
             suggested: true,
             advisory: false,
             exact: false,
+            pattern: None,
+            level: None,
+            paths: Vec::new(),
         }];
         let m = Matcher::for_usage(&rules).unwrap();
         let t = "GitHub and GITHUB, git hub, github `github` https://github.com";

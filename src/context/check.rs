@@ -261,6 +261,9 @@ pub fn rules_from_log(
                 suggested: r.suggested,
                 advisory: r.advisory,
                 exact: r.exact,
+                pattern: r.pattern,
+                level: r.level,
+                paths: r.paths,
             };
             (rule, Some(r.scope))
         })
@@ -339,6 +342,9 @@ pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, C
             suggested: matches!(r.status, RuleStatus::Suggested | RuleStatus::Contested),
             advisory: r.status == RuleStatus::Advisory,
             exact: r.exact,
+            pattern: r.pattern,
+            level: None,
+            paths: Vec::new(),
         })
         .collect())
 }
@@ -360,6 +366,9 @@ pub struct RuleBook {
     rules: Vec<CheckRule>,
     /// Where each rule holds; `None` for a term list's rules (everywhere).
     scopes: Vec<Option<Scope>>,
+    /// The files each rule holds for, by path (`None`: every file); a rule
+    /// whose globs cannot be compiled holds nowhere.
+    globs: Vec<Option<globset::GlobSet>>,
     points: PointMap,
     /// Also build matchers that count every preferred form (usage signals).
     counting: bool,
@@ -368,10 +377,25 @@ pub struct RuleBook {
 
 impl RuleBook {
     pub fn new(rules: Vec<(CheckRule, Option<Scope>)>, points: PointMap, counting: bool) -> Self {
-        let (rules, scopes) = rules.into_iter().unzip();
+        let (rules, scopes): (Vec<CheckRule>, Vec<Option<Scope>>) = rules.into_iter().unzip();
+        let globs = rules
+            .iter()
+            .map(|r| {
+                (!r.paths.is_empty()).then(|| {
+                    let mut b = globset::GlobSetBuilder::new();
+                    for g in &r.paths {
+                        if let Ok(g) = globset::Glob::new(g) {
+                            b.add(g);
+                        }
+                    }
+                    b.build().unwrap_or_else(|_| globset::GlobSet::empty())
+                })
+            })
+            .collect();
         RuleBook {
             rules,
             scopes,
+            globs,
             points,
             counting,
             matchers: HashMap::new(),
@@ -386,7 +410,10 @@ impl RuleBook {
             .scopes
             .iter()
             .enumerate()
-            .filter(|(_, scope)| scope.as_ref().is_none_or(|s| s.covers(&point)))
+            .filter(|(i, scope)| {
+                scope.as_ref().is_none_or(|s| s.covers(&point))
+                    && self.globs[*i].as_ref().is_none_or(|g| g.is_match(path))
+            })
             .map(|(i, _)| i)
             .collect();
         if holding.len() == self.rules.len() {

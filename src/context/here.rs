@@ -55,7 +55,12 @@ impl Item {
             short: crate::ops::id::short(&rule.id).to_owned(),
             status: rule.status,
             preferred: rule.preferred.clone(),
-            avoid: rule.avoided.clone(),
+            avoid: rule
+                .avoided
+                .iter()
+                .cloned()
+                .chain(rule.pattern.as_ref().map(|p| format!("/{p}/")))
+                .collect(),
             note: None,
             scope: rule.scope.clone(),
             advisory: rule.advisory,

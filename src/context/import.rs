@@ -12,6 +12,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::{ContextError, Session};
+use crate::formats::vale::{Enabled, Level, ValeIni};
 use crate::formats::{self, ImportedFile, RuleStatus, Vocabulary};
 use crate::git::walk::Walk;
 use crate::ops::Ledger;
@@ -92,9 +93,18 @@ pub fn context_files(
     if config.vale.unwrap_or(true)
         && let Some(styles) = vale_styles_path(root)
     {
+        // A .vale.ini the INI reader refuses is reported by the import.
+        let ini = vale_ini(root).ok().flatten();
         let mut found = Vec::new();
         walk(root, &root.join(&styles), &mut |rel| {
             let name = rel.rsplit('/').next().unwrap_or(rel);
+            // A vocabulary `Vocab` in .vale.ini does not name is not in use.
+            let vocab = rel.rsplit('/').nth(1).unwrap_or("");
+            if matches!(name, "accept.txt" | "reject.txt")
+                && ini.as_ref().is_some_and(|i| !i.uses_vocab(vocab))
+            {
+                return;
+            }
             let kind = match name {
                 "accept.txt" => Some(ContextFileKind::ValeAccept),
                 "reject.txt" => Some(ContextFileKind::ValeReject),
@@ -118,12 +128,14 @@ pub fn context_files(
     Ok(out)
 }
 
+/// Whether a style file is for the substitution reader: it extends
+/// `substitution`, or it is not valid YAML (Vale refuses it; importing it
+/// says why, with its line, rather than leaving it out silently).
 fn is_substitution(text: &str) -> bool {
-    text.lines().any(|l| {
-        let l = l.trim();
-        l.strip_prefix("extends:")
-            .is_some_and(|v| v.trim().trim_matches(['"', '\'']) == "substitution")
-    })
+    match formats::yaml::parse(text) {
+        Ok(doc) => doc.get("extends").and_then(|n| n.as_str()) == Some("substitution"),
+        Err(_) => true,
+    }
 }
 
 /// `StylesPath` from the work tree's `.vale.ini`, as the checker reads it
@@ -147,15 +159,105 @@ fn walk(root: &Path, dir: &Path, visit: &mut dyn FnMut(&str)) {
     });
 }
 
+/// The work tree's `.vale.ini`, read (`None` when there is none).
+fn vale_ini(root: &Path) -> Result<Option<ValeIni>, ContextError> {
+    let Ok(text) = std::fs::read_to_string(root.join(".vale.ini")) else {
+        return Ok(None);
+    };
+    ValeIni::parse(&text)
+        .map(Some)
+        .map_err(|e| ContextError::Usage(format!(".vale.ini: {e}")))
+}
+
 /// Parse one context file into term entries.
-fn parse(file: &ContextFile, text: &str) -> Result<ImportedFile, String> {
+fn parse(file: &ContextFile, text: &str, ini: Option<&ValeIni>) -> Result<ImportedFile, String> {
     let parsed = match file.kind {
         ContextFileKind::TermList => formats::parse_term_list(text),
         ContextFileKind::ValeAccept => Vocabulary::parse(Some(text), None).map(|v| v.rules()),
         ContextFileKind::ValeReject => Vocabulary::parse(None, Some(text)).map(|v| v.rules()),
-        ContextFileKind::ValeSubstitution => formats::parse_vale_substitution(text),
+        ContextFileKind::ValeSubstitution => {
+            formats::parse_vale_substitution(text).map(|f| match ini {
+                Some(ini) => in_force(f, ini, &file.path),
+                None => f,
+            })
+        }
     };
     parsed.map_err(|e| format!("{}: {e}", file.path))
+}
+
+/// A substitution style's rules as `.vale.ini` puts them in force: only
+/// for the files of the sections whose `BasedOnStyles` names the style (or
+/// that turn the rule on), not where `Style.Rule = NO`, at the level the
+/// section sets (or the file's), and not below `MinAlertLevel`. What is
+/// left out is said, with its reason.
+fn in_force(file: ImportedFile, ini: &ValeIni, path: &str) -> ImportedFile {
+    // styles/<Style>/<Rule>.yml
+    let inner = ini
+        .styles_path
+        .as_deref()
+        .and_then(|s| path.strip_prefix(s))
+        .map_or(path, |p| p.trim_start_matches('/'));
+    let style = inner.split('/').next().unwrap_or("");
+    let rule = inner
+        .rsplit('/')
+        .next()
+        .and_then(|n| n.rsplit_once('.'))
+        .map_or("", |(stem, _)| stem);
+    let mut out = ImportedFile {
+        rules: Vec::new(),
+        skipped: file.skipped,
+    };
+    let mut nowhere = false;
+    for r in file.rules {
+        let own = r.level.unwrap_or(Level::Warning);
+        let by_level: Vec<(Level, Vec<String>)> = match ini.enabled(style, rule, own) {
+            Enabled::Everywhere(level) => vec![(level, Vec::new())],
+            Enabled::Globs(globs) => {
+                let mut grouped: BTreeMap<Level, Vec<String>> = BTreeMap::new();
+                for (glob, level) in globs {
+                    grouped.entry(level).or_default().push(glob);
+                }
+                if grouped.is_empty() {
+                    nowhere = true;
+                }
+                grouped
+                    .into_iter()
+                    .map(|(l, g)| {
+                        // `*` (or a global BasedOnStyles) is every file.
+                        let every = g.iter().any(|x| x == "*");
+                        (l, if every { Vec::new() } else { g })
+                    })
+                    .collect()
+            }
+        };
+        for (level, paths) in by_level {
+            if level < ini.min_level {
+                out.skipped.push((
+                    r.line,
+                    format!(
+                        "{style}.{rule} at level {} is below MinAlertLevel {}; Vale does not report it",
+                        level.as_str(),
+                        ini.min_level.as_str()
+                    ),
+                ));
+                continue;
+            }
+            let mut copy = r.clone();
+            copy.level = Some(level);
+            copy.status = level.status();
+            copy.paths = paths;
+            out.rules.push(copy);
+        }
+    }
+    if nowhere {
+        out.skipped.push((
+            1,
+            format!(
+                "{style}.{rule}: no section of .vale.ini enables the style {style:?} (BasedOnStyles) or the rule; Vale does not apply it"
+            ),
+        ));
+    }
+    out
 }
 
 fn entries(parsed: &ImportedFile) -> Vec<TermEntry> {
@@ -172,7 +274,13 @@ fn entries(parsed: &ImportedFile) -> Vec<TermEntry> {
             .map(|a| a.trim().to_owned())
             .filter(|a| !a.is_empty() && Some(a) != preferred.as_ref())
             .collect();
+        let pattern = rule
+            .pattern
+            .as_ref()
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty());
         if avoid.is_empty()
+            && pattern.is_none()
             && let Some(p) = &preferred
         {
             // An accepted term (Vale.Terms): its other capitalisations are avoided, as written.
@@ -189,12 +297,15 @@ fn entries(parsed: &ImportedFile) -> Vec<TermEntry> {
             }
         }
         avoid.dedup();
-        if avoid.is_empty() {
+        if avoid.is_empty() && pattern.is_none() {
             continue;
         }
         out.push(TermEntry {
             preferred,
             avoid,
+            pattern,
+            level: rule.level.map(|l| l.as_str().to_owned()),
+            paths: rule.paths.clone(),
             advisory: rule.status == RuleStatus::Advisory,
             suggested: matches!(rule.status, RuleStatus::Suggested | RuleStatus::Contested),
             exact: rule.exact,
@@ -237,6 +348,7 @@ pub fn import_context_files(
 ) -> Result<Vec<(ContextFile, ImportOutcome)>, ContextError> {
     person_decides(&Transition::new(session.actor(), Kind::Import, None))?;
     let files = context_files(&session.root, &session.config.context)?;
+    let ini = vale_ini(&session.root)?;
     let ledger = session.ledger()?;
     let digests = imported_digests(&ledger);
     let mut outcomes = Vec::new();
@@ -262,7 +374,7 @@ pub fn import_context_files(
                 continue;
             }
         };
-        let parsed = match parse(&file, &text) {
+        let parsed = match parse(&file, &text, ini.as_ref()) {
             Ok(p) => p,
             Err(e) => {
                 outcomes.push((file, ImportOutcome::Failed { message: e }));

@@ -60,7 +60,12 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
         .filter(|r| !r.suggested)
         .map(|r| BlockRule {
             preferred: r.preferred.unwrap_or_default(),
-            avoided: r.avoided,
+            // A pattern rule names what it avoids as `/pattern/`.
+            avoided: r
+                .avoided
+                .into_iter()
+                .chain(r.pattern.map(|p| format!("/{p}/")))
+                .collect(),
             scope: describe(&r.scope),
         })
         .collect();

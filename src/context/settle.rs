@@ -152,6 +152,9 @@ pub fn merge_signals(
             suggested: true,
             advisory: false,
             exact: rule.exact,
+            pattern: rule.pattern,
+            level: rule.level,
+            paths: rule.paths,
         });
         scopes.push(rule.scope);
     }

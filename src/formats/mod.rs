@@ -5,13 +5,17 @@
 //! what the readers return, and `kapi check --rules FILE` checks against a
 //! term list directly.
 //!
-//! Parsing is hand-written and bounded: a line longer than
-//! [`MAX_LINE_BYTES`] or a pattern expanding to more than
-//! [`MAX_EXPANSION`] literal forms is refused with its line number.
+//! Term lists and vocabularies are read line by line (a line longer than
+//! [`MAX_LINE_BYTES`] is refused with its line number); Vale styles by a
+//! YAML library ([`yaml`]); regular-expression keys by a regular-expression
+//! parser ([`pattern`]), which lists a key's literal forms when there are at
+//! most [`MAX_EXPANSION`] of them and keeps the rest as a pattern.
 
+pub mod pattern;
 pub mod rules_block;
 pub mod termlist;
 pub mod vale;
+pub mod yaml;
 
 pub use termlist::parse_term_list;
 pub use vale::{Vocabulary, parse_vale_substitution};
@@ -65,6 +69,15 @@ pub struct ImportedRule {
     pub preferred: Option<String>,
     /// Forms to avoid, as literal text.
     pub avoided: Vec<String>,
+    /// What of the rule stays a regular expression (a Vale key with
+    /// look-around or unbounded repetition), checked as a pattern.
+    pub pattern: Option<String>,
+    /// A Vale rule's alert level (its file's `level`, or what `.vale.ini`
+    /// sets for it).
+    pub level: Option<vale::Level>,
+    /// Globs (repository-relative) of the files the rule holds for; empty
+    /// for every file. From the `.vale.ini` sections enabling a Vale style.
+    pub paths: Vec<String>,
     /// 1-based line the rule was read from.
     pub line: usize,
     /// The id column of a term list.

@@ -49,6 +49,9 @@ pub fn parse_term_list(text: &str) -> Result<ImportedFile, ParseError> {
         file.rules.push(ImportedRule {
             preferred: Some(preferred.to_string()),
             avoided,
+            pattern: None,
+            level: None,
+            paths: Vec::new(),
             line: n,
             id: (!id.is_empty()).then(|| id.to_string()),
             status,

@@ -2,7 +2,7 @@
 //! styles, and the `StylesPath` of `.vale.ini`.
 
 use super::{
-    ImportedFile, ImportedRule, MAX_EXPANSION, ParseError, RuleStatus, check_len, err, numbered,
+    ImportedFile, ImportedRule, ParseError, RuleStatus, check_len, err, numbered, pattern, yaml,
 };
 
 /// A Vale vocabulary entry: a term or a regular expression, one a line.
@@ -11,8 +11,10 @@ pub struct VocabTerm {
     pub line: usize,
     /// As written.
     pub pattern: String,
-    /// The literal forms it stands for (empty when it cannot be expanded).
+    /// The literal forms it stands for.
     pub forms: Vec<String>,
+    /// What stays a regular expression (see [`pattern::expand_key`]).
+    pub regex: Option<String>,
     /// `(?i)` at its start: Vale matches it ignoring case.
     pub ignore_case: bool,
 }
@@ -36,16 +38,13 @@ fn vocab_terms(
         if t.is_empty() || t.starts_with('#') {
             continue;
         }
-        let (ignore_case, body) = match t.strip_prefix("(?i)") {
-            Some(rest) => (true, rest),
-            None => (false, t),
-        };
-        match expand(body) {
-            Ok(forms) => out.push(VocabTerm {
+        match pattern::expand_key(t) {
+            Ok(e) => out.push(VocabTerm {
                 line: n,
                 pattern: t.to_string(),
-                forms,
-                ignore_case,
+                forms: e.forms,
+                regex: e.pattern,
+                ignore_case: e.ignore_case,
             }),
             Err(reason) => skipped.push((n, format!("{t:?}: {reason}"))),
         }
@@ -74,10 +73,22 @@ impl Vocabulary {
             ..Default::default()
         };
         for t in self.accept.iter().filter(|t| !t.ignore_case) {
+            if t.regex.is_some() {
+                file.skipped.push((
+                    t.line,
+                    format!(
+                        "{:?}: an accepted regular expression names no single form to prefer",
+                        t.pattern
+                    ),
+                ));
+            }
             for f in &t.forms {
                 file.rules.push(ImportedRule {
                     preferred: Some(f.clone()),
                     avoided: Vec::new(),
+                    pattern: None,
+                    level: None,
+                    paths: Vec::new(),
                     line: t.line,
                     id: None,
                     status: RuleStatus::Established,
@@ -89,6 +100,9 @@ impl Vocabulary {
             file.rules.push(ImportedRule {
                 preferred: None,
                 avoided: t.forms.clone(),
+                pattern: t.regex.clone(),
+                level: None,
+                paths: Vec::new(),
                 line: t.line,
                 id: None,
                 status: RuleStatus::Established,
@@ -100,311 +114,365 @@ impl Vocabulary {
 }
 
 /// A Vale substitution style (`extends: substitution`, `swap:` a map of
-/// avoided pattern to preferred form). Keys that are simple patterns
-/// (alternations, optional characters or groups, small character classes,
-/// escaped punctuation) expand to literal forms; the rest are skipped with a
-/// reason.
+/// avoided pattern to preferred form), read by a YAML library. Keys whose
+/// language is finite and small expand to literal forms; the rest become
+/// pattern rules (see [`super::pattern`]). A file Vale would refuse (not
+/// YAML, a duplicate key, `swap` not a mapping) is an error with its line;
+/// an entry kapi cannot read is skipped with its line and reason.
 pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
+    let doc = yaml::parse(text).map_err(|e| err(e.line, e.message))?;
+    if !matches!(doc.value, yaml::Value::Mapping(_)) {
+        return Err(ParseError::NotSubstitution(format!(
+            "it is {}, not a mapping",
+            doc.kind()
+        )));
+    }
+    match doc.get("extends").and_then(yaml::Node::as_str) {
+        Some("substitution") => {}
+        Some(other) => return Err(ParseError::NotSubstitution(format!("it extends {other:?}"))),
+        None => return Err(ParseError::NotSubstitution("no `extends` key".into())),
+    }
     let mut file = ImportedFile::default();
-    let mut extends: Option<String> = None;
-    let mut ignorecase = false;
-    let mut in_swap = false;
-    let mut swap_indent: Option<usize> = None;
-    for (n, raw) in numbered(text) {
-        check_len(n, raw)?;
-        let line = strip_comment(raw);
-        if line.trim().is_empty() {
+    // Vale compiles the keys ignoring case only with `ignorecase: true`.
+    let ignorecase = match doc.get("ignorecase") {
+        None => false,
+        Some(n) if n.is_null() => false,
+        Some(n) => n.as_bool().ok_or_else(|| {
+            err(
+                n.line,
+                format!(
+                    "`ignorecase` must be true or false, not {}",
+                    n.as_str().unwrap_or(n.kind())
+                ),
+            )
+        })?,
+    };
+    // Vale's default level for a rule that sets none is `warning`.
+    let level = match doc.get("level") {
+        None => Level::Warning,
+        Some(n) => n.as_str().and_then(Level::parse).ok_or_else(|| {
+            err(
+                n.line,
+                "`level` must be suggestion, warning or error; Vale refuses the file",
+            )
+        })?,
+    };
+    for unsupported in ["nonword", "exceptions", "vocab", "capitalize"] {
+        if let Some(n) = doc.get(unsupported)
+            && !n.is_null()
+        {
+            file.skipped.push((
+                n.line,
+                format!("`{unsupported}` is not supported by kapi and is ignored"),
+            ));
+        }
+    }
+    let Some(swap) = doc.get("swap") else {
+        return Ok(file);
+    };
+    let pairs = match &swap.value {
+        yaml::Value::Mapping(pairs) => pairs,
+        _ if swap.is_null() => return Ok(file),
+        _ => {
+            return Err(err(
+                swap.line,
+                format!(
+                    "`swap` must be a mapping, not {}; Vale refuses the file",
+                    swap.kind()
+                ),
+            ));
+        }
+    };
+    for (k, v) in pairs {
+        let n = k.line;
+        let Some(key) = k.as_str() else {
+            file.skipped
+                .push((n, format!("a key that is {}, not text", k.kind())));
             continue;
-        }
-        let indent = line.len() - line.trim_start().len();
-        if indent == 0 {
-            in_swap = false;
-            let (key, value) = split_pair(line).ok_or_else(|| err(n, "expected `key: value`"))?;
-            match key.as_str() {
-                "extends" => extends = Some(value.clone()),
-                "ignorecase" => ignorecase = value.eq_ignore_ascii_case("true"),
-                "swap" => {
-                    if !value.is_empty() {
-                        return Err(err(
-                            n,
-                            "`swap` must be a block mapping on the following lines",
-                        ));
-                    }
-                    in_swap = true;
-                    swap_indent = None;
-                }
-                _ => {}
-            }
+        };
+        let Some(value) = v.as_str() else {
+            file.skipped.push((
+                n,
+                format!("{key:?}: the replacement is {}, not text", v.kind()),
+            ));
             continue;
-        }
-        if !in_swap {
-            continue; // nested value of another key (tokens, exceptions, ...)
-        }
-        match swap_indent {
-            None => swap_indent = Some(indent),
-            Some(i) if i != indent => return Err(err(n, "inconsistent indentation in `swap`")),
-            _ => {}
-        }
-        let (key, value) =
-            split_pair(line.trim_start()).ok_or_else(|| err(n, "expected `avoided: preferred`"))?;
-        if value.is_empty() {
+        };
+        // Vale offers every `|`-separated replacement and flags nothing
+        // written as one of them; kapi's rule prefers the first.
+        let replacements: Vec<&str> = value
+            .split('|')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let Some(&preferred) = replacements.first() else {
             file.skipped.push((n, format!("{key:?}: no replacement")));
             continue;
-        }
-        // Vale offers the first of several `|`-separated replacements.
-        let preferred = value.split('|').next().unwrap_or("").trim().to_string();
-        let (key_ignores_case, body) = match key.strip_prefix("(?i)") {
-            Some(rest) => (true, rest),
-            None => (false, key.as_str()),
         };
-        match expand(body) {
-            Ok(forms) => {
-                let avoided: Vec<String> = forms.into_iter().filter(|f| *f != preferred).collect();
-                if avoided.is_empty() {
+        match pattern::expand_key(key) {
+            Ok(expanded) => {
+                let avoided: Vec<String> = expanded
+                    .forms
+                    .into_iter()
+                    .filter(|f| !replacements.contains(&f.as_str()))
+                    .collect();
+                if avoided.is_empty() && expanded.pattern.is_none() {
                     file.skipped
                         .push((n, format!("{key:?}: only the preferred form itself")));
-                } else {
-                    file.rules.push(ImportedRule {
-                        preferred: Some(preferred),
-                        avoided,
-                        line: n,
-                        id: None,
-                        status: RuleStatus::Established,
-                        exact: !key_ignores_case,
-                    });
+                    continue;
                 }
+                file.rules.push(ImportedRule {
+                    preferred: Some(preferred.to_string()),
+                    avoided,
+                    pattern: expanded.pattern,
+                    level: Some(level),
+                    paths: Vec::new(),
+                    line: n,
+                    id: None,
+                    status: level.status(),
+                    exact: !(ignorecase || expanded.ignore_case),
+                });
             }
             Err(reason) => file.skipped.push((n, format!("{key:?}: {reason}"))),
         }
     }
-    // `ignorecase` may come after `swap`.
-    if ignorecase {
-        for r in &mut file.rules {
-            r.exact = false;
+    Ok(file)
+}
+
+/// A Vale alert level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    Suggestion,
+    Warning,
+    Error,
+}
+
+impl Level {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "suggestion" => Some(Level::Suggestion),
+            "warning" => Some(Level::Warning),
+            "error" => Some(Level::Error),
+            _ => None,
         }
     }
-    match extends.as_deref() {
-        Some("substitution") => Ok(file),
-        Some(other) => Err(ParseError::NotSubstitution(format!("it extends {other:?}"))),
-        None => Err(ParseError::NotSubstitution("no `extends` key".into())),
-    }
-}
 
-/// A line without a YAML `#` comment (outside quotes).
-fn strip_comment(line: &str) -> &str {
-    let mut quote: Option<char> = None;
-    let mut prev = ' ';
-    for (i, c) in line.char_indices() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == '\'' || c == '"' => quote = Some(c),
-            None if c == '#' && (prev == ' ' || prev == '\t' || i == 0) => return &line[..i],
-            None => {}
-        }
-        prev = c;
-    }
-    line
-}
-
-fn unquote(s: &str) -> String {
-    let s = s.trim();
-    if s.len() >= 2
-        && ((s.starts_with('"') && s.ends_with('"')) || (s.starts_with('\'') && s.ends_with('\'')))
-    {
-        let inner = &s[1..s.len() - 1];
-        if s.starts_with('\'') {
-            inner.replace("''", "'")
-        } else {
-            inner.replace("\\\\", "\\").replace("\\\"", "\"")
-        }
-    } else {
-        s.to_string()
-    }
-}
-
-/// `key: value`, where the key may be quoted and contain `:`.
-fn split_pair(line: &str) -> Option<(String, String)> {
-    let t = line.trim();
-    let first = t.chars().next()?;
-    let colon = if first == '"' || first == '\'' {
-        let close = t[1..].find(first)? + 1;
-        close + 1 + t[close + 1..].find(':')?
-    } else {
-        // The first `: ` (or a trailing `:`); regex keys may hold `(?:`.
-        let mut found = None;
-        for (i, _) in t.match_indices(':') {
-            let after = t[i + 1..].chars().next();
-            if after.is_none() || after == Some(' ') || after == Some('\t') {
-                found = Some(i);
-                break;
-            }
-        }
-        found?
-    };
-    Some((unquote(&t[..colon]), unquote(&t[colon + 1..])))
-}
-
-/// Expand a simple pattern to its literal forms: `a|b` at the top level,
-/// groups `( )` and `(?: )` holding alternatives, `?` after a character or
-/// group, character classes of plain characters (`[Qq]`), and escaped
-/// punctuation (`\.`, `\-`, `\ `). Word boundaries `\b` are dropped (kapi
-/// matches on word boundaries anyway). Anything else is a real regular
-/// expression and is refused with a reason.
-pub fn expand(pattern: &str) -> Result<Vec<String>, String> {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut pos = 0;
-    let forms = alternation(&chars, &mut pos, 0)?;
-    if pos != chars.len() {
-        return Err("unbalanced `)`".into());
-    }
-    let mut out: Vec<String> = Vec::new();
-    for f in forms {
-        let f = f.trim().to_string();
-        if !f.is_empty() && !out.contains(&f) {
-            out.push(f);
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Suggestion => "suggestion",
+            Level::Warning => "warning",
+            Level::Error => "error",
         }
     }
-    if out.is_empty() {
-        return Err("expands to nothing".into());
-    }
-    Ok(out)
-}
 
-fn bounded(v: &[String]) -> Result<(), String> {
-    if v.len() > MAX_EXPANSION {
-        return Err(format!("expands to more than {MAX_EXPANSION} forms"));
-    }
-    Ok(())
-}
-
-/// Alternatives up to a `)` at `depth` > 0 or the end.
-fn alternation(c: &[char], pos: &mut usize, depth: usize) -> Result<Vec<String>, String> {
-    let mut all = Vec::new();
-    loop {
-        let seq = sequence(c, pos, depth)?;
-        all.extend(seq);
-        bounded(&all)?;
-        if *pos < c.len() && c[*pos] == '|' {
-            *pos += 1;
-            continue;
+    /// How a rule of this level binds in kapi: an error fails the check, a
+    /// warning or a suggestion reports only.
+    pub fn status(self) -> RuleStatus {
+        match self {
+            Level::Error => RuleStatus::Established,
+            Level::Warning | Level::Suggestion => RuleStatus::Advisory,
         }
-        return Ok(all);
     }
 }
 
-/// One alternative: a product of atoms.
-fn sequence(c: &[char], pos: &mut usize, depth: usize) -> Result<Vec<String>, String> {
-    let mut acc = vec![String::new()];
-    while *pos < c.len() {
-        let ch = c[*pos];
-        let atom: Vec<String> = match ch {
-            '|' => break,
-            ')' if depth > 0 => break,
-            ')' => return Err("unbalanced `)`".into()),
-            '(' => {
-                *pos += 1;
-                if c.get(*pos) == Some(&'?') {
-                    if c.get(*pos + 1) == Some(&':') {
-                        *pos += 2;
-                    } else {
-                        return Err(
-                            "a group with flags or look-around is a regular expression".into()
-                        );
+/// `Style.Rule = ...` in a section of `.vale.ini`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleSetting {
+    /// `NO`
+    Off,
+    /// `YES`
+    On,
+    /// `suggestion`, `warning` or `error`: on, at that level.
+    At(Level),
+}
+
+/// A glob section of `.vale.ini` (`[*.md]`, `[docs/**/*.adoc]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IniSection {
+    pub glob: String,
+    /// `BasedOnStyles`.
+    pub styles: Vec<String>,
+    /// `Style.Rule = ...`, in order.
+    pub rules: Vec<(String, RuleSetting)>,
+}
+
+/// What kapi reads of a `.vale.ini`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValeIni {
+    /// `StylesPath`, as [`styles_path`] reads it.
+    pub styles_path: Option<String>,
+    /// `MinAlertLevel` (Vale's default: warning).
+    pub min_level: Level,
+    /// `Vocab`: the vocabularies in use, when set.
+    pub vocab: Option<Vec<String>>,
+    /// `BasedOnStyles` outside any section (every file).
+    pub global_styles: Vec<String>,
+    pub sections: Vec<IniSection>,
+}
+
+/// Where and how one style rule is in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enabled {
+    /// The `.vale.ini` names no styles at all: every style applies
+    /// everywhere, at its own level (kapi's reading before `.vale.ini` was
+    /// honoured, kept for configurations that only set `StylesPath`).
+    Everywhere(Level),
+    /// In force for the files these globs match (`*` for every file), at
+    /// these levels; empty when no section enables it.
+    Globs(Vec<(String, Level)>),
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+impl ValeIni {
+    /// Read a `.vale.ini` with an INI library. Vale's own keys outside the
+    /// ones kapi uses are ignored.
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        let conf = load_ini(text).map_err(|e| err(e.line, e.msg.to_string()))?;
+        let mut out = ValeIni {
+            styles_path: styles_path(text),
+            min_level: Level::Warning,
+            vocab: None,
+            global_styles: Vec::new(),
+            sections: Vec::new(),
+        };
+        for (name, props) in conf.iter() {
+            match name {
+                None => {
+                    for (k, v) in props.iter() {
+                        match k {
+                            "MinAlertLevel" => {
+                                out.min_level = Level::parse(v).ok_or_else(|| {
+                                    err(
+                                        1,
+                                        format!(
+                                            "MinAlertLevel must be suggestion, warning or error, not {v:?}"
+                                        ),
+                                    )
+                                })?
+                            }
+                            "Vocab" => out.vocab.get_or_insert_with(Vec::new).extend(list(v)),
+                            "BasedOnStyles" => out.global_styles.extend(list(v)),
+                            _ => {}
+                        }
                     }
                 }
-                let inner = alternation(c, pos, depth + 1)?;
-                if c.get(*pos) != Some(&')') {
-                    return Err("unclosed `(`".into());
+                Some(glob) => {
+                    let mut section = IniSection {
+                        glob: glob.to_string(),
+                        styles: Vec::new(),
+                        rules: Vec::new(),
+                    };
+                    for (k, v) in props.iter() {
+                        if k == "BasedOnStyles" {
+                            section.styles.extend(list(v));
+                        } else if k.contains('.') {
+                            let setting = match v.trim() {
+                                "NO" => RuleSetting::Off,
+                                "YES" => RuleSetting::On,
+                                other => match Level::parse(other) {
+                                    Some(l) => RuleSetting::At(l),
+                                    None => continue,
+                                },
+                            };
+                            section.rules.push((k.to_string(), setting));
+                        }
+                    }
+                    out.sections.push(section);
                 }
-                *pos += 1;
-                inner
-            }
-            '[' => {
-                let close = c[*pos + 1..]
-                    .iter()
-                    .position(|&x| x == ']')
-                    .ok_or("unclosed `[`")?
-                    + *pos
-                    + 1;
-                let set = &c[*pos + 1..close];
-                if set.is_empty() || set.iter().any(|&x| matches!(x, '^' | '-' | '\\' | '[')) {
-                    return Err(
-                        "a character class with ranges or negation is a regular expression".into(),
-                    );
-                }
-                *pos = close + 1;
-                set.iter().map(|x| x.to_string()).collect()
-            }
-            '\\' => {
-                let next = *c.get(*pos + 1).ok_or("a trailing `\\`")?;
-                *pos += 2;
-                if next == 'b' {
-                    continue;
-                }
-                if next.is_alphanumeric() {
-                    return Err(format!("`\\{next}` is a regular expression class"));
-                }
-                vec![next.to_string()]
-            }
-            '.' | '*' | '+' | '{' | '^' | '$' => {
-                return Err(format!("`{ch}` makes it a regular expression"));
-            }
-            '?' => return Err("`?` with nothing before it".into()),
-            _ => {
-                *pos += 1;
-                vec![ch.to_string()]
-            }
-        };
-        let mut atom = atom;
-        if c.get(*pos) == Some(&'?') {
-            *pos += 1;
-            atom.push(String::new());
-        }
-        let mut next = Vec::with_capacity(acc.len() * atom.len());
-        for a in &acc {
-            for b in &atom {
-                next.push(format!("{a}{b}"));
             }
         }
-        bounded(&next)?;
-        acc = next;
+        Ok(out)
     }
-    Ok(acc)
+
+    /// Whether the configuration names any style (globally or in a section)
+    /// or sets any rule.
+    fn names_styles(&self) -> bool {
+        !self.global_styles.is_empty()
+            || self
+                .sections
+                .iter()
+                .any(|s| !s.styles.is_empty() || !s.rules.is_empty())
+    }
+
+    /// Where the rule `style.rule` (its file's level `own`) is in force.
+    pub fn enabled(&self, style: &str, rule: &str, own: Level) -> Enabled {
+        if !self.names_styles() {
+            return Enabled::Everywhere(own);
+        }
+        let name = format!("{style}.{rule}");
+        let mut globs = Vec::new();
+        if self.global_styles.iter().any(|s| s == style) {
+            globs.push(("*".to_string(), own));
+        }
+        for s in &self.sections {
+            let mut on = s.styles.iter().any(|x| x == style);
+            let mut level = own;
+            for (k, setting) in &s.rules {
+                if *k == name {
+                    match setting {
+                        RuleSetting::Off => on = false,
+                        RuleSetting::On => on = true,
+                        RuleSetting::At(l) => {
+                            on = true;
+                            level = *l;
+                        }
+                    }
+                }
+            }
+            if on {
+                globs.push((s.glob.clone(), level));
+            }
+        }
+        Enabled::Globs(globs)
+    }
+
+    /// Whether the vocabulary `name` is in use (every one when `Vocab` is
+    /// not set).
+    pub fn uses_vocab(&self, name: &str) -> bool {
+        self.vocab
+            .as_ref()
+            .is_none_or(|v| v.iter().any(|x| x == name))
+    }
 }
 
 /// The `StylesPath` of a `.vale.ini` (a core setting, before any section),
 /// as a repository-relative folder; `None` when absent, empty, or outside
 /// the repository (absolute, or climbing out with `..`).
-pub fn styles_path(ini: &str) -> Option<String> {
-    for line in ini.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            break;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        if key.trim() != "StylesPath" {
-            continue;
-        }
-        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
-        let mut parts: Vec<&str> = Vec::new();
-        for part in value.split(['/', '\\']) {
-            match part {
-                "" | "." => {}
-                ".." => {
-                    parts.pop()?;
-                }
-                p => parts.push(p),
+pub fn styles_path(ini_text: &str) -> Option<String> {
+    let conf = load_ini(ini_text).ok()?;
+    let value = conf.general_section().get("StylesPath")?.trim();
+    let mut parts: Vec<&str> = Vec::new();
+    for part in value.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
             }
+            p => parts.push(p),
         }
-        if value.starts_with('/') || value.contains(':') || parts.is_empty() {
-            return None;
-        }
-        return Some(parts.join("/"));
     }
-    None
+    if value.starts_with('/') || value.contains(':') || parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
+/// A `.vale.ini` read by an INI library (quotes around values are taken
+/// off; backslashes are kept, as Windows paths hold them).
+fn load_ini(text: &str) -> Result<ini::Ini, ini::ParseError> {
+    ini::Ini::load_from_str_opt(
+        text,
+        ini::ParseOption {
+            enabled_quote: true,
+            enabled_escape: false,
+            ..Default::default()
+        },
+    )
 }
 
 #[cfg(test)]
@@ -421,52 +489,21 @@ mod tests {
     }
 
     #[test]
-    fn expands_simple_patterns() {
-        assert_eq!(
-            expand("(?:Quick cast|Quick-cast)").unwrap(),
-            ["Quick cast", "Quick-cast"]
-        );
-        assert_eq!(expand("Quick ?cast").unwrap(), ["Quick cast", "Quickcast"]);
-        assert_eq!(
-            expand("[Gg]it[Hh]ub").unwrap(),
-            ["GitHub", "Github", "gitHub", "github"]
-        );
-        assert_eq!(expand(r"\bnode\.js\b").unwrap(), ["node.js"]);
-        assert_eq!(
-            expand("e-?mail|E-mail").unwrap(),
-            ["e-mail", "email", "E-mail"]
-        );
-        assert_eq!(
-            expand("web(?: |-)?site").unwrap(),
-            ["web site", "web-site", "website"]
-        );
-        assert!(
-            expand("colou?rs.*")
-                .unwrap_err()
-                .contains("regular expression")
-        );
-        assert!(expand(r"\w+").is_err());
-        assert!(expand("[a-z]x").is_err());
-        assert!(expand("(?i)x").is_err());
-        assert!(
-            expand("(a|b)(c|d)(e|f)(g|h)(i|j)(k|l)(m|n)")
-                .unwrap_err()
-                .contains("more than")
-        );
-    }
-
-    #[test]
     fn vale_substitution() {
-        let y = "extends: substitution\nmessage: \"Use '%s' instead of '%s'.\"\nignorecase: true\nlevel: error\nswap:\n  # comment\n  '(?:Quick cast|Quick-cast)': Quickcast\n  Github: GitHub\n  java ?script: JavaScript|JS\n  \"[a-z]+ing\": x\n";
+        let y = "extends: substitution\nmessage: \"Use '%s' instead of '%s'.\"\nignorecase: true\nlevel: error\nswap:\n  # comment\n  '(?:Quick cast|Quick-cast)': Quickcast\n  Github: GitHub\n  java ?script: JavaScript|JS\n  \"[a-z]+ing\": x\n  colou?r: colour\n";
         let f = parse_vale_substitution(y).unwrap();
-        assert_eq!(f.rules.len(), 3);
+        assert_eq!(f.rules.len(), 5);
         assert_eq!(f.rules[0].preferred.as_deref(), Some("Quickcast"));
         assert_eq!(f.rules[0].avoided, vec!["Quick cast", "Quick-cast"]);
         assert_eq!(f.rules[0].line, 7);
-        assert_eq!(f.rules[2].avoided, vec!["java script", "javascript"]);
+        assert_eq!(f.rules[2].avoided, vec!["javascript", "java script"]);
         assert_eq!(f.rules[2].preferred.as_deref(), Some("JavaScript"));
-        assert_eq!(f.skipped.len(), 1);
-        assert_eq!(f.skipped[0].0, 10);
+        // A key that lists no finite set of forms is a pattern rule.
+        assert_eq!(f.rules[3].pattern.as_deref(), Some("[a-z]+ing"));
+        assert!(f.rules[3].avoided.is_empty());
+        // The preferred form itself is never avoided.
+        assert_eq!(f.rules[4].avoided, vec!["color"]);
+        assert!(f.skipped.is_empty(), "{:?}", f.skipped);
         assert!(f.rules.iter().all(|r| !r.exact), "ignorecase: true");
         let exact = parse_vale_substitution(
             "extends: substitution\nswap:\n  Github: GitHub\n  (?i)java ?script: JavaScript\nignorecase: false\n",
@@ -491,10 +528,11 @@ mod tests {
             Some("Quick cast\n"),
         )
         .unwrap();
-        assert_eq!(v.accept.len(), 2);
+        assert_eq!(v.accept.len(), 3);
         assert!(v.accept[1].ignore_case);
-        assert_eq!(v.skipped.len(), 1);
+        assert_eq!(v.accept[2].regex.as_deref(), Some("[a-z]+ly"));
         let r = v.rules();
+        assert_eq!(r.skipped.len(), 1, "an accepted pattern names no form");
         // `(?i)[Gg]rafana` is accepted in any case: no rule.
         assert_eq!(r.rules.len(), 2);
         assert_eq!(r.rules[0].preferred.as_deref(), Some("Quickcast"));

@@ -242,7 +242,21 @@ pub struct TermEntry {
     /// The form to use; absent for a rejected word with no replacement.
     #[serde(rename = "use", default, skip_serializing_if = "Option::is_none")]
     pub preferred: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub avoid: Vec<String>,
+    /// A regular expression (Vale's syntax) for what the rule avoids beyond
+    /// its literal forms: an imported Vale key with look-around or
+    /// unbounded repetition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// A Vale rule's alert level (`error`, `warning`, `suggestion`), which
+    /// its findings name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+    /// Globs of the files the rule holds for (a Vale style enabled by
+    /// `.vale.ini` for some sections only); empty for every file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// Reports but never fails a check.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub advisory: bool,
@@ -559,7 +573,10 @@ impl Record {
                 return invalid(format!("an import carries at most {MAX_TERMS} term rules"));
             }
             let bad = terms.iter().any(|t| {
-                t.avoid.is_empty()
+                (t.avoid.is_empty()
+                    && t.pattern
+                        .as_ref()
+                        .is_none_or(|p| p.is_empty() || p.len() > MAX_TEXT))
                     || t.avoid.len() > MAX_LIST
                     || t.avoid
                         .iter()

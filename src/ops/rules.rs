@@ -22,6 +22,12 @@ pub struct TermRule {
     pub advisory: bool,
     /// Every avoided form matches only as written.
     pub exact: bool,
+    /// A regular expression for what the rule avoids beyond its forms.
+    pub pattern: Option<String>,
+    /// A Vale rule's alert level.
+    pub level: Option<String>,
+    /// Globs of the files the rule holds for; empty for every file.
+    pub paths: Vec<String>,
     pub scope: Scope,
 }
 
@@ -56,6 +62,9 @@ impl Ledger {
                     suggested: advises,
                     advisory: state.advisory,
                     exact: false,
+                    pattern: None,
+                    level: None,
+                    paths: Vec::new(),
                     scope: state.scope.clone(),
                 }),
                 Some(Subject::Terms { terms }) => {
@@ -69,6 +78,9 @@ impl Ledger {
                             suggested: advises || t.suggested,
                             advisory: state.advisory || t.advisory,
                             exact: t.exact,
+                            pattern: t.pattern.clone(),
+                            level: t.level.clone(),
+                            paths: t.paths.clone(),
                             scope: state.scope.clone(),
                         });
                     }

@@ -545,3 +545,35 @@ fn kapis_managed_block_in_agents_md_is_not_prose() {
     assert_eq!(code, 1);
     assert_eq!(matched(&doc), ["AGENTS.md:3:1:Github"]);
 }
+
+#[test]
+fn markdown_prose_is_what_commonmark_reads_as_text() {
+    // fixtures/markdown/defects.md: each passage is one way the hand-written
+    // masker disagreed with CommonMark (see its README).
+    let env = plain();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/markdown");
+    for name in ["defects.md", "terms.tsv"] {
+        env.write_bytes(name, &std::fs::read(fixtures.join(name)).unwrap());
+    }
+    let (code, doc) = json(&env, &["check", "--rules", "terms.tsv", "defects.md"]);
+    assert_eq!(code, 1, "{doc}");
+    let at: Vec<String> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| format!("{}:{}", f["line"], f["column"]))
+        .collect();
+    assert_eq!(
+        at,
+        [
+            "3:12", "3:25", "3:39", // emphasis delimiters are not word characters
+            "7:14", "9:8", "10:8", // nested lists: items and paragraphs, not code
+            "16:1", // an unclosed fence ends with its list item
+            "19:4", // a tab-indented nested item
+            "21:18", "21:26", "21:34", "21:43", "21:51", "21:60", // --, ---, ...
+            "23:11", "25:14", // table cells, not the code span
+            "31:7",  // a footnote
+        ],
+        "{doc}"
+    );
+}

@@ -527,7 +527,7 @@ fn vale_rules_imported_into_the_log_match_case_as_vale_does() {
     repo.write(".vale.ini", "StylesPath = styles\n");
     repo.write(
         "styles/Acme/Terms.yml",
-        "extends: substitution\nmessage: x\nswap:\n  US: United States\n",
+        "extends: substitution\nmessage: x\nlevel: error\nswap:\n  US: United States\n",
     );
     repo.write("a.md", "Tell us about the US market.\n");
     repo.kapi(&["store", "import"]).ok();

@@ -11,3 +11,4 @@ mod hooks;
 mod oplog;
 mod snapshots;
 mod sync;
+mod vale;

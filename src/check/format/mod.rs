@@ -27,6 +27,9 @@ mod tests {
             suggested,
             advisory: false,
             exact: false,
+            pattern: None,
+            level: None,
+            paths: Vec::new(),
         };
         let m = Matcher::new(&[rule]).unwrap();
         Outcome {

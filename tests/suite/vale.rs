@@ -1,0 +1,171 @@
+//! Vale rule sets as Vale reads them: the styles in `fixtures/vale`, each
+//! reproducing one way the hand-written reader lost rules silently.
+
+use std::path::Path;
+
+use crate::common::TestEnv;
+
+/// Copy `fixtures/vale` into the repository (styles under `styles/`).
+fn with_fixture_styles(repo: &TestEnv) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vale");
+    fn copy(repo: &TestEnv, root: &Path, dir: &Path) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                copy(repo, root, &path);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                repo.write_bytes(&rel, &std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    copy(repo, &root, &root);
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\n\n[*.md]\nBasedOnStyles = Defects\n",
+    );
+}
+
+#[test]
+fn every_style_vale_reads_is_imported_and_every_file_it_refuses_is_named_with_its_line() {
+    let repo = TestEnv::new();
+    with_fixture_styles(&repo);
+    let run = repo.kapi(&["store", "import"]).code(2);
+    for style in [
+        "DocMarker",
+        "Quoted",
+        "Bom",
+        "Empty",
+        "Classes",
+        "Space",
+        "Lookaround",
+    ] {
+        assert!(
+            run.stdout
+                .contains(&format!("imported styles/Defects/{style}.yml")),
+            "{style}: {}",
+            run.stdout
+        );
+    }
+    for (style, line, why) in [
+        ("Unclosed", 3, "not valid YAML"),
+        ("Tabs", 3, "not valid YAML"),
+        ("Duplicate", 4, "twice"),
+        ("List", 3, "`swap` must be a mapping"),
+    ] {
+        let at = format!("styles/Defects/{style}.yml: line {line}: ");
+        let said = run.stderr.lines().find(|l| l.contains(&at));
+        assert!(
+            said.is_some_and(|l| l.contains(why)),
+            "{style}: {}",
+            run.stderr
+        );
+    }
+    assert!(!run.stdout.contains("skipped"), "{}", run.stdout);
+
+    let check = repo.kapi(&["check", "--format", "json", "prose.md"]);
+    let doc = check.json();
+    let found: Vec<String> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["matched"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "Github",
+            "Javascript",
+            "touchpoint",
+            "back end",
+            "back-end",
+            "ad hoc",
+            "adhoc",
+            "log in",
+            "login",
+            "speedy",
+            "quick",
+        ],
+        "{doc}"
+    );
+}
+
+#[test]
+fn vale_ini_sections_rule_switches_levels_and_vocabularies_are_honoured() {
+    let repo = TestEnv::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vale-ini");
+    for rel in [
+        ".vale.ini",
+        "styles/House/Binding.yml",
+        "styles/House/Warned.yml",
+        "styles/House/Hint.yml",
+        "styles/House/Quiet.yml",
+        "styles/House/Soft.yml",
+        "styles/AsciiOnly/Terms.yml",
+        "styles/config/vocabularies/Used/reject.txt",
+        "styles/config/vocabularies/Unused/reject.txt",
+        "page.md",
+        "page.adoc",
+    ] {
+        repo.write_bytes(rel, &std::fs::read(root.join(rel)).unwrap());
+    }
+    repo.write(
+        "kapi.toml",
+        "[check]\nprose = [\"**/*.md\", \"**/*.adoc\"]\n",
+    );
+    let run = repo.kapi(&["store", "import"]).ok();
+    assert!(
+        run.stdout
+            .contains("House.Hint at level suggestion is below MinAlertLevel warning"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("Unused"), "{}", run.stdout);
+
+    let findings = |path: &str| -> (i32, Vec<(String, String, bool)>) {
+        let run = repo.kapi(&["check", "--format", "json", path]);
+        let doc = run.json();
+        let list = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["matched"].as_str().unwrap().to_string(),
+                    f["level"].as_str().unwrap_or("").to_string(),
+                    f["fails"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        (run.code, list)
+    };
+    let s = |m: &str, l: &str, f: bool| (m.to_string(), l.to_string(), f);
+    let (code, md) = findings("page.md");
+    assert_eq!(code, 1);
+    assert_eq!(
+        md,
+        [
+            s("Github", "error", true),
+            s("Javascript", "warning", false),
+            // House.Quiet = NO; House.Soft = error raises a suggestion.
+            s("Postgres", "error", true),
+            s("foobarize", "", true),
+        ]
+    );
+    let (_, adoc) = findings("page.adoc");
+    assert_eq!(
+        adoc,
+        [
+            s("Github", "error", true),
+            s("Javascript", "warning", false),
+            // Quiet is on here; Soft is a suggestion, below MinAlertLevel.
+            s("Gitlab", "error", true),
+            s("Typescript", "error", true),
+            s("foobarize", "", true),
+        ]
+    );
+}
