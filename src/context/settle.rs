@@ -57,7 +57,11 @@ pub fn due(session: &Session, ledger: &Ledger) -> Vec<Record> {
 
 /// Record the establishments due; returns them.
 pub fn settle(session: &Session) -> Result<Vec<Establishment>, ContextError> {
-    let ledger = session.ledger()?;
+    settle_in(session, session.ledger()?)
+}
+
+/// [`settle`] over a ledger the caller already folded.
+pub fn settle_in(session: &Session, ledger: Ledger) -> Result<Vec<Establishment>, ContextError> {
     let due = due(session, &ledger);
     for r in &due {
         person_decides(&Transition::new(
@@ -136,7 +140,21 @@ pub fn merge_signals(
     range: &str,
     pr: Option<&str>,
 ) -> Result<MergeSignals, ContextError> {
-    let ledger = session.ledger()?;
+    let mut ledger = session.ledger()?;
+    let report = merge_signals_in(session, &mut ledger, range, pr)?;
+    session.release(ledger);
+    Ok(report)
+}
+
+/// [`merge_signals`] over a ledger the caller already folded; the signals
+/// recorded are applied to it, so the caller can settle without folding
+/// the log again.
+pub fn merge_signals_in(
+    session: &Session,
+    ledger: &mut Ledger,
+    range: &str,
+    pr: Option<&str>,
+) -> Result<MergeSignals, ContextError> {
     let now = Some(session.now_ms()? as i64);
     // The suggestions, each a usage rule with the scope it holds in.
     let mut rules: Vec<CheckRule> = Vec::new();
@@ -298,8 +316,15 @@ pub fn merge_signals(
             to_record.push(r);
         }
     }
-    session.release(ledger);
-    session.append_all(to_record)?;
+    for r in session.append_all(to_record)? {
+        // A line another writer journaled meanwhile may sort after ours:
+        // then fold afresh.
+        if ledger.apply(r).is_err() {
+            *ledger = session.ledger()?;
+            break;
+        }
+    }
+    ledger.finish();
     Ok(report)
 }
 

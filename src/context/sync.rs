@@ -180,16 +180,22 @@ pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
                 .extend(merge.unreadable.iter().map(Rejected::from));
             synced.fetched.held_back.extend(merge.ahead);
         }
+        // One fold serves the merge signals and settling: the signals
+        // recorded are applied to it.
+        let mut ledger = session.ledger()?;
         if synced.merged.is_none()
             && let Some(range) = &req.merged
         {
-            synced.merged = Some(super::settle::merge_signals(
+            synced.merged = Some(super::settle::merge_signals_in(
                 session,
+                &mut ledger,
                 range,
                 req.pr.as_deref(),
             )?);
         }
-        synced.established.extend(super::settle::settle(session)?);
+        synced
+            .established
+            .extend(super::settle::settle_in(session, ledger)?);
         if !req.push {
             break;
         }
