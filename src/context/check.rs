@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::formats::{self, RuleStatus};
 use crate::ops::Ledger;
 use crate::ops::policy::{Transition, person_decides};
-use crate::ops::record::{Actor, ActorKind, Kind, Scope, Signal, SignalSource};
+use crate::ops::record::{Actor, Kind, Scope, Signal, SignalSource};
 
 /// What to check.
 #[derive(Debug, Clone, Default)]
@@ -272,11 +272,7 @@ pub fn rules_from_log(
 
 /// The actor usage signals are recorded as: the checker, whoever ran it.
 pub fn checker() -> Actor {
-    Actor {
-        kind: ActorKind::Tool,
-        name: "check".into(),
-        session: None,
-    }
+    Actor::tool("check")
 }
 
 /// Record, for each rule of the log (not of an imported file) the check

@@ -267,7 +267,12 @@ pub fn post_merge(session: &Session, squash: bool) -> PostMerge {
     let mut done = PostMerge::default();
     if squash {
         done.skipped = Some("a squash merge commits nothing yet".into());
-    } else if session.actor().kind == ActorKind::Agent {
+    } else if crate::ops::policy::may_share(
+        session.actor(),
+        crate::ops::policy::Sharing::MergeSignals,
+    )
+    .is_err()
+    {
         done.skipped = Some(
             "an agent's merge is not a person's signal (a person or the CI step runs `kapi context sync --merged`)"
                 .into(),

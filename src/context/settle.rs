@@ -16,16 +16,12 @@ use crate::check::{CheckRule, Matcher};
 use crate::digest::sha256_hex;
 use crate::ops::Ledger;
 use crate::ops::Status;
-use crate::ops::policy::{Transition, person_decides};
+use crate::ops::policy::{Sharing, Transition, may_share, person_decides};
 use crate::ops::record::{Actor, ActorKind, Kind, Record, Scope, Signal, SignalSource};
 
 /// The actor settling records establishments as.
 pub fn settler() -> Actor {
-    Actor {
-        kind: ActorKind::Tool,
-        name: "settle".into(),
-        session: None,
-    }
+    Actor::tool("settle")
 }
 
 /// One establishment recorded.
@@ -155,6 +151,7 @@ pub fn merge_signals_in(
     range: &str,
     pr: Option<&str>,
 ) -> Result<MergeSignals, ContextError> {
+    may_share(session.actor(), Sharing::MergeSignals)?;
     let now = Some(session.now_ms()? as i64);
     // The suggestions, each a usage rule with the scope it holds in.
     let mut rules: Vec<CheckRule> = Vec::new();
@@ -333,11 +330,7 @@ pub fn merge_signals_in(
 fn merge_actor(actor: &Actor) -> Actor {
     match actor.kind {
         ActorKind::Tool => actor.clone(),
-        ActorKind::Person | ActorKind::Agent => Actor {
-            kind: ActorKind::Tool,
-            name: "merge".into(),
-            session: None,
-        },
+        ActorKind::Person | ActorKind::Agent => Actor::tool("merge"),
     }
 }
 

@@ -13,8 +13,7 @@ use super::settle::{Establishment, MergeSignals};
 use super::transfer::Rejected;
 use super::{ContextError, Session};
 use crate::git::Pushed;
-use crate::ops::policy::PolicyError;
-use crate::ops::record::ActorKind;
+use crate::ops::policy::{Sharing, may_share};
 use crate::store::{Joined, LogRef, RemoteError};
 
 /// How many times sync fetches, merges and pushes again when the remote
@@ -110,27 +109,11 @@ impl From<crate::store::StoreError> for SyncError {
 /// Refuse what an agent may not do: pushing the shared log, or recording
 /// the merge signals that a merge to the default branch gives.
 fn permitted(session: &Session, req: &SyncRequest) -> Result<(), ContextError> {
-    if session.actor().kind != ActorKind::Agent {
-        return Ok(());
-    }
-    let refuse = |what: &str, why: &str| {
-        Err(ContextError::Policy(PolicyError {
-            actor: session.actor().label(),
-            what: what.to_owned(),
-            why: why.to_owned(),
-        }))
-    };
     if req.merged.is_some() {
-        return refuse(
-            "record merge signals",
-            "a merge to the default branch is a person's signal; the CI step (`ci/kapi-after-push`) or a person runs `kapi context sync --merged <range>`",
-        );
+        may_share(session.actor(), Sharing::MergeSignals)?;
     }
     if req.push {
-        return refuse(
-            "push the shared log",
-            "pushing is a person's or a tool's act; an agent may fetch with `kapi context sync --no-push`, and a person runs `kapi context sync`",
-        );
+        may_share(session.actor(), Sharing::Push)?;
     }
     Ok(())
 }

@@ -56,7 +56,11 @@ pub fn import_log(
     bytes: &[u8],
     origin: &str,
 ) -> Result<LogImported, ContextError> {
-    crate::ops::policy::may_merge(session.actor(), &format!("kapi store import {origin}"))?;
+    let command = format!("kapi store import {origin}");
+    crate::ops::policy::may_share(
+        session.actor(),
+        crate::ops::policy::Sharing::MergeFile { command: &command },
+    )?;
     let imported = session
         .store
         .import_jsonl(bytes, origin, session.now_ms()?)?;

@@ -143,22 +143,48 @@ pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
     }
 }
 
-/// Whether `actor` may merge operations from a file (`kapi store import
-/// FILE`). Merging is transport, not a change of its own, but the
-/// operations it carries claim any author: an agent that could merge a
-/// hand-written file could establish its own rule under a person's name.
-/// So an agent may not (as it may not push the shared log with `kapi
-/// context sync`); a person, or a tool such as CI, may.
-pub fn may_merge(actor: &Actor, command: &str) -> Result<(), PolicyError> {
+/// Acts that move operations between logs or read evidence into one:
+/// transport rather than operations of their own, but each can put words
+/// in a person's mouth, so an agent may not perform them.
+#[derive(Debug, Clone, Copy)]
+pub enum Sharing<'a> {
+    /// Merge operations from a file (`command` is what a person runs).
+    MergeFile { command: &'a str },
+    /// Push the shared log (`kapi context sync`).
+    Push,
+    /// Record what a merge to the default branch says (`--merged`).
+    MergeSignals,
+}
+
+/// Whether `actor` may perform a sharing act: a person, or a tool such as
+/// CI, may; an agent may not. An agent that could merge a hand-written
+/// file could establish its own rule under a person's name; one that could
+/// push would publish it; one that could record merge signals would be
+/// giving itself a person's signal.
+pub fn may_share(actor: &Actor, act: Sharing<'_>) -> Result<(), PolicyError> {
     if actor.kind != ActorKind::Agent {
         return Ok(());
     }
+    let (what, why) = match act {
+        Sharing::MergeFile { command } => (
+            format!("run `{command}`"),
+            format!(
+                "merged operations can claim any author, so an agent may not merge them: ask a person to run `{command}`"
+            ),
+        ),
+        Sharing::Push => (
+            "push the shared log".to_owned(),
+            "pushing is a person's or a tool's act; an agent may fetch with `kapi context sync --no-push`, and a person runs `kapi context sync`".to_owned(),
+        ),
+        Sharing::MergeSignals => (
+            "record merge signals".to_owned(),
+            "a merge to the default branch is a person's signal; the CI step (`ci/kapi-after-push`) or a person runs `kapi context sync --merged <range>`".to_owned(),
+        ),
+    };
     Err(PolicyError {
         actor: actor.label(),
-        what: format!("run `{command}`"),
-        why: format!(
-            "merged operations can claim any author, so an agent may not merge them: ask a person to run `{command}`"
-        ),
+        what,
+        why,
     })
 }
 

@@ -114,6 +114,15 @@ impl ActorKind {
 }
 
 impl Actor {
+    /// kapi's own tool `name` (the checker, settling, a merge), in no session.
+    pub fn tool(name: &str) -> Actor {
+        Actor {
+            kind: ActorKind::Tool,
+            name: name.to_owned(),
+            session: None,
+        }
+    }
+
     /// Whether `self` and `other` are one party: the same kind and name, and
     /// for agents and tools the same session. Two sessions of one agent are
     /// two parties, and an agent with no session is a party of its own.
