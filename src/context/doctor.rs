@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{ContextError, Session};
 use crate::ops::fold;
 use crate::ops::id::OpId;
-use crate::store::newest::AHEAD_BOUND_MS;
+use crate::store::newest::is_ahead;
 use crate::store::{RefLock, segment};
 
 /// One finding.
@@ -79,12 +79,7 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
     // Against the earlier of the pinned clock and the system's: a
     // `KAPI_NOW` set ahead cannot hide an operation dated ahead.
     let now = session.now_ms()?.min(session.env().wall_ms());
-    let bound = now.saturating_add(AHEAD_BOUND_MS);
-    for r in loaded
-        .records
-        .iter()
-        .filter(|r| crate::ops::id::time_of(&r.id) + crate::ops::id::EPOCH_MS > bound)
-    {
+    for r in loaded.records.iter().filter(|r| is_ahead(&r.id, now)) {
         add(
             "ahead",
             format!("operation {}", r.id),
@@ -101,7 +96,7 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
             .filter(|id| loaded.records.iter().any(|r| r.id == id.as_str()));
         let problem = match held {
             None => Some("names an operation the log does not hold"),
-            Some(id) if id.unix_ms() > bound => {
+            Some(id) if is_ahead(id.as_str(), now) => {
                 Some("names an operation dated more than 10 minutes past this machine's clock")
             }
             Some(_) => None,

@@ -220,13 +220,12 @@ impl Session {
     /// doctor` names them.
     pub fn ledger_and_unreadable(&self) -> Result<(Ledger, usize), ContextError> {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
-        let bound = now.saturating_add(crate::store::newest::AHEAD_BOUND_MS);
         let loaded = self.store.load_all()?;
         let unreadable = loaded.problems.len();
         let mut records = loaded.records;
         let mut held = Vec::new();
         records.retain(|r| {
-            let ahead = crate::ops::id::is_id(&r.id) && r.op_id().unix_ms() > bound;
+            let ahead = crate::ops::id::is_id(&r.id) && crate::store::newest::is_ahead(&r.id, now);
             if ahead {
                 held.push(r.id.clone());
             }

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::newest::AHEAD_BOUND_MS;
+use super::newest;
 use super::reflock::Moved;
 use super::{EntryError, LogRef, Merged, Problem, Store, StoreError, lock, segment, tree};
 use crate::ops::record::Record;
@@ -68,7 +68,7 @@ impl Store {
                     Some(_) => report
                         .refused
                         .push(problem(EntryError::Conflict { id: r.id.clone() })),
-                    None if r.op_id().unix_ms() > now_ms.saturating_add(AHEAD_BOUND_MS) => {
+                    None if newest::is_ahead(&r.id, now_ms) => {
                         report.refused.push(problem(EntryError::Future {
                             id: r.id.clone(),
                             at: r.at.clone(),

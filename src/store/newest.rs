@@ -25,6 +25,13 @@ use crate::ops::record::Record;
 /// How far past this machine's clock an operation may be dated and still
 /// count as the newest id when minting (10 minutes).
 pub const AHEAD_BOUND_MS: u64 = 10 * 60 * 1000;
+
+/// Whether the operation `id` is dated more than [`AHEAD_BOUND_MS`] past
+/// `now_ms` (Unix milliseconds): held back by the fold, refused by an
+/// import, named by doctor and sync.
+pub fn is_ahead(id: &str, now_ms: u64) -> bool {
+    crate::ops::id::time_of(id) + crate::ops::id::EPOCH_MS > now_ms.saturating_add(AHEAD_BOUND_MS)
+}
 /// This machine's clock in Unix milliseconds, read from the system whatever
 /// `KAPI_NOW` says: the bound no id is minted past.
 pub fn system_now_ms() -> u64 {

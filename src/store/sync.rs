@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use gix::ObjectId;
 
-use super::newest::AHEAD_BOUND_MS;
+use super::newest;
 use super::reflock::Moved;
 use super::{LogRef, Store, StoreError, git, lock, segment, tree};
 use crate::git::{GitError, Pushed};
@@ -276,7 +276,7 @@ impl Store {
             merge.ahead.extend(
                 records
                     .into_iter()
-                    .filter(|r| r.op_id().unix_ms() > now_ms.saturating_add(AHEAD_BOUND_MS))
+                    .filter(|r| newest::is_ahead(&r.id, now_ms))
                     .map(|r| r.id),
             );
         }
