@@ -287,14 +287,9 @@ pub fn merge_signals_in(
             wanted_signals.push(r);
         }
     }
-    let held: BTreeSet<&str> = ledger
-        .records()
-        .iter()
-        .filter_map(|r| r.address.as_deref())
-        .collect();
     let mut to_record = Vec::new();
     for r in wanted_signals {
-        let recorded = !held.contains(r.address.as_deref().unwrap_or_default());
+        let recorded = !ledger.holds_address(r.address.as_deref().unwrap_or_default());
         let signal = r.signal.as_deref().expect("built with a signal");
         report.signals.push(MergeSignal {
             target: r.target.clone().unwrap_or_default(),

@@ -280,6 +280,11 @@ impl Ledger {
         position_by_key(&self.fold.keys, id).and_then(|i| self.fold.states[i].as_deref())
     }
 
+    /// Whether the log holds an operation with this content address.
+    pub fn holds_address(&self, address: &str) -> bool {
+        self.fold.addresses.contains(address)
+    }
+
     /// Every record, in id order.
     pub fn records(&self) -> &[Record] {
         &self.records

@@ -30,10 +30,11 @@ pub enum RemoteError {
 }
 
 /// How the fetched log joined ours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Joined {
     /// The remote held nothing we lacked.
+    #[default]
     UpToDate,
     /// We held no log: ours is now the remote's.
     Adopted,
@@ -44,7 +45,7 @@ pub enum Joined {
 }
 
 /// What merging a fetched tip did.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct TipMerge {
     pub joined: Joined,
     /// Lines the remote held that ours did not (now in ours).
@@ -64,19 +65,16 @@ impl Store {
         if remote.is_empty() || remote.starts_with('-') {
             return Err(RemoteError::BadRemote(remote.to_owned()));
         }
-        let plain = remote
-            .split('/')
-            .all(|part| !part.is_empty() && !part.starts_with('.'))
-            && remote
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
-            && !remote.contains("..")
-            && !remote.ends_with(".lock");
-        let name = if plain {
-            format!("refs/kapi/remotes/{remote}/ops")
-        } else {
-            let digest = crate::digest::sha256_hex(remote.as_bytes());
-            format!("refs/kapi/remotes/url-{}/ops", &digest[..16])
+        // A remote name that makes a valid ref name (as git's own
+        // check-ref-format judges it) names its tracking ref; a URL or a
+        // path does not, and is named by its digest.
+        let named = format!("refs/kapi/remotes/{remote}/ops");
+        let name = match gix::refs::FullName::try_from(named.as_str()) {
+            Ok(_) if !remote.contains(':') => named,
+            _ => {
+                let digest = crate::digest::sha256_hex(remote.as_bytes());
+                format!("refs/kapi/remotes/url-{}/ops", &digest[..16])
+            }
         };
         Ok(name)
     }
@@ -172,12 +170,7 @@ impl Store {
             let (joined, new_tip, our_tree) = match ours {
                 None => (Joined::Adopted, their_commit, None),
                 Some(o) if self.is_ancestor(their_commit, o)? => {
-                    return Ok(TipMerge {
-                        joined: Joined::UpToDate,
-                        added: 0,
-                        unreadable: Vec::new(),
-                        ahead: Vec::new(),
-                    });
+                    return Ok(TipMerge::default());
                 }
                 Some(o) => {
                     let our_tree = self.tree_of(o)?;
@@ -185,12 +178,7 @@ impl Store {
                     if union == our_tree {
                         // Their log holds nothing ours lacks: no commit
                         // (a later push carries ours to them).
-                        return Ok(TipMerge {
-                            joined: Joined::UpToDate,
-                            added: 0,
-                            unreadable: Vec::new(),
-                            ahead: Vec::new(),
-                        });
+                        return Ok(TipMerge::default());
                     }
                     if union == their_tree && self.is_ancestor(o, their_commit)? {
                         (Joined::FastForward, their_commit, Some(our_tree))
@@ -232,12 +220,7 @@ impl Store {
         new: ObjectId,
         now_ms: u64,
     ) -> Result<TipMerge, StoreError> {
-        let mut merge = TipMerge {
-            joined: Joined::UpToDate,
-            added: 0,
-            unreadable: Vec::new(),
-            ahead: Vec::new(),
-        };
+        let mut merge = TipMerge::default();
         let mut old_segments = Vec::new();
         if let Some(old) = old {
             tree::read_segments(self.repo.gix(), old, "held", &mut old_segments)?;
@@ -281,5 +264,34 @@ impl Store {
             );
         }
         Ok(merge)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Store;
+
+    #[test]
+    fn a_remote_name_names_its_tracking_ref_and_a_url_or_path_its_digest() {
+        let named = |r: &str| Store::tracking_ref(r).unwrap();
+        assert_eq!(named("origin"), "refs/kapi/remotes/origin/ops");
+        assert_eq!(
+            named("team/upstream"),
+            "refs/kapi/remotes/team/upstream/ops"
+        );
+        for url in [
+            "/tmp/remote.git",
+            "../remote.git",
+            "git@example.com:team/docs.git",
+            "https://example.com/team/docs.git",
+            "bad..name",
+            "x.lock",
+        ] {
+            let r = named(url);
+            assert!(r.starts_with("refs/kapi/remotes/url-"), "{url}: {r}");
+            assert!(gix::refs::FullName::try_from(r.as_str()).is_ok());
+        }
+        assert!(Store::tracking_ref("--upload-pack=x").is_err());
+        assert!(Store::tracking_ref("").is_err());
     }
 }
