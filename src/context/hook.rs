@@ -287,14 +287,18 @@ pub fn post_merge(session: &Session, squash: bool) -> PostMerge {
             "{branch} is not the default branch: a merge signal says a change reached the default branch"
         ));
     } else {
-        match super::settle::merge_signals(session, MERGED, None) {
-            Ok(found) => {
-                done.signals = Some(found.signals.iter().filter(|s| s.recorded).count());
+        // One fold serves the merge signals and settling, as in sync.
+        let settled = session.ledger().and_then(|mut ledger| {
+            match super::settle::merge_signals_in(session, &mut ledger, MERGED, None) {
+                Ok(found) => {
+                    done.signals = Some(found.signals.iter().filter(|s| s.recorded).count());
+                }
+                Err(e) => done.problems.push(format!("merge signals: {e}")),
             }
-            Err(e) => done.problems.push(format!("merge signals: {e}")),
-        }
-        // Settling may change what is in force: before the artifacts.
-        match super::settle::settle(session) {
+            // Settling may change what is in force: before the artifacts.
+            super::settle::settle_in(session, ledger)
+        });
+        match settled {
             Ok(established) => {
                 done.established = established.len();
                 if !established.is_empty() {
