@@ -395,37 +395,22 @@ fn remotes_that_fail_lose_nothing_local_and_say_why() {
 /// Write `lines` into the remote's log as one more commit on its tip, as
 /// another tool (or an attacker) could.
 fn push_raw_lines(p: &Pair, lines: &[(&str, String)]) {
+    // Hermetic git (TestEnv's), pointed at the bare remote.
+    let remote = p.remote.to_str().unwrap();
     let git = |args: &[&str], input: Option<&str>| -> String {
-        let mut cmd = std::process::Command::new("git");
-        cmd.arg("--git-dir").arg(&p.remote).args(args);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("GIT_") {
-                cmd.env_remove(name);
-            }
+        let mut full = vec![
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "--git-dir",
+            remote,
+        ];
+        full.extend_from_slice(args);
+        match input {
+            Some(input) => p.a.git_stdin(&full, input.as_bytes()),
+            None => p.a.git(&full),
         }
-        cmd.env("GIT_AUTHOR_NAME", "x")
-            .env("GIT_AUTHOR_EMAIL", "x@x")
-            .env("GIT_COMMITTER_NAME", "x")
-            .env("GIT_COMMITTER_EMAIL", "x@x");
-        let out = if let Some(input) = input {
-            use std::io::Write;
-            let mut child = cmd
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-            child.wait_with_output().unwrap()
-        } else {
-            cmd.output().unwrap()
-        };
-        assert!(out.status.success(), "git {args:?}");
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     let parent = git(&["rev-parse", "refs/kapi/ops"], None);
     let mut tree_listing = git(&["ls-tree", &format!("{parent}^{{tree}}")], None);
