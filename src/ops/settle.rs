@@ -305,8 +305,11 @@ pub(super) fn settle(
 
         let has_place = records[m.at].evidence.iter().any(|e| e.path.is_some());
         let rival = || {
-            let mine = rules.iter().position(|r| r.at == m.at);
-            let Some(mine) = mine.map(|i| &rules[i]) else {
+            // `rules` is in log order: find the member's own by position.
+            let Some(mine) = rules
+                .get(rules.partition_point(|r| r.at < m.at))
+                .filter(|r| r.at == m.at)
+            else {
                 return false;
             };
             let candidates: BTreeSet<usize> = m
