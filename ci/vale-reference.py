@@ -12,9 +12,9 @@ What it implements, per style file (`extends: substitution`):
   is a phrase of letters, digits, spaces and hyphens; otherwise matching it
   as a regular expression) is not an alert;
 - the `level` (default `warning`) against `MinAlertLevel` (given).
-Prose: Markdown with front matter, fenced and indented code, inline code,
-HTML comments and tags, Hugo shortcodes, autolinks, URLs, link targets and
-reference definitions masked by spaces (a simple masker of its own).
+Prose: what CommonMark reads as text (markdown-it-py, with tables; see
+`mask`), as Vale reads the HTML its CommonMark parser (goldmark) renders;
+everything else masked by spaces, so lines keep their numbers.
 The `regex` module stands in for Vale's regexp2 (both backtracking engines
 with look-around).
 
@@ -26,6 +26,7 @@ import sys
 
 import regex
 import yaml
+from markdown_it import MarkdownIt
 
 LEVELS = {'suggestion': 0, 'warning': 1, 'error': 2}
 
@@ -37,51 +38,80 @@ def blank(m):
 FRONT = re.compile(r'\A(---|\+\+\+)\n.*?\n(?:\1|\.\.\.)[ \t]*\n', re.S)
 COMMENT = re.compile(r'<!--.*?-->', re.S)
 SHORTCODE = re.compile(r'\{\{[<%].*?[%>]\}\}', re.S)
-LINK_TARGET = re.compile(r'\]\([^)\n]*\)|\]\[[^\]\n]*\]')
-REF_DEF = re.compile(r'(?m)^ {0,3}\[[^\]\n]+\]:[^\n]*')
-AUTOLINK = re.compile(r'<[a-zA-Z][a-zA-Z0-9+.-]*:[^>\s]*>|<[^>\s@]+@[^>\s]+>')
 URL = re.compile(r'\b(?:https?|ftp)://[^\s)>\]]+|\bwww\.[^\s)>\]]+')
 TAG = re.compile(r'</?[A-Za-z][^>\n]*>')
-INLINE_CODE = re.compile(r'(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)', re.S)
 
 
-def mask_blocks(text):
-    """Fenced code, and indented code outside lists after a blank line."""
-    out, fence, prev_blank, in_list = [], None, True, False
-    for ln in text.split('\n'):
-        m = re.match(r' {0,3}(`{3,}|~{3,})', ln)
-        if fence:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
-                    and ln.strip() == m.group(1):
-                fence = None
-            out.append(' ' * len(ln))
-            continue
-        if m and not (m.group(1)[0] == '`' and '`' in ln[m.end():]):
-            fence = m.group(1)
-            out.append(' ' * len(ln))
-            continue
-        if not ln.strip():
-            out.append(ln)
-            prev_blank = True
-            continue
-        if re.match(r' {0,3}(?:[-*+]|\d+[.)])\s', ln):
-            in_list = True
-        elif not ln.startswith((' ', '\t')) and prev_blank:
-            in_list = False
-        if prev_blank and not in_list and re.match(r'(?: {4}|\t)', ln):
-            out.append(' ' * len(ln))
-            continue  # an indented code block stays one until a blank line
-        prev_blank = False
-        out.append(ln)
-    return '\n'.join(out)
+MD = MarkdownIt('commonmark').enable('table')
+PIECE = re.compile(r'\w+|\s+|.', re.S)
 
 
 def mask(text):
+    """The prose of a Markdown file as CommonMark reads it (markdown-it-py,
+    with tables), as Vale reads the HTML goldmark renders: the text of
+    paragraphs, headings, list items and table cells, kept in place; the
+    rest (front matter, code blocks and spans, HTML tags and comments,
+    link targets, autolinks, reference definitions, image descriptions,
+    emphasis delimiters, escapes) blanked. Hugo shortcodes and bare URLs
+    are blanked too (Vale's TokenIgnores as documentation projects set
+    them). The inline text markdown-it gives has no offsets, so each piece
+    is found in the block's source lines in order."""
     text = FRONT.sub(blank, text)
-    text = mask_blocks(text)
-    text = COMMENT.sub(blank, text)
-    text = INLINE_CODE.sub(blank, text)
-    for rx in (SHORTCODE, AUTOLINK, URL, LINK_TARGET, REF_DEF, TAG):
+    starts = [0] + [m.end() for m in re.finditer('\n', text)]
+    out = [c if c == '\n' else ' ' for c in text]
+
+    def keep(i, j):
+        out[i:j] = text[i:j]
+
+    def span(m):
+        first = starts[m[0]]
+        last = starts[m[1]] if m[1] < len(starts) else len(text)
+        return first, last
+
+    done = 0
+    for t in MD.parse(text):
+        if t.type == 'html_block' and t.map:
+            first, last = span(t.map)
+            block = COMMENT.sub(blank, text[first:last])
+            block = TAG.sub(blank, block)
+            out[first:last] = block
+        if t.type != 'inline' or not t.map:
+            continue
+        first, last = span(t.map)
+        # Table cells share their row's lines: each starts where the last ended.
+        pos, skip = max(first, done if done < last else first), 0
+        for c in t.children:
+            if c.type in ('link_open',) and c.markup == 'autolink' or c.type == 'image':
+                skip += 1 if c.type == 'link_open' else 0
+                if c.type == 'image':
+                    i = text.find(c.content, pos, last) if c.content else -1
+                    if i >= 0:
+                        pos = i + len(c.content)
+                continue
+            if c.type == 'link_close' and skip:
+                skip -= 1
+                continue
+            if c.type == 'code_inline':
+                i = text.find(c.content, pos, last)
+                if i >= 0:
+                    pos = i + len(c.content)
+                continue
+            if c.type != 'text' or skip or not c.content:
+                continue
+            i = text.find(c.content, pos, last)
+            if i >= 0:
+                keep(i, i + len(c.content))
+                pos = i + len(c.content)
+                continue
+            # An escape or an entity: find the text piece by piece.
+            for piece in PIECE.findall(c.content):
+                i = text.find(piece, pos, last)
+                if i >= 0:
+                    keep(i, i + len(piece))
+                    pos = i + len(piece)
+        done = pos
+    text = ''.join(out)
+    for rx in (SHORTCODE, URL):
         text = rx.sub(blank, text)
     return text
 

@@ -20,6 +20,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::finding::{Finding, Severity, message};
 use super::markdown::{Prose, TextKind, is_markup, loosened, prose};
+use super::rule::Bounds;
 use super::rule::CheckRule;
 
 #[derive(Debug, thiserror::Error)]
@@ -185,6 +186,28 @@ pub fn on_boundaries(text: &str, start: usize, end: usize) -> bool {
         }
     }
     true
+}
+
+/// Whether `start..end` of `text` stands between word boundaries as a
+/// regular expression's `\b` reads them at both ends: a word character on
+/// exactly one side of each edge (Vale's word template `\b(?:key)\b`).
+fn on_regex_boundaries(text: &str, start: usize, end: usize) -> bool {
+    let span = &text[start..end];
+    let (Some(first), Some(last)) = (span.chars().next(), span.chars().next_back()) else {
+        return false;
+    };
+    let prev = text[..start].chars().next_back().is_some_and(is_word);
+    let next = text[end..].chars().next().is_some_and(is_word);
+    is_word(first) != prev && is_word(last) != next
+}
+
+/// Whether a match at `start..end` stands as `bounds` asks.
+fn stands(bounds: Bounds, text: &str, start: usize, end: usize) -> bool {
+    match bounds {
+        Bounds::Words => on_boundaries(text, start, end),
+        Bounds::Regex => on_regex_boundaries(text, start, end),
+        Bounds::None => true,
+    }
 }
 
 /// A DFA scans fastest but costs memory and build time in proportion to
@@ -371,14 +394,16 @@ impl Matcher {
         let mut compiled = Vec::new();
         for (r, rule) in rules.iter().enumerate() {
             if let Some(p) = &rule.pattern {
-                let re = crate::formats::pattern::compile(p, !rule.exact).map_err(|message| {
-                    MatcherError::Build {
-                        forms: 1,
-                        message: format!("rule {}: {message}", rule.id),
-                    }
-                })?;
+                let words = rule.bounds != Bounds::None;
+                let re =
+                    crate::formats::pattern::compile(p, !rule.exact, words).map_err(|message| {
+                        MatcherError::Build {
+                            forms: 1,
+                            message: format!("rule {}: {message}", rule.id),
+                        }
+                    })?;
                 let near = crate::formats::pattern::without_lookaround(p)
-                    .and_then(|q| crate::formats::pattern::compile(&q, !rule.exact).ok());
+                    .and_then(|q| crate::formats::pattern::compile(&q, !rule.exact, words).ok());
                 compiled.push((r, re, near));
             }
         }
@@ -443,10 +468,7 @@ impl Matcher {
         cands: &mut Vec<(usize, usize, u8, usize)>,
     ) {
         for (k, s, e) in found {
-            if !original.is_char_boundary(s)
-                || !original.is_char_boundary(e)
-                || !on_boundaries(masked, s, e)
-            {
+            if !original.is_char_boundary(s) || !original.is_char_boundary(e) {
                 continue;
             }
             let written = &original[s..e];
@@ -456,9 +478,14 @@ impl Matcher {
                 continue;
             }
             let mut seen: Vec<usize> = Vec::new();
+            let mut stand = [None; 3];
             for entry in &self.entries[k] {
                 let rule = entry.rule as usize;
                 if entry.exact && written != &*entry.form {
+                    continue;
+                }
+                let bounds = self.rules[rule].bounds;
+                if !*stand[bounds as usize].get_or_insert_with(|| stands(bounds, masked, s, e)) {
                     continue;
                 }
                 let priority = if !entry.preferred {
@@ -498,13 +525,17 @@ impl Matcher {
             .find_overlapping_iter(&loose)
             .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
             .collect();
+        // Loosened text may stand a form on other boundaries than the
+        // masked text does; only kapi's own boundaries are judged here.
         let possible = found.iter().any(|&(k, s, e)| {
             text.is_char_boundary(s)
                 && text.is_char_boundary(e)
-                && on_boundaries(&loose, s, e)
-                && self.entries[k]
-                    .iter()
-                    .any(|en| !en.preferred && (!en.exact || text[s..e] == *en.form))
+                && self.entries[k].iter().any(|en| {
+                    !en.preferred
+                        && (!en.exact || text[s..e] == *en.form)
+                        && (self.rules[en.rule as usize].bounds != Bounds::Words
+                            || on_boundaries(&loose, s, e))
+                })
         });
         if !possible {
             return None;
@@ -534,9 +565,11 @@ impl Matcher {
     ) {
         for (rule, re, near) in &self.patterns {
             let preferred = self.rules[*rule].preferred.trim();
+            // The expression already holds `\b` at both ends, or none.
+            let words = self.rules[*rule].bounds == Bounds::Words;
             let mut push = |s: usize, e: usize| {
                 if s != e
-                    && on_boundaries(masked, s, e)
+                    && (!words || on_boundaries(masked, s, e))
                     && masked.as_bytes()[s..e] == original.as_bytes()[s..e]
                     && original[s..e].trim() != preferred
                 {
@@ -551,20 +584,25 @@ impl Matcher {
                 continue;
             };
             // Try the pattern only where it can match: from each match of
-            // it without look-around, to the end of that line.
+            // it without look-around, for a match starting on that line; its
+            // look-around sees to the end of the next line (`e.g.` at a line
+            // end is followed by the newline, as Vale sees it).
+            let line_end = |from: usize| {
+                memchr::memchr(b'\n', &masked.as_bytes()[from..]).map_or(masked.len(), |p| from + p)
+            };
             let mut pos = 0;
             while pos <= masked.len() {
                 let Ok(Some(m)) = near.find_from_pos(masked, pos) else {
                     break;
                 };
-                let line_end = memchr::memchr(b'\n', &masked.as_bytes()[m.end()..])
-                    .map_or(masked.len(), |p| m.end() + p);
+                let this_line = line_end(m.end());
+                let window = line_end((this_line + 1).min(masked.len()));
                 let next = masked[m.start()..]
                     .chars()
                     .next()
                     .map_or(masked.len() + 1, |c| m.start() + c.len_utf8());
-                match re.find_from_pos(&masked[..line_end], m.start()) {
-                    Ok(Some(f)) => {
+                match re.find_from_pos(&masked[..window], m.start()) {
+                    Ok(Some(f)) if f.start() <= this_line => {
                         push(f.start(), f.end());
                         pos = f.end().max(next);
                     }
@@ -813,6 +851,7 @@ mod tests {
             advisory: false,
             exact: false,
             pattern: None,
+            bounds: Bounds::Words,
             level: None,
             paths: Vec::new(),
         }

@@ -1,6 +1,8 @@
 //! A term rule as the checker sees it: the form to use, every form to avoid
 //! (already derived), and how its findings weigh.
 
+pub use crate::ops::record::Bounds;
+
 /// One rule handed to the matcher. The log's fold (or a `--rules` term list)
 /// builds these; the checker never derives variants itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,6 +27,8 @@ pub struct CheckRule {
     /// forms (an imported Vale key that lists no finite set of forms),
     /// matched between word boundaries, ignoring case unless `exact`.
     pub pattern: Option<String>,
+    /// How a match's edges must stand in the text.
+    pub bounds: Bounds,
     /// A Vale rule's alert level, named in its findings.
     pub level: Option<String>,
     /// Globs of the files the rule holds for; empty for every file.
@@ -64,6 +68,7 @@ mod tests {
             advisory: false,
             exact: false,
             pattern: None,
+            bounds: Bounds::Words,
             level: None,
             paths: Vec::new(),
         }

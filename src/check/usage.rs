@@ -33,6 +33,7 @@ pub fn count(matcher: &Matcher, text: &str, kind: TextKind) -> Vec<Usage> {
 mod tests {
     use super::*;
     use crate::check::CheckRule;
+    use crate::check::rule::Bounds;
 
     #[test]
     fn counts_preferred_and_avoided_in_prose_only() {
@@ -44,6 +45,7 @@ mod tests {
             advisory: false,
             exact: false,
             pattern: None,
+            bounds: Bounds::Words,
             level: None,
             paths: Vec::new(),
         }];

@@ -262,6 +262,7 @@ pub fn rules_from_log(
                 advisory: r.advisory,
                 exact: r.exact,
                 pattern: r.pattern,
+                bounds: r.bounds,
                 level: r.level,
                 paths: r.paths,
             };
@@ -339,6 +340,7 @@ pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, C
             advisory: r.status == RuleStatus::Advisory,
             exact: r.exact,
             pattern: r.pattern,
+            bounds: r.bounds,
             level: None,
             paths: Vec::new(),
         })

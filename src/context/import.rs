@@ -50,6 +50,11 @@ pub enum ImportOutcome {
         skipped: Vec<(usize, String)>,
     },
     Unchanged,
+    /// A Vale style Vale itself refuses (not YAML, a duplicate key, `swap`
+    /// not a mapping): nothing of it is imported, the other files are.
+    Refused {
+        message: String,
+    },
     Failed {
         message: String,
     },
@@ -309,6 +314,7 @@ fn entries(parsed: &ImportedFile) -> Vec<TermEntry> {
             advisory: rule.status == RuleStatus::Advisory,
             suggested: matches!(rule.status, RuleStatus::Suggested | RuleStatus::Contested),
             exact: rule.exact,
+            bounds: rule.bounds,
         });
     }
     out
@@ -376,8 +382,12 @@ pub fn import_context_files(
         };
         let parsed = match parse(&file, &text, ini.as_ref()) {
             Ok(p) => p,
-            Err(e) => {
-                outcomes.push((file, ImportOutcome::Failed { message: e }));
+            Err(message) if file.kind == ContextFileKind::ValeSubstitution => {
+                outcomes.push((file, ImportOutcome::Refused { message }));
+                continue;
+            }
+            Err(message) => {
+                outcomes.push((file, ImportOutcome::Failed { message }));
                 continue;
             }
         };

@@ -168,6 +168,7 @@ pub fn merge_signals_in(
             advisory: false,
             exact: rule.exact,
             pattern: rule.pattern,
+            bounds: rule.bounds,
             level: rule.level,
             paths: rule.paths,
         });

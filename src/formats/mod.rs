@@ -11,6 +11,8 @@
 //! parser ([`pattern`]), which lists a key's literal forms when there are at
 //! most [`MAX_EXPANSION`] of them and keeps the rest as a pattern.
 
+use crate::ops::record::Bounds;
+
 pub mod pattern;
 pub mod rules_block;
 pub mod termlist;
@@ -72,6 +74,9 @@ pub struct ImportedRule {
     /// What of the rule stays a regular expression (a Vale key with
     /// look-around or unbounded repetition), checked as a pattern.
     pub pattern: Option<String>,
+    /// How a match's edges must stand: Vale's rules as its expressions read
+    /// `\b` (or anywhere, with `nonword: true`), term lists as whole words.
+    pub bounds: Bounds,
     /// A Vale rule's alert level (its file's `level`, or what `.vale.ini`
     /// sets for it).
     pub level: Option<vale::Level>,

@@ -61,13 +61,28 @@ pub fn expand_key(key: &str) -> Result<Expanded, String> {
     };
     if !alternatives.is_empty() {
         let pattern = alternatives.join("|");
-        compile(&pattern, ignore_case)?;
+        compile(&pattern, ignore_case, true)?;
         out.pattern = Some(pattern);
     }
     if out.forms.is_empty() && out.pattern.is_none() {
         return Err("expands to nothing".into());
     }
     Ok(out)
+}
+
+/// Read a key as one pattern, whatever its language (a key Vale matches
+/// without word boundaries). `Err` when no engine can compile it.
+pub fn whole_key(key: &str) -> Result<Expanded, String> {
+    let (ignore_case, body) = match key.strip_prefix("(?i)") {
+        Some(rest) => (true, rest),
+        None => (false, key),
+    };
+    compile(body, ignore_case, false)?;
+    Ok(Expanded {
+        forms: Vec::new(),
+        pattern: Some(body.to_string()),
+        ignore_case,
+    })
 }
 
 fn push_forms(out: &mut Vec<String>, forms: Vec<String>) {
@@ -79,12 +94,21 @@ fn push_forms(out: &mut Vec<String>, forms: Vec<String>) {
     }
 }
 
-/// The regular expression a pattern rule is checked with: the key between
-/// word boundaries (as Vale's word template `\b(?:key)\b`), ignoring case
-/// unless `exact`.
-pub fn compile(pattern: &str, ignore_case: bool) -> Result<fancy_regex::Regex, String> {
+/// The regular expression a pattern rule is checked with: with `words`, the
+/// key between word boundaries (as Vale's word template `\b(?:key)\b`),
+/// else the key alone (its `nonword: true`); ignoring case if asked.
+pub fn compile(
+    pattern: &str,
+    ignore_case: bool,
+    words: bool,
+) -> Result<fancy_regex::Regex, String> {
     let flags = if ignore_case { "(?mi)" } else { "(?m)" };
-    fancy_regex::RegexBuilder::new(&format!(r"{flags}\b(?:{pattern})\b"))
+    let expr = if words {
+        format!(r"{flags}\b(?:{pattern})\b")
+    } else {
+        format!(r"{flags}(?:{pattern})")
+    };
+    fancy_regex::RegexBuilder::new(&expr)
         .backtrack_limit(100_000)
         .build()
         .map_err(|e| format!("not a regular expression kapi can read: {e}"))

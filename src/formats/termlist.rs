@@ -1,6 +1,7 @@
 //! kapi term lists (`terms.tsv`): one rule a line, tab-separated.
 
 use super::{ImportedFile, ImportedRule, ParseError, RuleStatus, check_len, err, numbered};
+use crate::ops::record::Bounds;
 
 /// A kapi term list: `id<TAB>status<TAB>preferred<TAB>avoided|avoided`, with
 /// `#` comments and blank lines. Status: established, suggested, contested
@@ -50,6 +51,7 @@ pub fn parse_term_list(text: &str) -> Result<ImportedFile, ParseError> {
             preferred: Some(preferred.to_string()),
             avoided,
             pattern: None,
+            bounds: Bounds::Words,
             level: None,
             paths: Vec::new(),
             line: n,

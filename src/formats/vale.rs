@@ -4,6 +4,7 @@
 use super::{
     ImportedFile, ImportedRule, ParseError, RuleStatus, check_len, err, numbered, pattern, yaml,
 };
+use crate::ops::record::Bounds;
 
 /// A Vale vocabulary entry: a term or a regular expression, one a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +88,7 @@ impl Vocabulary {
                     preferred: Some(f.clone()),
                     avoided: Vec::new(),
                     pattern: None,
+                    bounds: Bounds::Regex,
                     level: None,
                     paths: Vec::new(),
                     line: t.line,
@@ -101,6 +103,7 @@ impl Vocabulary {
                 preferred: None,
                 avoided: t.forms.clone(),
                 pattern: t.regex.clone(),
+                bounds: Bounds::Regex,
                 level: None,
                 paths: Vec::new(),
                 line: t.line,
@@ -133,20 +136,23 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
         None => return Err(ParseError::NotSubstitution("no `extends` key".into())),
     }
     let mut file = ImportedFile::default();
-    // Vale compiles the keys ignoring case only with `ignorecase: true`.
-    let ignorecase = match doc.get("ignorecase") {
-        None => false,
-        Some(n) if n.is_null() => false,
+    // Vale compiles the keys ignoring case only with `ignorecase: true`,
+    // and between word boundaries unless `nonword: true`.
+    let flag = |key: &str| match doc.get(key) {
+        None => Ok(false),
+        Some(n) if n.is_null() => Ok(false),
         Some(n) => n.as_bool().ok_or_else(|| {
             err(
                 n.line,
                 format!(
-                    "`ignorecase` must be true or false, not {}",
+                    "`{key}` must be true or false, not {}",
                     n.as_str().unwrap_or(n.kind())
                 ),
             )
-        })?,
+        }),
     };
+    let ignorecase = flag("ignorecase")?;
+    let nonword = flag("nonword")?;
     // Vale's default level for a rule that sets none is `warning`.
     let level = match doc.get("level") {
         None => Level::Warning,
@@ -157,13 +163,42 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
             )
         })?,
     };
-    for unsupported in ["nonword", "exceptions", "vocab", "capitalize"] {
+    for unsupported in ["exceptions", "vocab", "capitalize"] {
         if let Some(n) = doc.get(unsupported)
             && !n.is_null()
         {
             file.skipped.push((
                 n.line,
                 format!("`{unsupported}` is not supported by kapi and is ignored"),
+            ));
+        }
+    }
+    // kapi checks every rule in all prose, which is what Vale's default
+    // scope for a substitution (`text`) reads; a narrower scope is named.
+    if let Some(n) = doc.get("scope")
+        && !n.is_null()
+        && !matches!(n.as_str(), Some("text" | "sentence" | "paragraph"))
+    {
+        let what = n
+            .as_str()
+            .map_or_else(|| n.kind().to_string(), |s| format!("`{s}`"));
+        file.skipped.push((
+            n.line,
+            format!("`scope` {what} is not supported: kapi checks the rule in all prose"),
+        ));
+    }
+    // A finding says what to write, which is Vale's `replace` action.
+    if let Some(n) = doc.get("action")
+        && !n.is_null()
+    {
+        let name = n.get("name").and_then(yaml::Node::as_str);
+        if !matches!(name, None | Some("replace")) {
+            file.skipped.push((
+                n.line,
+                format!(
+                    "the action `{}` is not supported: kapi's finding says what to write instead",
+                    name.unwrap_or_default()
+                ),
             ));
         }
     }
@@ -208,7 +243,14 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
             file.skipped.push((n, format!("{key:?}: no replacement")));
             continue;
         };
-        match pattern::expand_key(key) {
+        // Without word boundaries a key is matched as Vale matches it, as a
+        // pattern: its literal forms would be matched on word boundaries.
+        let read = if nonword {
+            pattern::whole_key(key)
+        } else {
+            pattern::expand_key(key)
+        };
+        match read {
             Ok(expanded) => {
                 let avoided: Vec<String> = expanded
                     .forms
@@ -224,6 +266,7 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
                     preferred: Some(preferred.to_string()),
                     avoided,
                     pattern: expanded.pattern,
+                    bounds: if nonword { Bounds::None } else { Bounds::Regex },
                     level: Some(level),
                     paths: Vec::new(),
                     line: n,

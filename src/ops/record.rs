@@ -276,6 +276,32 @@ pub struct TermEntry {
     /// such as a Vale substitution without `ignorecase`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exact: bool,
+    /// How a match's edges must stand in the text (absent: as kapi's own
+    /// rules, whole words).
+    #[serde(default, skip_serializing_if = "Bounds::is_words")]
+    pub bounds: Bounds,
+}
+
+/// How a match of a rule's forms or pattern must stand in the text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bounds {
+    /// Whole words, and not part of a path, domain or hyphenated compound
+    /// (kapi's own rules and term lists).
+    #[default]
+    Words,
+    /// Word boundaries as a regular expression reads `\b` at both ends
+    /// (Vale's word template `\b(?:key)\b`): `special` matches in
+    /// `special-cased`, and `vs.` only where a word character follows.
+    Regex,
+    /// Anywhere (a Vale substitution with `nonword: true`).
+    None,
+}
+
+impl Bounds {
+    pub fn is_words(&self) -> bool {
+        *self == Bounds::Words
+    }
 }
 
 impl Subject {

@@ -3,7 +3,7 @@
 //! line it held), with whether it binds or only advises.
 
 use super::fold::{Ledger, Status};
-use super::record::{Scope, Subject};
+use super::record::{Bounds, Scope, Subject};
 use super::scope::Point;
 
 /// One term rule that answers.
@@ -24,6 +24,8 @@ pub struct TermRule {
     pub exact: bool,
     /// A regular expression for what the rule avoids beyond its forms.
     pub pattern: Option<String>,
+    /// How a match's edges must stand in the text.
+    pub bounds: Bounds,
     /// A Vale rule's alert level.
     pub level: Option<String>,
     /// Globs of the files the rule holds for; empty for every file.
@@ -63,6 +65,7 @@ impl Ledger {
                     advisory: state.advisory,
                     exact: false,
                     pattern: None,
+                    bounds: Bounds::Words,
                     level: None,
                     paths: Vec::new(),
                     scope: state.scope.clone(),
@@ -79,6 +82,7 @@ impl Ledger {
                             advisory: state.advisory || t.advisory,
                             exact: t.exact,
                             pattern: t.pattern.clone(),
+                            bounds: t.bounds,
                             level: t.level.clone(),
                             paths: t.paths.clone(),
                             scope: state.scope.clone(),

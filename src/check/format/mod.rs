@@ -28,6 +28,7 @@ mod tests {
             advisory: false,
             exact: false,
             pattern: None,
+            bounds: crate::check::rule::Bounds::Words,
             level: None,
             paths: Vec::new(),
         };

@@ -106,6 +106,13 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
             ImportOutcome::Unchanged => {
                 out.line(format!("unchanged since the last import: {}", file.path))?
             }
+            ImportOutcome::Refused { message } => {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(
+                    err,
+                    "warning: {message} (Vale refuses this style too: nothing of it was imported; fix it and import again)"
+                );
+            }
             ImportOutcome::Failed { message } => {
                 failed += 1;
                 let mut err = std::io::stderr().lock();
