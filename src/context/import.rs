@@ -444,3 +444,81 @@ fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// One rule of a disagreement between imported rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DisagreeingRule {
+    /// `<import id>:<n>`, the n-th rule of the import.
+    pub id: String,
+    /// The file it was imported from.
+    pub file: Option<String>,
+    /// `"GitHub", not "Github"`.
+    pub rule: String,
+}
+
+/// Two imported rules in force that disagree: both keep reporting (a file a
+/// person imported stays in force as a whole), and a person settles it by
+/// editing one file or switching a rule off in `.vale.ini`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Disagreement {
+    pub first: DisagreeingRule,
+    pub second: DisagreeingRule,
+}
+
+impl Disagreement {
+    /// Whether either side comes from one of these imports.
+    pub fn involves(&self, ops: &[&str]) -> bool {
+        [&self.first, &self.second]
+            .iter()
+            .any(|r| ops.iter().any(|op| r.id.split(':').next() == Some(op)))
+    }
+}
+
+/// The imported rules in force now that disagree, in id order.
+pub fn disagreements(
+    session: &Session,
+    ledger: &Ledger,
+) -> Result<Vec<Disagreement>, ContextError> {
+    let now = session.now_ms()? as i64;
+    let pairs = ledger.imported_disagreements(Some(now));
+    if pairs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut files: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+    for (record, _) in ledger.iter() {
+        if record.kind == Kind::Import {
+            files.insert(
+                &record.id,
+                record.evidence.first().and_then(|e| e.path.as_deref()),
+            );
+        }
+    }
+    let side = |r: &crate::ops::rules::TermRule| DisagreeingRule {
+        id: r.id.clone(),
+        file: files
+            .get(r.op.as_str())
+            .copied()
+            .flatten()
+            .map(str::to_owned),
+        rule: describe(r.preferred.as_deref(), &r.avoided, r.pattern.as_deref()),
+    };
+    Ok(pairs
+        .iter()
+        .map(|(a, b)| Disagreement {
+            first: side(a),
+            second: side(b),
+        })
+        .collect())
+}
+
+/// A rule in words: `"GitHub", not "Github", "github"`.
+fn describe(preferred: Option<&str>, avoided: &[String], pattern: Option<&str>) -> String {
+    let mut not: Vec<String> = avoided.iter().map(|a| format!("\"{a}\"")).collect();
+    if let Some(p) = pattern {
+        not.push(format!("/{p}/"));
+    }
+    match preferred {
+        Some(p) => format!("\"{p}\", not {}", not.join(", ")),
+        None => format!("not {}", not.join(", ")),
+    }
+}

@@ -26,8 +26,8 @@ pub use env::{Env, EnvError, FixedEnv, ProcessEnv};
 
 pub use here::{AtPath, Here, Item, applies_at, at_path};
 pub use import::{
-    ContextFile, ContextFileKind, ImportOutcome, context_files, import_context_files,
-    never_imported,
+    ContextFile, ContextFileKind, DisagreeingRule, Disagreement, ImportOutcome, context_files,
+    disagreements, import_context_files, never_imported,
 };
 pub use note::{NoteRequest, NoteWhat, Noted, note};
 pub use points::{PointMap, PointsError, point_of};

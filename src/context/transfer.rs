@@ -103,6 +103,8 @@ pub struct FilesImported {
     /// surface shows what was recorded, then this.
     #[serde(skip)]
     pub refresh_error: Option<ContextError>,
+    /// Imported rules that disagree, one side at least imported now.
+    pub disagreements: Vec<super::Disagreement>,
 }
 
 /// Import every context file of the checkout (`force`: even unchanged ones).
@@ -116,7 +118,23 @@ pub fn import_files(session: &Session, force: bool) -> Result<FilesImported, Con
     } else {
         (Vec::new(), None)
     };
+    let new: Vec<&str> = outcomes
+        .iter()
+        .filter_map(|(_, o)| match o {
+            ImportOutcome::Imported { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let disagreements = if new.is_empty() {
+        Vec::new()
+    } else {
+        let ledger = session.ledger()?;
+        let all = super::disagreements(session, &ledger)?;
+        session.release(ledger);
+        all.into_iter().filter(|d| d.involves(&new)).collect()
+    };
     Ok(FilesImported {
+        disagreements,
         files: outcomes
             .into_iter()
             .map(|(file, outcome)| FileImported { file, outcome })

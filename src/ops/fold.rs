@@ -802,7 +802,7 @@ pub(super) struct TermView<'a> {
     pub(super) preferred: &'a str,
     pub(super) avoid: &'a [String],
     /// An entry of an imported file: its import is never contested by it.
-    imported: bool,
+    pub(super) imported: bool,
 }
 
 fn avoids(rule: &TermView<'_>, text: &str) -> bool {

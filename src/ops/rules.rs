@@ -2,7 +2,10 @@
 //! and instant, one entry per rule (an imported file contributes one per
 //! line it held), with whether it binds or only advises.
 
-use super::fold::{Ledger, Status};
+use std::collections::{BTreeSet, HashMap};
+
+use super::fold::{Ledger, Status, TermView, disagree};
+use super::forms::case_key;
 use super::record::{Bounds, Scope, Subject};
 use super::scope::Point;
 
@@ -94,4 +97,85 @@ impl Ledger {
         }
         out
     }
+}
+
+impl Ledger {
+    /// The pairs of imported rules in force at `at` that disagree, as the
+    /// fold tells a disagreement (they share a form to avoid and name
+    /// different forms to use, or one avoids the form the other prescribes)
+    /// and that can apply at one point, instant and file. A file a person
+    /// imported stays in force as a whole, so its rules are never contested:
+    /// both keep reporting, and this list is where a person sees them.
+    pub fn imported_disagreements(&self, at: Option<i64>) -> Vec<(TermRule, TermRule)> {
+        let rules: Vec<TermRule> = self
+            .term_rules(None, at)
+            .into_iter()
+            .filter(|r| r.id != r.op && r.status == Status::Established && !r.suggested)
+            .collect();
+        // Only rules that share a form can disagree.
+        let mut by_form: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, r) in rules.iter().enumerate() {
+            let keys: BTreeSet<String> = r
+                .avoided
+                .iter()
+                .chain(r.preferred.as_ref())
+                .map(|f| case_key(f))
+                .collect();
+            for key in keys {
+                by_form.entry(key).or_default().push(i);
+            }
+        }
+        let mut pairs = BTreeSet::new();
+        for members in by_form.values() {
+            for (x, &i) in members.iter().enumerate() {
+                for &j in &members[x + 1..] {
+                    pairs.insert((i.min(j), i.max(j)));
+                }
+            }
+        }
+        pairs
+            .into_iter()
+            .filter(|&(i, j)| {
+                let (a, b) = (&rules[i], &rules[j]);
+                clash(a, b) && a.scope.overlaps(&b.scope) && paths_meet(&a.paths, &b.paths)
+            })
+            .map(|(i, j)| (rules[i].clone(), rules[j].clone()))
+            .collect()
+    }
+}
+
+/// Whether two rules disagree on their forms. A rule that matches only as
+/// written (a Vale style without `ignorecase`) is compared as written.
+fn clash(a: &TermRule, b: &TermRule) -> bool {
+    if a.exact || b.exact {
+        let pa = a.preferred.as_deref().unwrap_or("");
+        let pb = b.preferred.as_deref().unwrap_or("");
+        let avoids =
+            |r: &TermRule, text: &str| !text.is_empty() && r.avoided.iter().any(|f| f == text);
+        return avoids(a, pb)
+            || avoids(b, pa)
+            || (pa != pb && a.avoided.iter().any(|x| b.avoided.contains(x)));
+    }
+    fn view(r: &TermRule) -> TermView<'_> {
+        TermView {
+            at: 0,
+            preferred: r.preferred.as_deref().unwrap_or(""),
+            avoid: &r.avoided,
+            imported: true,
+        }
+    }
+    disagree(&view(a), &view(b))
+}
+
+/// Whether two lists of file globs can name one file: either is every file,
+/// or one glob is the other, or matches the other read as a path
+/// (`*.md` and `docs/*.md`). Globs that cannot be read meet everything.
+fn paths_meet(a: &[String], b: &[String]) -> bool {
+    let matches = |glob: &str, path: &str| {
+        globset::Glob::new(glob).map_or(true, |g| g.compile_matcher().is_match(path))
+    };
+    a.is_empty()
+        || b.is_empty()
+        || a.iter()
+            .any(|x| b.iter().any(|y| x == y || matches(x, y) || matches(y, x)))
 }

@@ -223,3 +223,55 @@ fn keys_match_as_vale_matches_them_without_word_boundaries_and_with_regex_ones()
         "{doc}"
     );
 }
+
+#[test]
+fn imported_rules_that_disagree_are_named_at_import_and_in_review_and_both_report() {
+    let repo = TestEnv::new();
+    repo.write(
+        "styles/House/Terms.yml",
+        "extends: substitution\nmessage: x\nlevel: error\nignorecase: true\nswap:\n  back-end: backend\n",
+    );
+    repo.write(
+        "styles/Team/Terms.yml",
+        "extends: substitution\nmessage: x\nlevel: error\nignorecase: true\nswap:\n  backend: back end\n  frontend: front end\n",
+    );
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\n\n[*.md]\nBasedOnStyles = House, Team\n",
+    );
+    repo.write("a.md", "The backend and the back-end.\n");
+    let said = "styles/House/Terms.yml: \"backend\", not \"back-end\" and styles/Team/Terms.yml: \"back end\", not \"backend\"";
+    let run = repo.kapi(&["store", "import"]).ok();
+    assert!(
+        run.stderr
+            .contains(&format!("warning: imported rules disagree: {said}")),
+        "{}",
+        run.stderr
+    );
+    let review = repo.kapi(&["context", "review"]).ok();
+    assert!(
+        review.stdout.contains("imported rules that disagree (1;") && review.stdout.contains(said),
+        "{}",
+        review.stdout
+    );
+    // Neither rule's findings disappear: one rule avoids what the other
+    // prescribes, and both report.
+    let doc = repo.kapi(&["check", "--format", "json", "a.md"]).json();
+    let found: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["matched"].as_str().unwrap())
+        .collect();
+    assert_eq!(found, ["backend", "back-end"], "{doc}");
+
+    // Rules enabled for files that never meet do not disagree.
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\n\n[*.md]\nBasedOnStyles = House\n\n[*.adoc]\nBasedOnStyles = Team\n",
+    );
+    let again = repo.kapi(&["store", "import", "--force"]).ok();
+    assert!(!again.stderr.contains("disagree"), "{}", again.stderr);
+    let review = repo.kapi(&["context", "review"]).ok();
+    assert!(!review.stdout.contains("disagree"), "{}", review.stdout);
+}

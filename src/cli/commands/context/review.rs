@@ -41,6 +41,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     if args.keep.is_empty() && args.drop.is_empty() {
         let ledger = session.ledger()?;
         let waiting = pending_from(&ledger, args.session.as_deref());
+        let disagreeing = if args.session.is_none() {
+            crate::context::disagreements(&session, &ledger)?
+        } else {
+            Vec::new()
+        };
         session.release(ledger);
         for p in &waiting {
             let contest = contested_by(&p.contested_by)
@@ -58,6 +63,18 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
                 p.subject,
                 p.actor,
             ))?;
+        }
+        if !disagreeing.is_empty() {
+            out.line(format!(
+                "imported rules that disagree ({}; both report until one file changes):",
+                disagreeing.len()
+            ))?;
+            for d in &disagreeing {
+                out.line(format!(
+                    "  {}",
+                    crate::cli::commands::store::import::said(d)
+                ))?;
+            }
         }
         if waiting.is_empty() {
             out.line("nothing awaits a decision")?;

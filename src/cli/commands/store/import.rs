@@ -120,6 +120,17 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
             }
         }
     }
+    for d in &imported.disagreements {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "warning: imported rules disagree: {}", said(d));
+    }
+    if !imported.disagreements.is_empty() {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "  both keep reporting; edit one file, or switch a rule off in .vale.ini (Style.Rule = NO), and import again"
+        );
+    }
     report_rules_files(
         session,
         &imported.refreshed,
@@ -127,4 +138,13 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
         &mut out,
     )?;
     Ok(if failed > 0 { Exit::Usage } else { Exit::Ok })
+}
+
+/// `styles/A.yml: "GitHub", not "Github" and styles/B.yml: "Github", not "GitHub"`.
+pub fn said(d: &crate::context::Disagreement) -> String {
+    let side = |r: &crate::context::DisagreeingRule| match &r.file {
+        Some(file) => format!("{file}: {}", r.rule),
+        None => format!("#{}: {}", crate::ops::id::short(&r.id), r.rule),
+    };
+    format!("{} and {}", side(&d.first), side(&d.second))
 }
