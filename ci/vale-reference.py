@@ -92,9 +92,11 @@ def mask(text):
                 skip -= 1
                 continue
             if c.type == 'code_inline':
-                i = text.find(c.content, pos, last)
-                if i >= 0:
-                    pos = i + len(c.content)
+                # CommonMark turns a code span's line endings into spaces.
+                words = [re.escape(w) for w in c.content.split(' ')]
+                m = re.compile(r'\s+'.join(words)).search(text, pos, last)
+                if m:
+                    pos = m.end()
                 continue
             if c.type != 'text' or skip or not c.content:
                 continue
