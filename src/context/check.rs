@@ -20,9 +20,9 @@ use crate::check::{
 };
 use crate::config::Config;
 use crate::formats::{self, RuleStatus};
-use crate::ops::Ledger;
 use crate::ops::policy::{Transition, person_decides};
 use crate::ops::record::{Actor, Kind, Scope, Signal, SignalSource};
+use crate::ops::{Ledger, TermRule};
 
 /// What to check.
 #[derive(Debug, Clone, Default)]
@@ -250,9 +250,34 @@ pub fn rules_from_log(
     session: &Session,
     ledger: &Ledger,
 ) -> Result<Vec<(CheckRule, Option<Scope>)>, ContextError> {
-    Ok(ledger
-        .term_rules(None, Some(session.now_ms()? as i64))
+    let at = Some(session.now_ms()? as i64);
+    let project = ledger.term_rules(None, at);
+    // Rules other registered repositories widened to the workspace, unless
+    // a project rule speaks for the same term.
+    let workspace: Vec<TermRule> = super::workspace::rules_at(session, at)
         .into_iter()
+        .filter(|w| !w.shadowed_by(&project))
+        .map(|w| TermRule {
+            op: w.id.clone(),
+            id: w.id,
+            preferred: Some(w.preferred),
+            avoided: w.avoid,
+            suggested: w.status != crate::ops::Status::Established,
+            status: w.status,
+            advisory: w.advisory,
+            exact: false,
+            pattern: None,
+            level: None,
+            paths: Vec::new(),
+            // A term rule of the log matches on word boundaries, as it
+            // does in its own project.
+            bounds: crate::ops::record::Bounds::Words,
+            scope: w.scope,
+        })
+        .collect();
+    Ok(project
+        .into_iter()
+        .chain(workspace)
         .map(|r| {
             let rule = CheckRule {
                 id: r.id,

@@ -49,7 +49,7 @@ impl Item {
         }
     }
 
-    fn of_rule(rule: &TermRule, state: Option<&State>) -> Self {
+    pub(crate) fn of_rule(rule: &TermRule, state: Option<&State>) -> Self {
         Item {
             id: rule.id.clone(),
             short: crate::ops::id::short(&rule.id).to_owned(),
@@ -156,6 +156,14 @@ impl Serialize for AtPath {
 /// from where the session runs).
 pub fn at_path(session: &Session, path: &str) -> Result<AtPath, ContextError> {
     let rel = super::work_tree_path(session, path)?;
+    // A path that is not there is a mistake to name, not a place where
+    // nothing applies yet.
+    if std::fs::symlink_metadata(session.root.join(&rel)).is_err() {
+        return Err(ContextError::Usage(format!(
+            "{path} does not exist in the work tree {}; name a file or folder that does",
+            session.root.display()
+        )));
+    }
     // A folder sits where the files in it do.
     let probe = if session.root.join(&rel).is_dir() {
         format!("{rel}/_")

@@ -11,12 +11,15 @@ mod import;
 pub mod log;
 mod note;
 mod points;
+pub mod reset;
 pub mod review;
 pub mod rulesfiles;
+pub mod search;
 pub mod session;
 pub mod settle;
 pub mod sync;
 pub mod transfer;
+pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -31,6 +34,7 @@ pub use import::{
 };
 pub use note::{NoteRequest, NoteWhat, Noted, note};
 pub use points::{PointMap, PointsError, point_of};
+pub use reset::{ResetReport, ResetRequest, reset};
 pub use review::{Pending, ReviewRequest, Reviewed, pending, pending_from, review};
 
 use crate::config::{Config, ConfigError};
@@ -257,16 +261,28 @@ impl Session {
 
     /// Append several records as one commit, in the order given.
     pub fn append_all(&self, records: Vec<Record>) -> Result<Vec<Record>, ContextError> {
-        Ok(self
+        let recorded = self
             .store
-            .append_all(self.now_ms()?, self.call.env.random(), records)?)
+            .append_all(self.now_ms()?, self.call.env.random(), records)?;
+        self.register();
+        Ok(recorded)
     }
 
     /// Append `record` (its id and instant are minted under the store lock).
     pub fn append(&self, record: Record) -> Result<Record, ContextError> {
-        Ok(self
+        let recorded = self
             .store
-            .append(self.now_ms()?, self.call.env.random(), record)?)
+            .append(self.now_ms()?, self.call.env.random(), record)?;
+        self.register();
+        Ok(recorded)
+    }
+
+    /// Recording from a checkout registers it with the workspace (the
+    /// user's data directory), so the other repositories' checks read the
+    /// rules it widens to the workspace. Best effort: what was recorded
+    /// stands whether or not the registry could be written.
+    fn register(&self) {
+        let _ = workspace::register(self);
     }
 }
 

@@ -252,6 +252,7 @@ fn scope(
         point,
         valid_from,
         valid_to,
+        workspace: false,
     })
 }
 

@@ -171,8 +171,19 @@ fn the_pending_queue_empties_when_a_person_decides() {
     assert!(!repo.path().join("CLAUDE.md").exists());
     let agents = std::fs::read_to_string(repo.path().join("AGENTS.md")).unwrap();
     assert!(agents.contains("Quickcast"), "{agents}");
-    assert!(pending(&person.ledger().unwrap()).is_empty());
+    // Nothing awaits a decision; the rule kept is listed as in force.
+    let digest = pending(&person.ledger().unwrap());
+    assert!(
+        digest.iter().all(|p| !p.awaiting && p.droppable),
+        "{digest:?}"
+    );
+    assert_eq!(digest.len(), 1);
 
+    assert!(
+        at_path(&person, "docs/intro.md").is_err(),
+        "not in the work tree"
+    );
+    repo.write("docs/intro.md", "Open Quickcast.\n");
     let here = at_path(&person, "docs/intro.md").unwrap();
     assert_eq!(here.here.rules.len(), 1);
     assert_eq!(here.to_json()["rules"][0]["use"], "Quickcast");

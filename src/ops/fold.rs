@@ -610,7 +610,10 @@ impl Folding {
             // An establish binds only while the evidence it names holds:
             // settling, at the end of the log, reads it again.
             Decision::Establish => self.evidence.push(i),
-            Decision::Widen { scope } => state.scope.point = scope.point.clone(),
+            Decision::Widen { scope } => {
+                state.scope.point = scope.point.clone();
+                state.scope.workspace = scope.workspace;
+            }
             Decision::Signal { signal } => {
                 self.evidence.push(i);
                 match signal.source {

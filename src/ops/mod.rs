@@ -11,6 +11,7 @@ pub mod record;
 pub mod rules;
 pub mod scope;
 pub mod settle;
+pub mod widen;
 
 pub use fold::{Ledger, State, Status, fold};
 pub use id::OpId;

@@ -381,11 +381,19 @@ pub struct Scope {
     pub valid_from: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_to: Option<String>,
+    /// A person widened the rule to the workspace: it holds in every
+    /// repository registered with kapi on this machine, not only in its
+    /// project (`kapi context review --widen-to workspace`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workspace: bool,
 }
 
 impl Scope {
     pub fn is_empty(&self) -> bool {
-        self.point.is_empty() && self.valid_from.is_none() && self.valid_to.is_none()
+        self.point.is_empty()
+            && self.valid_from.is_none()
+            && self.valid_to.is_none()
+            && !self.workspace
     }
 }
 

@@ -129,6 +129,7 @@ mod tests {
                 .collect(),
             valid_from: from.map(str::to_owned),
             valid_to: to.map(str::to_owned),
+            ..Scope::default()
         }
     }
 

@@ -62,6 +62,7 @@ const CLEARED: &[&str] = &[
     "KAPI_FAULT",
     "KAPI_LOCK_TIMEOUT_MS",
     "KAPI_BLESS",
+    "XDG_DATA_HOME",
 ];
 
 /// True for a variable of the test process no command may inherit.
@@ -76,7 +77,8 @@ pub fn kapi_bin() -> PathBuf {
 
 /// A temporary home and work folder, and the commands run in them.
 pub struct TestEnv {
-    root: tempfile::TempDir,
+    /// Shared with the siblings made by [`TestEnv::sibling`].
+    root: std::sync::Arc<tempfile::TempDir>,
     /// `root` canonicalized: what kapi and git print.
     real_root: PathBuf,
     work: PathBuf,
@@ -178,11 +180,29 @@ impl TestEnv {
         std::fs::create_dir(&work).unwrap();
         std::fs::create_dir(&home).unwrap();
         TestEnv {
-            root,
+            root: std::sync::Arc::new(root),
             real_root,
             work,
             home,
         }
+    }
+
+    /// A second repository (with Ada's identity) beside this one, in
+    /// `<root>/<name>`, sharing its home: two checkouts of one machine, as
+    /// the workspace sees them.
+    pub fn sibling(&self, name: &str) -> Self {
+        let work = self.real_root.join(name);
+        std::fs::create_dir(&work).unwrap();
+        let env = TestEnv {
+            root: std::sync::Arc::clone(&self.root),
+            real_root: self.real_root.clone(),
+            work,
+            home: self.home.clone(),
+        };
+        env.git(&["init", "-q", "-b", "main"]);
+        env.git(&["config", "user.email", "ada@example.com"]);
+        env.git(&["config", "user.name", "Ada"]);
+        env
     }
 
     /// The work folder, where commands run.
@@ -328,6 +348,10 @@ impl TestEnv {
 }
 
 /// Run `cmd` with `input` on stdin and both outputs captured.
+pub fn piped_output(cmd: Command, input: &[u8]) -> Output {
+    piped(cmd, input)
+}
+
 fn piped(mut cmd: Command, input: &[u8]) -> Output {
     let mut child = cmd
         .stdin(Stdio::piped())

@@ -24,6 +24,18 @@ fn context_at_a_path_says_what_applies_and_what_stays_correct() {
         "kapi.toml",
         "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"quickcast\" }\n",
     );
+    repo.write("docs/app/a.md", "# App\n");
+    repo.write("docs/intro.md", "# Intro\n");
+    // A path that is not in the work tree is a mistake, never "nothing
+    // applies here yet".
+    let run = repo.kapi(&["context", "docs/app/typo.md"]).code(2);
+    assert!(
+        run.stderr
+            .contains("docs/app/typo.md does not exist in the work tree"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
     repo.agent_term("s1", "Flowkit", "Flow kit", &["--path", "docs/app/a.md"])
         .ok();
     let flow = keep_last(&repo);
@@ -154,6 +166,7 @@ fn context_files_are_imported_once_by_a_person() {
     assert_eq!(term_imports[1]["status"], "dropped");
     assert_eq!(term_imports[2]["status"], "established");
 
+    repo.write("README.md", "# A project\n");
     let here = repo.kapi(&["context", "README.md", "--json"]).ok().json();
     let rules: Vec<String> = here["rules"]
         .as_array()

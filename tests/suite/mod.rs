@@ -9,6 +9,8 @@ mod hardening;
 mod harness;
 mod hooks;
 mod oplog;
+mod reset;
+mod review;
 mod snapshots;
 mod sync;
 mod vale;

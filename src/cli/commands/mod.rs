@@ -21,7 +21,7 @@ pub mod verify_context;
 #[derive(Debug, Subcommand)]
 #[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
-    /// Record, read and review the project's context (rules and notes).
+    /// Read, review and reset the project's context (rules and notes); note and log for assistants.
     Context(context::Args),
     /// Check prose against established rules; suggestions only advise.
     Check(check::Args),

@@ -8,21 +8,49 @@ use super::Ctx;
 pub mod log;
 pub mod note;
 pub mod path;
+pub mod reset;
 pub mod review;
+pub mod search;
 pub mod session;
 pub mod sync;
 use crate::cli::exit::{CliError, Exit};
 
-/// Record, read and review the project's context.
+/// The help of `kapi context`: a person's verbs under Commands, and the two
+/// an assistant uses under a heading of their own (clap gives a
+/// subcommand no heading of its own, so note and log are hidden from the
+/// generated list and named here).
+const HELP: &str = "\
+{before-help}{about-with-newline}
+{usage-heading} {usage}
+
+Commands:
+{subcommands}
+
+For assistants:
+  note     Record a term rule, a note, a person's correction, or withdraw your own suggestion
+  log      List every operation, folded: status, contests, standing
+
+Arguments:
+{positionals}
+
+Options:
+{options}{after-help}";
+
+/// Read, review and reset the project's context (rules and notes).
 ///
 /// `kapi context <PATH>` says what applies there: the rules and notes in
-/// force, the suggestions, and the wording that stays correct.
+/// force, the suggestions, and the wording that stays correct. `search`
+/// finds what mentions a text, `review` keeps, drops, chooses and widens,
+/// `reset` goes back to an earlier point, `sync` shares the log.
 ///
 /// For assistants: `kapi context note` records what you noticed, `kapi
-/// context log` reads it back. For people: `kapi context review` keeps or
-/// drops what was suggested.
+/// context log` reads it back.
 #[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true, subcommand_required = false)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_required = false,
+    help_template = HELP
+)]
 pub struct Args {
     #[command(flatten)]
     pub here: path::Args,
@@ -32,16 +60,22 @@ pub struct Args {
 
 #[derive(Debug, Subcommand)]
 pub enum ContextCommand {
-    /// (For assistants) Record a term rule, a note, a person's correction, or withdraw your own suggestion.
-    Note(note::Args),
-    /// (For assistants) List every operation, folded: status, contests, standing.
-    Log(log::Args),
-    /// (For people) Keep or drop suggestions and rules; without flags, list what awaits a decision.
+    /// List the rules and notes that mention a text, workspace rules included.
+    Search(search::Args),
+    /// Keep, drop, choose a side, widen; without a decision, the digest (a walk in a terminal).
     Review(review::Args),
-    /// (For people) Fetch, merge by union, settle and push refs/kapi/ops.
+    /// Go back to how the context stood before a session, a date, an instant or an operation.
+    Reset(reset::Args),
+    /// Fetch, merge by union, settle and push refs/kapi/ops.
     Sync(sync::Args),
     /// What a session recorded, what became of it, and what its checks caught.
     Session(session::Args),
+    /// Record a term rule, a note, a person's correction, or withdraw your own suggestion.
+    #[command(hide = true)]
+    Note(note::Args),
+    /// List every operation, folded: status, contests, standing.
+    #[command(hide = true)]
+    Log(log::Args),
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
@@ -49,6 +83,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Some(ContextCommand::Note(a)) => note::run(a, ctx),
         Some(ContextCommand::Log(a)) => log::run(a, ctx),
         Some(ContextCommand::Review(a)) => review::run(a, ctx),
+        Some(ContextCommand::Reset(a)) => reset::run(a, ctx),
+        Some(ContextCommand::Search(a)) => search::run(a, ctx),
         Some(ContextCommand::Sync(a)) => sync::run(a, ctx),
         Some(ContextCommand::Session(a)) => session::run(a, ctx),
         None => path::run(args.here, ctx),

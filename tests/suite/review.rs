@@ -1,0 +1,538 @@
+//! The review round, the terminal walk, widening and the workspace,
+//! through the real binary on real repositories.
+
+use crate::common::{TestEnv, kapi_bin};
+use serde_json::Value;
+
+/// The log, one JSON object per operation.
+fn log(repo: &TestEnv) -> Vec<Value> {
+    repo.kapi(&["context", "log", "--json"]).ok().json_lines()
+}
+
+/// The short id of the operation stating `term` (its form to use).
+fn id_of(repo: &TestEnv, term: &str) -> String {
+    log(repo)
+        .iter()
+        .find(|o| o["subject"]["use"] == term || o["subject"]["text"] == term)
+        .unwrap_or_else(|| panic!("no operation states {term}"))["short"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn status_of(repo: &TestEnv, term: &str) -> String {
+    log(repo)
+        .iter()
+        .find(|o| o["subject"]["use"] == term || o["subject"]["text"] == term)
+        .unwrap()["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// (kind, target short id) of every decision, in log order.
+fn decisions(repo: &TestEnv) -> Vec<(String, String)> {
+    log(repo)
+        .iter()
+        .filter(|o| o["target"].is_string())
+        .map(|o| {
+            (
+                o["kind"].as_str().unwrap().to_owned(),
+                o["target"].as_str().unwrap()[..10].to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_digest_says_what_a_person_may_do_and_lists_rules_in_force() {
+    let repo = TestEnv::new();
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s1", "Flowkit", "Flow kit", &["--quote", "q"])
+        .ok();
+    let flow = id_of(&repo, "Flowkit");
+    repo.kapi(&["context", "review", "--keep", &flow]).ok();
+    // A person's plain correction implies no rule: nothing to decide.
+    repo.kapi(&[
+        "context",
+        "note",
+        "--from",
+        "the users",
+        "--to",
+        "our readers",
+        "--quote",
+        "q",
+    ])
+    .ok();
+
+    let digest = repo.kapi(&["context", "review", "--json"]).ok().json();
+    let awaiting = digest["awaiting"].as_array().unwrap();
+    assert_eq!(awaiting.len(), 1, "{digest}");
+    assert_eq!(awaiting[0]["status"], "suggested");
+    assert_eq!(awaiting[0]["keepable"], true);
+    assert_eq!(awaiting[0]["droppable"], true);
+    assert_eq!(awaiting[0]["widenable"], false);
+    let in_force = digest["in_force"].as_array().unwrap();
+    assert_eq!(in_force.len(), 1, "{digest}");
+    assert_eq!(in_force[0]["short"], flow.as_str());
+    assert_eq!(in_force[0]["droppable"], true);
+    assert_eq!(in_force[0]["widenable"], true);
+    assert!(!digest.to_string().contains("our readers"), "{digest}");
+
+    let text = repo.kapi(&["context", "review"]).ok().stdout;
+    assert!(text.contains("Awaiting a decision:"), "{text}");
+    assert!(text.contains("In force:"), "{text}");
+    assert!(text.contains("droppable, widenable"), "{text}");
+    assert!(text.contains("1 awaiting a decision"), "{text}");
+    assert!(!text.contains("our readers"), "{text}");
+}
+
+#[test]
+fn a_contested_rule_is_kept_only_by_choosing_and_a_round_records_in_order() {
+    let repo = TestEnv::new();
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s2", "Quick Cast", "Quickcast", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s2", "Flowkit", "Flow kit", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s2", "Supabase", "Supa base", &["--quote", "q"])
+        .ok();
+    let (one, other) = (id_of(&repo, "Quickcast"), id_of(&repo, "Quick Cast"));
+    let (flow, supa) = (id_of(&repo, "Flowkit"), id_of(&repo, "Supabase"));
+
+    // Keeping a contested rule without choosing is refused, naming the
+    // other side, and records nothing.
+    let run = repo.kapi(&["context", "review", "--keep", &one]).code(3);
+    assert!(
+        run.stderr.contains(&format!("contested by #{other}")),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--choose"), "{}", run.stderr);
+    assert!(decisions(&repo).is_empty());
+
+    // One round: the flags in any order, recorded as choice, drops, keeps.
+    repo.kapi(&[
+        "context", "review", "--keep", &flow, "--drop", &supa, "--choose", &one,
+    ])
+    .ok();
+    assert_eq!(
+        decisions(&repo),
+        [
+            ("drop".to_owned(), other.clone()),
+            ("keep".to_owned(), one.clone()),
+            ("drop".to_owned(), supa.clone()),
+            ("keep".to_owned(), flow.clone()),
+        ]
+    );
+    assert_eq!(status_of(&repo, "Quickcast"), "established");
+    assert_eq!(status_of(&repo, "Quick Cast"), "dropped");
+    // Choosing what nothing contests is refused.
+    let run = repo.kapi(&["context", "review", "--choose", &flow]).code(3);
+    assert!(run.stderr.contains("not contested"), "{}", run.stderr);
+    // An agent decides nothing.
+    repo.agent("s1", &["context", "review", "--drop", &flow])
+        .code(4);
+    repo.agent("s1", &["context", "review", "--choose", &other])
+        .code(4);
+}
+
+#[test]
+fn keep_all_keeps_a_sessions_suggestions_and_leaves_the_contested_ones() {
+    let repo = TestEnv::new();
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s1", "Flowkit", "Flow kit", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s2", "Quick Cast", "Quickcast", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s2", "Supabase", "Supa base", &["--quote", "q"])
+        .ok();
+    let other = id_of(&repo, "Quick Cast");
+    let run = repo
+        .kapi(&["context", "review", "--session", "s1", "--keep", "all"])
+        .ok();
+    assert!(run.stdout.contains("left for later"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!("contested by #{other}")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(status_of(&repo, "Flowkit"), "established");
+    assert_eq!(status_of(&repo, "Quickcast"), "contested");
+    // Another session's suggestion is untouched.
+    assert_eq!(status_of(&repo, "Supabase"), "suggested");
+    // `all` needs a session; a session that recorded nothing is named.
+    repo.kapi(&["context", "review", "--keep", "all"]).code(2);
+    let run = repo
+        .kapi(&["context", "review", "--session", "nobody", "--keep", "all"])
+        .code(2);
+    assert!(run.stderr.contains("nobody"), "{}", run.stderr);
+}
+
+/// Two suggestions, one uncontested and one contested, for a walk.
+fn walk_repo() -> TestEnv {
+    let repo = TestEnv::new();
+    repo.agent_term("s1", "Flowkit", "Flow kit", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s1", "Supabase", "Supa base", &["--quote", "q"])
+        .ok();
+    repo
+}
+
+#[test]
+fn the_walk_records_what_the_flags_record() {
+    let walked = walk_repo();
+    let run = walked.kapi_stdin(&["context", "review", "--interactive"], b"keep\nd\n");
+    let run = run.ok();
+    assert!(run.stdout.contains("[k]eep / [d]rop"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("review done: 2 operations recorded"),
+        "{}",
+        run.stdout
+    );
+
+    let flagged = walk_repo();
+    let (flow, supa) = (id_of(&flagged, "Flowkit"), id_of(&flagged, "Supabase"));
+    flagged
+        .kapi(&["context", "review", "--keep", &flow, "--drop", &supa])
+        .ok();
+    // The same operations, the same outcome (ids differ only by when).
+    let kinds = |repo: &TestEnv| -> Vec<(String, String)> {
+        decisions(repo)
+            .into_iter()
+            .map(|(kind, target)| {
+                let subject = log(repo)
+                    .iter()
+                    .find(|o| o["short"] == target.as_str())
+                    .unwrap()["subject"]["use"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                (kind, subject)
+            })
+            .collect()
+    };
+    let mut a = kinds(&walked);
+    let mut b = kinds(&flagged);
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    assert_eq!(status_of(&walked, "Flowkit"), "established");
+    assert_eq!(status_of(&walked, "Supabase"), "dropped");
+}
+
+#[test]
+fn the_walk_asks_again_after_a_refusal_and_stops_on_quit() {
+    let repo = TestEnv::new();
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s2", "Quick Cast", "Quickcast", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s2", "Flowkit", "Flow kit", &["--quote", "q"])
+        .ok();
+    // The first item is contested: `keep` is refused (the walk says why and
+    // asks again), `choose` settles it, the rival no longer waits, and
+    // `quit` leaves the rest.
+    let run = repo
+        .kapi_stdin(
+            &["context", "review", "--interactive"],
+            b"keep\nchoose\nq\n",
+        )
+        .ok();
+    assert!(run.stderr.contains("contested by"), "{}", run.stderr);
+    assert!(run.stdout.contains("[c]hoose"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("review done: 2 operations recorded"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(status_of(&repo, "Quickcast"), "established");
+    assert_eq!(status_of(&repo, "Quick Cast"), "dropped");
+    assert_eq!(status_of(&repo, "Flowkit"), "suggested");
+}
+
+#[test]
+fn in_a_terminal_review_walks_and_elsewhere_it_prints_the_digest() {
+    let repo = walk_repo();
+    // Piped: the digest, no question.
+    let run = repo.kapi_stdin(&["context", "review"], b"keep\n").ok();
+    assert!(
+        run.stdout.contains("Awaiting a decision:"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("[k]eep"), "{}", run.stdout);
+    assert_eq!(status_of(&repo, "Flowkit"), "suggested");
+    // In a pseudo-terminal (util-linux `script`): the walk.
+    let command = format!("{} context review", kapi_bin().display());
+    let mut script = std::process::Command::new("script");
+    repo.isolate(&mut script);
+    script
+        .env("KAPI_NOW", crate::common::NOW)
+        .env("KAPI_SEED", crate::common::SEED)
+        .args(["-qec", &command, "/dev/null"]);
+    let out = crate::common::piped_output(script, b"keep\nskip\n");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("[k]eep / [d]rop"), "{stdout}");
+    assert_eq!(status_of(&repo, "Flowkit"), "established");
+    assert_eq!(status_of(&repo, "Supabase"), "suggested");
+}
+
+/// A project whose `[[points]]` set product and channel, with the same
+/// wrong wording in three places.
+fn points_repo() -> TestEnv {
+    let repo = TestEnv::new();
+    repo.write(
+        "kapi.toml",
+        "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"quickcast\", channel = \"app\" }\n\n\
+         [[points]]\npaths = [\"docs/web/**\"]\naxes = { product = \"quickcast\", channel = \"web\" }\n\n\
+         [[points]]\npaths = [\"docs/other/**\"]\naxes = { product = \"other\", channel = \"app\" }\n",
+    );
+    for file in ["docs/app/a.md", "docs/web/b.md", "docs/other/c.md"] {
+        repo.write(file, "Open Quick cast.\n");
+    }
+    repo.agent_term(
+        "s1",
+        "Quickcast",
+        "Quick cast",
+        &["--path", "docs/app/a.md"],
+    )
+    .ok();
+    repo
+}
+
+fn failing_paths(repo: &TestEnv) -> Vec<String> {
+    let run = repo.kapi(&["check", "--format", "json"]);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let mut paths: Vec<String> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["suggested"] != true)
+        .map(|f| f["path"].as_str().unwrap().to_owned())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+#[test]
+fn widening_nests_from_an_axis_to_the_project() {
+    let repo = points_repo();
+    let id = id_of(&repo, "Quickcast");
+    // An agent widens nothing.
+    let run = repo
+        .agent(
+            "s1",
+            &["context", "review", "--keep", &id, "--widen-to", "channel"],
+        )
+        .code(4);
+    assert!(run.stderr.contains("person"), "{}", run.stderr);
+    // A widen names a rule in force; a suggestion is kept and widened in one step.
+    let run = repo
+        .kapi(&["context", "review", "--widen", &id, "--widen-to", "channel"])
+        .code(3);
+    assert!(run.stderr.contains("--keep"), "{}", run.stderr);
+
+    let run = repo
+        .kapi(&["context", "review", "--keep", &id, "--widen-to", "channel"])
+        .ok();
+    assert!(run.stdout.contains("keep #"), "{}", run.stdout);
+    assert!(run.stdout.contains("widen #"), "{}", run.stdout);
+    assert!(run.stdout.contains("product=quickcast"), "{}", run.stdout);
+    assert_eq!(failing_paths(&repo), ["docs/app/a.md", "docs/web/b.md"]);
+    // Widening on an axis the rule no longer holds at is refused.
+    let run = repo
+        .kapi(&["context", "review", "--widen", &id, "--widen-to", "channel"])
+        .code(3);
+    assert!(run.stderr.contains("channel"), "{}", run.stderr);
+
+    // A rule in force widens to the project: every product.
+    repo.kapi(&["context", "review", "--widen", &id, "--widen-to", "project"])
+        .ok();
+    assert_eq!(
+        failing_paths(&repo),
+        ["docs/app/a.md", "docs/other/c.md", "docs/web/b.md"]
+    );
+    assert_eq!(
+        decisions(&repo)
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| *k != "signal")
+            .collect::<Vec<_>>(),
+        ["keep", "widen", "widen"]
+    );
+    let web = repo
+        .kapi(&["context", "docs/web/b.md", "--json"])
+        .ok()
+        .json();
+    assert_eq!(web["rules"][0]["use"], "Quickcast", "{web}");
+}
+
+#[test]
+fn a_note_widens_at_most_to_its_project() {
+    let repo = points_repo();
+    repo.kapi(&[
+        "context",
+        "note",
+        "The app pages address the administrator",
+        "--path",
+        "docs/app/a.md",
+    ])
+    .ok();
+    let note = id_of(&repo, "The app pages address the administrator");
+    let before = log(&repo).len();
+    let run = repo
+        .kapi(&[
+            "context",
+            "review",
+            "--keep",
+            &note,
+            "--widen-to",
+            "workspace",
+        ])
+        .code(3);
+    assert!(
+        run.stderr.contains("at most to its project"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(log(&repo).len(), before, "nothing recorded");
+    repo.kapi(&[
+        "context",
+        "review",
+        "--keep",
+        &note,
+        "--widen-to",
+        "project",
+    ])
+    .ok();
+    let other = repo
+        .kapi(&["context", "docs/other/c.md", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        other["notes"][0]["note"],
+        "The app pages address the administrator"
+    );
+}
+
+#[test]
+fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
+    let deciding = TestEnv::new();
+    let other = deciding.sibling("other");
+    other.write("guide.md", "Open Quick cast.\n");
+    // Recording from a checkout registers it (in HOME's data directory).
+    other
+        .kapi(&["context", "note", "The guide addresses operators"])
+        .ok();
+    let registry = deciding
+        .root()
+        .join("home/.local/share/kapi/repositories.jsonl");
+    let text = std::fs::read_to_string(&registry).unwrap();
+    assert!(text.contains("other"), "{text}");
+    other.kapi(&["check"]).ok();
+
+    deciding.write("a.md", "Quickcast\n");
+    deciding
+        .agent_term("s1", "Quickcast", "Quick cast", &["--path", "a.md"])
+        .ok();
+    let id = id_of(&deciding, "Quickcast");
+    deciding
+        .kapi(&[
+            "context",
+            "review",
+            "--keep",
+            &id,
+            "--widen-to",
+            "workspace",
+        ])
+        .ok();
+    // The widened rule is in the deciding project's log, and the other
+    // repository's check reads it from there.
+    let widen = log(&deciding)
+        .into_iter()
+        .find(|o| o["kind"] == "widen")
+        .unwrap();
+    assert_eq!(widen["scope"]["workspace"], true, "{widen}");
+    let run = other.kapi(&["check"]).code(1);
+    assert!(run.stdout.contains("Quick cast"), "{}", run.stdout);
+    let found = other.kapi(&["context", "search", "quick cast"]).ok().stdout;
+    assert!(found.contains("workspace rule"), "{found}");
+    assert!(found.contains("Quickcast"), "{found}");
+
+    // A project rule takes precedence over a workspace rule for the same term.
+    other
+        .agent_term("s9", "Quickcast", "Quick cast", &["--path", "guide.md"])
+        .ok();
+    let mine = id_of(&other, "Quickcast");
+    other
+        .kapi(&["context", "review", "--keep", &mine, "--advisory"])
+        .ok();
+    other.kapi(&["check"]).ok();
+
+    // XDG_DATA_HOME, when set, is where the registry lives.
+    let elsewhere = deciding.root().join("data");
+    let run = deciding
+        .kapi_cmd(&["context", "note", "Another note"])
+        .env("XDG_DATA_HOME", &elsewhere)
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    assert!(elsewhere.join("kapi/repositories.jsonl").is_file());
+}
+
+#[test]
+fn context_help_lists_a_persons_verbs_and_the_assistants_under_their_own_heading() {
+    let repo = TestEnv::new();
+    let help = repo.kapi(&["context", "--help"]).ok().stdout;
+    let commands = help.find("Commands:").unwrap();
+    let assistants = help.find("For assistants:").unwrap();
+    let (people, theirs) = help.split_at(assistants);
+    for verb in ["search", "review", "reset", "sync"] {
+        assert!(people[commands..].contains(&format!("  {verb} ")), "{help}");
+    }
+    let theirs = &theirs[..theirs.find("Arguments:").unwrap()];
+    assert!(
+        theirs.contains("  note ") && theirs.contains("  log "),
+        "{help}"
+    );
+    assert!(
+        !people.contains("  note ") && !people.contains("  log "),
+        "{help}"
+    );
+    // Hidden from the list, they still run.
+    repo.kapi(&["context", "log"]).ok();
+    repo.kapi(&["context", "note", "--help"]).ok();
+}
+
+#[test]
+fn search_lists_the_rules_and_notes_that_mention_a_text() {
+    let repo = TestEnv::new();
+    repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
+        .ok();
+    repo.agent_term("s1", "Flowkit", "Flow kit", &["--quote", "q"])
+        .ok();
+    repo.kapi(&["context", "note", "Say Quickcast in titles too"])
+        .ok();
+    let found = repo
+        .kapi(&["context", "search", "QUICK CAST", "--json"])
+        .ok()
+        .json();
+    assert_eq!(found["rules"].as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found["rules"][0]["use"], "Quickcast");
+    assert_eq!(found["notes"], serde_json::json!([]));
+    let text = repo.kapi(&["context", "search", "quickcast"]).ok().stdout;
+    assert!(text.contains("suggested \"Quickcast\""), "{text}");
+    assert!(text.contains("Say Quickcast in titles too"), "{text}");
+    assert!(!text.contains("Flowkit"), "{text}");
+    let none = repo.kapi(&["context", "search", "zebra"]).ok().stdout;
+    assert!(
+        none.contains("no rule or note mentions \"zebra\""),
+        "{none}"
+    );
+    repo.kapi(&["context", "search", " "]).code(2);
+}
