@@ -34,6 +34,10 @@ pub struct Item {
     /// The counts behind a suggestion, e.g. `seen in 2 sessions`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standing: Option<String>,
+    /// A rule another registered repository widened to the workspace:
+    /// the project that decided it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 impl Item {
@@ -66,6 +70,7 @@ impl Item {
             advisory: rule.advisory,
             contested_by: state.map(|s| s.contested_by.clone()).unwrap_or_default(),
             standing: state.and_then(standing),
+            workspace: None,
         }
     }
 }
@@ -117,6 +122,7 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
             advisory: state.advisory,
             contested_by: state.contested_by.clone(),
             standing: standing(state),
+            workspace: None,
         };
         if state.status == Status::Established {
             here.notes.push(item);
@@ -172,8 +178,35 @@ pub fn at_path(session: &Session, path: &str) -> Result<AtPath, ContextError> {
     };
     let point = super::point_of(&session.config, &probe)?;
     let ledger = session.ledger()?;
-    let here = applies_at(&ledger, &point, Some(session.now_ms()? as i64));
+    let at = Some(session.now_ms()? as i64);
+    let mut here = applies_at(&ledger, &point, at);
+    // Rules other repositories widened to the workspace hold here too,
+    // unless a rule of the project speaks for the same term.
+    let project = ledger.term_rules(None, None);
     session.release(ledger);
+    for rule in super::workspace::rules_at(session, at) {
+        if rule.shadowed_by(&project) || !rule.scope.covers(&point) {
+            continue;
+        }
+        let item = Item {
+            id: rule.id.clone(),
+            short: rule.short.clone(),
+            status: rule.status,
+            preferred: Some(rule.preferred.clone()),
+            avoid: rule.avoid.clone(),
+            note: None,
+            scope: rule.scope.clone(),
+            advisory: rule.advisory,
+            contested_by: Vec::new(),
+            standing: None,
+            workspace: Some(rule.project.clone()),
+        };
+        if rule.status == Status::Established {
+            here.rules.push(item);
+        } else {
+            here.suggestions.push(item);
+        }
+    }
     Ok(AtPath {
         path: rel,
         point,

@@ -378,6 +378,12 @@ fn decide(
         }
     }
 
+    let shapes_keeps = req.valid_from.is_some() || req.valid_to.is_some() || req.advisory;
+    if shapes_keeps && kept.is_empty() && left.is_empty() {
+        return Err(ContextError::Usage(
+            "--valid-from, --valid-to and --advisory shape what this round keeps: add --keep <id> or --choose <id>".into(),
+        ));
+    }
     // Check every step before recording anything.
     let drops = round.dropped().into_iter().copied().collect::<Vec<_>>();
     for (kind, id, _) in &round.steps {

@@ -92,6 +92,7 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
             advisory: state.advisory,
             contested_by: state.contested_by.clone(),
             standing: state.standing_text(),
+            workspace: None,
         });
     }
     found

@@ -129,6 +129,10 @@ fn a_contested_rule_is_kept_only_by_choosing_and_a_round_records_in_order() {
     );
     assert_eq!(status_of(&repo, "Quickcast"), "established");
     assert_eq!(status_of(&repo, "Quick Cast"), "dropped");
+    // A window or advice shapes a keep; alone with a drop it is a mistake.
+    repo.kapi(&["context", "review", "--drop", &flow, "--advisory"])
+        .code(2);
+    assert_eq!(status_of(&repo, "Flowkit"), "established");
     // Choosing what nothing contests is refused.
     let run = repo.kapi(&["context", "review", "--choose", &flow]).code(3);
     assert!(run.stderr.contains("not contested"), "{}", run.stderr);
@@ -460,6 +464,9 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
     assert_eq!(widen["scope"]["workspace"], true, "{widen}");
     let run = other.kapi(&["check"]).code(1);
     assert!(run.stdout.contains("Quick cast"), "{}", run.stdout);
+    let here = other.kapi(&["context", "guide.md"]).ok().stdout;
+    assert!(here.contains("Rules in force:"), "{here}");
+    assert!(here.contains("(workspace rule, from work)"), "{here}");
     let found = other.kapi(&["context", "search", "quick cast"]).ok().stdout;
     assert!(found.contains("workspace rule"), "{found}");
     assert!(found.contains("Quickcast"), "{found}");
@@ -473,6 +480,8 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
         .kapi(&["context", "review", "--keep", &mine, "--advisory"])
         .ok();
     other.kapi(&["check"]).ok();
+    let here = other.kapi(&["context", "guide.md"]).ok().stdout;
+    assert!(!here.contains("workspace rule"), "{here}");
 
     // XDG_DATA_HOME, when set, is where the registry lives.
     let elsewhere = deciding.root().join("data");
@@ -535,4 +544,15 @@ fn search_lists_the_rules_and_notes_that_mention_a_text() {
         "{none}"
     );
     repo.kapi(&["context", "search", " "]).code(2);
+}
+
+#[test]
+fn the_walk_widens_as_the_flags_do() {
+    let repo = points_repo();
+    let run = repo
+        .kapi_stdin(&["context", "review", "--interactive"], b"w\nchannel\n")
+        .ok();
+    assert!(run.stdout.contains("[w]iden"), "{}", run.stdout);
+    assert!(run.stdout.contains("widen to"), "{}", run.stdout);
+    assert_eq!(failing_paths(&repo), ["docs/app/a.md", "docs/web/b.md"]);
 }

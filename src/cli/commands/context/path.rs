@@ -78,6 +78,11 @@ fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
                 .collect();
             line.push_str(&format!("  [{}]", axes.join(", ")));
         }
+        if let Some(project) = &item.workspace {
+            line.push_str(&format!("  (workspace rule, from {project})"));
+        } else if item.scope.workspace {
+            line.push_str("  (widened to the workspace)");
+        }
         if item.advisory {
             line.push_str("  (advisory)");
         }
