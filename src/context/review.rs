@@ -17,7 +17,7 @@ use crate::ops::id::{OpId, resolve};
 use crate::ops::policy::{Transition, person_decides};
 use crate::ops::record::{ActorKind, Kind, Record, Scope, Subject};
 use crate::ops::scope::check_window;
-use crate::ops::widen::{WidenTo, widenable, widened};
+use crate::ops::widen::{WidenError, WidenTo, widenable, widened};
 use crate::ops::{Ledger, State, Status};
 
 /// One round of decisions. Ids are operation ids or unambiguous prefixes.
@@ -287,6 +287,9 @@ fn decide(
     // The choice: the rivals dropped, the chosen side kept.
     let mut kept: Vec<OpId> = Vec::new();
     let mut widen_in_force: Vec<OpId> = Vec::new();
+    // What `--keep all` kept: a widening that would change nothing for one
+    // of them leaves it where it holds instead of refusing the round.
+    let mut of_session: Vec<OpId> = Vec::new();
     if let Some(choice) = &req.choose {
         let id = *resolve(choice, &ids)?;
         let state = subject_state(&ledger, &id, "choose")?;
@@ -347,6 +350,7 @@ fn decide(
                         && round.push(Kind::Keep, &id)? =>
                 {
                     kept.push(id);
+                    of_session.push(id);
                 }
                 Status::Contested if !round.has(Kind::Keep, &id) => {
                     let dropped = round.dropped();
@@ -359,6 +363,7 @@ fn decide(
                     if rivals.is_empty() {
                         round.push(Kind::Keep, &id)?;
                         kept.push(id);
+                        of_session.push(id);
                     } else {
                         left.push(Left {
                             id: record.id.clone(),
@@ -431,9 +436,20 @@ fn decide(
                     id.short()
                 )));
             }
-            let wider = widened(&state.scope, to, is_note(record)).map_err(|e| {
-                ContextError::Refused(format!("refusing to widen #{}: {e}", id.short()))
-            })?;
+            let wider = match widened(&state.scope, to, is_note(record)) {
+                Ok(wider) => wider,
+                Err(WidenError::AlreadyProject { .. } | WidenError::AxisNotSet { .. })
+                    if of_session.contains(&id) =>
+                {
+                    continue;
+                }
+                Err(e) => {
+                    return Err(ContextError::Refused(format!(
+                        "refusing to widen #{}: {e}",
+                        id.short()
+                    )));
+                }
+            };
             person_decides(&Transition::new(actor, Kind::Widen, Some(record)))?;
             widens.push((
                 id,

@@ -556,3 +556,37 @@ fn the_walk_widens_as_the_flags_do() {
     assert!(run.stdout.contains("widen to"), "{}", run.stdout);
     assert_eq!(failing_paths(&repo), ["docs/app/a.md", "docs/web/b.md"]);
 }
+
+#[test]
+fn keep_all_widens_what_it_can_and_leaves_the_rest_where_it_holds() {
+    let repo = points_repo();
+    repo.agent_term("s1", "Flowkit", "Flow kit", &["--quote", "q"])
+        .ok();
+    let run = repo
+        .kapi(&[
+            "context",
+            "review",
+            "--session",
+            "s1",
+            "--keep",
+            "all",
+            "--widen-to",
+            "channel",
+        ])
+        .ok();
+    let kinds: Vec<String> = decisions(&repo).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(kinds, ["keep", "keep", "widen"], "{}", run.stdout);
+    assert_eq!(status_of(&repo, "Flowkit"), "established");
+    assert_eq!(failing_paths(&repo), ["docs/app/a.md", "docs/web/b.md"]);
+    // Named one by one, a widening that changes nothing is refused.
+    let flow = id_of(&repo, "Flowkit");
+    repo.kapi(&[
+        "context",
+        "review",
+        "--widen",
+        &flow,
+        "--widen-to",
+        "channel",
+    ])
+    .code(3);
+}
