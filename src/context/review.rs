@@ -191,18 +191,38 @@ struct Round<'l> {
     ledger: &'l Ledger,
     /// (kind, target, scope of a widen)
     steps: Vec<(Kind, OpId, Option<Scope>)>,
+    /// What the round keeps (the chosen side included), in order.
+    kept: Vec<OpId>,
+    /// What `--keep all` kept: a widening that would change nothing for
+    /// one of them leaves it where it holds instead of refusing the round.
+    of_session: Vec<OpId>,
+    /// Rules in force named with --keep and --widen-to: only widened.
+    widen_in_force: Vec<OpId>,
+    /// Contested suggestions `--keep all` left for later.
+    left: Vec<Left>,
 }
 
-impl Round<'_> {
+impl<'l> Round<'l> {
+    fn new(ledger: &'l Ledger) -> Self {
+        Round {
+            ledger,
+            steps: Vec::new(),
+            kept: Vec::new(),
+            of_session: Vec::new(),
+            widen_in_force: Vec::new(),
+            left: Vec::new(),
+        }
+    }
+
     fn has(&self, kind: Kind, id: &OpId) -> bool {
         self.steps.iter().any(|(k, t, _)| *k == kind && t == id)
     }
 
-    fn dropped(&self) -> Vec<&OpId> {
+    fn dropped(&self) -> Vec<OpId> {
         self.steps
             .iter()
             .filter(|(k, _, _)| *k == Kind::Drop)
-            .map(|(_, t, _)| t)
+            .map(|(_, t, _)| *t)
             .collect()
     }
 
@@ -224,75 +244,15 @@ impl Round<'_> {
             return Ok(false);
         }
         self.steps.push((kind, *id, None));
+        if kind == Kind::Keep {
+            self.kept.push(*id);
+        }
         Ok(true)
     }
 
-    fn state(&self, id: &OpId) -> Option<&State> {
-        self.ledger.state(id.as_str())
-    }
-}
-
-fn decide(
-    session: &Session,
-    req: &ReviewRequest,
-) -> Result<(Vec<Record>, Vec<Left>), ContextError> {
-    let keep_all = req.keep.iter().any(|k| k == "all");
-    if req.keep.is_empty() && req.drop.is_empty() && req.choose.is_none() && req.widen.is_empty() {
-        return Err(ContextError::Usage(
-            "nothing to decide: name operations with --keep <id>, --drop <id>, --choose <id> or --widen <id> --widen-to <where>".into(),
-        ));
-    }
-    if keep_all && req.session.is_none() {
-        return Err(ContextError::Usage(
-            "--keep all keeps one session's suggestions: name it with --session <id>".into(),
-        ));
-    }
-    if req.session.is_some() && !keep_all {
-        return Err(ContextError::Usage(
-            "--session with a decision takes --keep all (to list a session's suggestions, give --session alone)".into(),
-        ));
-    }
-    if !req.widen.is_empty() && req.widen_to.is_none() {
-        return Err(ContextError::Usage(
-            "--widen <id> needs --widen-to <axis|project|workspace>".into(),
-        ));
-    }
-    if req.widen_to.is_some() && req.keep.is_empty() && req.choose.is_none() && req.widen.is_empty()
-    {
-        return Err(ContextError::Usage(
-            "--widen-to widens what this round keeps or chooses, or a rule in force named with --widen <id>".into(),
-        ));
-    }
-    check_window(req.valid_from.as_deref(), req.valid_to.as_deref())?;
-    // The policy first: an agent is refused before the log is read.
-    let actor = session.actor();
-    for kind in [
-        (req.choose.is_some() || !req.keep.is_empty()).then_some(Kind::Keep),
-        (!req.drop.is_empty()).then_some(Kind::Drop),
-        (req.widen_to.is_some()).then_some(Kind::Widen),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        person_decides(&Transition::new(actor, kind, None))?;
-    }
-    let ledger = session.ledger()?;
-    let ids = ledger.ids();
-    let mut round = Round {
-        ledger: &ledger,
-        steps: Vec::new(),
-    };
-    let mut left = Vec::new();
-
-    // The choice: the rivals dropped, the chosen side kept.
-    let mut kept: Vec<OpId> = Vec::new();
-    let mut widen_in_force: Vec<OpId> = Vec::new();
-    // What `--keep all` kept: a widening that would change nothing for one
-    // of them leaves it where it holds instead of refusing the round.
-    let mut of_session: Vec<OpId> = Vec::new();
-    if let Some(choice) = &req.choose {
-        let id = *resolve(choice, &ids)?;
-        let state = subject_state(&ledger, &id, "choose")?;
+    /// The choice: every rival that answers dropped, the chosen side kept.
+    fn choose(&mut self, id: OpId) -> Result<(), ContextError> {
+        let state = subject_state(self.ledger, &id, "choose")?;
         if state.status != Status::Contested {
             return Err(ContextError::Refused(format!(
                 "#{} is {}, not contested: there is no side to choose (keep it with --keep {})",
@@ -302,38 +262,39 @@ fn decide(
             )));
         }
         for rival in &state.contested_by {
-            if ledger
+            let answers = self
+                .ledger
                 .state(rival.as_str())
-                .is_some_and(|s| s.status.answers())
-            {
-                round.push(Kind::Drop, rival)?;
+                .is_some_and(|s| s.status.answers());
+            if answers {
+                self.push(Kind::Drop, rival)?;
             }
         }
-        round.push(Kind::Keep, &id)?;
-        kept.push(id);
+        self.push(Kind::Keep, &id)?;
+        Ok(())
     }
-    // The drops.
-    for prefix in &req.drop {
-        let id = *resolve(prefix, &ids)?;
-        round.push(Kind::Drop, &id)?;
-    }
-    // The keeps: named, or what a session suggested.
-    for prefix in &req.keep {
-        if prefix == "all" {
-            continue;
-        }
-        let id = *resolve(prefix, &ids)?;
-        // Keeping a rule in force only to widen it records the widen alone.
-        let in_force = ledger
+
+    /// A keep by id; keeping a rule in force only to widen it records the
+    /// widen alone.
+    fn keep(&mut self, id: OpId, req: &ReviewRequest) -> Result<(), ContextError> {
+        let in_force = self
+            .ledger
             .state(id.as_str())
             .is_some_and(|s| s.status == Status::Established && !req.changes(s));
         if in_force && req.widen_to.is_some() {
-            widen_in_force.push(id);
-        } else if round.push(Kind::Keep, &id)? {
-            kept.push(id);
+            self.widen_in_force.push(id);
+        } else {
+            self.push(Kind::Keep, &id)?;
         }
+        Ok(())
     }
-    if let Some(s) = req.session.as_deref().filter(|_| keep_all) {
+
+    /// `--session <s> --keep all`: every suggestion of the session that
+    /// nothing contests (or whose rivals this round drops); the contested
+    /// ones are left, naming the other side. What the round drops stays
+    /// dropped.
+    fn keep_session(&mut self, s: &str) -> Result<(), ContextError> {
+        let ledger = self.ledger;
         let mut any = false;
         for (record, state) in ledger.iter() {
             let Some(state) = state else { continue };
@@ -342,38 +303,32 @@ fn decide(
             }
             any = true;
             let id = record.op_id();
-            match state.status {
-                // What this round drops stays dropped.
-                Status::Suggested
-                    if !plain_correction_at_rest(record, state)
-                        && !round.has(Kind::Drop, &id)
-                        && round.push(Kind::Keep, &id)? =>
-                {
-                    kept.push(id);
-                    of_session.push(id);
-                }
-                Status::Contested if !round.has(Kind::Keep, &id) => {
-                    let dropped = round.dropped();
-                    let rivals: Vec<OpId> = state
+            let rivals: Vec<OpId> = match state.status {
+                Status::Suggested if !plain_correction_at_rest(record, state) => Vec::new(),
+                Status::Contested => {
+                    let dropped = self.dropped();
+                    state
                         .contested_by
                         .iter()
                         .filter(|r| !dropped.contains(r))
                         .copied()
-                        .collect();
-                    if rivals.is_empty() {
-                        round.push(Kind::Keep, &id)?;
-                        kept.push(id);
-                        of_session.push(id);
-                    } else {
-                        left.push(Left {
-                            id: record.id.clone(),
-                            short: record.short().to_owned(),
-                            subject: describe(record),
-                            contested_by: rivals,
-                        });
-                    }
+                        .collect()
                 }
-                _ => {}
+                _ => continue,
+            };
+            if self.has(Kind::Drop, &id) || self.has(Kind::Keep, &id) {
+                continue;
+            }
+            if rivals.is_empty() {
+                self.push(Kind::Keep, &id)?;
+                self.of_session.push(id);
+            } else {
+                self.left.push(Left {
+                    id: record.id.clone(),
+                    short: record.short().to_owned(),
+                    subject: describe(record),
+                    contested_by: rivals,
+                });
             }
         }
         if !any {
@@ -381,52 +336,30 @@ fn decide(
                 "no operation of the log was recorded in session {s}"
             )));
         }
+        Ok(())
     }
 
-    let shapes_keeps = req.valid_from.is_some() || req.valid_to.is_some() || req.advisory;
-    if shapes_keeps && kept.is_empty() && left.is_empty() {
-        return Err(ContextError::Usage(
-            "--valid-from, --valid-to and --advisory shape what this round keeps: add --keep <id> or --choose <id>".into(),
-        ));
-    }
-    // Check every step before recording anything.
-    let drops = round.dropped().into_iter().copied().collect::<Vec<_>>();
-    for (kind, id, _) in &round.steps {
-        admissible(session, &ledger, req, id, *kind, &drops)?;
-    }
-    for id in &kept {
-        // The window the keep leaves: the bounds given, the others kept.
-        if let Some(state) = round.state(id) {
-            let from = req.valid_from.as_ref().or(state.scope.valid_from.as_ref());
-            let to = req.valid_to.as_ref().or(state.scope.valid_to.as_ref());
-            check_window(from.map(String::as_str), to.map(String::as_str))?;
-        }
-    }
-    // The widenings: what this round keeps, then the rules in force named.
-    let mut widens: Vec<(OpId, Scope)> = Vec::new();
-    if let Some(to) = &req.widen_to {
-        let mut targets = kept.clone();
-        let named = req
-            .widen
-            .iter()
-            .map(|p| resolve(p, &ids).copied())
-            .collect::<Result<Vec<_>, _>>()?;
-        for id in widen_in_force.into_iter().chain(named) {
-            let state = subject_state(&ledger, &id, "widen")?;
-            if state.status != Status::Established && !kept.contains(&id) {
+    /// The widenings `to` asks for: what the round keeps, then the rules in
+    /// force named (each must be one), each with the scope it leaves.
+    fn widenings(&self, to: &WidenTo, named: &[OpId]) -> Result<Vec<(OpId, Scope)>, ContextError> {
+        let mut targets = self.kept.clone();
+        for id in self.widen_in_force.iter().chain(named) {
+            let state = subject_state(self.ledger, id, "widen")?;
+            if state.status != Status::Established && !self.kept.contains(id) {
                 return Err(ContextError::Refused(format!(
                     "refusing to widen #{0}: it is {1}, not a rule in force; keep it and widen it in one step (`kapi context review --keep {0} --widen-to <where>`)",
                     id.short(),
                     state.status.as_str()
                 )));
             }
-            if !targets.contains(&id) {
-                targets.push(id);
+            if !targets.contains(id) {
+                targets.push(*id);
             }
         }
+        let mut out = Vec::new();
         for id in targets {
-            let record = ledger.get(id.as_str()).expect("resolved ids are held");
-            let state = subject_state(&ledger, &id, "widen")?;
+            let record = self.ledger.get(id.as_str()).expect("resolved ids are held");
+            let state = subject_state(self.ledger, &id, "widen")?;
             if !matches!(
                 record.subject,
                 Some(Subject::Term { .. } | Subject::Note { .. })
@@ -439,7 +372,7 @@ fn decide(
             let wider = match widened(&state.scope, to, is_note(record)) {
                 Ok(wider) => wider,
                 Err(WidenError::AlreadyProject { .. } | WidenError::AxisNotSet { .. })
-                    if of_session.contains(&id) =>
+                    if self.of_session.contains(&id) =>
                 {
                     continue;
                 }
@@ -450,21 +383,134 @@ fn decide(
                     )));
                 }
             };
-            person_decides(&Transition::new(actor, Kind::Widen, Some(record)))?;
-            widens.push((
-                id,
-                Scope {
-                    point: wider.point,
-                    workspace: wider.workspace,
-                    ..Scope::default()
-                },
-            ));
+            // A widen names the point the rule then holds at; its window
+            // stays as it is.
+            let scope = Scope {
+                point: wider.point,
+                workspace: wider.workspace,
+                ..Scope::default()
+            };
+            out.push((id, scope));
         }
+        Ok(out)
     }
-    for (id, scope) in widens {
-        round.steps.push((Kind::Widen, id, Some(scope)));
+}
+
+impl ReviewRequest {
+    fn keeps_all(&self) -> bool {
+        self.keep.iter().any(|k| k == "all")
     }
 
+    /// Whether the flags make a round, before the log is read.
+    fn check_shape(&self) -> Result<(), ContextError> {
+        let usage = |m: &str| Err(ContextError::Usage(m.to_owned()));
+        let decides = !self.keep.is_empty()
+            || !self.drop.is_empty()
+            || self.choose.is_some()
+            || !self.widen.is_empty();
+        if !decides {
+            return usage(
+                "nothing to decide: name operations with --keep <id>, --drop <id>, --choose <id> or --widen <id> --widen-to <where>",
+            );
+        }
+        if self.keeps_all() && self.session.is_none() {
+            return usage(
+                "--keep all keeps one session's suggestions: name it with --session <id>",
+            );
+        }
+        if self.session.is_some() && !self.keeps_all() {
+            return usage(
+                "--session with a decision takes --keep all (to list a session's suggestions, give --session alone)",
+            );
+        }
+        if !self.widen.is_empty() && self.widen_to.is_none() {
+            return usage("--widen <id> needs --widen-to <axis|project|workspace>");
+        }
+        if self.widen_to.is_some()
+            && self.keep.is_empty()
+            && self.choose.is_none()
+            && self.widen.is_empty()
+        {
+            return usage(
+                "--widen-to widens what this round keeps or chooses, or a rule in force named with --widen <id>",
+            );
+        }
+        check_window(self.valid_from.as_deref(), self.valid_to.as_deref())?;
+        Ok(())
+    }
+
+    /// Whether a keep of an established rule would change its window or advice.
+    fn changes(&self, state: &State) -> bool {
+        self.valid_from.is_some() || self.valid_to.is_some() || self.advisory != state.advisory
+    }
+}
+
+fn decide(
+    session: &Session,
+    req: &ReviewRequest,
+) -> Result<(Vec<Record>, Vec<Left>), ContextError> {
+    req.check_shape()?;
+    // The policy first: an agent is refused before the log is read.
+    let actor = session.actor();
+    let kinds = [
+        (req.choose.is_some() || !req.keep.is_empty()).then_some(Kind::Keep),
+        (!req.drop.is_empty()).then_some(Kind::Drop),
+        (req.widen_to.is_some()).then_some(Kind::Widen),
+    ];
+    for kind in kinds.into_iter().flatten() {
+        person_decides(&Transition::new(actor, kind, None))?;
+    }
+    let ledger = session.ledger()?;
+    let ids = ledger.ids();
+    let resolved = |prefixes: &[String]| -> Result<Vec<OpId>, ContextError> {
+        Ok(prefixes
+            .iter()
+            .filter(|p| *p != "all")
+            .map(|p| resolve(p, &ids).copied())
+            .collect::<Result<_, _>>()?)
+    };
+    let mut round = Round::new(&ledger);
+    // The choice, the drops, the keeps: in this order.
+    if let Some(choice) = &req.choose {
+        round.choose(*resolve(choice, &ids)?)?;
+    }
+    for id in resolved(&req.drop)? {
+        round.push(Kind::Drop, &id)?;
+    }
+    for id in resolved(&req.keep)? {
+        round.keep(id, req)?;
+    }
+    if let Some(s) = req.session.as_deref().filter(|_| req.keeps_all()) {
+        round.keep_session(s)?;
+    }
+    let shapes_keeps = req.valid_from.is_some() || req.valid_to.is_some() || req.advisory;
+    if shapes_keeps && round.kept.is_empty() && round.left.is_empty() {
+        return Err(ContextError::Usage(
+            "--valid-from, --valid-to and --advisory shape what this round keeps: add --keep <id> or --choose <id>".into(),
+        ));
+    }
+    // Check every step before recording anything.
+    let drops = round.dropped();
+    for (kind, id, _) in &round.steps {
+        admissible(session, &ledger, req, id, *kind, &drops)?;
+    }
+    for id in &round.kept {
+        // The window the keep leaves: the bounds given, the others kept.
+        if let Some(state) = ledger.state(id.as_str()) {
+            let from = req.valid_from.as_ref().or(state.scope.valid_from.as_ref());
+            let to = req.valid_to.as_ref().or(state.scope.valid_to.as_ref());
+            check_window(from.map(String::as_str), to.map(String::as_str))?;
+        }
+    }
+    // Then the widenings.
+    if let Some(to) = &req.widen_to {
+        for (id, scope) in round.widenings(to, &resolved(&req.widen)?)? {
+            let record = ledger.get(id.as_str()).expect("resolved ids are held");
+            person_decides(&Transition::new(actor, Kind::Widen, Some(record)))?;
+            round.steps.push((Kind::Widen, id, Some(scope)));
+        }
+    }
+    let left = std::mem::take(&mut round.left);
     let mut records = Vec::new();
     for (kind, id, scope) in round.steps {
         let mut record = session.record(kind);
@@ -482,15 +528,12 @@ fn decide(
         records.push(record);
     }
     if records.is_empty() {
+        let s = req.session.as_deref().unwrap_or_default();
         return Err(ContextError::Refused(if left.is_empty() {
-            format!(
-                "session {} left nothing to keep",
-                req.session.as_deref().unwrap_or_default()
-            )
+            format!("session {s} left nothing to keep")
         } else {
             format!(
-                "nothing recorded: every suggestion of session {} is contested; {}",
-                req.session.as_deref().unwrap_or_default(),
+                "nothing recorded: every suggestion of session {s} is contested; {}",
                 left_text(&left)
             )
         }));
@@ -583,12 +626,5 @@ fn admissible(
             )))
         }
         _ => Ok(()),
-    }
-}
-
-impl ReviewRequest {
-    /// Whether a keep of an established rule would change its window or advice.
-    fn changes(&self, state: &State) -> bool {
-        self.valid_from.is_some() || self.valid_to.is_some() || self.advisory != state.advisory
     }
 }

@@ -271,6 +271,14 @@ fn in_a_terminal_review_walks_and_elsewhere_it_prints_the_digest() {
     assert!(!run.stdout.contains("[k]eep"), "{}", run.stdout);
     assert_eq!(status_of(&repo, "Flowkit"), "suggested");
     // In a pseudo-terminal (util-linux `script`): the walk.
+    if cfg!(target_os = "linux") {
+        in_a_pseudo_terminal(&repo);
+    }
+}
+
+/// `kapi context review` with stdin and stdout on a pseudo-terminal that
+/// util-linux's `script` opens: it walks and asks.
+fn in_a_pseudo_terminal(repo: &TestEnv) {
     let command = format!("{} context review", kapi_bin().display());
     let mut script = std::process::Command::new("script");
     repo.isolate(&mut script);
@@ -281,8 +289,8 @@ fn in_a_terminal_review_walks_and_elsewhere_it_prints_the_digest() {
     let out = crate::common::piped_output(script, b"keep\nskip\n");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("[k]eep / [d]rop"), "{stdout}");
-    assert_eq!(status_of(&repo, "Flowkit"), "established");
-    assert_eq!(status_of(&repo, "Supabase"), "suggested");
+    assert_eq!(status_of(repo, "Flowkit"), "established");
+    assert_eq!(status_of(repo, "Supabase"), "suggested");
 }
 
 /// A project whose `[[points]]` set product and channel, with the same
