@@ -277,11 +277,12 @@ impl Session {
         Ok(recorded)
     }
 
-    /// Recording from a checkout registers it with the workspace (the
-    /// user's data directory), so the other repositories' checks read the
-    /// rules it widens to the workspace. Best effort: what was recorded
-    /// stands whether or not the registry could be written.
-    fn register(&self) {
+    /// Recording from a checkout (or merging operations into its log, by
+    /// sync or import) registers it with the workspace (the user's data
+    /// directory), so the other repositories' checks read the rules its
+    /// log widens to the workspace. Best effort: what was recorded stands
+    /// whether or not the registry could be written.
+    pub(crate) fn register(&self) {
         let _ = workspace::register(self);
     }
 }

@@ -36,11 +36,18 @@ pub fn search(session: &Session, text: &str) -> Result<Found, ContextError> {
     }
     let ledger = session.ledger()?;
     let mut found = in_ledger(&ledger, needle);
-    session.release(ledger);
+    // Another checkout of this project holds this log's own rules: they
+    // are listed once, as the project's.
     found.workspace = super::workspace::rules(session)?
         .into_iter()
-        .filter(|r| r.mentions(needle))
+        .filter(|r| {
+            let own = ledger
+                .get(&r.id)
+                .is_some_and(|o| o.project == r.project && o.subject.is_some());
+            r.mentions(needle) && !own
+        })
         .collect();
+    session.release(ledger);
     Ok(found)
 }
 

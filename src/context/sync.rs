@@ -217,6 +217,7 @@ pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
             .as_ref()
             .is_some_and(|m| m.signals.iter().any(|s| s.recorded));
     if changed {
+        session.register();
         let (refreshed, error) = super::rulesfiles::refresh_after_change(session);
         synced.refreshed = refreshed;
         synced.refresh_error = error;

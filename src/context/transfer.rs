@@ -66,6 +66,7 @@ pub fn import_log(
         .import_jsonl(bytes, origin, session.now_ms()?)?;
     let merged = &imported.merged;
     let (refreshed, refresh_error) = if merged.added > 0 {
+        session.register();
         super::rulesfiles::refresh_after_change(session)
     } else {
         (Vec::new(), None)

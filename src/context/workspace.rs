@@ -164,7 +164,16 @@ pub fn rules_at(session: &Session, at: Option<i64>) -> Vec<WorkspaceRule> {
         if repo.path == here || !repo.path.is_dir() {
             continue;
         }
-        out.extend(widened_in(&repo.path, at));
+        // Two checkouts of one project hold the same operations: a rule
+        // counts once, by its project and id.
+        for rule in widened_in(&repo.path, at) {
+            if !out
+                .iter()
+                .any(|r: &WorkspaceRule| r.id == rule.id && r.project == rule.project)
+            {
+                out.push(rule);
+            }
+        }
     }
     out
 }

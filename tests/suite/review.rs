@@ -491,6 +491,27 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
     let here = other.kapi(&["context", "guide.md"]).ok().stdout;
     assert!(!here.contains("workspace rule"), "{here}");
 
+    // A checkout that only merged the deciding project's log (an export
+    // imported) is registered too, and carries the rule to the others.
+    let copy = deciding.sibling("copy");
+    let exported = deciding.root().join("ops.jsonl");
+    deciding
+        .kapi(&["store", "export", exported.to_str().unwrap()])
+        .ok();
+    copy.kapi(&["store", "import", exported.to_str().unwrap()])
+        .ok();
+    let text = std::fs::read_to_string(&registry).unwrap();
+    assert!(text.contains("copy"), "{text}");
+    let found = other
+        .kapi(&["context", "search", "quick cast", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        found["workspace"].as_array().unwrap().len(),
+        1,
+        "once: {found}"
+    );
+
     // XDG_DATA_HOME, when set, is where the registry lives.
     let elsewhere = deciding.root().join("data");
     let run = deciding
