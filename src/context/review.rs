@@ -53,6 +53,10 @@ pub struct Reviewed {
     /// them, each with the other side.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left: Vec<Left>,
+    /// Notes this round kept: a note states no rule, so no store holds
+    /// it; the keep in the operation log is its only record.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes_kept: Vec<String>,
     /// Rules files rewritten because what is in force changed.
     pub refreshed: Vec<PathBuf>,
     /// Why refreshing them failed, after the change was recorded: a
@@ -72,11 +76,12 @@ pub struct Left {
 
 /// Record one round of decisions, then refresh the rules files.
 pub fn review(session: &Session, req: ReviewRequest) -> Result<Reviewed, ContextError> {
-    let (recorded, left) = decide(session, &req)?;
+    let (recorded, left, notes_kept) = decide(session, &req)?;
     let (refreshed, refresh_error) = super::rulesfiles::refresh_after_change(session);
     Ok(Reviewed {
         recorded,
         left,
+        notes_kept,
         refreshed,
         refresh_error,
     })
@@ -445,10 +450,10 @@ impl ReviewRequest {
     }
 }
 
-fn decide(
-    session: &Session,
-    req: &ReviewRequest,
-) -> Result<(Vec<Record>, Vec<Left>), ContextError> {
+/// What `decide` recorded, the suggestions it left, and the notes it kept.
+type Decided = (Vec<Record>, Vec<Left>, Vec<String>);
+
+fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextError> {
     req.check_shape()?;
     // The policy first: an agent is refused before the log is read.
     let actor = session.actor();
@@ -511,6 +516,12 @@ fn decide(
         }
     }
     let left = std::mem::take(&mut round.left);
+    let notes_kept = round
+        .kept
+        .iter()
+        .filter(|id| ledger.get(id.as_str()).is_some_and(is_note))
+        .map(|id| id.to_string())
+        .collect();
     let mut records = Vec::new();
     for (kind, id, scope) in round.steps {
         let mut record = session.record(kind);
@@ -538,7 +549,7 @@ fn decide(
             )
         }));
     }
-    Ok((session.append_all(records)?, left))
+    Ok((session.append_all(records)?, left, notes_kept))
 }
 
 /// `#a is contested by #b; choose a side with ...`

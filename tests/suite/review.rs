@@ -413,15 +413,22 @@ fn a_note_widens_at_most_to_its_project() {
         run.stderr
     );
     assert_eq!(log(&repo).len(), before, "nothing recorded");
-    repo.kapi(&[
-        "context",
-        "review",
-        "--keep",
-        &note,
-        "--widen-to",
-        "project",
-    ])
-    .ok();
+    let run = repo
+        .kapi(&[
+            "context",
+            "review",
+            "--keep",
+            &note,
+            "--widen-to",
+            "project",
+        ])
+        .ok();
+    assert!(
+        run.stdout
+            .contains("is kept in the operation log (refs/kapi/ops)"),
+        "{}",
+        run.stdout
+    );
     let other = repo
         .kapi(&["context", "docs/other/c.md", "--json"])
         .ok()

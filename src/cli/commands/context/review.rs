@@ -134,6 +134,12 @@ fn report(session: &Session, mut reviewed: Reviewed, out: &mut Out) -> Result<()
         }
         out.line(line)?;
     }
+    for note in &reviewed.notes_kept {
+        out.line(format!(
+            "the note #{} is kept in the operation log (refs/kapi/ops), its only record: a note states no rule, so no store holds it",
+            crate::ops::id::short(note)
+        ))?;
+    }
     if !reviewed.left.is_empty() {
         out.line(format!("left for later: {}", left_text(&reviewed.left)))?;
     }
