@@ -63,6 +63,7 @@ const CLEARED: &[&str] = &[
     "KAPI_LOCK_TIMEOUT_MS",
     "KAPI_BLESS",
     "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
 ];
 
 /// True for a variable of the test process no command may inherit.

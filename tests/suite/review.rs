@@ -519,6 +519,30 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
         "once: {found}"
     );
 
+    // A person drops the widened rule, and the drop travels to the copy:
+    // the other checkouts stop reading it (what each log widens is cached
+    // until that log changes).
+    deciding.kapi(&["context", "review", "--drop", &id]).ok();
+    deciding
+        .kapi(&["store", "export", exported.to_str().unwrap()])
+        .ok();
+    copy.kapi(&["store", "import", exported.to_str().unwrap()])
+        .ok();
+    let found = other
+        .kapi(&["context", "search", "quick cast", "--json"])
+        .ok()
+        .json();
+    assert_eq!(found["workspace"], serde_json::json!([]), "{found}");
+    assert!(
+        deciding
+            .root()
+            .join("home/.cache/kapi/workspace")
+            .read_dir()
+            .unwrap()
+            .next()
+            .is_some()
+    );
+
     // XDG_DATA_HOME, when set, is where the registry lives.
     let elsewhere = deciding.root().join("data");
     let run = deciding
