@@ -34,12 +34,13 @@ pub use points::{PointMap, PointsError, point_of};
 pub use review::{Pending, ReviewRequest, Reviewed, pending, pending_from, review};
 
 use crate::config::{Config, ConfigError};
+use crate::ops::Ledger;
+use crate::ops::axes::{Axes, Space};
 use crate::ops::forms::FormsError;
 use crate::ops::id::ResolveError;
 use crate::ops::policy::PolicyError;
 use crate::ops::record::{Actor, Basis, Kind, Record};
 use crate::ops::scope::ScopeError;
-use crate::ops::{Ledger, fold};
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +63,8 @@ pub enum ContextError {
     Env(#[from] EnvError),
     #[error("kapi.toml: {0}")]
     Points(#[from] PointsError),
+    #[error("kapi.toml: {0}")]
+    Axes(#[from] crate::ops::axes::AxesError),
     #[error(transparent)]
     RulesFile(#[from] rulesfiles::RulesFileIo),
     /// Bad input the caller can fix; the message says how.
@@ -80,6 +83,9 @@ pub struct Workspace {
     pub config: Config,
     pub root: PathBuf,
     pub project: String,
+    /// The project's typed axes (`[axes]` in kapi.toml, with the
+    /// gazetteers it names): every reader compares scopes on them.
+    pub space: Arc<Space>,
 }
 
 impl Workspace {
@@ -96,17 +102,26 @@ impl Workspace {
         if let Some(timeout) = env.lock_timeout()? {
             store.set_lock_timeout(timeout);
         }
+        let space = Arc::new(space_of(&config, &root)?);
         Ok(Self {
             store,
             config,
             root,
             project,
+            space,
         })
+    }
+
+    /// The typed axes the fold compares this project's scopes on.
+    pub fn axes(&self) -> Axes {
+        Axes::of(&self.project, Arc::clone(&self.space))
     }
 
     /// Read and fold the whole log.
     pub fn ledger(&self) -> Result<Ledger, ContextError> {
-        Ok(fold(self.store.load_all()?.records))
+        Ok(Ledger::new(self.store.load_all()?.records)
+            .with_axes(self.axes())
+            .folded())
     }
 }
 
@@ -219,6 +234,13 @@ impl Session {
     /// (malformed, over a limit, ...) and were skipped; `kapi store
     /// doctor` names them.
     pub fn ledger_and_unreadable(&self) -> Result<(Ledger, usize), ContextError> {
+        self.ledger_as_of(None)
+    }
+
+    /// [`Session::ledger_and_unreadable`] as the log stood at `as_of`
+    /// (Unix ms; `None` for now): only the operations it had accepted by
+    /// then are folded (`--as-of`).
+    pub fn ledger_as_of(&self, as_of: Option<u64>) -> Result<(Ledger, usize), ContextError> {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
         let loaded = self.store.load_all()?;
         let unreadable = loaded.problems.len();
@@ -231,7 +253,11 @@ impl Session {
             }
             !ahead
         });
-        let mut ledger = fold(records);
+        let ledger = Ledger::new(records).with_axes(self.axes());
+        let mut ledger = match as_of {
+            Some(at) => ledger.as_of(at),
+            None => ledger.folded(),
+        };
         ledger
             .ignored
             .extend(held.into_iter().map(|id| crate::ops::fold::Ignored {
@@ -268,6 +294,14 @@ impl Session {
             .store
             .append(self.now_ms()?, self.call.env.random(), record)?)
     }
+}
+
+/// The project's typed axes: `[axes]` in kapi.toml, a geo axis's places
+/// read from the gazetteer file it names (relative to the work tree).
+fn space_of(config: &Config, root: &Path) -> Result<Space, ContextError> {
+    Ok(Space::build(&config.axes, |file| {
+        std::fs::read_to_string(root.join(file)).map_err(|e| format!("cannot read it: {e}"))
+    })?)
 }
 
 /// The project key: `project` in kapi.toml, else the name of the `origin`

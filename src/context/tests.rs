@@ -173,7 +173,7 @@ fn the_pending_queue_empties_when_a_person_decides() {
     assert!(agents.contains("Quickcast"), "{agents}");
     assert!(pending(&person.ledger().unwrap()).is_empty());
 
-    let here = at_path(&person, "docs/intro.md").unwrap();
+    let here = at_path(&person, "docs/intro.md", None).unwrap();
     assert_eq!(here.here.rules.len(), 1);
     assert_eq!(here.to_json()["rules"][0]["use"], "Quickcast");
 }

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::axes::Axes;
 use super::forms::{case_key, form_matches, is_case_only};
 use super::id::OpId;
 use super::op::{Op, Stated};
@@ -247,6 +248,9 @@ struct Folding {
     /// sessions), to restore before the next operation is applied: their
     /// results hold for the log as it ends, not for the log that goes on.
     undo: Option<Vec<Overwritten>>,
+    /// Each project's typed axes: settling and disagreements compare
+    /// scopes on them.
+    axes: Axes,
 }
 
 /// A subject's state and where it was last kept, before the end-of-log
@@ -360,10 +364,29 @@ impl Ledger {
                 reported: vec![None; n],
                 replaying: false,
                 undo: None,
+                axes: Axes::default(),
             },
             records,
             ignored,
         }
+    }
+
+    /// Compare scopes on each project's typed axes (before anything is
+    /// applied: what was folded compared without them).
+    pub fn with_axes(mut self, axes: Axes) -> Ledger {
+        debug_assert_eq!(self.fold.applied, 0, "axes are set before the fold");
+        self.fold.axes = axes;
+        self
+    }
+
+    /// The typed axes the fold compares scopes on.
+    pub fn axes(&self) -> &Axes {
+        &self.fold.axes
+    }
+
+    /// Whether `record`'s `scope` covers `point` on its project's axes.
+    pub fn covers(&self, record: &Record, scope: &Scope, point: &super::scope::Point) -> bool {
+        scope.covers_in(self.fold.axes.space(&record.project), point)
     }
 
     /// How many records have been applied.
@@ -716,11 +739,17 @@ impl Folding {
             &self.evidence,
             &mut self.states[..n],
             &mut self.kept_at[..n],
+            &self.axes,
         );
         for (at, by, to) in settled {
             self.emit(records, at, by, to);
         }
-        mark_disagreements(&records[..n], &mut self.states[..n], &self.kept_at[..n]);
+        mark_disagreements(
+            &records[..n],
+            &mut self.states[..n],
+            &self.kept_at[..n],
+            &self.axes,
+        );
         count_sessions(&records[..n], &mut self.states[..n]);
         for &(at, _, _) in &saved {
             let Some(state) = self.states[at].as_ref() else {
@@ -755,7 +784,22 @@ pub fn fold_with_history(records: Vec<Record>) -> Ledger {
 /// applies the operations the log had accepted by then (ids are
 /// time-ordered, so they are a prefix) and stops there.
 pub fn fold_as_of(records: Vec<Record>, cutoff_ms: u64) -> Ledger {
-    let mut ledger = Ledger::new(records);
+    Ledger::new(records).as_of(cutoff_ms)
+}
+
+impl Ledger {
+    /// [`fold_as_of`] over a ledger with nothing applied yet (with its axes).
+    pub fn as_of(self, cutoff_ms: u64) -> Ledger {
+        as_of(self, cutoff_ms)
+    }
+
+    /// Apply every record and the end-of-log passes.
+    pub fn folded(self) -> Ledger {
+        self.run()
+    }
+}
+
+fn as_of(mut ledger: Ledger, cutoff_ms: u64) -> Ledger {
     let within = |r: &Record| super::id::time_of(&r.id) + super::id::EPOCH_MS <= cutoff_ms;
     while ledger.records.get(ledger.fold.applied).is_some_and(within) {
         ledger.apply_next();
@@ -794,6 +838,24 @@ fn new_state(r: &Record, status: Status) -> State {
         because: Vec::new(),
         drift: None,
     }
+}
+
+/// Whether the rules at `a` and `b` can apply at one point and instant:
+/// rules of one project compare on its typed axes; rules of two projects
+/// never meet (a rule widened to the workspace is compared by its
+/// widening, not here).
+pub(super) fn meet(
+    records: &[Record],
+    states: &[Option<Box<State>>],
+    axes: &Axes,
+    a: usize,
+    b: usize,
+) -> bool {
+    let (Some(sa), Some(sb)) = (states[a].as_ref(), states[b].as_ref()) else {
+        return false;
+    };
+    let project = &records[a].project;
+    project == &records[b].project && sa.scope.overlaps_in(axes.space(project), &sb.scope)
 }
 
 /// A term rule's forms, for disagreement checks.
@@ -881,6 +943,7 @@ fn mark_disagreements(
     records: &[Record],
     states: &mut [Option<Box<State>>],
     kept_at: &[Option<usize>],
+    axes: &Axes,
 ) {
     let rules = term_views(records, states);
     // Rules that state one term (the same form to use and the same forms to
@@ -943,8 +1006,7 @@ fn mark_disagreements(
         if a.at == b.at {
             continue;
         }
-        let scope = |at: usize| &states[at].as_ref().expect("rules have states").scope;
-        if !disagree(a, b) || !scope(a.at).overlaps(scope(b.at)) {
+        if !disagree(a, b) || !meet(records, states, axes, a.at, b.at) {
             continue;
         }
         // A person's correction reverses an established rule unless a person
@@ -1441,7 +1503,7 @@ mod tests {
                 }
             }
 
-            mark_disagreements(&records, &mut states, &kept_at);
+            mark_disagreements(&records, &mut states, &kept_at, &Axes::default());
             count_sessions(&records, &mut states);
             (records, states, ignored)
         }

@@ -2,6 +2,7 @@
 //! scopes, the policy, the fold, and who is acting.
 
 pub mod actor;
+pub mod axes;
 pub mod fold;
 pub mod forms;
 pub mod id;

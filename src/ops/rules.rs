@@ -52,7 +52,7 @@ impl Ledger {
             let Some(state) = state else { continue };
             if !state.status.answers()
                 || !state.scope.in_force(at)
-                || point.is_some_and(|p| !state.scope.covers(p))
+                || point.is_some_and(|p| !self.covers(record, &state.scope, p))
             {
                 continue;
             }

@@ -28,6 +28,10 @@ pub struct Args {
     /// One JSON object per line.
     #[arg(long)]
     pub json: bool,
+    /// Read the log as it stood at this instant (RFC 3339) or at the end of
+    /// this date (UTC).
+    #[arg(long, value_name = "WHEN", value_parser = crate::cli::commands::parse_as_of)]
+    pub as_of: Option<u64>,
 }
 
 fn parse_status(s: &str) -> Result<Status, String> {
@@ -53,7 +57,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         actor: args.actor,
     }
     .resolve(&session)?;
-    let (ledger, unreadable) = session.ledger_and_unreadable()?;
+    let (ledger, unreadable) = session.ledger_as_of(args.as_of)?;
     let mut out = Out::new();
     for entry in query(&ledger, &filter) {
         if args.json {
