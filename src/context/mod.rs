@@ -2,6 +2,7 @@
 //! withdrawal, and a person's review decisions. Each builds its operation,
 //! asks the policy, and appends it; none prints.
 
+pub mod atlas;
 pub mod check;
 pub mod doctor;
 pub mod env;
@@ -37,6 +38,7 @@ use crate::config::{Config, ConfigError};
 use crate::ops::Ledger;
 use crate::ops::axes::{Axes, Space};
 use crate::ops::forms::FormsError;
+use crate::ops::history::Histories;
 use crate::ops::id::ResolveError;
 use crate::ops::policy::PolicyError;
 use crate::ops::record::{Actor, Basis, Kind, Record};
@@ -241,6 +243,29 @@ impl Session {
     /// (Unix ms; `None` for now): only the operations it had accepted by
     /// then are folded (`--as-of`).
     pub fn ledger_as_of(&self, as_of: Option<u64>) -> Result<(Ledger, usize), ContextError> {
+        self.read_log(
+            |ledger| match as_of {
+                Some(at) => ledger.as_of(at),
+                None => ledger.folded(),
+            },
+            |ledger| ledger,
+        )
+    }
+
+    /// Every subject's history of status changes, from one pass of the
+    /// reducer over the log, with the ledger folded to its end and how
+    /// many stored lines could not be read.
+    pub fn histories(&self) -> Result<(Histories, usize), ContextError> {
+        self.read_log(crate::ops::history::histories, |h| &mut h.ledger)
+    }
+
+    /// Read the log, hold back what is dated ahead, and fold it with the
+    /// project's axes by `fold`; `ledger` names the ledger in the result.
+    fn read_log<T>(
+        &self,
+        fold: impl FnOnce(Ledger) -> T,
+        ledger: impl FnOnce(&mut T) -> &mut Ledger,
+    ) -> Result<(T, usize), ContextError> {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
         let loaded = self.store.load_all()?;
         let unreadable = loaded.problems.len();
@@ -253,18 +278,14 @@ impl Session {
             }
             !ahead
         });
-        let ledger = Ledger::new(records).with_axes(self.axes());
-        let mut ledger = match as_of {
-            Some(at) => ledger.as_of(at),
-            None => ledger.folded(),
-        };
-        ledger
+        let mut folded = fold(Ledger::new(records).with_axes(self.axes()));
+        ledger(&mut folded)
             .ignored
             .extend(held.into_iter().map(|id| crate::ops::fold::Ignored {
                 id,
                 reason: "dated more than 10 minutes past this machine's clock: held back until its time comes".into(),
             }));
-        Ok((ledger, unreadable))
+        Ok((folded, unreadable))
     }
 
     /// The commit checked out, recorded as the basis of an operation.

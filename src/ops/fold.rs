@@ -324,6 +324,24 @@ impl Ledger {
             .collect()
     }
 
+    /// The position of `id` in the log, if it holds it.
+    pub(super) fn position(&self, id: &OpId) -> Option<usize> {
+        self.fold.keys.binary_search(&id.key()).ok()
+    }
+
+    /// The state of the record at `at`, as the reducer holds it now.
+    pub(super) fn state_at(&self, at: usize) -> Option<&State> {
+        self.fold.states[at].as_deref()
+    }
+
+    /// Report the status the record at `at` has now, because of the
+    /// operation at `by` (nothing when its history already says so).
+    pub(super) fn report(&mut self, at: usize, by: usize) {
+        if let Some(to) = self.fold.states[at].as_ref().map(|s| s.status) {
+            self.fold.emit(&self.records, at, by, to);
+        }
+    }
+
     /// Keep every status change from now on.
     pub fn keep_history(&mut self) {
         self.fold.events.get_or_insert_with(Vec::new);
@@ -1093,7 +1111,7 @@ fn count_sessions(records: &[Record], states: &mut [Option<Box<State>>]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ops::id::{EPOCH_MS, OpId};
     use crate::ops::record::{Actor, Subject};
@@ -1231,14 +1249,14 @@ mod tests {
         );
     }
 
-    mod reducer {
+    pub(crate) mod reducer {
         use super::*;
         use crate::ops::record::{Correction, Evidence};
         use proptest::prelude::*;
 
         /// One generated operation: a kind, who, and what it points at.
         #[derive(Debug, Clone)]
-        enum Gen {
+        pub(crate) enum Gen {
             Term(u8, u8, bool),
             Correct(u8, u8, bool),
             Import(u8, u8),
@@ -1250,7 +1268,7 @@ mod tests {
             Addressed(u8),
         }
 
-        fn operation() -> impl Strategy<Value = Gen> {
+        pub(crate) fn operation() -> impl Strategy<Value = Gen> {
             prop_oneof![
                 4 => (0u8..4, 0u8..3, any::<bool>()).prop_map(|(a, b, p)| Gen::Term(a, b, p)),
                 1 => (0u8..4, 0u8..3, any::<bool>()).prop_map(|(a, b, p)| Gen::Correct(a, b, p)),
@@ -1264,7 +1282,7 @@ mod tests {
             ]
         }
 
-        fn build(gens: &[Gen]) -> Vec<Record> {
+        pub(crate) fn build(gens: &[Gen]) -> Vec<Record> {
             let mut out: Vec<Record> = Vec::new();
             for (n, g) in gens.iter().enumerate() {
                 let n = n as u64 + 1;

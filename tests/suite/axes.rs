@@ -615,6 +615,35 @@ fn the_log_a_path_and_a_check_read_as_of_an_instant() {
         .json_lines()
         .len();
     assert_eq!(ops, 3);
+    // Its history: every status it took, at the instant that made it.
+    let lines = at(&repo, now, &["context", "log", "--history", "--json"])
+        .ok()
+        .json_lines();
+    let history: Vec<(String, String)> = lines[0]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["at"].as_str().unwrap().to_owned(),
+                c["to"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("2026-11-30T09:00:00.000Z", "suggested"),
+        ("2026-11-30T10:00:00.000Z", "established"),
+        ("2026-11-30T11:00:00.000Z", "dropped"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(history, expected);
+    let human = at(&repo, now, &["context", "log", "--history"]).ok().stdout;
+    assert!(
+        human.contains("    2026-11-30T10:00:00.000Z established by #"),
+        "{human}"
+    );
     let bad = at(&repo, now, &["context", "log", "--as-of", "last week"]).code(2);
     assert!(bad.stderr.contains("--as-of"), "{}", bad.stderr);
 }
