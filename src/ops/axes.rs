@@ -243,6 +243,39 @@ impl Axis {
         }
     }
 
+    /// For an enumerated or geo axis: every value and the values directly
+    /// containing it.
+    pub fn values(&self) -> Vec<(&str, &[String])> {
+        match self {
+            Axis::Enum(t) | Axis::Geo(t) => t
+                .within
+                .iter()
+                .map(|(v, w)| (v.as_str(), w.as_slice()))
+                .collect(),
+            Axis::Range { .. } => Vec::new(),
+        }
+    }
+
+    /// For a geo axis: the places containing `value` that nothing contains
+    /// (its countries, in a gazetteer of countries).
+    pub fn outermost(&self, value: &str) -> Vec<&str> {
+        let Axis::Geo(t) = self else {
+            return Vec::new();
+        };
+        if !t.places.contains_key(value) {
+            return Vec::new();
+        }
+        let mut up: Vec<&str> = t.ancestors(value).into_iter().collect();
+        up.push(
+            t.places
+                .get_key_value(value)
+                .map_or("", |(k, _)| k.as_str()),
+        );
+        up.into_iter()
+            .filter(|v| t.within.get(*v).is_none_or(Vec::is_empty))
+            .collect()
+    }
+
     /// For a geo axis: the place `value` names and every place containing
     /// it, `value` first.
     pub fn places(&self, value: &str) -> Vec<&Place> {

@@ -5,6 +5,7 @@ use clap::Subcommand;
 
 use super::Ctx;
 
+pub mod atlas;
 pub mod log;
 pub mod note;
 pub mod path;
@@ -42,6 +43,8 @@ pub enum ContextCommand {
     Sync(sync::Args),
     /// What a session recorded, what became of it, and what its checks caught.
     Session(session::Args),
+    /// (For people) The whole context over time and across axes, as one document (--json).
+    Atlas(atlas::Args),
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
@@ -51,6 +54,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Some(ContextCommand::Review(a)) => review::run(a, ctx),
         Some(ContextCommand::Sync(a)) => sync::run(a, ctx),
         Some(ContextCommand::Session(a)) => session::run(a, ctx),
+        Some(ContextCommand::Atlas(a)) => atlas::run(a, ctx),
         None => path::run(args.here, ctx),
     }
 }
