@@ -520,3 +520,63 @@ mod tests {
         assert!(bad_kind.is_err());
     }
 }
+
+#[cfg(test)]
+mod fold_tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ops::fold::{Ledger, Status};
+    use crate::ops::id::{EPOCH_MS, OpId};
+    use crate::ops::record::{Actor, ActorKind, Kind, Record, Subject};
+
+    fn rule(n: u64, project: &str, preferred: &str, market: &str) -> Record {
+        let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();
+        let actor = Actor {
+            kind: ActorKind::Agent,
+            name: "a".into(),
+            session: Some(format!("s{n}")),
+        };
+        let mut r = Record {
+            id: id.to_string(),
+            at: id.instant(),
+            subject: Some(Subject::Term {
+                preferred: preferred.into(),
+                avoid: vec!["Quick cast".into()],
+            }),
+            ..Record::new(project, actor, Kind::Observe)
+        };
+        r.scope.point.insert("market".into(), market.into());
+        r
+    }
+
+    fn status(ledger: &Ledger, r: &Record) -> Status {
+        ledger.state(&r.id).unwrap().status
+    }
+
+    #[test]
+    fn the_fold_compares_scopes_on_each_projects_axes_and_never_across_projects() {
+        let config: BTreeMap<String, AxisConfig> =
+            toml::from_str("[market]\nkind = \"enum\"\ncontains = { nordics = [\"no\", \"se\"] }")
+                .unwrap();
+        let space = Arc::new(Space::build(&config, |_| Err(String::new())).unwrap());
+        let a = rule(1, "docs", "Quickcast", "nordics");
+        let b = rule(2, "docs", "Fastcast", "no");
+        let log = vec![a.clone(), b.clone()];
+        // By equality nordics and no never meet; on the project's axes they do.
+        let plain = Ledger::new(log.clone()).folded();
+        assert_eq!(status(&plain, &a), Status::Suggested);
+        let typed = Ledger::new(log)
+            .with_axes(Axes::of("docs", Arc::clone(&space)))
+            .folded();
+        assert_eq!(status(&typed, &a), Status::Contested);
+        assert_eq!(status(&typed, &b), Status::Contested);
+        // A rule of another project at the same point never contests.
+        let other = rule(3, "site", "Fastcast", "nordics");
+        let ledger = Ledger::new(vec![a.clone(), other.clone()])
+            .with_axes(Axes::of("docs", space))
+            .folded();
+        assert_eq!(status(&ledger, &a), Status::Suggested);
+        assert_eq!(status(&ledger, &other), Status::Suggested);
+    }
+}
