@@ -86,25 +86,37 @@ impl Gazetteer {
 pub struct Tree {
     /// Each value and the values directly containing it.
     within: BTreeMap<String, Vec<String>>,
+    /// Each value and every value containing it, computed once: readers
+    /// compare values per file and per pair of rules.
+    above: BTreeMap<String, BTreeSet<String>>,
+    /// Whether some value sits directly within two others: only then can
+    /// two values meet without one containing the other.
+    shared: bool,
     /// The places, for a geo axis.
     places: BTreeMap<String, Place>,
 }
 
 impl Tree {
     fn build(axis: &str, edges: BTreeMap<String, Vec<String>>) -> Result<Self, AxesError> {
-        let tree = Tree {
+        let mut tree = Tree {
+            shared: edges.values().any(|w| w.len() > 1),
             within: edges,
+            above: BTreeMap::new(),
             places: BTreeMap::new(),
         };
-        // A value that contains itself through others cannot be compared.
+        let mut above = BTreeMap::new();
         for value in tree.within.keys() {
-            if tree.ancestors(value).contains(value.as_str()) {
+            let up = tree.ancestors(value);
+            // A value that contains itself through others cannot be compared.
+            if up.contains(value.as_str()) {
                 return Err(AxesError::Axis {
                     axis: axis.into(),
                     message: format!("`{value}` ends up containing itself"),
                 });
             }
+            above.insert(value.clone(), up.into_iter().map(str::to_owned).collect());
         }
+        tree.above = above;
         Ok(tree)
     }
 
@@ -127,7 +139,7 @@ impl Tree {
     }
 
     fn contains(&self, outer: &str, inner: &str) -> bool {
-        outer == inner || self.ancestors(inner).contains(outer)
+        outer == inner || self.above.get(inner).is_some_and(|up| up.contains(outer))
     }
 
     /// Two values meet when one contains the other or both contain a
@@ -135,10 +147,11 @@ impl Tree {
     fn overlaps(&self, a: &str, b: &str) -> bool {
         self.contains(a, b)
             || self.contains(b, a)
-            || self
-                .within
-                .keys()
-                .any(|v| self.contains(a, v) && self.contains(b, v))
+            || (self.shared
+                && self
+                    .above
+                    .values()
+                    .any(|up| up.contains(a) && up.contains(b)))
     }
 
     fn legal(&self, value: &str) -> bool {
