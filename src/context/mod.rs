@@ -319,10 +319,26 @@ impl Session {
 
 /// The project's typed axes: `[axes]` in kapi.toml, a geo axis's places
 /// read from the gazetteer file it names (relative to the work tree).
+/// A `[[points]]` value an axis cannot take is refused here, naming its
+/// entry: a typo would otherwise put files at a point no rule reaches.
 fn space_of(config: &Config, root: &Path) -> Result<Space, ContextError> {
-    Ok(Space::build(&config.axes, |file| {
+    let space = Space::build(&config.axes, |file| {
         std::fs::read_to_string(root.join(file)).map_err(|e| format!("cannot read it: {e}"))
-    })?)
+    })?;
+    if !space.is_empty() {
+        for (entry, axis, value) in PointMap::from_config(&config.points)?.values() {
+            if let Some(typed) = space.axis(axis)
+                && !typed.legal(value)
+            {
+                return Err(ContextError::Usage(format!(
+                    "kapi.toml: [[points]] entry {entry} sets {axis} = \"{value}\", which is not a value of the {} axis {axis} (expected {})",
+                    typed.kind(),
+                    typed.expects()
+                )));
+            }
+        }
+    }
+    Ok(space)
 }
 
 /// The project key: `project` in kapi.toml, else the name of the `origin`

@@ -92,6 +92,17 @@ impl PointMap {
             .map(|(i, (_, _, globs))| (i + 1, globs.clone()))
     }
 
+    /// Every value the entries set: (entry, numbered from 1; axis; value).
+    pub fn values(&self) -> impl Iterator<Item = (usize, &str, &str)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (_, axes, _))| {
+                axes.iter()
+                    .map(move |(a, v)| (i + 1, a.as_str(), v.as_str()))
+            })
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

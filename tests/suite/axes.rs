@@ -398,6 +398,25 @@ fn a_quoted_rule_without_a_file_advises_at_the_project_point_and_never_settles()
 }
 
 #[test]
+fn a_points_value_a_typed_axis_cannot_take_is_named_with_its_entry() {
+    let repo = typed_repo();
+    repo.write(
+        "kapi.toml",
+        &KAPI_TOML.replace(
+            "axes = { market = \"de\" }",
+            "axes = { market = \"germany\" }",
+        ),
+    );
+    let run = repo.kapi(&["context", "log"]).code(2);
+    assert!(
+        run.stderr
+            .contains("[[points]] entry 3 sets market = \"germany\""),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn a_broken_gazetteer_is_named_with_the_axis() {
     let repo = typed_repo();
     repo.write(
@@ -595,6 +614,17 @@ fn the_log_a_path_and_a_check_read_as_of_an_instant() {
     )
     .json();
     assert_eq!(here["rules"][0]["short"], id.as_str());
+    let human = at(
+        &repo,
+        now,
+        &["context", "docs/a.md", "--as-of", "2026-11-30T10:30:00Z"],
+    )
+    .ok()
+    .stdout;
+    assert!(
+        human.starts_with("docs/a.md as of 2026-11-30T10:30:00.000Z\nRules in force:"),
+        "{human}"
+    );
     let here_now = at(&repo, now, &["context", "docs/a.md", "--json"]).json();
     assert_eq!(here_now["rules"], serde_json::json!([]));
 

@@ -37,13 +37,17 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         return Ok(Exit::Ok);
     }
     let AtPath { path, point, here } = doc;
+    let as_of = args
+        .as_of
+        .map(|at| format!(" as of {}", crate::ops::id::rfc3339_ms(at)))
+        .unwrap_or_default();
     let where_ = if point.is_empty() {
         String::new()
     } else {
         let axes: Vec<String> = point.iter().map(|(a, v)| format!("{a}={v}")).collect();
         format!(" ({})", axes.join(", "))
     };
-    out.line(format!("{path}{where_}"))?;
+    out.line(format!("{path}{where_}{as_of}"))?;
     section(&mut out, "Rules in force", &here.rules)?;
     section(&mut out, "Notes a person kept", &here.notes)?;
     section(
