@@ -342,6 +342,12 @@ impl Ledger {
         }
     }
 
+    /// Take `status` as what the history of the record at `at` last
+    /// reported (the reducer reports a change against it).
+    pub(super) fn set_reported(&mut self, at: usize, status: Status) {
+        self.fold.reported[at] = Some(status);
+    }
+
     /// Keep every status change from now on.
     pub fn keep_history(&mut self) {
         self.fold.events.get_or_insert_with(Vec::new);

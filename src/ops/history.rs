@@ -222,14 +222,21 @@ pub fn histories(mut ledger: Ledger) -> Histories {
         } else {
             // Quiet: the passes change nothing, so the reducer's status is
             // the status; report it where an earlier pass said otherwise.
-            for (root, by) in touched {
+            for &(root, by) in &touched {
                 let root = components.find(root);
                 for at in components.subjects[root].clone() {
                     ledger.report(at, by);
                 }
             }
         }
+        // Each subject's status at the end of the instant: its last event,
+        // where the instant's statuses are known (the passes ran, or its
+        // component was quiet); elsewhere an event reports the reducer's
+        // status for a subject the passes had said otherwise about (usage
+        // on a contested rule), and the history stands as it was.
         let last = ledger.records()[next - 1].op_id();
+        let touched_roots: Vec<usize> = touched.iter().map(|&(t, _)| components.find(t)).collect();
+        let mut settled: Vec<(OpId, OpId, Status)> = Vec::new();
         for e in &ledger.events()[from_event..] {
             // A disagreement's change is named by its later rule; one the
             // passes undid, by the instant's last operation.
@@ -238,12 +245,36 @@ pub fn histories(mut ledger: Ledger) -> Histories {
             } else {
                 last
             };
-            by_subject.entry(e.subject).or_default().push(Change {
-                at_ms: instant,
-                by,
-                from: e.from,
-                to: e.to,
-            });
+            match settled.iter_mut().find(|(s, _, _)| *s == e.subject) {
+                Some(entry) => *entry = (e.subject, by, e.to),
+                None => settled.push((e.subject, by, e.to)),
+            }
+        }
+        for (subject, by, to) in settled {
+            let Some(at) = ledger.position(&subject) else {
+                continue;
+            };
+            // A note's status is the reducer's alone.
+            let known = everything
+                || components
+                    .root_of(at)
+                    .is_none_or(|r| touched_roots.contains(&r));
+            let changes = by_subject.entry(subject).or_default();
+            let before = changes.last().map(|c| c.to);
+            if !known {
+                if let Some(before) = before {
+                    ledger.set_reported(at, before);
+                }
+                continue;
+            }
+            if before != Some(to) {
+                changes.push(Change {
+                    at_ms: instant,
+                    by,
+                    from: before,
+                    to,
+                });
+            }
         }
     }
     ledger.finish();
@@ -319,9 +350,19 @@ fn touch(
             };
             match components.root_of(t) {
                 Some(root) => {
+                    let root = components.find(root);
                     components.loud[root] |= evidence;
                     if evidence {
                         Touch::Everything
+                    } else if matches!(op, Op::Signal { .. })
+                        && !components.loud[root]
+                        && !corrected(ledger, components, corrections, root)
+                    {
+                        // Usage changes no status the reducer holds, and
+                        // settling reads it only beside a person signal,
+                        // which a component that is not loud lacks: rivals
+                        // or not, every status stands.
+                        Touch::None
                     } else {
                         Touch::Subject(t)
                     }
@@ -331,6 +372,31 @@ fn touch(
             }
         }
     }
+}
+
+/// Whether a correction's wording writes the preferred form of a rule in
+/// the component: settling may read it as a person signal for the rule.
+fn corrected(
+    ledger: &Ledger,
+    components: &mut Components,
+    corrections: &[(String, String)],
+    root: usize,
+) -> bool {
+    if corrections.is_empty() {
+        return false;
+    }
+    let root = components.find(root);
+    components.subjects[root].iter().any(|&at| {
+        match Op::of(&ledger.records()[at]).map(|op| op.stated()) {
+            Ok(Stated::Term { preferred, .. }) => {
+                let key = case_key(preferred);
+                corrections
+                    .iter()
+                    .any(|(from, to)| from.contains(&key) || to.contains(&key))
+            }
+            _ => true,
+        }
+    })
 }
 
 /// Whether the end-of-log passes can change no status in the component.
@@ -344,6 +410,9 @@ fn quiet(
     if components.loud[root] {
         return false;
     }
+    if corrected(ledger, components, corrections, root) {
+        return false;
+    }
     let mut answering: Option<(&str, &[String])> = None;
     for &at in &components.subjects[root] {
         let record = &ledger.records()[at];
@@ -353,14 +422,6 @@ fn quiet(
         let Ok(Stated::Term { preferred, avoid }) = Op::of(record).map(|op| op.stated()) else {
             return false;
         };
-        // Settling reads corrections by what their wordings write.
-        let key = case_key(preferred);
-        if corrections
-            .iter()
-            .any(|(from, to)| from.contains(&key) || to.contains(&key))
-        {
-            return false;
-        }
         if matches!(state.status, Status::Suggested | Status::Established) {
             match answering {
                 Some(rule) if rule != (preferred, avoid) => return false,
@@ -392,6 +453,14 @@ mod tests {
                 .to_string();
             renamed.insert(r.id.clone(), id.clone());
             r.id = id;
+            // Every other signal counts usage, moving between the forms.
+            if let Some(signal) = r.signal.as_mut()
+                && n.is_multiple_of(2)
+            {
+                signal.source = SignalSource::Usage;
+                signal.preferred = n % 3;
+                signal.avoided = n % 5;
+            }
             for field in [&mut r.target, &mut r.before] {
                 if let Some(t) = field.as_mut() {
                     *t = renamed
@@ -406,7 +475,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
         /// The one-pass history gives, at every instant of the log, the
         /// status a fold as of that instant gives every subject.
@@ -444,6 +513,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Usage counted for a contested rule changes no status: the history
+    /// keeps it contested (the reducer reports its own status for the
+    /// rule the signal names, which the pass over the log had contested).
+    #[test]
+    fn usage_on_a_contested_rule_leaves_its_history_as_it_was() {
+        use crate::ops::fold::tests::reducer::Gen;
+        let gens = [
+            Gen::Keep(0),
+            Gen::Keep(0),
+            Gen::Term(0, 0, false),
+            Gen::Term(0, 0, false),
+            Gen::Term(0, 0, false),
+            Gen::Term(1, 0, false),
+            Gen::Signal(0),
+            Gen::Drop(6),
+            Gen::Signal(2),
+        ];
+        let records = packed(build(&gens), 1);
+        let h = histories(Ledger::new(records.clone()));
+        let rule = records[2].op_id();
+        let last = records.last().unwrap().op_id().unix_ms();
+        assert_eq!(h.status_at(&rule, last), Some(Status::Contested));
+        assert_eq!(
+            fold_as_of(records.clone(), last)
+                .state(rule.as_str())
+                .map(|s| s.status),
+            Some(Status::Contested)
+        );
+        assert_eq!(h.of(&rule).len(), 2, "{:?}", h.of(&rule));
     }
 
     /// 100,000 usage signals on one rule and a few hundred rules without
