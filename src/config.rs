@@ -2,8 +2,8 @@
 //! tree. Every section is optional; a missing file means all defaults.
 //!
 //! Each concern owns its section: `[vault]` and `[[compile]]` belong to the
-//! compiled context, `[check]`, `[[points]]` and `[context]` to the operation
-//! log and the checker.
+//! compiled context, `[check]`, `[[points]]`, `[axes]` and `[context]` to
+//! the operation log and the checker.
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +39,10 @@ pub struct Config {
     pub check: CheckConfig,
     #[serde(default)]
     pub points: Vec<toml::Table>,
+    /// `[axes.<name>]`: how the values of an axis sit within one another
+    /// (docs/guide.md, "Axes and windows").
+    #[serde(default)]
+    pub axes: std::collections::BTreeMap<String, crate::ops::axes::AxisConfig>,
     #[serde(default)]
     pub context: ContextConfig,
     #[serde(default)]

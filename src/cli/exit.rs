@@ -119,6 +119,7 @@ impl From<ContextError> for CliError {
             | ContextError::Actor(_)
             | ContextError::Env(_)
             | ContextError::Points(_)
+            | ContextError::Axes(_)
             | ContextError::RulesFile(_)
             | ContextError::Usage(_) => Exit::Usage,
         };

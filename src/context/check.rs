@@ -37,6 +37,9 @@ pub struct CheckRequest {
     pub extra_rules: Vec<PathBuf>,
     /// Record usage signals when the whole project is checked.
     pub record_usage: bool,
+    /// Check against the log as it stood at this instant (Unix ms), with
+    /// windows read at it; usage is then never recorded. `None`: now.
+    pub as_of: Option<u64>,
 }
 
 /// What a check found: the findings and warnings, and how many usage
@@ -102,9 +105,17 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     let filter = ProseFilter::new(&config.check)?.with_vale_styles(root.as_deref());
 
     // The log: rules in force now, each with the scope it holds in.
-    let ledger = session.map(|s| s.ledger()).transpose()?;
+    let ledger = session
+        .map(|s| s.ledger_as_of(req.as_of).map(|(l, _)| l))
+        .transpose()?;
     let mut rules: Vec<(CheckRule, Option<Scope>)> = match (session, &ledger) {
-        (Some(session), Some(ledger)) => rules_from_log(session, ledger)?,
+        (Some(session), Some(ledger)) => {
+            let at = match req.as_of {
+                Some(at) => at,
+                None => session.now_ms()?,
+            };
+            rules_at(session, ledger, at as i64)?
+        }
         _ => Vec::new(),
     };
     for file in &req.extra_rules {
@@ -150,8 +161,11 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     let files = list_files(req, repo, &filter)?;
     // Usage counts need every preferred form in the automaton (a plain
     // matcher leaves out those that cannot change a finding).
-    let counting = whole_project && req.record_usage && session.is_some();
+    let counting = whole_project && req.record_usage && req.as_of.is_none() && session.is_some();
     let mut book = RuleBook::new(rules, points, counting);
+    if let Some(s) = session {
+        book = book.with_space(std::sync::Arc::clone(&s.space));
+    }
     let mut work = Vec::with_capacity(files.len());
     let mut counters = Vec::new();
     for file in files {
@@ -244,16 +258,17 @@ fn repo_relative(root: &Path, abs: &Path) -> Result<String, CheckError> {
     Ok(s)
 }
 
-/// The rules the log holds in force now, each with its scope (applied per
-/// file in `RuleBook::rules_for`).
-pub fn rules_from_log(
+/// The rules the log holds in force at `at` (Unix ms), each with its scope
+/// (applied per file in `RuleBook::rules_for`), and the rules other
+/// registered repositories widened to the workspace, unless a project rule
+/// speaks for the same term.
+fn rules_at(
     session: &Session,
     ledger: &Ledger,
+    at: i64,
 ) -> Result<Vec<(CheckRule, Option<Scope>)>, ContextError> {
-    let at = Some(session.now_ms()? as i64);
+    let at = Some(at);
     let project = ledger.term_rules(None, at);
-    // Rules other registered repositories widened to the workspace, unless
-    // a project rule speaks for the same term.
     let workspace: Vec<TermRule> = super::workspace::rules_at(session, at)
         .into_iter()
         .filter(|w| !w.shadowed_by(&project))
@@ -393,6 +408,8 @@ pub struct RuleBook {
     /// whose globs cannot be compiled holds nowhere.
     globs: Vec<Option<globset::GlobSet>>,
     points: PointMap,
+    /// The project's typed axes the scopes compare on.
+    space: Option<Arc<crate::ops::axes::Space>>,
     /// Also build matchers that count every preferred form (usage signals).
     counting: bool,
     matchers: HashMap<Selection, Matchers>,
@@ -420,9 +437,17 @@ impl RuleBook {
             scopes,
             globs,
             points,
+            space: None,
             counting,
             matchers: HashMap::new(),
         }
+    }
+
+    /// Compare scopes on the project's typed axes.
+    pub fn with_space(mut self, space: Arc<crate::ops::axes::Space>) -> Self {
+        self.space = Some(space);
+        self.matchers.clear();
+        self
     }
 
     /// The rules that hold at `path` (repository-relative): those whose
@@ -434,7 +459,9 @@ impl RuleBook {
             .iter()
             .enumerate()
             .filter(|(i, scope)| {
-                scope.as_ref().is_none_or(|s| s.covers(&point))
+                scope
+                    .as_ref()
+                    .is_none_or(|s| s.covers_in(self.space.as_deref(), &point))
                     && self.globs[*i].as_ref().is_none_or(|g| g.is_match(path))
             })
             .map(|(i, _)| i)

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{ContextError, Session};
-use crate::ops::fold;
 use crate::ops::id::OpId;
 use crate::store::newest::is_ahead;
 use crate::store::{RefLock, segment};
@@ -142,7 +141,9 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
             "a temporary file a killed writer left; the next write removes it, or run `kapi store doctor --repair`".to_owned(),
         );
     }
-    let ledger = fold(loaded.records);
+    let ledger = crate::ops::Ledger::new(loaded.records)
+        .with_axes(session.axes())
+        .folded();
     d.ignored = ledger.ignored.len();
     for i in &ledger.ignored {
         d.findings.push(Finding {

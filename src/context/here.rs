@@ -97,7 +97,10 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
     let mut here = Here::default();
     for rule in ledger.term_rules(None, at) {
         let item = Item::of_rule(&rule, ledger.state(&rule.op));
-        match (rule.scope.covers(point), rule.suggested) {
+        let covers = ledger
+            .get(&rule.op)
+            .is_some_and(|r| ledger.covers(r, &rule.scope, point));
+        match (covers, rule.suggested) {
             (true, false) => here.rules.push(item),
             (true, true) => here.suggestions.push(item),
             (false, false) => here.elsewhere.push(item),
@@ -108,7 +111,10 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
         let (Some(state), Some(Subject::Note { text })) = (state, record.subject.as_ref()) else {
             continue;
         };
-        if !state.status.answers() || !state.scope.in_force(at) || !state.scope.covers(point) {
+        if !state.status.answers()
+            || !state.scope.in_force(at)
+            || !ledger.covers(record, &state.scope, point)
+        {
             continue;
         }
         let item = Item {
@@ -158,9 +164,10 @@ impl Serialize for AtPath {
     }
 }
 
-/// What applies now at `path` (a file or folder; relative paths are taken
-/// from where the session runs).
-pub fn at_path(session: &Session, path: &str) -> Result<AtPath, ContextError> {
+/// What applies at `path` (a file or folder; relative paths are taken
+/// from where the session runs) now, or as the log stood at `as_of` (Unix
+/// ms) with windows read at that instant.
+pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPath, ContextError> {
     let rel = super::work_tree_path(session, path)?;
     // A path that is not there is a mistake to name, not a place where
     // nothing applies yet.
@@ -177,8 +184,11 @@ pub fn at_path(session: &Session, path: &str) -> Result<AtPath, ContextError> {
         rel.clone()
     };
     let point = super::point_of(&session.config, &probe)?;
-    let ledger = session.ledger()?;
-    let at = Some(session.now_ms()? as i64);
+    let (ledger, _) = session.ledger_as_of(as_of)?;
+    let at = Some(match as_of {
+        Some(at) => at,
+        None => session.now_ms()?,
+    } as i64);
     let mut here = applies_at(&ledger, &point, at);
     // Rules other repositories widened to the workspace hold here too,
     // unless a rule of the project speaks for the same term.

@@ -2,6 +2,7 @@
 //! withdrawal, and a person's review decisions. Each builds its operation,
 //! asks the policy, and appends it; none prints.
 
+pub mod atlas;
 pub mod check;
 pub mod doctor;
 pub mod env;
@@ -38,12 +39,14 @@ pub use reset::{ResetReport, ResetRequest, reset};
 pub use review::{Pending, ReviewRequest, Reviewed, pending, pending_from, review};
 
 use crate::config::{Config, ConfigError};
+use crate::ops::Ledger;
+use crate::ops::axes::{Axes, Space};
 use crate::ops::forms::FormsError;
+use crate::ops::history::Histories;
 use crate::ops::id::ResolveError;
 use crate::ops::policy::PolicyError;
 use crate::ops::record::{Actor, Basis, Kind, Record};
 use crate::ops::scope::ScopeError;
-use crate::ops::{Ledger, fold};
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +69,8 @@ pub enum ContextError {
     Env(#[from] EnvError),
     #[error("kapi.toml: {0}")]
     Points(#[from] PointsError),
+    #[error("kapi.toml: {0}")]
+    Axes(#[from] crate::ops::axes::AxesError),
     #[error(transparent)]
     RulesFile(#[from] rulesfiles::RulesFileIo),
     /// Bad input the caller can fix; the message says how.
@@ -84,6 +89,9 @@ pub struct Workspace {
     pub config: Config,
     pub root: PathBuf,
     pub project: String,
+    /// The project's typed axes (`[axes]` in kapi.toml, with the
+    /// gazetteers it names): every reader compares scopes on them.
+    pub space: Arc<Space>,
 }
 
 impl Workspace {
@@ -100,17 +108,26 @@ impl Workspace {
         if let Some(timeout) = env.lock_timeout()? {
             store.set_lock_timeout(timeout);
         }
+        let space = Arc::new(space_of(&config, &root)?);
         Ok(Self {
             store,
             config,
             root,
             project,
+            space,
         })
+    }
+
+    /// The typed axes the fold compares this project's scopes on.
+    pub fn axes(&self) -> Axes {
+        Axes::of(&self.project, Arc::clone(&self.space))
     }
 
     /// Read and fold the whole log.
     pub fn ledger(&self) -> Result<Ledger, ContextError> {
-        Ok(fold(self.store.load_all()?.records))
+        Ok(Ledger::new(self.store.load_all()?.records)
+            .with_axes(self.axes())
+            .folded())
     }
 }
 
@@ -223,6 +240,36 @@ impl Session {
     /// (malformed, over a limit, ...) and were skipped; `kapi store
     /// doctor` names them.
     pub fn ledger_and_unreadable(&self) -> Result<(Ledger, usize), ContextError> {
+        self.ledger_as_of(None)
+    }
+
+    /// [`Session::ledger_and_unreadable`] as the log stood at `as_of`
+    /// (Unix ms; `None` for now): only the operations it had accepted by
+    /// then are folded (`--as-of`).
+    pub fn ledger_as_of(&self, as_of: Option<u64>) -> Result<(Ledger, usize), ContextError> {
+        self.read_log(
+            |ledger| match as_of {
+                Some(at) => ledger.as_of(at),
+                None => ledger.folded(),
+            },
+            |ledger| ledger,
+        )
+    }
+
+    /// Every subject's history of status changes, from one pass of the
+    /// reducer over the log, with the ledger folded to its end and how
+    /// many stored lines could not be read.
+    pub fn histories(&self) -> Result<(Histories, usize), ContextError> {
+        self.read_log(crate::ops::history::histories, |h| &mut h.ledger)
+    }
+
+    /// Read the log, hold back what is dated ahead, and fold it with the
+    /// project's axes by `fold`; `ledger` names the ledger in the result.
+    fn read_log<T>(
+        &self,
+        fold: impl FnOnce(Ledger) -> T,
+        ledger: impl FnOnce(&mut T) -> &mut Ledger,
+    ) -> Result<(T, usize), ContextError> {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
         let loaded = self.store.load_all()?;
         let unreadable = loaded.problems.len();
@@ -235,14 +282,14 @@ impl Session {
             }
             !ahead
         });
-        let mut ledger = fold(records);
-        ledger
+        let mut folded = fold(Ledger::new(records).with_axes(self.axes()));
+        ledger(&mut folded)
             .ignored
             .extend(held.into_iter().map(|id| crate::ops::fold::Ignored {
                 id,
                 reason: "dated more than 10 minutes past this machine's clock: held back until its time comes".into(),
             }));
-        Ok((ledger, unreadable))
+        Ok((folded, unreadable))
     }
 
     /// The commit checked out, recorded as the basis of an operation.
@@ -285,6 +332,30 @@ impl Session {
     pub(crate) fn register(&self) {
         let _ = workspace::register(self);
     }
+}
+
+/// The project's typed axes: `[axes]` in kapi.toml, a geo axis's places
+/// read from the gazetteer file it names (relative to the work tree).
+/// A `[[points]]` value an axis cannot take is refused here, naming its
+/// entry: a typo would otherwise put files at a point no rule reaches.
+fn space_of(config: &Config, root: &Path) -> Result<Space, ContextError> {
+    let space = Space::build(&config.axes, |file| {
+        std::fs::read_to_string(root.join(file)).map_err(|e| format!("cannot read it: {e}"))
+    })?;
+    if !space.is_empty() {
+        for (entry, axis, value) in PointMap::from_config(&config.points)?.values() {
+            if let Some(typed) = space.axis(axis)
+                && !typed.legal(value)
+            {
+                return Err(ContextError::Usage(format!(
+                    "kapi.toml: [[points]] entry {entry} sets {axis} = \"{value}\", which is not a value of the {} axis {axis} (expected {})",
+                    typed.kind(),
+                    typed.expects()
+                )));
+            }
+        }
+    }
+    Ok(space)
 }
 
 /// The project key: `project` in kapi.toml, else the name of the `origin`

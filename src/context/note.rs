@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::{ContextError, Session};
 use crate::ops::Status;
+use crate::ops::axes::Space;
 use crate::ops::forms::avoided_forms;
 use crate::ops::id::resolve;
 use crate::ops::policy::{Transition, person_decides};
@@ -226,23 +227,41 @@ fn scope(
     valid_from: Option<String>,
     valid_to: Option<String>,
 ) -> Result<Scope, ContextError> {
+    let points = super::PointMap::from_config(&session.config.points)?;
     let mut point: Point = match path {
-        Some(p) => super::point_of(&session.config, p)?,
+        Some(p) => points.point(p),
         None => Point::new(),
     };
+    let seen = path.unwrap_or("the evidence");
     for (axis, value) in parse_point(narrow)? {
         if FILE_AXES.contains(&axis.as_str()) {
+            let setting = match path.and_then(|p| Some((p, points.entry_setting(p, &axis)?))) {
+                Some((p, (n, globs))) => format!(
+                    "for {p} it is set by [[points]] entry {n} (paths = {globs:?}) in kapi.toml"
+                ),
+                None => format!(
+                    "no [[points]] entry in kapi.toml sets it for {seen}; add one whose paths match the file"
+                ),
+            };
             return Err(ContextError::Usage(format!(
-                "--point cannot set {axis}: it comes from the file the evidence is in ({}); map files to it with [[points]] in kapi.toml",
-                path.unwrap_or("none given")
+                "--point cannot set {axis}: it comes from the file the evidence is in; {setting}"
+            )));
+        }
+        let typed = session.space.axis(&axis);
+        if let Some(typed) = typed
+            && !typed.legal(&value)
+        {
+            return Err(ContextError::Usage(format!(
+                "--point {axis}={value}: `{value}` is not a value of the {} axis {axis} in kapi.toml (expected {})",
+                typed.kind(),
+                typed.expects()
             )));
         }
         if let Some(current) = point.get(&axis)
-            && current != &value
+            && !Space::contains(Some(&session.space), &axis, current, &value)
         {
             return Err(ContextError::Usage(format!(
-                "--point can only narrow where the evidence was seen: {} is at {axis}={current}; a person applies a rule more widely in review (`kapi context review --keep <id> --widen-to {axis}`)",
-                path.unwrap_or("the evidence")
+                "--point can only narrow where the evidence was seen: {seen} is at {axis}={current}, and {axis}={value} is not within it; only a person applies a rule more widely, in review (`kapi context review --keep <id> --widen-to {axis}`)"
             )));
         }
         point.insert(axis, value);

@@ -44,7 +44,7 @@ pub enum PointsError {
 /// Compiled `[[points]]` entries; later entries override earlier ones.
 #[derive(Debug, Default)]
 pub struct PointMap {
-    entries: Vec<(GlobSet, BTreeMap<String, String>)>,
+    entries: Vec<(GlobSet, BTreeMap<String, String>, Vec<String>)>,
 }
 
 impl PointMap {
@@ -64,7 +64,7 @@ impl PointMap {
                     source,
                 })?);
             }
-            entries.push((set.build()?, entry.axes));
+            entries.push((set.build()?, entry.axes, entry.paths));
         }
         Ok(Self { entries })
     }
@@ -72,12 +72,35 @@ impl PointMap {
     /// The point of a path relative to the work tree.
     pub fn point(&self, rel_path: &str) -> Point {
         let mut point = Point::new();
-        for (set, axes) in &self.entries {
+        for (set, axes, _) in &self.entries {
             if set.is_match(rel_path) {
                 point.extend(axes.iter().map(|(a, v)| (a.clone(), v.clone())));
             }
         }
         point
+    }
+
+    /// The `[[points]]` entry (numbered from 1) that sets `axis` for
+    /// `rel_path`, with its path globs: the last that matches, as in
+    /// [`PointMap::point`].
+    pub fn entry_setting(&self, rel_path: &str, axis: &str) -> Option<(usize, Vec<String>)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, (set, axes, _))| axes.contains_key(axis) && set.is_match(rel_path))
+            .map(|(i, (_, _, globs))| (i + 1, globs.clone()))
+    }
+
+    /// Every value the entries set: (entry, numbered from 1; axis; value).
+    pub fn values(&self) -> impl Iterator<Item = (usize, &str, &str)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (_, axes, _))| {
+                axes.iter()
+                    .map(move |(a, v)| (i + 1, a.as_str(), v.as_str()))
+            })
     }
 
     pub fn is_empty(&self) -> bool {

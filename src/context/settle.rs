@@ -183,6 +183,7 @@ pub fn merge_signals_in(
         return Ok(report);
     }
     let points = PointMap::from_config(&session.config.points)?;
+    let space = std::sync::Arc::clone(&session.space);
     let filter = ProseFilter::new(&session.config.check)
         .map_err(|e| ContextError::Usage(format!("kapi.toml [check]: {e}")))?
         .with_vale_styles(Some(&session.root));
@@ -195,7 +196,7 @@ pub fn merge_signals_in(
         }
         let point = points.point(path);
         let holding: Vec<usize> = (0..rules.len())
-            .filter(|&i| scopes[i].covers(&point))
+            .filter(|&i| scopes[i].covers_in(Some(&space), &point))
             .collect();
         if let Ok(mut m) = seen.lock() {
             m.insert(path.to_owned(), holding.clone());

@@ -180,11 +180,11 @@ fn the_pending_queue_empties_when_a_person_decides() {
     assert_eq!(digest.len(), 1);
 
     assert!(
-        at_path(&person, "docs/intro.md").is_err(),
+        at_path(&person, "docs/intro.md", None).is_err(),
         "not in the work tree"
     );
     repo.write("docs/intro.md", "Open Quickcast.\n");
-    let here = at_path(&person, "docs/intro.md").unwrap();
+    let here = at_path(&person, "docs/intro.md", None).unwrap();
     assert_eq!(here.here.rules.len(), 1);
     assert_eq!(here.to_json()["rules"][0]["use"], "Quickcast");
 }

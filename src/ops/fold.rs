@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::axes::Axes;
 use super::forms::{case_key, form_matches, is_case_only};
 use super::id::OpId;
 use super::op::{Op, Stated};
@@ -247,6 +248,9 @@ struct Folding {
     /// sessions), to restore before the next operation is applied: their
     /// results hold for the log as it ends, not for the log that goes on.
     undo: Option<Vec<Overwritten>>,
+    /// Each project's typed axes: settling and disagreements compare
+    /// scopes on them.
+    axes: Axes,
 }
 
 /// A subject's state and where it was last kept, before the end-of-log
@@ -320,6 +324,30 @@ impl Ledger {
             .collect()
     }
 
+    /// The position of `id` in the log, if it holds it.
+    pub(super) fn position(&self, id: &OpId) -> Option<usize> {
+        self.fold.keys.binary_search(&id.key()).ok()
+    }
+
+    /// The state of the record at `at`, as the reducer holds it now.
+    pub(super) fn state_at(&self, at: usize) -> Option<&State> {
+        self.fold.states[at].as_deref()
+    }
+
+    /// Report the status the record at `at` has now, because of the
+    /// operation at `by` (nothing when its history already says so).
+    pub(super) fn report(&mut self, at: usize, by: usize) {
+        if let Some(to) = self.fold.states[at].as_ref().map(|s| s.status) {
+            self.fold.emit(&self.records, at, by, to);
+        }
+    }
+
+    /// Take `status` as what the history of the record at `at` last
+    /// reported (the reducer reports a change against it).
+    pub(super) fn set_reported(&mut self, at: usize, status: Status) {
+        self.fold.reported[at] = Some(status);
+    }
+
     /// Keep every status change from now on.
     pub fn keep_history(&mut self) {
         self.fold.events.get_or_insert_with(Vec::new);
@@ -360,10 +388,29 @@ impl Ledger {
                 reported: vec![None; n],
                 replaying: false,
                 undo: None,
+                axes: Axes::default(),
             },
             records,
             ignored,
         }
+    }
+
+    /// Compare scopes on each project's typed axes (before anything is
+    /// applied: what was folded compared without them).
+    pub fn with_axes(mut self, axes: Axes) -> Ledger {
+        debug_assert_eq!(self.fold.applied, 0, "axes are set before the fold");
+        self.fold.axes = axes;
+        self
+    }
+
+    /// The typed axes the fold compares scopes on.
+    pub fn axes(&self) -> &Axes {
+        &self.fold.axes
+    }
+
+    /// Whether `record`'s `scope` covers `point` on its project's axes.
+    pub fn covers(&self, record: &Record, scope: &Scope, point: &super::scope::Point) -> bool {
+        scope.covers_in(self.fold.axes.space(&record.project), point)
     }
 
     /// How many records have been applied.
@@ -719,11 +766,17 @@ impl Folding {
             &self.evidence,
             &mut self.states[..n],
             &mut self.kept_at[..n],
+            &self.axes,
         );
         for (at, by, to) in settled {
             self.emit(records, at, by, to);
         }
-        mark_disagreements(&records[..n], &mut self.states[..n], &self.kept_at[..n]);
+        mark_disagreements(
+            &records[..n],
+            &mut self.states[..n],
+            &self.kept_at[..n],
+            &self.axes,
+        );
         count_sessions(&records[..n], &mut self.states[..n]);
         for &(at, _, _) in &saved {
             let Some(state) = self.states[at].as_ref() else {
@@ -758,7 +811,22 @@ pub fn fold_with_history(records: Vec<Record>) -> Ledger {
 /// applies the operations the log had accepted by then (ids are
 /// time-ordered, so they are a prefix) and stops there.
 pub fn fold_as_of(records: Vec<Record>, cutoff_ms: u64) -> Ledger {
-    let mut ledger = Ledger::new(records);
+    Ledger::new(records).as_of(cutoff_ms)
+}
+
+impl Ledger {
+    /// [`fold_as_of`] over a ledger with nothing applied yet (with its axes).
+    pub fn as_of(self, cutoff_ms: u64) -> Ledger {
+        as_of(self, cutoff_ms)
+    }
+
+    /// Apply every record and the end-of-log passes.
+    pub fn folded(self) -> Ledger {
+        self.run()
+    }
+}
+
+fn as_of(mut ledger: Ledger, cutoff_ms: u64) -> Ledger {
     let within = |r: &Record| super::id::time_of(&r.id) + super::id::EPOCH_MS <= cutoff_ms;
     while ledger.records.get(ledger.fold.applied).is_some_and(within) {
         ledger.apply_next();
@@ -797,6 +865,24 @@ fn new_state(r: &Record, status: Status) -> State {
         because: Vec::new(),
         drift: None,
     }
+}
+
+/// Whether the rules at `a` and `b` can apply at one point and instant:
+/// rules of one project compare on its typed axes; rules of two projects
+/// never meet (a rule widened to the workspace is compared by its
+/// widening, not here).
+pub(super) fn meet(
+    records: &[Record],
+    states: &[Option<Box<State>>],
+    axes: &Axes,
+    a: usize,
+    b: usize,
+) -> bool {
+    let (Some(sa), Some(sb)) = (states[a].as_ref(), states[b].as_ref()) else {
+        return false;
+    };
+    let project = &records[a].project;
+    project == &records[b].project && sa.scope.overlaps_in(axes.space(project), &sb.scope)
 }
 
 /// A term rule's forms, for disagreement checks.
@@ -884,6 +970,7 @@ fn mark_disagreements(
     records: &[Record],
     states: &mut [Option<Box<State>>],
     kept_at: &[Option<usize>],
+    axes: &Axes,
 ) {
     let rules = term_views(records, states);
     // Rules that state one term (the same form to use and the same forms to
@@ -946,8 +1033,7 @@ fn mark_disagreements(
         if a.at == b.at {
             continue;
         }
-        let scope = |at: usize| &states[at].as_ref().expect("rules have states").scope;
-        if !disagree(a, b) || !scope(a.at).overlaps(scope(b.at)) {
+        if !disagree(a, b) || !meet(records, states, axes, a.at, b.at) {
             continue;
         }
         // A person's correction reverses an established rule unless a person
@@ -1034,7 +1120,7 @@ fn count_sessions(records: &[Record], states: &mut [Option<Box<State>>]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ops::id::{EPOCH_MS, OpId};
     use crate::ops::record::{Actor, Subject};
@@ -1172,14 +1258,14 @@ mod tests {
         );
     }
 
-    mod reducer {
+    pub(crate) mod reducer {
         use super::*;
         use crate::ops::record::{Correction, Evidence};
         use proptest::prelude::*;
 
         /// One generated operation: a kind, who, and what it points at.
         #[derive(Debug, Clone)]
-        enum Gen {
+        pub(crate) enum Gen {
             Term(u8, u8, bool),
             Correct(u8, u8, bool),
             Import(u8, u8),
@@ -1191,7 +1277,7 @@ mod tests {
             Addressed(u8),
         }
 
-        fn operation() -> impl Strategy<Value = Gen> {
+        pub(crate) fn operation() -> impl Strategy<Value = Gen> {
             prop_oneof![
                 4 => (0u8..4, 0u8..3, any::<bool>()).prop_map(|(a, b, p)| Gen::Term(a, b, p)),
                 1 => (0u8..4, 0u8..3, any::<bool>()).prop_map(|(a, b, p)| Gen::Correct(a, b, p)),
@@ -1205,7 +1291,7 @@ mod tests {
             ]
         }
 
-        fn build(gens: &[Gen]) -> Vec<Record> {
+        pub(crate) fn build(gens: &[Gen]) -> Vec<Record> {
             let mut out: Vec<Record> = Vec::new();
             for (n, g) in gens.iter().enumerate() {
                 let n = n as u64 + 1;
@@ -1444,7 +1530,7 @@ mod tests {
                 }
             }
 
-            mark_disagreements(&records, &mut states, &kept_at);
+            mark_disagreements(&records, &mut states, &kept_at, &Axes::default());
             count_sessions(&records, &mut states);
             (records, states, ignored)
         }

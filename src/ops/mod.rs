@@ -2,8 +2,10 @@
 //! scopes, the policy, the fold, and who is acting.
 
 pub mod actor;
+pub mod axes;
 pub mod fold;
 pub mod forms;
+pub mod history;
 pub mod id;
 pub mod op;
 pub mod policy;

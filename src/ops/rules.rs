@@ -52,7 +52,7 @@ impl Ledger {
             let Some(state) = state else { continue };
             if !state.status.answers()
                 || !state.scope.in_force(at)
-                || point.is_some_and(|p| !state.scope.covers(p))
+                || point.is_some_and(|p| !self.covers(record, &state.scope, p))
             {
                 continue;
             }
@@ -100,6 +100,17 @@ impl Ledger {
 }
 
 impl Ledger {
+    /// Whether two rules can apply at one point and instant: one project's
+    /// rules compare on its typed axes; two projects' never meet.
+    fn scopes_meet(&self, a: &TermRule, b: &TermRule) -> bool {
+        let (Some(ra), Some(rb)) = (self.get(&a.op), self.get(&b.op)) else {
+            return false;
+        };
+        ra.project == rb.project
+            && a.scope
+                .overlaps_in(self.axes().space(&ra.project), &b.scope)
+    }
+
     /// The pairs of imported rules in force at `at` that disagree, as the
     /// fold tells a disagreement (they share a form to avoid and name
     /// different forms to use, or one avoids the form the other prescribes)
@@ -137,7 +148,7 @@ impl Ledger {
             .into_iter()
             .filter(|&(i, j)| {
                 let (a, b) = (&rules[i], &rules[j]);
-                clash(a, b) && a.scope.overlaps(&b.scope) && paths_meet(&a.paths, &b.paths)
+                clash(a, b) && self.scopes_meet(a, b) && paths_meet(&a.paths, &b.paths)
             })
             .map(|(i, j)| (rules[i].clone(), rules[j].clone()))
             .collect()

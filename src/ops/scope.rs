@@ -1,6 +1,7 @@
 //! Where and when a rule holds: a point (axis → value) and a half-open
-//! lifetime window. Typed axes (hierarchies, ranges, places) come later;
-//! until then coordinates compare by equality.
+//! lifetime window. Values compare on the project's typed axes
+//! ([`Space`]: hierarchies, ranges, places); an axis it does not type
+//! compares by equality.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,7 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{Date, OffsetDateTime};
 
+use super::axes::Space;
 use super::record::Scope;
 
 /// A point: the coordinates of a file or of a piece of evidence.
@@ -21,6 +23,10 @@ pub enum ScopeError {
     EmptyWindow { from: String, to: String },
     #[error("`{0}` is not axis=value")]
     BadPoint(String),
+    #[error(
+        "--as-of `{0}` is neither a date (2026-11-01) nor an RFC 3339 instant (2026-11-01T12:00:00Z)"
+    )]
+    BadAsOf(String),
 }
 
 /// Parse a window bound: a bare date means midnight UTC of that day, so a
@@ -33,6 +39,22 @@ pub fn parse_bound(text: &str) -> Result<i64, ScopeError> {
     let date = Date::parse(text, format_description!("[year]-[month]-[day]"))
         .map_err(|_| ScopeError::BadBound(text.to_owned()))?;
     Ok(unix_ms(date.midnight().assume_utc()))
+}
+
+/// Parse `--as-of`: an RFC 3339 instant, or a bare date meaning the end
+/// of that day in UTC (everything the log accepted on that date counts).
+/// Unix milliseconds.
+pub fn parse_as_of(text: &str) -> Result<u64, ScopeError> {
+    let bad = || ScopeError::BadAsOf(text.trim().to_owned());
+    let text = text.trim();
+    let ms = if let Ok(t) = OffsetDateTime::parse(text, &Rfc3339) {
+        unix_ms(t)
+    } else {
+        let date =
+            Date::parse(text, format_description!("[year]-[month]-[day]")).map_err(|_| bad())?;
+        unix_ms(date.midnight().assume_utc()) + 86_400_000 - 1
+    };
+    u64::try_from(ms).map_err(|_| bad())
 }
 
 fn unix_ms(t: OffsetDateTime) -> i64 {
@@ -97,20 +119,38 @@ impl Scope {
         }
     }
 
-    /// Whether the scope covers `point`: for every axis the scope names, the
-    /// point has the same value.
+    /// Whether the scope covers `point` comparing by equality:
+    /// [`Scope::covers_in`] with no typed axes.
     pub fn covers(&self, point: &Point) -> bool {
-        self.point
-            .iter()
-            .all(|(axis, value)| point.get(axis) == Some(value))
+        self.covers_in(None, point)
     }
 
-    /// Whether two scopes can apply at one point and one instant.
+    /// Whether the scope covers `point`: for every axis the scope names,
+    /// the point's value sits within the scope's value on `space`'s axes
+    /// (equality for an axis it does not type).
+    pub fn covers_in(&self, space: Option<&Space>, point: &Point) -> bool {
+        self.point.iter().all(|(axis, value)| {
+            point
+                .get(axis)
+                .is_some_and(|v| Space::contains(space, axis, value, v))
+        })
+    }
+
+    /// Whether two scopes can apply at one point and one instant, comparing
+    /// by equality: [`Scope::overlaps_in`] with no typed axes.
     pub fn overlaps(&self, other: &Scope) -> bool {
-        let points_meet = self
-            .point
-            .iter()
-            .all(|(axis, value)| other.point.get(axis).is_none_or(|v| v == value));
+        self.overlaps_in(None, other)
+    }
+
+    /// Whether two scopes can apply at one point and one instant: their
+    /// values meet on every axis both name, and their windows meet.
+    pub fn overlaps_in(&self, space: Option<&Space>, other: &Scope) -> bool {
+        let points_meet = self.point.iter().all(|(axis, value)| {
+            other
+                .point
+                .get(axis)
+                .is_none_or(|v| Space::overlaps(space, axis, value, v))
+        });
         let (af, at) = window(self);
         let (bf, bt) = window(other);
         points_meet && af < bt && bf < at

@@ -27,6 +27,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::axes::Axes;
 use super::fold::{State, Status, TermView, disagree, term_views};
 use super::forms::{case_key, writes_avoided, writes_preferred};
 use super::id::OpId;
@@ -155,6 +156,7 @@ pub(super) fn settle(
     evidence: &[usize],
     states: &mut [Option<Box<State>>],
     kept_at: &mut [Option<usize>],
+    axes: &Axes,
 ) -> Vec<Settled> {
     let status = |states: &[Option<Box<State>>], at: usize| states[at].as_ref().map(|s| s.status);
     let members: Vec<Member<'_>> = (0..states.len())
@@ -227,11 +229,11 @@ pub(super) fn settle(
     for m in &members {
         let state = states[m.at].as_ref().expect("members have states");
         let scope = state.scope.clone();
-        let overlaps = |at: usize| {
-            states[at]
-                .as_ref()
-                .is_some_and(|s| s.scope.overlaps(&scope))
-        };
+        let overlaps = |at: usize| super::fold::meet(records, states, axes, m.at, at);
+        // Evidence counts where the rule holds: on its project's axes (a
+        // correction at market: no counts for a rule at market: nordics).
+        let project = &records[m.at].project;
+        let space = axes.space(project);
         // A person's drop of the rule sets aside what came before it.
         let since = set_aside
             .iter()
@@ -247,7 +249,7 @@ pub(super) fn settle(
             let Some(correction) = r.correction.as_deref() else {
                 continue;
             };
-            if !scope.covers(&r.scope.point) {
+            if &r.project != project || !scope.covers_in(space, &r.scope.point) {
                 continue;
             }
             let (from, to) = (&correction.from, &correction.to);

@@ -99,6 +99,16 @@ fn context_file_seeds_parse() {
         kapi::context::PointMap::from_config(&config.points)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let _ = config.check.prose_globs();
+        // The fuzz target reads the same bytes as a gazetteer too.
+        let space = kapi::ops::axes::Space::build(&config.axes, |_| {
+            Ok(include_str!("../../fixtures/axes/places.toml").to_owned())
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for (_, axis) in space.axes() {
+            for (a, _) in axis.values() {
+                assert!(axis.contains(a, a) && axis.overlaps(a, a));
+            }
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! The end-to-end suites, one module per area.
 
+mod atlas;
+mod axes;
 mod check;
 mod compiled_context;
 mod context;

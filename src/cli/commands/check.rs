@@ -39,6 +39,11 @@ pub struct Args {
     /// status is established, suggested, contested or advisory. Repeatable.
     #[arg(long = "rules", value_name = "FILE")]
     pub rules: Vec<PathBuf>,
+
+    /// Check against the log as it stood at this instant (RFC 3339) or at the end of
+    /// this date (UTC), with rule windows read at it.
+    #[arg(long, value_name = "WHEN", value_parser = crate::cli::commands::parse_as_of)]
+    pub as_of: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -61,6 +66,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         staged: args.staged,
         extra_rules: args.rules,
         record_usage: true,
+        as_of: args.as_of,
     };
     let report = check(session.as_ref(), &request)?;
     let text = match args.format {

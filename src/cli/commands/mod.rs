@@ -132,3 +132,9 @@ pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
         Command::Hook(args) => hook::run(args, ctx),
     }
 }
+
+/// `--as-of WHEN`: an RFC 3339 instant, or a date meaning the end of that
+/// day (UTC), as Unix milliseconds.
+pub(crate) fn parse_as_of(text: &str) -> Result<u64, String> {
+    crate::ops::scope::parse_as_of(text).map_err(|e| e.to_string())
+}

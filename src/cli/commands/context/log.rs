@@ -28,6 +28,14 @@ pub struct Args {
     /// One JSON object per line.
     #[arg(long)]
     pub json: bool,
+    /// Read the log as it stood at this instant (RFC 3339) or at the end of
+    /// this date (UTC).
+    #[arg(long, value_name = "WHEN", value_parser = crate::cli::commands::parse_as_of)]
+    pub as_of: Option<u64>,
+    /// Under each rule or note, every status it took and when (the instant
+    /// the log accepted the operation that made it, and that operation).
+    #[arg(long, conflicts_with = "as_of")]
+    pub history: bool,
 }
 
 fn parse_status(s: &str) -> Result<Status, String> {
@@ -53,19 +61,47 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         actor: args.actor,
     }
     .resolve(&session)?;
-    let (ledger, unreadable) = session.ledger_and_unreadable()?;
+    let (histories, ledger, unreadable) = if args.history {
+        let (h, unreadable) = session.histories()?;
+        (Some(h), None, unreadable)
+    } else {
+        let (ledger, unreadable) = session.ledger_as_of(args.as_of)?;
+        (None, Some(ledger), unreadable)
+    };
+    let folded = match (&histories, &ledger) {
+        (Some(h), _) => &h.ledger,
+        (None, Some(l)) => l,
+        (None, None) => unreachable!("one of the two is read"),
+    };
     let mut out = Out::new();
-    for entry in query(&ledger, &filter) {
+    for entry in query(folded, &filter) {
+        let changes = histories
+            .as_ref()
+            .map(|h| h.of(&entry.record.op_id()))
+            .unwrap_or_default();
         if args.json {
-            out.line(entry.to_json().to_string())?;
+            let mut json = entry.to_json();
+            if histories.is_some() {
+                json["history"] = serde_json::to_value(changes).unwrap_or_default();
+            }
+            out.line(json.to_string())?;
         } else {
             let mut line = human_line(entry.record, entry.state);
             if let Some(reason) = entry.ignored {
                 line.push_str(&format!(" [ignored: {reason}]"));
             }
             out.line(line)?;
+            for c in changes {
+                out.line(format!(
+                    "    {} {} by #{}",
+                    crate::ops::id::rfc3339_ms(c.at_ms),
+                    c.to.as_str(),
+                    c.by.short()
+                ))?;
+            }
         }
     }
+    session.release(histories);
     session.release(ledger);
     if unreadable > 0 {
         let _ = writeln!(

@@ -5,6 +5,7 @@ use clap::Subcommand;
 
 use super::Ctx;
 
+pub mod atlas;
 pub mod log;
 pub mod note;
 pub mod path;
@@ -76,6 +77,8 @@ pub enum ContextCommand {
     /// List every operation, folded: status, contests, standing.
     #[command(hide = true)]
     Log(log::Args),
+    /// (For people) The whole context over time and across axes, as one document (--json).
+    Atlas(atlas::Args),
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
@@ -87,6 +90,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Some(ContextCommand::Search(a)) => search::run(a, ctx),
         Some(ContextCommand::Sync(a)) => sync::run(a, ctx),
         Some(ContextCommand::Session(a)) => session::run(a, ctx),
+        Some(ContextCommand::Atlas(a)) => atlas::run(a, ctx),
         None => path::run(args.here, ctx),
     }
 }

@@ -17,6 +17,10 @@ pub struct Args {
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+    /// Read the log as it stood at this instant (RFC 3339) or at the end of
+    /// this date (UTC), with rule windows read at it.
+    #[arg(long, value_name = "WHEN", value_parser = crate::cli::commands::parse_as_of)]
+    pub as_of: Option<u64>,
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
@@ -26,20 +30,24 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         ));
     };
     let session = ctx.session()?;
-    let doc = at_path(&session, &path)?;
+    let doc = at_path(&session, &path, args.as_of)?;
     let mut out = Out::new();
     if args.json {
         out.line(doc.to_json().to_string())?;
         return Ok(Exit::Ok);
     }
     let AtPath { path, point, here } = doc;
+    let as_of = args
+        .as_of
+        .map(|at| format!(" as of {}", crate::ops::id::rfc3339_ms(at)))
+        .unwrap_or_default();
     let where_ = if point.is_empty() {
         String::new()
     } else {
         let axes: Vec<String> = point.iter().map(|(a, v)| format!("{a}={v}")).collect();
         format!(" ({})", axes.join(", "))
     };
-    out.line(format!("{path}{where_}"))?;
+    out.line(format!("{path}{where_}{as_of}"))?;
     section(&mut out, "Rules in force", &here.rules)?;
     section(&mut out, "Notes a person kept", &here.notes)?;
     section(
