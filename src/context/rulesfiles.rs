@@ -38,11 +38,7 @@ pub enum RulesFileIo {
 
 /// `product=quickcast, until 2027-01-01` for a scope narrower than the project.
 fn describe(scope: &Scope) -> Option<String> {
-    let mut parts: Vec<String> = scope
-        .point
-        .iter()
-        .map(|(a, v)| format!("{a}={v}"))
-        .collect();
+    let mut parts = crate::ops::scope::pairs(&scope.point);
     if let Some(from) = &scope.valid_from {
         parts.push(format!("from {from}"));
     }

@@ -15,6 +15,12 @@ use super::record::Scope;
 /// A point: the coordinates of a file or of a piece of evidence.
 pub type Point = BTreeMap<String, String>;
 
+/// A point's coordinates as `axis=value`, in axis order: what every surface
+/// prints for where a rule holds.
+pub fn pairs(point: &Point) -> Vec<String> {
+    point.iter().map(|(a, v)| format!("{a}={v}")).collect()
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScopeError {
     #[error("`{0}` is neither a date (2026-12-01) nor an RFC 3339 instant (2026-12-01T09:00:00Z)")]

@@ -79,11 +79,7 @@ fn held(axes: &[String]) -> String {
 }
 
 fn axes_of(scope: &Scope) -> Vec<String> {
-    scope
-        .point
-        .iter()
-        .map(|(a, v)| format!("{a}={v}"))
-        .collect()
+    super::scope::pairs(&scope.point)
 }
 
 /// The scope `scope` widens to, or why it cannot: a widening that changes

@@ -44,7 +44,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let where_ = if point.is_empty() {
         String::new()
     } else {
-        let axes: Vec<String> = point.iter().map(|(a, v)| format!("{a}={v}")).collect();
+        let axes = crate::ops::scope::pairs(&point);
         format!(" ({})", axes.join(", "))
     };
     out.line(format!("{path}{where_}{as_of}"))?;
@@ -78,12 +78,7 @@ fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
     for item in items {
         let mut line = format!("  {}  #{}", item.describe(), item.short);
         if !item.scope.point.is_empty() {
-            let axes: Vec<String> = item
-                .scope
-                .point
-                .iter()
-                .map(|(a, v)| format!("{a}={v}"))
-                .collect();
+            let axes = crate::ops::scope::pairs(&item.scope.point);
             line.push_str(&format!("  [{}]", axes.join(", ")));
         }
         if let Some(project) = &item.workspace {

@@ -153,11 +153,7 @@ fn report(session: &Session, mut reviewed: Reviewed, out: &mut Out) -> Result<()
 
 /// `across the workspace at brand=acme`, `at channel=app`, `across the project`.
 fn where_(scope: &crate::ops::record::Scope) -> String {
-    let axes: Vec<String> = scope
-        .point
-        .iter()
-        .map(|(a, v)| format!("{a}={v}"))
-        .collect();
+    let axes = crate::ops::scope::pairs(&scope.point);
     let across = if scope.workspace {
         "across the workspace"
     } else {

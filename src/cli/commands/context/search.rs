@@ -55,12 +55,7 @@ fn line(item: &Item) -> String {
         item.describe()
     );
     if !item.scope.point.is_empty() {
-        let axes: Vec<String> = item
-            .scope
-            .point
-            .iter()
-            .map(|(a, v)| format!("{a}={v}"))
-            .collect();
+        let axes = crate::ops::scope::pairs(&item.scope.point);
         line.push_str(&format!(" [{}]", axes.join(", ")));
     }
     if item.scope.workspace {
