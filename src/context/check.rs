@@ -102,7 +102,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     let filter = ProseFilter::new(&config.check)?.with_vale_styles(root.as_deref());
 
     // The log: rules in force now, each with the scope it holds in.
-    let ledger = session.map(|s| s.ledger()).transpose()?;
+    let ledger = session.map(|s| s.rules_ledger()).transpose()?;
     let mut rules: Vec<(CheckRule, Option<Scope>)> = match (session, &ledger) {
         (Some(session), Some(ledger)) => rules_from_log(session, ledger)?,
         _ => Vec::new(),

@@ -163,7 +163,7 @@ pub fn at_path(session: &Session, path: &str) -> Result<AtPath, ContextError> {
         rel.clone()
     };
     let point = super::point_of(&session.config, &probe)?;
-    let ledger = session.ledger()?;
+    let ledger = session.rules_ledger()?;
     let here = applies_at(&ledger, &point, Some(session.now_ms()? as i64));
     session.release(ledger);
     Ok(AtPath {

@@ -3,6 +3,7 @@
 //! asks the policy, and appends it; none prints.
 
 pub mod check;
+pub mod checkpointed;
 pub mod doctor;
 pub mod env;
 mod here;
@@ -220,25 +221,16 @@ impl Session {
     /// doctor` names them.
     pub fn ledger_and_unreadable(&self) -> Result<(Ledger, usize), ContextError> {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
-        let loaded = self.store.load_all()?;
-        let unreadable = loaded.problems.len();
-        let mut records = loaded.records;
-        let mut held = Vec::new();
-        records.retain(|r| {
-            let ahead = crate::ops::id::is_id(&r.id) && crate::store::newest::is_ahead(&r.id, now);
-            if ahead {
-                held.push(r.id.clone());
-            }
-            !ahead
-        });
-        let mut ledger = fold(records);
-        ledger
-            .ignored
-            .extend(held.into_iter().map(|id| crate::ops::fold::Ignored {
-                id,
-                reason: "dated more than 10 minutes past this machine's clock: held back until its time comes".into(),
-            }));
-        Ok((ledger, unreadable))
+        checkpointed::read(self, now, checkpointed::Want::Full)
+    }
+
+    /// What states a subject or imports a file, folded as
+    /// [`Session::ledger`] folds it ([`Ledger::view`]): what `kapi check`
+    /// and `kapi context <path>` read, without the usage signals and
+    /// check runs that make up most of a long log.
+    pub fn rules_ledger(&self) -> Result<Ledger, ContextError> {
+        let now = self.now_ms()?.max(self.call.env.wall_ms());
+        Ok(checkpointed::read(self, now, checkpointed::Want::View)?.0)
     }
 
     /// The commit checked out, recorded as the basis of an operation.
