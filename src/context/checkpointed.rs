@@ -1,7 +1,7 @@
 //! Every reader's fold, through the checkpoint: when the logs' tips are
 //! those the checkpoint was folded from and the journal is empty, the
-//! folded ledger (or only its reader's view) is read from it; when the logs
-//! only gained operations that sort after everything it holds, those are
+//! reader's view (or the whole ledger) is read from it; when the logs only
+//! gained operations that sort after everything the base holds, those are
 //! applied to it; otherwise (a merge brought in an older operation, a ref
 //! was rewritten, the code that folds changed, the file is damaged or
 //! missing) the log is read and folded from the start, and the checkpoint
@@ -11,7 +11,7 @@
 use crate::ops::fold::checkpoint::fingerprint;
 use crate::ops::fold::{Ignored, Ledger, fold};
 use crate::ops::record::Record;
-use crate::store::checkpoint::{self, Checkpoint, Header, Tips};
+use crate::store::checkpoint::{self, Checkpoint, Header, Part, Tips};
 use crate::store::newest::is_ahead;
 
 use super::{ContextError, Session};
@@ -25,6 +25,12 @@ pub enum Want {
     View,
 }
 
+/// The base (the whole folded ledger) is written again once this many
+/// operations have been applied to it on reads; until then each read
+/// applies them again (reading only the segments they changed) and writes
+/// only the small view.
+const REBASE: usize = if cfg!(test) { 2 } else { 500 };
+
 /// Read the folded log for `now` (Unix ms): operations dated more than ten
 /// minutes past it are held back and named in `ignored`. Returns the
 /// ledger and how many stored lines could not be read.
@@ -37,7 +43,6 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     // as an operation it cannot apply, and folds again).
     let tips = store.tips()?;
     let pending = store.journal_records()?;
-    let dir = store.kapi_dir();
     if let Some(found) = from_checkpoint(session, &tips, &pending, now, want)? {
         return Ok(found);
     }
@@ -45,9 +50,17 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     let unreadable = loaded.problems.len();
     let (ledger, held) = fold_held_back(loaded.records, now);
     if pending.is_empty() {
-        save(&dir, tips, unreadable, &held, &ledger);
+        let dir = store.kapi_dir();
+        save(&dir, Part::Base, tips, unreadable, &held, &ledger);
+        save(&dir, Part::View, tips, unreadable, &held, &ledger.view());
     }
     Ok((answer(session, ledger, &held, want), unreadable))
+}
+
+/// Whether an operation held back has come due: it sorts before what was
+/// applied after it was held, so the log is folded again.
+fn due(header: &Header, now: u64) -> bool {
+    header.held.iter().any(|r| !is_ahead(&r.id, now))
 }
 
 /// The answer from the checkpoint, when it can give one.
@@ -60,45 +73,51 @@ fn from_checkpoint(
 ) -> Result<Option<(Ledger, usize)>, ContextError> {
     let store = &session.store;
     let dir = store.kapi_dir();
-    let Some(mut found) = Checkpoint::open(&dir, fingerprint()) else {
-        return Ok(None);
-    };
-    let Some(since) = found.header.tips() else {
-        return Ok(None);
-    };
-    // An operation held back whose time has come sorts before what was
-    // applied after it was held: fold again.
-    if found.header.held.iter().any(|r| !is_ahead(&r.id, now)) {
-        return Ok(None);
-    }
-    let unreadable = found.header.unreadable;
-    if &since == tips && pending.is_empty() {
-        let held = found.header.held.clone();
-        let bytes = match want {
-            Want::View => found.view(),
-            Want::Full => found.full(),
-        };
-        return Ok(bytes
+    if want == Want::View
+        && pending.is_empty()
+        && let Some(found) = Checkpoint::open(&dir, Part::View, fingerprint())
+        && found.header.tips().as_ref() == Some(tips)
+        && !due(&found.header, now)
+    {
+        let (held, unreadable) = (found.header.held.clone(), found.header.unreadable);
+        if let Some(mut view) = found
+            .bytes()
             .and_then(|b| Ledger::from_checkpoint(&b))
-            .map(|mut ledger| {
-                hold(&mut ledger, &held);
-                (ledger, unreadable)
-            }));
+            .filter(Ledger::is_view)
+        {
+            hold(&mut view, &held);
+            return Ok(Some((view, unreadable)));
+        }
     }
-    let Some(mut added) = store.added_since(since)? else {
+    let Some(base) = Checkpoint::open(&dir, Part::Base, fingerprint()) else {
         return Ok(None);
     };
+    let Some(since) = base.header.tips() else {
+        return Ok(None);
+    };
+    if due(&base.header, now) {
+        return Ok(None);
+    }
+    let mut added = Vec::new();
+    if &since != tips {
+        match store.added_since(since)? {
+            Some(found) => added = found,
+            None => return Ok(None),
+        }
+    }
     added.extend(pending.iter().cloned());
-    let mut held = found.header.held.clone();
-    let Some(mut ledger) = found.full().and_then(|b| Ledger::from_checkpoint(&b)) else {
+    let (mut held, unreadable) = (base.header.held.clone(), base.header.unreadable);
+    let Some(mut ledger) = base
+        .bytes()
+        .and_then(|b| Ledger::from_checkpoint(&b))
+        .filter(|l| !l.is_view())
+    else {
         return Ok(None);
     };
-    if ledger.is_view() {
-        return Ok(None);
-    }
     added.sort_by(|a, b| a.id.cmp(&b.id));
     added.dedup();
     let newest = ledger.newest_key();
+    let mut applied = 0;
     for record in added {
         if is_ahead(&record.id, now) {
             if !held.contains(&record) {
@@ -110,21 +129,25 @@ fn from_checkpoint(
         if ledger.get(&record.id) == Some(&record) {
             continue;
         }
-        if newest.is_some_and(|n| crate::ops::id::key(&record.id) <= n)
-            || held
-                .iter()
-                .any(|h| crate::ops::id::key(&h.id) < crate::ops::id::key(&record.id))
+        let key = crate::ops::id::key(&record.id);
+        if newest.is_some_and(|n| key <= n) || held.iter().any(|h| crate::ops::id::key(&h.id) < key)
         {
             return Ok(None);
         }
         if ledger.apply(record).is_err() {
             return Ok(None);
         }
+        applied += 1;
     }
     ledger.finish();
     held.sort_by(|a, b| a.id.cmp(&b.id));
     if pending.is_empty() {
-        save(&dir, *tips, unreadable, &held, &ledger);
+        if applied > REBASE {
+            save(&dir, Part::Base, *tips, unreadable, &held, &ledger);
+        }
+        if &since != tips || want == Want::View {
+            save(&dir, Part::View, *tips, unreadable, &held, &ledger.view());
+        }
     }
     Ok(Some((answer(session, ledger, &held, want), unreadable)))
 }
@@ -165,16 +188,21 @@ fn hold(ledger: &mut Ledger, held: &[Record]) {
     }));
 }
 
-/// Write the checkpoint (best effort: a read never fails because it could
-/// not be kept).
-fn save(dir: &std::path::Path, tips: Tips, unreadable: usize, held: &[Record], ledger: &Ledger) {
-    let view = ledger.view().to_checkpoint();
-    let full = ledger.to_checkpoint();
+/// Write one file of the checkpoint (best effort: a read never fails
+/// because it could not be kept).
+fn save(
+    dir: &std::path::Path,
+    part: Part,
+    tips: Tips,
+    unreadable: usize,
+    held: &[Record],
+    ledger: &Ledger,
+) {
     let _ = checkpoint::write(
         dir,
+        part,
         fingerprint(),
         Header::new(tips, unreadable, held.to_vec()),
-        &view,
-        &full,
+        &ledger.to_checkpoint(),
     );
 }

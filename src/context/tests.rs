@@ -263,8 +263,8 @@ mod checkpoint {
         Reset(usize),
         /// `refs/kapi/ops` moved back one commit (rewritten by someone).
         Rewind,
-        /// The checkpoint file damaged.
-        Damage,
+        /// A checkpoint file damaged: the view or the base.
+        Damage(bool),
     }
 
     #[derive(Debug, Clone)]
@@ -296,7 +296,7 @@ mod checkpoint {
             2 => (proptest::collection::vec(operation(), 1..4), any::<u16>()).prop_map(|(g, at)| Step::Merge(g, at)),
             1 => (0usize..64).prop_map(Step::Reset),
             1 => Just(Step::Rewind),
-            1 => Just(Step::Damage),
+            1 => any::<bool>().prop_map(Step::Damage),
         ]
     }
 
@@ -449,8 +449,9 @@ mod checkpoint {
                             crate::git::tests::sh(repo.path(), &["update-ref", "refs/kapi/ops", tip.trim()]);
                         }
                     }
-                    Step::Damage => {
-                        let file = session.store.kapi_dir().join("fold.checkpoint");
+                    Step::Damage(which) => {
+                        let name = if *which { "fold.checkpoint" } else { "fold.base" };
+                        let file = session.store.kapi_dir().join(name);
                         if let Ok(mut bytes) = std::fs::read(&file) {
                             let last = bytes.len() - 2;
                             bytes[last] ^= 0x20;

@@ -1,13 +1,14 @@
-//! Where the fold's checkpoint is kept (`.git/kapi/fold.checkpoint`) and
-//! what the log gained since it was written. The file is derived: safe to
-//! delete, never a source of truth. It is keyed by the tips of both refs it
-//! was folded from and by the code that folded it (a fingerprint the
-//! caller gives), every section carries a CRC-32, and a file that does not
-//! match in every respect is not read (the log is folded again).
+//! Where the fold's checkpoint is kept (`.git/kapi/fold.checkpoint` and
+//! `.git/kapi/fold.base`) and what the log gained since it was written.
+//! Both files are derived: safe to delete, never a source of truth. Each is
+//! keyed by the tips of both refs it was folded from and by the code that
+//! folded it (a fingerprint the caller gives), carries a CRC-32 of its
+//! bytes, and is not read unless it matches in every respect (the log is
+//! folded again).
 //!
-//! Layout: a magic line, one line of JSON (the [`Header`]), then the
-//! reader's view and the whole ledger, each as many bytes as the header
-//! says. A reader that wants only the view reads no further.
+//! Two files ([`Part`]): the reader's view at the tips (small), and the
+//! whole ledger (the base) at the same or older tips. Each is a magic
+//! line, one line of JSON (the [`Header`]), then the ledger's bytes.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -19,13 +20,33 @@ use serde::{Deserialize, Serialize};
 use super::{LogRef, Store, StoreError, segment, tree};
 use crate::ops::record::Record;
 
-const NAME: &str = "fold.checkpoint";
+/// The two files of a checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// `fold.checkpoint`: the reader's view at the logs' tips (small: what
+    /// states a subject or imports a file).
+    View,
+    /// `fold.base`: the whole folded ledger, at tips that may be older
+    /// than the view's (new operations are applied to it on a read, and it
+    /// is rewritten only when many have gathered).
+    Base,
+}
+
+impl Part {
+    fn name(self) -> &'static str {
+        match self {
+            Part::View => "fold.checkpoint",
+            Part::Base => "fold.base",
+        }
+    }
+}
+
 const MAGIC: &[u8] = b"kapi fold checkpoint\n";
 
 /// The tips of `refs/kapi/ops` and `refs/kapi/local` (in that order).
 pub type Tips = [Option<ObjectId>; 2];
 
-/// What a checkpoint was folded from, and where its sections are.
+/// What a checkpoint file was folded from.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Header {
     /// The code that folded it (kapi's version, formats, sources).
@@ -37,9 +58,8 @@ pub struct Header {
     /// Operations dated ahead of the clock when it was written: held back,
     /// not folded.
     pub held: Vec<Record>,
-    /// Length and CRC-32 of the reader's view, then of the whole ledger.
-    pub view: (usize, u32),
-    pub full: (usize, u32),
+    /// Length and CRC-32 of the ledger's bytes after the header.
+    pub bytes: (usize, u32),
 }
 
 impl Header {
@@ -49,8 +69,7 @@ impl Header {
             tips: tips.map(|t| t.map(|t| t.to_hex().to_string())),
             unreadable,
             held,
-            view: (0, 0),
-            full: (0, 0),
+            bytes: (0, 0),
         }
     }
 
@@ -65,17 +84,17 @@ impl Header {
     }
 }
 
-/// An open checkpoint whose header matched: its sections are read on demand.
+/// An open checkpoint file whose header matched: its ledger is read on demand.
 pub struct Checkpoint {
     pub header: Header,
     file: BufReader<File>,
-    read_view: bool,
 }
 
 impl Checkpoint {
-    /// The checkpoint, if there is one written by the code `fingerprint` names.
-    pub fn open(kapi_dir: &Path, fingerprint: &str) -> Option<Self> {
-        let mut file = BufReader::new(File::open(kapi_dir.join(NAME)).ok()?);
+    /// The checkpoint file `part`, if there is one written by the code
+    /// `fingerprint` names.
+    pub fn open(kapi_dir: &Path, part: Part, fingerprint: &str) -> Option<Self> {
+        let mut file = BufReader::new(File::open(kapi_dir.join(part.name())).ok()?);
         let mut magic = vec![0; MAGIC.len()];
         file.read_exact(&mut magic).ok()?;
         if magic != MAGIC {
@@ -84,65 +103,41 @@ impl Checkpoint {
         let mut line = Vec::new();
         file.read_until(b'\n', &mut line).ok()?;
         let header: Header = serde_json::from_slice(&line).ok()?;
-        (header.fingerprint == fingerprint).then_some(Self {
-            header,
-            file,
-            read_view: false,
-        })
+        (header.fingerprint == fingerprint).then_some(Self { header, file })
     }
 
-    /// The reader's view's bytes, if intact.
-    pub fn view(&mut self) -> Option<Vec<u8>> {
-        if self.read_view {
-            return None;
-        }
-        self.read_view = true;
-        section(&mut self.file, self.header.view)
-    }
-
-    /// The whole ledger's bytes, if intact (after the view, or instead of it).
-    pub fn full(mut self) -> Option<Vec<u8>> {
-        if !self.read_view {
-            let skip = self.header.view.0 as u64;
-            let copied = std::io::copy(&mut (&mut self.file).take(skip), &mut std::io::sink());
-            if copied.ok()? != skip {
-                return None;
-            }
-        }
-        section(&mut self.file, self.header.full)
+    /// The ledger's bytes, if intact.
+    pub fn bytes(mut self) -> Option<Vec<u8>> {
+        let (len, crc) = self.header.bytes;
+        let mut bytes = vec![0; len];
+        self.file.read_exact(&mut bytes).ok()?;
+        (crc32fast::hash(&bytes) == crc).then_some(bytes)
     }
 }
 
-fn section(file: &mut BufReader<File>, (len, crc): (usize, u32)) -> Option<Vec<u8>> {
-    let mut bytes = vec![0; len];
-    file.read_exact(&mut bytes).ok()?;
-    (crc32fast::hash(&bytes) == crc).then_some(bytes)
-}
-
-/// Replace the checkpoint (written whole to a temporary file, then
-/// renamed: a reader sees the old one or the new one; a torn file fails
-/// its checksums and is folded again).
+/// Replace a checkpoint file (written whole to a temporary file, then
+/// renamed: a reader sees the old one or the new one; a torn file fails its
+/// checksum and is folded again).
 pub fn write(
     kapi_dir: &Path,
+    part: Part,
     fingerprint: &str,
     mut header: Header,
-    view: &[u8],
-    full: &[u8],
+    ledger: &[u8],
 ) -> std::io::Result<()> {
     header.fingerprint = fingerprint.to_owned();
-    header.view = (view.len(), crc32fast::hash(view));
-    header.full = (full.len(), crc32fast::hash(full));
+    header.bytes = (ledger.len(), crc32fast::hash(ledger));
     let head = serde_json::to_vec(&header)?;
-    let mut out = Vec::with_capacity(MAGIC.len() + head.len() + 1 + view.len() + full.len());
+    let mut out = Vec::with_capacity(MAGIC.len() + head.len() + 1 + ledger.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&head);
     out.push(b'\n');
-    out.extend_from_slice(view);
-    out.extend_from_slice(full);
+    out.extend_from_slice(ledger);
     std::fs::create_dir_all(kapi_dir)?;
-    let tmp = kapi_dir.join(format!("{NAME}.tmp.{}", std::process::id()));
+    let name = part.name();
+    let tmp = kapi_dir.join(format!("{name}.tmp.{}", std::process::id()));
     let result =
-        std::fs::write(&tmp, &out).and_then(|()| std::fs::rename(&tmp, kapi_dir.join(NAME)));
+        std::fs::write(&tmp, &out).and_then(|()| std::fs::rename(&tmp, kapi_dir.join(name)));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

@@ -975,7 +975,7 @@ fn reads_through_the_checkpoint_answer_as_a_fresh_fold() {
     repo.kapi(&["context", "review", "--keep", &id[..10]]).ok();
     repo.write("docs/intro.md", "Open Quick cast.\n");
     repo.kapi(&["check", "docs/intro.md"]).code(1);
-    let checkpoint = repo.join(".git/kapi/fold.checkpoint");
+    let checkpoint = repo.join(".git/kapi/fold.base");
     assert!(checkpoint.exists(), "a read leaves the checkpoint");
 
     // From elsewhere: a note dated between the observation and the keep.
@@ -1003,10 +1003,18 @@ fn reads_through_the_checkpoint_answer_as_a_fresh_fold() {
     repo.kapi(&["check", "docs/intro.md"]).code(1);
 
     // Damaged, then deleted: the same answers.
-    let mut bytes = std::fs::read(&checkpoint).unwrap();
-    let n = bytes.len();
-    bytes[n - 3] ^= 0x20;
-    std::fs::write(&checkpoint, bytes).unwrap();
+    for file in [checkpoint.clone(), repo.join(".git/kapi/fold.checkpoint")] {
+        let mut bytes = std::fs::read(&file).unwrap();
+        let n = bytes.len();
+        bytes[n - 3] ^= 0x20;
+        std::fs::write(&file, bytes).unwrap();
+    }
+    assert_eq!(
+        repo.kapi(&["context", "docs/intro.md", "--json"])
+            .ok()
+            .json(),
+        here
+    );
     assert_eq!(
         repo.kapi(&["context", "log", "--json"]).ok().stdout,
         through_checkpoint

@@ -16,7 +16,7 @@ use super::{Ledger, Record};
 use crate::ops::record::Kind;
 
 /// The layout of the checkpoint; raise it when the bytes change meaning.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The sources the fold's answer depends on. A change to any of them (a
 /// new rule of the reducer, a new field of a record) makes every existing
@@ -97,15 +97,17 @@ impl Ledger {
         self.fold.keys.last().copied()
     }
 
-    /// The ledger as checkpoint bytes.
+    /// The ledger as checkpoint bytes: MessagePack with field names (the
+    /// records' optional fields are left out when empty, which only a
+    /// self-describing format reads back; JSON reads 2-3x slower).
     pub fn to_checkpoint(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a ledger serializes")
+        rmp_serde::to_vec_named(self).expect("a ledger serializes")
     }
 
     /// A ledger from checkpoint bytes, or `None` when they do not hold a
     /// consistent one (the caller folds the log again).
     pub fn from_checkpoint(bytes: &[u8]) -> Option<Ledger> {
-        let mut ledger: Ledger = serde_json::from_slice(bytes).ok()?;
+        let mut ledger: Ledger = rmp_serde::from_slice(bytes).ok()?;
         let n = ledger.records.len();
         let f = &mut ledger.fold;
         if f.states.len() != n
@@ -202,6 +204,7 @@ mod tests {
         assert!(view_back.is_view());
         assert_eq!(answers(&view_back), answers(&fresh));
         // Damaged bytes are no ledger.
-        assert!(Ledger::from_checkpoint(b"{\"records\":[]").is_none());
+        let bytes = ledger.to_checkpoint();
+        assert!(Ledger::from_checkpoint(&bytes[..bytes.len() - 1]).is_none());
     }
 }
