@@ -203,6 +203,6 @@ fn save(
         part,
         fingerprint(),
         Header::new(tips, unreadable, held.to_vec()),
-        &ledger.to_checkpoint(),
+        |out| ledger.write_checkpoint(out),
     );
 }

@@ -8,10 +8,11 @@
 //!
 //! Two files ([`Part`]): the reader's view at the tips (small), and the
 //! whole ledger (the base) at the same or older tips. Each is a magic
-//! line, one line of JSON (the [`Header`]), then the ledger's bytes.
+//! line, the ledger's bytes, the [`Header`] (JSON), and the header's
+//! length (8 bytes, little-endian).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use gix::ObjectId;
@@ -87,57 +88,102 @@ impl Header {
 /// An open checkpoint file whose header matched: its ledger is read on demand.
 pub struct Checkpoint {
     pub header: Header,
-    file: BufReader<File>,
+    file: File,
 }
 
 impl Checkpoint {
     /// The checkpoint file `part`, if there is one written by the code
     /// `fingerprint` names.
     pub fn open(kapi_dir: &Path, part: Part, fingerprint: &str) -> Option<Self> {
-        let mut file = BufReader::new(File::open(kapi_dir.join(part.name())).ok()?);
+        let mut file = File::open(kapi_dir.join(part.name())).ok()?;
         let mut magic = vec![0; MAGIC.len()];
         file.read_exact(&mut magic).ok()?;
         if magic != MAGIC {
             return None;
         }
-        let mut line = Vec::new();
-        file.read_until(b'\n', &mut line).ok()?;
-        let header: Header = serde_json::from_slice(&line).ok()?;
+        // The header is at the end, followed by its length.
+        let mut len = [0; 8];
+        file.seek(SeekFrom::End(-8)).ok()?;
+        file.read_exact(&mut len).ok()?;
+        let len = u64::from_le_bytes(len);
+        if len > 1 << 30 {
+            return None;
+        }
+        file.seek(SeekFrom::End(-8 - len as i64)).ok()?;
+        let mut head = vec![0; len as usize];
+        file.read_exact(&mut head).ok()?;
+        let header: Header = serde_json::from_slice(&head).ok()?;
         (header.fingerprint == fingerprint).then_some(Self { header, file })
     }
 
     /// The ledger's bytes, if intact.
     pub fn bytes(mut self) -> Option<Vec<u8>> {
         let (len, crc) = self.header.bytes;
+        self.file.seek(SeekFrom::Start(MAGIC.len() as u64)).ok()?;
         let mut bytes = vec![0; len];
         self.file.read_exact(&mut bytes).ok()?;
         (crc32fast::hash(&bytes) == crc).then_some(bytes)
     }
 }
 
-/// Replace a checkpoint file (written whole to a temporary file, then
-/// renamed: a reader sees the old one or the new one; a torn file fails its
-/// checksum and is folded again).
+/// A writer that counts and checksums what passes through it.
+struct Summing<W> {
+    inner: W,
+    len: usize,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: Write> Write for Summing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.len += n;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Replace a checkpoint file: `ledger` writes the ledger's bytes, streamed
+/// to a temporary file (a large log's ledger is never held whole in memory
+/// as bytes) and followed by the header; the file is then renamed over the
+/// old one. A reader sees the old one or the new one; a torn file fails its
+/// checksum and is folded again.
 pub fn write(
     kapi_dir: &Path,
     part: Part,
     fingerprint: &str,
     mut header: Header,
-    ledger: &[u8],
+    ledger: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    header.fingerprint = fingerprint.to_owned();
-    header.bytes = (ledger.len(), crc32fast::hash(ledger));
-    let head = serde_json::to_vec(&header)?;
-    let mut out = Vec::with_capacity(MAGIC.len() + head.len() + 1 + ledger.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&head);
-    out.push(b'\n');
-    out.extend_from_slice(ledger);
     std::fs::create_dir_all(kapi_dir)?;
     let name = part.name();
     let tmp = kapi_dir.join(format!("{name}.tmp.{}", std::process::id()));
-    let result =
-        std::fs::write(&tmp, &out).and_then(|()| std::fs::rename(&tmp, kapi_dir.join(name)));
+    let result = File::create(&tmp)
+        .and_then(|f| {
+            let mut out = BufWriter::with_capacity(1 << 16, f);
+            out.write_all(MAGIC)?;
+            let mut summing = Summing {
+                inner: out,
+                len: 0,
+                crc: crc32fast::Hasher::new(),
+            };
+            ledger(&mut summing)?;
+            let Summing {
+                mut inner,
+                len,
+                crc,
+            } = summing;
+            header.fingerprint = fingerprint.to_owned();
+            header.bytes = (len, crc.finalize());
+            let head = serde_json::to_vec(&header)?;
+            inner.write_all(&head)?;
+            inner.write_all(&(head.len() as u64).to_le_bytes())?;
+            inner.flush()
+        })
+        .and_then(|()| std::fs::rename(&tmp, kapi_dir.join(name)));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

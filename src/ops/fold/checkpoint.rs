@@ -104,6 +104,11 @@ impl Ledger {
         rmp_serde::to_vec_named(self).expect("a ledger serializes")
     }
 
+    /// [`Ledger::to_checkpoint`], written to `out` as it is made.
+    pub fn write_checkpoint(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        rmp_serde::encode::write_named(out, self).map_err(std::io::Error::other)
+    }
+
     /// A ledger from checkpoint bytes, or `None` when they do not hold a
     /// consistent one (the caller folds the log again).
     pub fn from_checkpoint(bytes: &[u8]) -> Option<Ledger> {
