@@ -33,6 +33,9 @@ const SOURCES: &[&str] = &[
     include_str!("../scope.rs"),
     include_str!("../../store/read.rs"),
     include_str!("../../store/segment.rs"),
+    // What is held back as dated ahead, and how a reader folds.
+    include_str!("../../store/newest.rs"),
+    include_str!("../../context/checkpointed.rs"),
 ];
 
 /// What folded a checkpoint: kapi's version, the format and a checksum of
