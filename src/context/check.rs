@@ -106,7 +106,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
 
     // The log: rules in force now, each with the scope it holds in.
     let ledger = session
-        .map(|s| s.ledger_as_of(req.as_of).map(|(l, _)| l))
+        .map(|s| s.rules_ledger_as_of(req.as_of))
         .transpose()?;
     let mut rules: Vec<(CheckRule, Option<Scope>)> = match (session, &ledger) {
         (Some(session), Some(ledger)) => {

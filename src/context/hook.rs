@@ -437,7 +437,7 @@ pub fn session_start(
             Err(e) => done.problems.push(e.to_string()),
         }
     }
-    match session.ledger() {
+    match session.rules_ledger() {
         Ok(ledger) => {
             let now = session.now_ms().ok().map(|ms| ms as i64);
             let body = super::rulesfiles::render(&ledger, now);

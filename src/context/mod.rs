@@ -4,6 +4,7 @@
 
 pub mod atlas;
 pub mod check;
+pub mod checkpointed;
 pub mod doctor;
 pub mod env;
 mod here;
@@ -240,31 +241,50 @@ impl Session {
     /// (malformed, over a limit, ...) and were skipped; `kapi store
     /// doctor` names them.
     pub fn ledger_and_unreadable(&self) -> Result<(Ledger, usize), ContextError> {
-        self.ledger_as_of(None)
+        let now = self.now_ms()?.max(self.call.env.wall_ms());
+        checkpointed::read(self, now, checkpointed::Want::Full)
+    }
+
+    /// What states a subject or imports a file, folded as
+    /// [`Session::ledger`] folds it ([`Ledger::view`]): what `kapi check`
+    /// and `kapi context <path>` read, without the usage signals and
+    /// check runs that make up most of a long log.
+    pub fn rules_ledger(&self) -> Result<Ledger, ContextError> {
+        let now = self.now_ms()?.max(self.call.env.wall_ms());
+        Ok(checkpointed::read(self, now, checkpointed::Want::View)?.0)
+    }
+
+    /// [`Session::rules_ledger`] as the log stood at `as_of` (Unix ms;
+    /// `None` for now).
+    pub fn rules_ledger_as_of(&self, as_of: Option<u64>) -> Result<Ledger, ContextError> {
+        match as_of {
+            None => self.rules_ledger(),
+            Some(_) => Ok(self.ledger_as_of(as_of)?.0),
+        }
     }
 
     /// [`Session::ledger_and_unreadable`] as the log stood at `as_of`
     /// (Unix ms; `None` for now): only the operations it had accepted by
-    /// then are folded (`--as-of`).
+    /// then are folded (`--as-of`). A read of the past folds the log from
+    /// the start: the checkpoint holds the log at its tips.
     pub fn ledger_as_of(&self, as_of: Option<u64>) -> Result<(Ledger, usize), ContextError> {
-        self.read_log(
-            |ledger| match as_of {
-                Some(at) => ledger.as_of(at),
-                None => ledger.folded(),
-            },
-            |ledger| ledger,
-        )
+        match as_of {
+            None => self.ledger_and_unreadable(),
+            Some(at) => self.read_log(|ledger| ledger.as_of(at), |ledger| ledger),
+        }
     }
 
     /// Every subject's history of status changes, from one pass of the
-    /// reducer over the log, with the ledger folded to its end and how
-    /// many stored lines could not be read.
+    /// reducer over the log (a checkpoint keeps no history), with the
+    /// ledger folded to its end and how many stored lines could not be
+    /// read.
     pub fn histories(&self) -> Result<(Histories, usize), ContextError> {
         self.read_log(crate::ops::history::histories, |h| &mut h.ledger)
     }
 
-    /// Read the log, hold back what is dated ahead, and fold it with the
-    /// project's axes by `fold`; `ledger` names the ledger in the result.
+    /// Read the whole log, hold back what is dated ahead, and fold it with
+    /// the project's axes by `fold`; `ledger` names the ledger in the
+    /// result.
     fn read_log<T>(
         &self,
         fold: impl FnOnce(Ledger) -> T,
@@ -273,22 +293,9 @@ impl Session {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
         let loaded = self.store.load_all()?;
         let unreadable = loaded.problems.len();
-        let mut records = loaded.records;
-        let mut held = Vec::new();
-        records.retain(|r| {
-            let ahead = crate::ops::id::is_id(&r.id) && crate::store::newest::is_ahead(&r.id, now);
-            if ahead {
-                held.push(r.id.clone());
-            }
-            !ahead
-        });
+        let (records, held) = checkpointed::hold_back(loaded.records, now);
         let mut folded = fold(Ledger::new(records).with_axes(self.axes()));
-        ledger(&mut folded)
-            .ignored
-            .extend(held.into_iter().map(|id| crate::ops::fold::Ignored {
-                id,
-                reason: "dated more than 10 minutes past this machine's clock: held back until its time comes".into(),
-            }));
+        checkpointed::name_held(ledger(&mut folded), &held);
         Ok((folded, unreadable))
     }
 

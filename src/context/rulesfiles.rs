@@ -97,7 +97,7 @@ pub fn refresh_after_change(session: &Session) -> (Vec<PathBuf>, Option<ContextE
 }
 
 pub fn refresh_in_force(session: &Session) -> Result<Vec<PathBuf>, ContextError> {
-    let ledger = session.ledger()?;
+    let ledger = session.rules_ledger()?;
     let written = refresh(session, &ledger);
     session.release(ledger);
     written

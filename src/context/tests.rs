@@ -249,3 +249,261 @@ fn a_check_in_process_fails_on_a_kept_rule_and_records_usage() {
     // Unchanged counts record nothing the second time.
     assert_eq!(check(Some(&person), &request).unwrap().signals, 0);
 }
+
+/// The checkpointed fold every reader uses answers as a fresh fold of the
+/// log, whatever happened to the log since the checkpoint was written.
+mod checkpoint {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+
+    use super::{NOW, Repo};
+    use crate::context::{FixedEnv, Session};
+    use crate::ops::fold::{Ignored, Ledger, State};
+    use crate::ops::id::OpId;
+    use crate::ops::record::{Actor, ActorKind, Kind, Record, Signal, SignalSource, Subject};
+
+    /// What happens to the log between two reads.
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Operations minted after everything the log holds.
+        Append(Vec<Gen>),
+        /// Operations from elsewhere, dated among those the log holds.
+        Merge(Vec<Gen>, u16),
+        /// A person's reset to before an operation the log holds.
+        Reset(usize),
+        /// `refs/kapi/ops` moved back one commit (rewritten by someone).
+        Rewind,
+        /// A checkpoint file damaged: the view or the base.
+        Damage(bool),
+        /// kapi.toml types the market axis (nordics contains no and se),
+        /// or leaves it untyped: scopes compare otherwise, so the fold
+        /// answers otherwise.
+        Axes(bool),
+    }
+
+    #[derive(Debug, Clone)]
+    enum Gen {
+        Term(u8, bool),
+        Note,
+        Keep(usize),
+        Drop(usize),
+        Withdraw(usize),
+        Usage(usize, u8),
+        Check,
+    }
+
+    fn operation() -> impl Strategy<Value = Gen> {
+        prop_oneof![
+            3 => (0u8..4, any::<bool>()).prop_map(|(a, p)| Gen::Term(a, p)),
+            1 => Just(Gen::Note),
+            2 => (0usize..64).prop_map(Gen::Keep),
+            1 => (0usize..64).prop_map(Gen::Drop),
+            1 => (0usize..64).prop_map(Gen::Withdraw),
+            2 => (0usize..64, 0u8..4).prop_map(|(t, n)| Gen::Usage(t, n)),
+            1 => Just(Gen::Check),
+        ]
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => proptest::collection::vec(operation(), 1..5).prop_map(Step::Append),
+            2 => (proptest::collection::vec(operation(), 1..4), any::<u16>()).prop_map(|(g, at)| Step::Merge(g, at)),
+            1 => (0usize..64).prop_map(Step::Reset),
+            1 => Just(Step::Rewind),
+            1 => any::<bool>().prop_map(Step::Damage),
+            1 => any::<bool>().prop_map(Step::Axes),
+        ]
+    }
+
+    /// kapi.toml with the market axis typed or not.
+    fn config(typed: bool) -> String {
+        let axes = "[axes.market]\nkind = \"enum\"\ncontains = { nordics = [\"no\", \"se\"] }\n";
+        format!("project = \"p\"\n{}", if typed { axes } else { "" })
+    }
+
+    fn record(g: &Gen, ms: u64, n: u64, log: &[Record]) -> Record {
+        let id = OpId::mint(ms, u128::from(n) * 7919 + 13, None).unwrap();
+        let (kind, who) = match g {
+            Gen::Term(_, true) | Gen::Keep(_) | Gen::Drop(_) => (
+                if matches!(g, Gen::Keep(_)) {
+                    Kind::Keep
+                } else if matches!(g, Gen::Drop(_)) {
+                    Kind::Drop
+                } else {
+                    Kind::Observe
+                },
+                ActorKind::Person,
+            ),
+            Gen::Term(_, false) | Gen::Note => (Kind::Observe, ActorKind::Agent),
+            Gen::Withdraw(_) => (Kind::Withdraw, ActorKind::Agent),
+            Gen::Usage(..) => (Kind::Signal, ActorKind::Tool),
+            Gen::Check => (Kind::Check, ActorKind::Tool),
+        };
+        let actor = Actor {
+            kind: who,
+            name: "x".into(),
+            session: Some(format!("s{}", n % 3)),
+        };
+        let mut r = Record {
+            id: id.to_string(),
+            at: id.instant(),
+            ..Record::new("p", actor, kind)
+        };
+        let forms = [
+            "Quickcast",
+            "Quick cast",
+            "Flowkit",
+            "Flow kit",
+            "QuickCast",
+        ];
+        let pick = |t: usize| {
+            let subjects: Vec<&Record> = log.iter().filter(|r| r.subject.is_some()).collect();
+            (!subjects.is_empty()).then(|| subjects[t % subjects.len()].id.clone())
+        };
+        match g {
+            Gen::Term(a, _) => {
+                r.subject = Some(Subject::Term {
+                    preferred: forms[*a as usize].into(),
+                    avoid: vec![forms[*a as usize + 1].into()],
+                });
+                // Rules at points that meet only when the axis is typed.
+                if let Some(market) = ["nordics", "no", "se"].get((n % 4) as usize) {
+                    r.scope.point.insert("market".into(), (*market).into());
+                }
+            }
+            Gen::Note => {
+                r.subject = Some(Subject::Note {
+                    text: format!("note {n}"),
+                })
+            }
+            Gen::Keep(t) | Gen::Drop(t) | Gen::Withdraw(t) => r.target = pick(*t),
+            Gen::Usage(t, k) => {
+                r.target = pick(*t);
+                r.signal = Some(Box::new(Signal {
+                    source: SignalSource::Usage,
+                    preferred: u64::from(*k),
+                    avoided: u64::from(3 - *k),
+                    commit: None,
+                    pr: None,
+                    merger: None,
+                }));
+            }
+            Gen::Check => {
+                r.check = Some(Box::new(crate::ops::record::CheckRun {
+                    hook: "stop".into(),
+                    files: vec!["a.md".into()],
+                    failing: Vec::new(),
+                    clean: true,
+                }))
+            }
+        }
+        if r.kind.needs_target() && r.target.is_none() {
+            r.kind = Kind::Observe;
+            r.actor.kind = ActorKind::Agent;
+            r.subject = Some(Subject::Note {
+                text: format!("nothing to act on {n}"),
+            });
+        }
+        r
+    }
+
+    type Answer = (Vec<(String, Option<State>)>, Vec<Ignored>);
+
+    fn answer(ledger: &Ledger) -> Answer {
+        let states = ledger
+            .iter()
+            .map(|(r, s)| (r.id.clone(), s.cloned()))
+            .collect();
+        let mut ignored = ledger.ignored.clone();
+        ignored.sort_by(|a, b| a.id.cmp(&b.id).then(a.reason.cmp(&b.reason)));
+        (states, ignored)
+    }
+
+    fn fresh(session: &Session) -> Ledger {
+        Ledger::new(session.store.load_all().unwrap().records)
+            .with_axes(session.axes())
+            .folded()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_checkpointed_read_is_a_fresh_fold(steps in proptest::collection::vec(step(), 1..10)) {
+            let repo = Repo::new();
+            repo.write("kapi.toml", &config(true));
+            let open = || Session::open(Arc::new(FixedEnv::new(NOW, 5)), repo.path()).unwrap();
+            let mut session = open();
+            let start = NOW - 3_600_000;
+            let mut newest = start;
+            let mut n = 0u64;
+            for step in &steps {
+                let log = session.store.load_all().unwrap().records;
+                let mut batch = Vec::new();
+                match step {
+                    Step::Append(gens) => {
+                        for g in gens {
+                            n += 1;
+                            newest += 1000;
+                            batch.push(record(g, newest, n, &log));
+                        }
+                    }
+                    Step::Merge(gens, at) => {
+                        for (k, g) in gens.iter().enumerate() {
+                            n += 1;
+                            let ms = start + (u64::from(*at) + k as u64 * 977) % (newest - start + 1);
+                            batch.push(record(g, ms, n, &log));
+                        }
+                    }
+                    Step::Reset(t) => {
+                        if !log.is_empty() {
+                            n += 1;
+                            newest += 1000;
+                            let mut r = record(&Gen::Note, newest, n, &log);
+                            r.kind = Kind::Reset;
+                            r.subject = None;
+                            r.actor.kind = ActorKind::Person;
+                            r.before = Some(log[t % log.len()].id.clone());
+                            batch.push(r);
+                        }
+                    }
+                    Step::Rewind => {
+                        let tip = std::process::Command::new("git")
+                            .args(["rev-parse", "-q", "--verify", "refs/kapi/ops~1"])
+                            .current_dir(repo.path())
+                            .output()
+                            .unwrap();
+                        let tip = String::from_utf8(tip.stdout).unwrap();
+                        if !tip.trim().is_empty() {
+                            crate::git::tests::sh(repo.path(), &["update-ref", "refs/kapi/ops", tip.trim()]);
+                        }
+                    }
+                    Step::Damage(which) => {
+                        let name = if *which { "fold.checkpoint" } else { "fold.base" };
+                        let file = session.store.kapi_dir().join(name);
+                        if let Ok(mut bytes) = std::fs::read(&file) {
+                            // In the ledger's bytes: the checksum refuses them.
+                            let middle = bytes.len() / 2;
+                            bytes[middle] ^= 0x20;
+                            std::fs::write(&file, bytes).unwrap();
+                        }
+                    }
+                    Step::Axes(typed) => {
+                        repo.write("kapi.toml", &config(*typed));
+                        session = open();
+                    }
+                }
+                if !batch.is_empty() {
+                    session.store.merge_records(&batch, NOW).unwrap();
+                }
+                let expected = fresh(&session);
+                // Twice: once folding or applying, once from the checkpoint as written.
+                for _ in 0..2 {
+                    prop_assert_eq!(answer(&session.ledger().unwrap()), answer(&expected));
+                    prop_assert_eq!(answer(&session.rules_ledger().unwrap()), answer(&expected.view()));
+                }
+            }
+        }
+    }
+}

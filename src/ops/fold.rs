@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::axes::Axes;
 use super::forms::{case_key, form_matches, is_case_only};
@@ -21,8 +21,10 @@ use super::op::{Op, Stated};
 use super::policy::{Transition, person_decides};
 use super::record::{ActorKind, Kind, Record, Scope, SignalSource};
 
+pub mod checkpoint;
+
 /// What became of a subject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Nothing has acted on it: it advises.
@@ -74,7 +76,8 @@ impl Status {
 }
 
 /// The counts behind a suggestion, shown as counts, never as a score.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Standing {
     /// Sessions (or people) that recorded the same rule.
     pub sessions: usize,
@@ -131,7 +134,7 @@ impl Standing {
 }
 
 /// The folded state of one subject-bearing operation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct State {
     pub status: Status,
     pub contested_by: Vec<OpId>,
@@ -147,7 +150,7 @@ pub struct State {
     pub decided_by: Option<OpId>,
     /// The person signals settling established it on (empty unless
     /// settled): an `establish` naming them is `decided_by`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub because: Vec<OpId>,
     /// An established rule whose avoided forms are written more often than
     /// when it came into force: (uses then, uses now).
@@ -186,7 +189,7 @@ impl State {
 }
 
 /// An operation the fold read but did not apply, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ignored {
     pub id: String,
     pub reason: String,
@@ -209,20 +212,29 @@ pub struct Event {
 
 /// The folded log: the records in id order and the reducer's state over
 /// them, so more operations can be applied.
-#[derive(Debug, Clone, Default)]
+/// Serialized whole by the checkpoint ([`checkpoint`]): a field added here
+/// is in it without more code.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Ledger {
     /// Every record, in id order.
     records: Vec<Record>,
     pub ignored: Vec<Ignored>,
     fold: Folding,
+    /// A reader's view ([`Ledger::view`]): only what states a subject or
+    /// imports a file. It answers as the whole ledger does; nothing more
+    /// can be applied to it.
+    #[serde(default)]
+    view: bool,
 }
 
 /// The reducer's state, beside the records it reads.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Folding {
     /// The state of each subject-bearing record, parallel to `records`.
     states: Vec<Option<Box<State>>>,
-    /// Each record's id as a number, parallel to `records`.
+    /// Each record's id as a number, parallel to `records` (the
+    /// checkpoint computes them again from the records).
+    #[serde(skip)]
     keys: Vec<u128>,
     /// Where each rule was last kept or established (a position in the log).
     kept_at: Vec<Option<usize>>,
@@ -238,7 +250,9 @@ struct Folding {
     /// The positions of the signals and establishes applied, in order:
     /// the evidence settling reads.
     evidence: Vec<usize>,
-    /// Status changes, in the order they happened (when asked for).
+    /// Status changes, in the order they happened (when asked for; a
+    /// checkpoint does not keep them).
+    #[serde(skip)]
     events: Option<Vec<Event>>,
     /// Each subject's status as its history last reported it.
     reported: Vec<Option<Status>>,
@@ -249,7 +263,8 @@ struct Folding {
     /// results hold for the log as it ends, not for the log that goes on.
     undo: Option<Vec<Overwritten>>,
     /// Each project's typed axes: settling and disagreements compare
-    /// scopes on them.
+    /// scopes on them (given again when a checkpoint is read).
+    #[serde(skip)]
     axes: Axes,
 }
 
@@ -392,6 +407,7 @@ impl Ledger {
             },
             records,
             ignored,
+            view: false,
         }
     }
 
@@ -422,7 +438,7 @@ impl Ledger {
     /// applied. The end-of-log passes hold until then and run again at the
     /// next [`Ledger::finish`].
     pub fn apply_next(&mut self) -> bool {
-        if self.fold.applied >= self.records.len() {
+        if self.view || self.fold.applied >= self.records.len() {
             return false;
         }
         self.fold.apply_next(&self.records, &mut self.ignored);
@@ -435,6 +451,9 @@ impl Ledger {
     /// that sorts earlier (merged in from elsewhere) needs a fold from the
     /// start: it is refused and handed back.
     pub fn apply(&mut self, record: Record) -> Result<Vec<Event>, Box<Record>> {
+        if self.view {
+            return Err(Box::new(record));
+        }
         while self.apply_next() {}
         let key = super::id::key(&record.id);
         if !super::id::is_id(&record.id) || self.fold.keys.last().is_some_and(|&k| k >= key) {

@@ -36,6 +36,14 @@ impl serde::Serialize for OpId {
     }
 }
 
+/// Read back what kapi wrote (the fold's checkpoint): text that is no id is refused.
+impl<'de> serde::Deserialize<'de> for OpId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        OpId::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
     #[error(

@@ -14,6 +14,7 @@
 
 mod append;
 mod cache;
+pub mod checkpoint;
 pub mod fault;
 mod journal;
 pub mod lock;

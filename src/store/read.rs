@@ -109,27 +109,47 @@ pub(super) fn parse_segments(
     ))
 }
 
-/// Merge sorted runs into one sorted list, moving each record once.
+/// Merge runs (each sorted by id) into one list sorted by id. The runs are
+/// appended into one buffer (each freed as it is moved) and sorted in
+/// place through a permutation of their keys: a log's records are never
+/// held twice in memory (at a million operations that is most of a read's
+/// peak).
 fn merge_runs(runs: Vec<Vec<Record>>) -> Vec<Record> {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
     let total = runs.iter().map(Vec::len).sum();
     let mut out = Vec::with_capacity(total);
-    let mut iters: Vec<std::iter::Peekable<std::vec::IntoIter<Record>>> =
-        runs.into_iter().map(|r| r.into_iter().peekable()).collect();
-    let mut heap: BinaryHeap<Reverse<(u128, usize)>> = iters
-        .iter_mut()
+    for mut run in runs {
+        out.append(&mut run);
+    }
+    sort_in_place(&mut out);
+    out
+}
+
+/// Sort records by id without moving any more than once per cycle of the
+/// permutation, and without a second buffer of records.
+fn sort_in_place(records: &mut [Record]) {
+    let mut order: Vec<(u128, usize)> = records
+        .iter()
         .enumerate()
-        .filter_map(|(i, it)| it.peek().map(|r| Reverse((crate::ops::id::key(&r.id), i))))
+        .map(|(i, r)| (crate::ops::id::key(&r.id), i))
         .collect();
-    while let Some(Reverse((_, i))) = heap.pop() {
-        let record = iters[i].next().expect("a run with a head");
-        out.push(record);
-        if let Some(next) = iters[i].peek() {
-            heap.push(Reverse((crate::ops::id::key(&next.id), i)));
+    if order.is_sorted() {
+        return;
+    }
+    order.sort_unstable();
+    // `from[j]`: where the record that belongs at `j` is now.
+    let mut from: Vec<usize> = order.into_iter().map(|(_, i)| i).collect();
+    for start in 0..from.len() {
+        let mut j = start;
+        while from[j] != j {
+            let src = from[j];
+            from[j] = j;
+            if src == start {
+                break;
+            }
+            records.swap(j, src);
+            j = src;
         }
     }
-    out
 }
 
 /// Sort by id (through a permutation: records are large to move) and drop
@@ -275,5 +295,39 @@ impl Store {
             (Some((copy, _)), None) => Some(copy),
             _ => None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::id::{EPOCH_MS, OpId};
+    use crate::ops::record::{Actor, Kind};
+
+    #[test]
+    fn runs_merge_into_id_order_in_place() {
+        let record = |n: u64, tail: u128| {
+            let id = OpId::mint(EPOCH_MS + 1000 * n, tail, None).unwrap();
+            Record {
+                id: id.to_string(),
+                at: id.instant(),
+                ..Record::new("p", Actor::tool("t"), Kind::Check)
+            }
+        };
+        // Runs sorted within, interleaved across, of uneven lengths, with
+        // cycles of every length in the permutation.
+        let mut runs: Vec<Vec<Record>> = vec![Vec::new(); 7];
+        for n in 0..300u64 {
+            runs[((n * 31) % 7) as usize].push(record(n, u128::from(n)));
+        }
+        let mut expected: Vec<Record> = runs.iter().flatten().cloned().collect();
+        expected.sort_by(|a, b| a.id.cmp(&b.id));
+        runs.reverse();
+        assert_eq!(merge_runs(runs), expected);
+        let mut shuffled = expected.clone();
+        shuffled.rotate_left(17);
+        shuffled.swap(3, 250);
+        sort_in_place(&mut shuffled);
+        assert_eq!(shuffled, expected);
     }
 }

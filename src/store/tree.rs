@@ -22,7 +22,10 @@ pub(super) fn read_entries(repo: &gix::Repository, id: ObjectId) -> Result<Entri
 }
 
 /// Every entry of a tree, for naming what is not a shard (at most 100).
-fn read_all_entries(repo: &gix::Repository, id: ObjectId) -> Result<Entries, StoreError> {
+pub(super) fn read_all_entries(
+    repo: &gix::Repository,
+    id: ObjectId,
+) -> Result<Entries, StoreError> {
     read_filtered(repo, id, false)
 }
 
@@ -89,7 +92,7 @@ fn shard_name(c: u8) -> bool {
     ALPHABET.contains(&c)
 }
 
-fn single(entry: &Entry) -> Option<u8> {
+pub(super) fn single(entry: &Entry) -> Option<u8> {
     match entry.filename.as_slice() {
         [c] if shard_name(*c) => Some(*c),
         _ => None,

@@ -964,3 +964,70 @@ fn a_keep_that_gives_one_bound_keeps_the_other() {
         .code(2);
     assert!(run.stderr.contains("window is empty"), "{}", run.stderr);
 }
+
+/// Every reader folds through the checkpoint beside the log: an operation
+/// merged in that sorts before what the checkpoint holds, a damaged or
+/// deleted checkpoint, all answer as a fold of the log from the start.
+#[test]
+fn reads_through_the_checkpoint_answer_as_a_fresh_fold() {
+    let repo = TestEnv::new();
+    let id = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &id[..10]]).ok();
+    repo.write("docs/intro.md", "Open Quick cast.\n");
+    repo.kapi(&["check", "docs/intro.md"]).code(1);
+    let checkpoint = repo.join(".git/kapi/fold.base");
+    assert!(checkpoint.exists(), "a read leaves the checkpoint");
+
+    // From elsewhere: a note dated between the observation and the keep.
+    let first = log(&repo).remove(0);
+    let older = serde_json::json!({
+        "v": 1, "id": format!("{}zzzzzzzzzzzzzzzz", &id[..8]), "project": "p",
+        "actor": {"kind": "agent", "name": "claude-code", "session": "s9"},
+        "kind": "context.observe", "at": first["at"],
+        "subject": {"type": "note", "text": "The guide addresses the administrator."},
+        "evidence": [{"path": "docs/intro.md", "quote": "Open"}],
+    });
+    repo.write("older.jsonl", &format!("{older}\n"));
+    repo.kapi(&["store", "import", "older.jsonl"]).ok();
+
+    let through_checkpoint = repo.kapi(&["context", "log", "--json"]).ok().stdout;
+    let here = repo
+        .kapi(&["context", "docs/intro.md", "--json"])
+        .ok()
+        .json();
+    assert!(
+        here.to_string().contains("addresses the administrator"),
+        "{here}"
+    );
+    assert!(through_checkpoint.contains("addresses the administrator"));
+    repo.kapi(&["check", "docs/intro.md"]).code(1);
+
+    // Damaged, then deleted: the same answers.
+    for file in [checkpoint.clone(), repo.join(".git/kapi/fold.checkpoint")] {
+        let mut bytes = std::fs::read(&file).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x20;
+        std::fs::write(&file, bytes).unwrap();
+    }
+    assert_eq!(
+        repo.kapi(&["context", "docs/intro.md", "--json"])
+            .ok()
+            .json(),
+        here
+    );
+    assert_eq!(
+        repo.kapi(&["context", "log", "--json"]).ok().stdout,
+        through_checkpoint
+    );
+    std::fs::remove_file(&checkpoint).unwrap();
+    assert_eq!(
+        repo.kapi(&["context", "log", "--json"]).ok().stdout,
+        through_checkpoint
+    );
+    assert_eq!(
+        repo.kapi(&["context", "docs/intro.md", "--json"])
+            .ok()
+            .json(),
+        here
+    );
+}

@@ -1,0 +1,240 @@
+//! Every reader's fold, through the checkpoint: when the logs' tips are
+//! those the checkpoint was folded from and the journal is empty, the
+//! reader's view (or the whole ledger) is read from it; when the logs only
+//! gained operations that sort after everything the base holds, those are
+//! applied to it; otherwise (a merge brought in an older operation, a ref
+//! was rewritten, the code that folds changed, the file is damaged or
+//! missing) the log is read and folded from the start, and the checkpoint
+//! written again. Whatever path it takes, the answer is the fold of the log
+//! (the property test in `tests::checkpoint` holds it to that).
+
+use crate::ops::fold::checkpoint;
+use crate::ops::fold::{Ignored, Ledger};
+use crate::ops::record::Record;
+use crate::store::checkpoint::{Checkpoint, Header, Part, Tips};
+use crate::store::newest::is_ahead;
+
+use super::{ContextError, Session};
+
+/// What a reader wants of the fold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// The whole ledger: every record.
+    Full,
+    /// Only what states a subject or imports a file ([`Ledger::view`]).
+    View,
+}
+
+/// The base (the whole folded ledger) is written again once this many
+/// operations have been applied to it on reads; until then each read
+/// applies them again (reading only the segments they changed) and writes
+/// only the small view.
+const REBASE: usize = if cfg!(test) { 2 } else { 500 };
+
+/// Read the folded log for `now` (Unix ms): operations dated more than ten
+/// minutes past it are held back and named in `ignored`. Returns the
+/// ledger and how many stored lines could not be read.
+pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), ContextError> {
+    let store = &session.store;
+    store.flush_journal_if_free();
+    // The tips are read before anything else: the ledger folded below
+    // holds at least what they hold, so a checkpoint keyed by them never
+    // lacks an operation (it may hold one more, which the next read sees
+    // as an operation it cannot apply, and folds again).
+    let tips = store.tips()?;
+    let pending = store.journal_records()?;
+    if let Some(found) = from_checkpoint(session, &tips, &pending, now, want)? {
+        return Ok(found);
+    }
+    let loaded = store.load_all()?;
+    let unreadable = loaded.problems.len();
+    let (records, held) = hold_back(loaded.records, now);
+    let ledger = Ledger::new(records).with_axes(session.axes()).folded();
+    if pending.is_empty() {
+        let dir = store.kapi_dir();
+        let print = fingerprint(session);
+        save(&dir, &print, Part::Base, tips, unreadable, &held, &ledger);
+        save(
+            &dir,
+            &print,
+            Part::View,
+            tips,
+            unreadable,
+            &held,
+            &ledger.view(),
+        );
+    }
+    Ok((answer(session, ledger, &held, want), unreadable))
+}
+
+/// What folds this project's log: the code ([`checkpoint::fingerprint`])
+/// and the typed axes the fold compares scopes on (`[axes]` in kapi.toml
+/// and the gazetteers it names), so a checkpoint folded before either
+/// changed is not read.
+fn fingerprint(session: &Session) -> String {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(format!("{:?}", session.axes()).as_bytes());
+    format!("{} axes {:08x}", checkpoint::fingerprint(), crc.finalize())
+}
+
+/// Whether an operation held back has come due: it sorts before what was
+/// applied after it was held, so the log is folded again.
+fn due(header: &Header, now: u64) -> bool {
+    header.held.iter().any(|r| !is_ahead(&r.id, now))
+}
+
+/// The answer from the checkpoint, when it can give one.
+fn from_checkpoint(
+    session: &Session,
+    tips: &Tips,
+    pending: &[Record],
+    now: u64,
+    want: Want,
+) -> Result<Option<(Ledger, usize)>, ContextError> {
+    let store = &session.store;
+    let dir = store.kapi_dir();
+    let print = fingerprint(session);
+    if want == Want::View
+        && pending.is_empty()
+        && let Some(found) = Checkpoint::open(&dir, Part::View, &print)
+        && found.header.tips().as_ref() == Some(tips)
+        && !due(&found.header, now)
+    {
+        let (held, unreadable) = (found.header.held.clone(), found.header.unreadable);
+        if let Some(mut view) = found
+            .bytes()
+            .and_then(|b| Ledger::from_checkpoint(&b, session.axes()))
+            .filter(Ledger::is_view)
+        {
+            name_held(&mut view, &held);
+            return Ok(Some((view, unreadable)));
+        }
+    }
+    let Some(base) = Checkpoint::open(&dir, Part::Base, &print) else {
+        return Ok(None);
+    };
+    let Some(since) = base.header.tips() else {
+        return Ok(None);
+    };
+    if due(&base.header, now) {
+        return Ok(None);
+    }
+    let mut added = Vec::new();
+    if &since != tips {
+        match store.added_since(since)? {
+            Some(found) => added = found,
+            None => return Ok(None),
+        }
+    }
+    added.extend(pending.iter().cloned());
+    let (mut held, unreadable) = (base.header.held.clone(), base.header.unreadable);
+    let Some(mut ledger) = base
+        .bytes()
+        .and_then(|b| Ledger::from_checkpoint(&b, session.axes()))
+        .filter(|l| !l.is_view())
+    else {
+        return Ok(None);
+    };
+    added.sort_by(|a, b| a.id.cmp(&b.id));
+    added.dedup();
+    let newest = ledger.newest_key();
+    let mut applied = 0;
+    for record in added {
+        if is_ahead(&record.id, now) {
+            if !held.contains(&record) {
+                held.push(record);
+            }
+            continue;
+        }
+        // Already folded (a journaled line the checkpoint held, now on the ref).
+        if ledger.get(&record.id) == Some(&record) {
+            continue;
+        }
+        let key = crate::ops::id::key(&record.id);
+        if newest.is_some_and(|n| key <= n) || held.iter().any(|h| crate::ops::id::key(&h.id) < key)
+        {
+            return Ok(None);
+        }
+        if ledger.apply(record).is_err() {
+            return Ok(None);
+        }
+        applied += 1;
+    }
+    ledger.finish();
+    held.sort_by(|a, b| a.id.cmp(&b.id));
+    if pending.is_empty() {
+        if applied > REBASE {
+            save(&dir, &print, Part::Base, *tips, unreadable, &held, &ledger);
+        }
+        if &since != tips || want == Want::View {
+            save(
+                &dir,
+                &print,
+                Part::View,
+                *tips,
+                unreadable,
+                &held,
+                &ledger.view(),
+            );
+        }
+    }
+    Ok(Some((answer(session, ledger, &held, want), unreadable)))
+}
+
+/// Set aside the records dated more than ten minutes ahead of `now`:
+/// returns the rest and those held back.
+pub fn hold_back(mut records: Vec<Record>, now: u64) -> (Vec<Record>, Vec<Record>) {
+    let mut held = Vec::new();
+    records.retain(|r| {
+        let ahead = crate::ops::id::is_id(&r.id) && is_ahead(&r.id, now);
+        if ahead {
+            held.push(r.clone());
+        }
+        !ahead
+    });
+    (records, held)
+}
+
+/// What a reader gets: the ledger (or its view) with the held-back
+/// operations named.
+fn answer(session: &Session, ledger: Ledger, held: &[Record], want: Want) -> Ledger {
+    let mut answer = match want {
+        Want::View => {
+            let view = ledger.view();
+            session.release(ledger);
+            view
+        }
+        Want::Full => ledger,
+    };
+    name_held(&mut answer, held);
+    answer
+}
+
+/// Name each operation held back in `ledger.ignored`.
+pub fn name_held(ledger: &mut Ledger, held: &[Record]) {
+    ledger.ignored.extend(held.iter().map(|r| Ignored {
+        id: r.id.clone(),
+        reason: "dated more than 10 minutes past this machine's clock: held back until its time comes"
+            .into(),
+    }));
+}
+
+/// Write one file of the checkpoint (best effort: a read never fails
+/// because it could not be kept).
+fn save(
+    dir: &std::path::Path,
+    fingerprint: &str,
+    part: Part,
+    tips: Tips,
+    unreadable: usize,
+    held: &[Record],
+    ledger: &Ledger,
+) {
+    let _ = crate::store::checkpoint::write(
+        dir,
+        part,
+        fingerprint,
+        Header::new(tips, unreadable, held.to_vec()),
+        |out| ledger.write_checkpoint(out),
+    );
+}
