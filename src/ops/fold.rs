@@ -262,6 +262,10 @@ struct Folding {
     /// sessions), to restore before the next operation is applied: their
     /// results hold for the log as it ends, not for the log that goes on.
     undo: Option<Vec<Overwritten>>,
+    /// The targets operations named that the log did not hold when they
+    /// were applied (as numbers): one arriving later is handed back by
+    /// [`Ledger::apply`], since a fold from the start would find it.
+    missing: BTreeSet<u128>,
     /// Each project's typed axes: settling and disagreements compare
     /// scopes on them (given again when a checkpoint is read).
     #[serde(skip)]
@@ -399,6 +403,7 @@ impl Ledger {
                 addresses,
                 applied: 0,
                 evidence: Vec::new(),
+                missing: BTreeSet::new(),
                 events: None,
                 reported: vec![None; n],
                 replaying: false,
@@ -448,7 +453,8 @@ impl Ledger {
     /// Apply one more operation, which must sort after every one the
     /// ledger holds, and return the status changes it made (before the
     /// end-of-log passes, which [`Ledger::finish`] runs again). A record
-    /// that sorts earlier (merged in from elsewhere) needs a fold from the
+    /// that sorts earlier (merged in from elsewhere), or that an operation
+    /// already applied named before the log held it, needs a fold from the
     /// start: it is refused and handed back.
     pub fn apply(&mut self, record: Record) -> Result<Vec<Event>, Box<Record>> {
         if self.view {
@@ -456,7 +462,10 @@ impl Ledger {
         }
         while self.apply_next() {}
         let key = super::id::key(&record.id);
-        if !super::id::is_id(&record.id) || self.fold.keys.last().is_some_and(|&k| k >= key) {
+        if !super::id::is_id(&record.id)
+            || self.fold.keys.last().is_some_and(|&k| k >= key)
+            || self.fold.missing.contains(&key)
+        {
             return Err(Box::new(record));
         }
         if let Some(address) = &record.address
@@ -565,6 +574,12 @@ impl Folding {
         self.unfinish();
         let i = self.applied;
         self.applied += 1;
+        if let Some(target) = records[i].target.as_deref().filter(|t| super::id::is_id(t)) {
+            let key = super::id::key(target);
+            if self.keys.binary_search(&key).is_err() {
+                self.missing.insert(key);
+            }
+        }
         let op = match self.admitted(records, i) {
             Ok(op) => op,
             Err(reason) => return self.ignore(ignored, records, i, reason),

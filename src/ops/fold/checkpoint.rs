@@ -76,6 +76,7 @@ impl Ledger {
             ignored_at: vec![usize::MAX; self.ignored.len()],
             applied: keep.len(),
             evidence: Vec::new(),
+            missing: Default::default(),
             events: None,
             reported: keep.iter().map(|&i| self.fold.reported[i]).collect(),
             replaying: false,
@@ -217,6 +218,20 @@ mod tests {
         let view_back = Ledger::from_checkpoint(&view.to_checkpoint(), Axes::default()).unwrap();
         assert!(view_back.is_view());
         assert_eq!(answers(&view_back), answers(&fresh));
+        // An operation named before the log held it is handed back when it
+        // arrives (a fold from the start finds it), across the checkpoint too.
+        let early = Record {
+            target: Some(op(12, Kind::Observe, ActorKind::Agent).id),
+            ..op(10, Kind::Withdraw, ActorKind::Agent)
+        };
+        let mut ahead = fold(vec![a.clone(), early]);
+        ahead = Ledger::from_checkpoint(&ahead.to_checkpoint(), Axes::default()).unwrap();
+        assert!(ahead.apply(op(11, Kind::Check, ActorKind::Tool)).is_ok());
+        assert!(
+            ahead
+                .apply(op(12, Kind::Observe, ActorKind::Agent))
+                .is_err()
+        );
         // Damaged bytes are no ledger.
         let bytes = ledger.to_checkpoint();
         assert!(Ledger::from_checkpoint(&bytes[..bytes.len() - 1], Axes::default()).is_none());
