@@ -203,8 +203,9 @@ pub fn atlas(session: &Session) -> Result<Atlas, ContextError> {
             actor: actor(r),
             subject: r
                 .target
-                .clone()
-                .or_else(|| r.subject.is_some().then(|| r.id.clone())),
+                .as_deref()
+                .or_else(|| r.subject.is_some().then_some(r.id.as_str()))
+                .map(str::to_owned),
             ignored: ignored.get(r.id.as_str()).map(|s| s.to_string()),
         })
         .collect();

@@ -337,7 +337,7 @@ pub fn record_usage(
         }
         let mut record = session.record(Kind::Signal);
         record.actor = checker();
-        record.target = Some(id.clone());
+        record.target = Some(id.clone().into());
         record.signal = Some(Box::new(Signal {
             source: SignalSource::Usage,
             preferred: counts.0,

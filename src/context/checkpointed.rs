@@ -213,7 +213,7 @@ fn answer(session: &Session, ledger: Ledger, held: &[Record], want: Want) -> Led
 /// Name each operation held back in `ledger.ignored`.
 pub fn name_held(ledger: &mut Ledger, held: &[Record]) {
     ledger.ignored.extend(held.iter().map(|r| Ignored {
-        id: r.id.clone(),
+        id: r.id.to_string(),
         reason: "dated more than 10 minutes past this machine's clock: held back until its time comes"
             .into(),
     }));

@@ -83,8 +83,8 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
             "ahead",
             format!("operation {}", r.id),
             crate::store::EntryError::Ahead {
-                id: r.id.clone(),
-                at: r.at.clone(),
+                id: r.id.to_string(),
+                at: r.at.to_string(),
             }
             .to_string(),
         );

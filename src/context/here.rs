@@ -118,7 +118,7 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
             continue;
         }
         let item = Item {
-            id: record.id.clone(),
+            id: record.id.to_string(),
             short: record.short().to_owned(),
             status: state.status,
             preferred: None,

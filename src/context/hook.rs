@@ -539,12 +539,12 @@ fn run_address(host: Host, session: &str, hook: RunHook, event: &str) -> String 
 fn hook_actor(session: &Session, host: Host, id: &str) -> Actor {
     let name = match &session.actor().kind {
         ActorKind::Agent => session.actor().name.clone(),
-        _ => host.agent().to_owned(),
+        _ => host.agent().into(),
     };
     Actor {
         kind: ActorKind::Agent,
         name,
-        session: Some(id.to_owned()),
+        session: Some(id.to_owned().into()),
     }
 }
 

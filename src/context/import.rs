@@ -419,7 +419,7 @@ pub fn import_context_files(
     let (slots, templates): (Vec<usize>, Vec<Record>) = records.into_iter().unzip();
     for (slot, record) in slots.into_iter().zip(session.append_all(templates)?) {
         if let ImportOutcome::Imported { id, .. } = &mut outcomes[slot].1 {
-            *id = record.id;
+            *id = record.id.to_string();
         }
     }
     Ok(outcomes)

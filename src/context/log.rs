@@ -42,7 +42,7 @@ impl Filter {
             self.session = Some(this);
         }
         if self.actor.as_deref() == Some("you") {
-            self.actor = Some(session.actor().name.clone());
+            self.actor = Some(session.actor().name.to_string());
         }
         Ok(self)
     }
@@ -55,8 +55,8 @@ impl Filter {
             || self
                 .session
                 .as_ref()
-                .is_some_and(|s| record.actor.session.as_ref() != Some(s))
-            || self.actor.as_ref().is_some_and(|a| &record.actor.name != a))
+                .is_some_and(|s| record.actor.session.as_deref() != Some(s.as_str()))
+            || self.actor.as_ref().is_some_and(|a| record.actor.name != a))
     }
 }
 

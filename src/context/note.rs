@@ -213,7 +213,7 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
         }
     }
     let mut record = session.record(Kind::Withdraw);
-    record.target = Some(id.to_string());
+    record.target = Some(id.to_string().into());
     record.note = note;
     session.append(record)
 }

@@ -87,15 +87,15 @@ pub fn reset(session: &Session, req: &ResetRequest) -> Result<ResetReport, Conte
     let ledger = session.ledger()?;
     let (point, before) = resolve_point(&ledger, &req.before)?;
     let mut record = session.record(Kind::Reset);
-    record.before = Some(before.to_string());
+    record.before = Some(before.to_string().into());
     record.note.clone_from(&req.note);
     let (ledger, record, recorded) = if req.dry_run {
         // A stand-in id past every one the log holds, as the real one will be.
         let newest = ledger.records().last().map(Record::op_id);
         let id = OpId::mint(session.now_ms()?, session.env().random(), newest.as_ref())
             .map_err(|e| ContextError::Usage(e.to_string()))?;
-        record.id = id.to_string();
-        record.at = id.instant();
+        record.id = id.to_string().into();
+        record.at = id.instant().into();
         (ledger, record, None)
     } else {
         let appended = session.append(record)?;
@@ -156,7 +156,7 @@ fn report_of(
     for ((record, state), was) in ledger.iter().zip(statuses) {
         let Some(state) = state else { continue };
         let item = || Subjected {
-            id: record.id.clone(),
+            id: record.id.to_string(),
             short: record.short().to_owned(),
             kind: record.kind,
             subject: describe(record),

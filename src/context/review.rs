@@ -140,7 +140,7 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
         }
         let in_force = state.status == Status::Established;
         out.push(Pending {
-            id: record.id.clone(),
+            id: record.id.to_string(),
             short: record.short().to_owned(),
             status: state.status,
             subject: describe(record),
@@ -329,7 +329,7 @@ impl<'l> Round<'l> {
                 self.of_session.push(id);
             } else {
                 self.left.push(Left {
-                    id: record.id.clone(),
+                    id: record.id.to_string(),
                     short: record.short().to_owned(),
                     subject: describe(record),
                     contested_by: rivals,
@@ -525,7 +525,7 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
     let mut records = Vec::new();
     for (kind, id, scope) in round.steps {
         let mut record = session.record(kind);
-        record.target = Some(id.to_string());
+        record.target = Some(id.to_string().into());
         record.note.clone_from(&req.note);
         match kind {
             Kind::Keep => {

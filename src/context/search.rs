@@ -89,7 +89,7 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
             continue;
         }
         found.notes.push(Item {
-            id: record.id.clone(),
+            id: record.id.to_string(),
             short: record.short().to_owned(),
             status: state.status,
             preferred: None,

@@ -112,14 +112,14 @@ pub fn outcomes(ledger: &Ledger, session: &str) -> SessionOutcomes {
                         rule: rule.clone(),
                         quote: quote.clone(),
                         reported_by: reported_by.clone(),
-                        cleared_by: record.id.clone(),
+                        cleared_by: record.id.to_string(),
                     });
                 }
                 !cleared
             });
             for f in &run.failing {
                 open.entry((f.path.clone(), f.rule.clone(), f.quote.clone()))
-                    .or_insert_with(|| record.id.clone());
+                    .or_insert_with(|| record.id.to_string());
             }
             continue;
         }
@@ -134,7 +134,7 @@ pub fn outcomes(ledger: &Ledger, session: &str) -> SessionOutcomes {
             (None, None, None) => String::new(),
         };
         recorded.push(Recorded {
-            id: record.id.clone(),
+            id: record.id.to_string(),
             short: record.short().to_owned(),
             kind: record.kind.as_str(),
             what,
@@ -187,8 +187,9 @@ mod tests {
             .unwrap()
             .to_string();
         Record {
-            id: id.clone(),
-            at: crate::ops::id::rfc3339_ms(crate::ops::id::OpId::parse(&id).unwrap().unix_ms()),
+            id: id.clone().into(),
+            at: crate::ops::id::rfc3339_ms(crate::ops::id::OpId::parse(&id).unwrap().unix_ms())
+                .into(),
             check: Some(Box::new(CheckRun {
                 hook: hook.into(),
                 files: files.iter().map(|f| f.to_string()).collect(),

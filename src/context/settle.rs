@@ -43,7 +43,7 @@ pub fn due(session: &Session, ledger: &Ledger) -> Vec<Record> {
         .map(|d| {
             let mut establish = session.record(Kind::Establish);
             establish.actor = settler();
-            establish.target = Some(d.target.to_string());
+            establish.target = Some(d.target.to_string().into());
             establish.because = d.because.iter().map(|b| b.to_string()).collect();
             establish.address = Some(d.address);
             establish
@@ -71,8 +71,8 @@ pub fn settle_in(session: &Session, ledger: Ledger) -> Result<Vec<Establishment>
     Ok(recorded
         .into_iter()
         .map(|r| Establishment {
-            id: r.id,
-            target: r.target.unwrap_or_default(),
+            id: r.id.to_string(),
+            target: r.target.unwrap_or_default().to_string(),
             because: r.because,
         })
         .collect())
@@ -276,7 +276,7 @@ pub fn merge_signals_in(
             );
             let mut r = session.record(Kind::Signal);
             r.actor = merge_actor(session.actor());
-            r.target = Some(target.clone());
+            r.target = Some(target.clone().into());
             r.address = Some(address);
             r.signal = Some(Box::new(Signal {
                 source: SignalSource::Merge,
@@ -294,7 +294,7 @@ pub fn merge_signals_in(
         let recorded = !ledger.holds_address(r.address.as_deref().unwrap_or_default());
         let signal = r.signal.as_deref().expect("built with a signal");
         report.signals.push(MergeSignal {
-            target: r.target.clone().unwrap_or_default(),
+            target: r.target.clone().unwrap_or_default().to_string(),
             commit: signal.commit.clone().unwrap_or_default(),
             pr: signal.pr.clone(),
             preferred: signal.preferred,

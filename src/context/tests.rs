@@ -343,11 +343,11 @@ mod checkpoint {
         let actor = Actor {
             kind: who,
             name: "x".into(),
-            session: Some(format!("s{}", n % 3)),
+            session: Some(format!("s{}", n % 3).into()),
         };
         let mut r = Record {
-            id: id.to_string(),
-            at: id.instant(),
+            id: id.to_string().into(),
+            at: id.instant().into(),
             ..Record::new("p", actor, kind)
         };
         let forms = [
@@ -413,7 +413,7 @@ mod checkpoint {
     fn answer(ledger: &Ledger) -> Answer {
         let states = ledger
             .iter()
-            .map(|(r, s)| (r.id.clone(), s.cloned()))
+            .map(|(r, s)| (r.id.to_string(), s.cloned()))
             .collect();
         let mut ignored = ledger.ignored.clone();
         ignored.sort_by(|a, b| a.id.cmp(&b.id).then(a.reason.cmp(&b.reason)));

@@ -345,9 +345,9 @@ fn widened_by(path: &Path, ledger: crate::ops::Ledger) -> Vec<WorkspaceRule> {
             continue;
         }
         out.push(WorkspaceRule {
-            project: record.project.clone(),
+            project: record.project.to_string(),
             repository: path.to_path_buf(),
-            id: record.id.clone(),
+            id: record.id.to_string(),
             short: record.short().to_owned(),
             status: state.status,
             preferred: preferred.clone(),

@@ -53,8 +53,8 @@ pub fn detect(
     if let Some(name) = agent {
         return Ok(Actor {
             kind: ActorKind::Agent,
-            name,
-            session,
+            name: name.into(),
+            session: session.map(Into::into),
         });
     }
     for (variable, value, name) in HOSTS {
@@ -62,8 +62,8 @@ pub fn detect(
         if claude.as_deref() == Some(value) {
             return Ok(Actor {
                 kind: ActorKind::Agent,
-                name: (*name).to_owned(),
-                session,
+                name: (*name).into(),
+                session: session.map(Into::into),
             });
         }
     }
@@ -71,8 +71,8 @@ pub fn detect(
     if let Some(name) = tool {
         return Ok(Actor {
             kind: ActorKind::Tool,
-            name,
-            session,
+            name: name.into(),
+            session: session.map(Into::into),
         });
     }
     let (email, name) = git_identity();
@@ -82,7 +82,7 @@ pub fn detect(
         .unwrap_or_else(|| "unnamed".to_owned());
     Ok(Actor {
         kind: ActorKind::Person,
-        name,
+        name: name.into(),
         session: None,
     })
 }

@@ -548,11 +548,11 @@ mod fold_tests {
         let actor = Actor {
             kind: ActorKind::Agent,
             name: "a".into(),
-            session: Some(format!("s{n}")),
+            session: Some(format!("s{n}").into()),
         };
         let mut r = Record {
-            id: id.to_string(),
-            at: id.instant(),
+            id: id.to_string().into(),
+            at: id.instant().into(),
             subject: Some(Subject::Term {
                 preferred: preferred.into(),
                 avoid: vec!["Quick cast".into()],

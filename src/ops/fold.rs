@@ -385,7 +385,7 @@ impl Ledger {
         records.retain(|r| match &r.address {
             Some(address) if !addresses.insert(address.clone()) => {
                 ignored.push(Ignored {
-                    id: r.id.clone(),
+                    id: r.id.to_string(),
                     reason: format!("an older operation holds content address {address}"),
                 });
                 false
@@ -472,7 +472,7 @@ impl Ledger {
             && !self.fold.addresses.insert(address.clone())
         {
             self.ignored.push(Ignored {
-                id: record.id.clone(),
+                id: record.id.to_string(),
                 reason: format!("an older operation holds content address {address}"),
             });
             self.fold.ignored_at.push(usize::MAX);
@@ -518,7 +518,7 @@ impl Folding {
         reason: String,
     ) {
         ignored.push(Ignored {
-            id: records[at].id.clone(),
+            id: records[at].id.to_string(),
             reason,
         });
         self.ignored_at.push(at);
@@ -916,7 +916,7 @@ pub(super) fn meet(
         return false;
     };
     let project = &records[a].project;
-    project == &records[b].project && sa.scope.overlaps_in(axes.space(project), &sb.scope)
+    project == records[b].project && sa.scope.overlaps_in(axes.space(project), &sb.scope)
 }
 
 /// A term rule's forms, for disagreement checks.
@@ -1167,8 +1167,8 @@ pub(crate) mod tests {
             session: Some("s".into()),
         };
         Record {
-            id: id.to_string(),
-            at: id.instant(),
+            id: id.to_string().into(),
+            at: id.instant().into(),
             ..Record::new("p", actor, kind)
         }
     }
@@ -1200,7 +1200,7 @@ pub(crate) mod tests {
             actor: Actor {
                 kind: ActorKind::Agent,
                 name: "claude-code".into(),
-                session: Some(session),
+                session: Some(session.into()),
             },
             ..op(n, Kind::Observe, ActorKind::Agent)
         };
@@ -1453,7 +1453,7 @@ pub(crate) mod tests {
             records.retain(|r| match &r.address {
                 Some(address) if !seen_addresses.insert(address.clone()) => {
                     ignored.push(Ignored {
-                        id: r.id.clone(),
+                        id: r.id.to_string(),
                         reason: format!("an older operation holds content address {address}"),
                     });
                     false
@@ -1472,7 +1472,7 @@ pub(crate) mod tests {
                 let transition = Transition::new(&r.actor, r.kind, target_at.map(|t| &records[t]));
                 if let Err(e) = person_decides(&transition) {
                     ignored.push(Ignored {
-                        id: r.id.clone(),
+                        id: r.id.to_string(),
                         reason: e.to_string(),
                     });
                     continue;
@@ -1509,7 +1509,7 @@ pub(crate) mod tests {
                 else {
                     if r.kind.needs_target() {
                         ignored.push(Ignored {
-                            id: r.id.clone(),
+                            id: r.id.to_string(),
                             reason: format!("it acts on #{target_id}, which holds no subject here"),
                         });
                     }
@@ -1533,7 +1533,7 @@ pub(crate) mod tests {
                     Kind::Drop => decide(state, Status::Dropped),
                     Kind::Withdraw if state.status == Status::Suggested && !state.kept => decide(state, Status::Withdrawn),
                     Kind::Withdraw => ignored.push(Ignored {
-                        id: r.id.clone(),
+                        id: r.id.to_string(),
                         reason: format!(
                             "#{} is no longer a suggestion ({})",
                             &target_id[..10],
@@ -1544,7 +1544,7 @@ pub(crate) mod tests {
                     // the settling work; until the fold can read that evidence again,
                     // an establish binds nothing.
                     Kind::Establish => ignored.push(Ignored {
-                        id: r.id.clone(),
+                        id: r.id.to_string(),
                         reason: "establish operations are not applied yet: this kapi cannot re-read the evidence they rest on"
                             .into(),
                     }),
@@ -1603,7 +1603,7 @@ pub(crate) mod tests {
             let mut ignored: Vec<Ignored> = ledger
                 .ignored
                 .iter()
-                .filter(|i| last.as_ref().is_none_or(|l| i.id <= *l))
+                .filter(|i| last.as_ref().is_none_or(|l| i.id.as_str() <= l.as_str()))
                 .cloned()
                 .collect();
             ignored.sort_by(|a, b| (&a.id, &a.reason).cmp(&(&b.id, &b.reason)));
@@ -1611,7 +1611,7 @@ pub(crate) mod tests {
                 ledger
                     .iter()
                     .take(upto)
-                    .map(|(r, s)| (r.id.clone(), s.cloned()))
+                    .map(|(r, s)| (r.id.to_string(), s.cloned()))
                     .collect(),
                 ignored,
             )
@@ -1714,13 +1714,13 @@ pub(crate) mod tests {
                             s.standing.against = 0;
                             s
                         });
-                        (r.id.clone(), s)
+                        (r.id.to_string(), s)
                     })
                     .collect();
                 let theirs: Vec<(String, Option<State>)> = recs
                     .iter()
                     .zip(&states)
-                    .map(|(r, s)| (r.id.clone(), s.as_deref().cloned()))
+                    .map(|(r, s)| (r.id.to_string(), s.as_deref().cloned()))
                     .collect();
                 prop_assert_eq!(ours, theirs);
                 let mut ours_ignored = reducer.ignored.clone();

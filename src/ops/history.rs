@@ -451,8 +451,8 @@ mod tests {
             let id = OpId::mint(EPOCH_MS + 1000 * (n / per), u128::from(n + 1), None)
                 .unwrap()
                 .to_string();
-            renamed.insert(r.id.clone(), id.clone());
-            r.id = id;
+            renamed.insert(r.id.to_string(), id.clone());
+            r.id = id.into();
             // Every other signal counts usage, moving between the forms.
             if let Some(signal) = r.signal.as_mut()
                 && n.is_multiple_of(2)
@@ -466,7 +466,8 @@ mod tests {
                     *t = renamed
                         .get(t.as_str())
                         .cloned()
-                        .unwrap_or_else(|| t.clone());
+                        .unwrap_or_else(|| t.to_string())
+                        .into();
                 }
             }
             out.push(r);
@@ -555,8 +556,8 @@ mod tests {
         for i in 0..300u64 {
             let id = OpId::mint(EPOCH_MS + i, u128::from(i), None).unwrap();
             records.push(Record {
-                id: id.to_string(),
-                at: id.instant(),
+                id: id.to_string().into(),
+                at: id.instant().into(),
                 subject: Some(Subject::Term {
                     preferred: format!("Term{i}x"),
                     avoid: vec![format!("Term{i} x")],
@@ -575,8 +576,8 @@ mod tests {
         for i in 0..2_000u64 {
             let id = OpId::mint(EPOCH_MS + 1_000 + i, u128::from(i), None).unwrap();
             records.push(Record {
-                id: id.to_string(),
-                at: id.instant(),
+                id: id.to_string().into(),
+                at: id.instant().into(),
                 target: Some(records[(i % 300) as usize].id.clone()),
                 signal: Some(Box::new(Signal {
                     source: SignalSource::Usage,

@@ -8,6 +8,7 @@ use super::id::OpId;
 use super::record::{
     CheckRun, Correction, Evidence, Kind, Record, RecordError, Scope, Signal, Subject, TermEntry,
 };
+use compact_str::CompactString;
 
 /// The wording an operation states, as the fold compares rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +100,7 @@ pub enum Op<'r> {
     },
 }
 
-fn id(text: Option<&String>, what: &str, kind: Kind) -> Result<OpId, RecordError> {
+fn id(text: Option<&CompactString>, what: &str, kind: Kind) -> Result<OpId, RecordError> {
     let text = text.ok_or_else(|| {
         RecordError::Invalid(format!(
             "a {} names the operation it acts on in `{what}`",

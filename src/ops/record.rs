@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 use super::id::OpId;
@@ -35,16 +36,18 @@ const MAX_CHECK_FILES: usize = 100_000;
 /// The most term rules one imported file carries.
 const MAX_TERMS: usize = 20_000;
 
-/// One recorded change to a project's context.
+/// One recorded change to a project's context. Its short texts (ids, the
+/// instant, project, actor, session) are [`CompactString`]s, held inline
+/// up to 24 bytes: a read of a long log allocates nothing for them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
     /// The format version (`FORMAT_VERSION`).
     pub v: u32,
     /// The operation id, the same in every log that holds it.
-    pub id: String,
+    pub id: CompactString,
     /// The project the operation belongs to.
-    pub project: String,
+    pub project: CompactString,
     pub actor: Actor,
     pub kind: Kind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,15 +62,15 @@ pub struct Record {
     pub scope: Scope,
     /// The operation this one acts on (keep, drop, withdraw, widen, signal, establish).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
+    pub target: Option<CompactString>,
     /// The first operation a reset sets aside.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub before: Option<String>,
+    pub before: Option<CompactString>,
     /// Why, in the recorder's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// When the log accepted it (RFC 3339, UTC, milliseconds).
-    pub at: String,
+    pub at: CompactString,
     /// A content address: a log holds one operation per address, the older id stands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
@@ -90,9 +93,9 @@ pub struct Record {
 #[serde(deny_unknown_fields)]
 pub struct Actor {
     pub kind: ActorKind,
-    pub name: String,
+    pub name: CompactString,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
+    pub session: Option<CompactString>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -118,7 +121,7 @@ impl Actor {
     pub fn tool(name: &str) -> Actor {
         Actor {
             kind: ActorKind::Tool,
-            name: name.to_owned(),
+            name: name.to_owned().into(),
             session: None,
         }
     }
@@ -482,8 +485,13 @@ fn within(what: &'static str, text: &str, limit: usize) -> Result<(), RecordErro
     Ok(())
 }
 
-fn within_opt(what: &'static str, text: &Option<String>, limit: usize) -> Result<(), RecordError> {
-    text.as_deref().map_or(Ok(()), |t| within(what, t, limit))
+fn within_opt(
+    what: &'static str,
+    text: &Option<impl AsRef<str>>,
+    limit: usize,
+) -> Result<(), RecordError> {
+    text.as_ref()
+        .map_or(Ok(()), |t| within(what, t.as_ref(), limit))
 }
 
 fn count(what: &'static str, count: usize, limit: usize) -> Result<(), RecordError> {
@@ -496,10 +504,10 @@ fn count(what: &'static str, count: usize, limit: usize) -> Result<(), RecordErr
 impl Record {
     /// A record of `kind` by `actor` that carries nothing else yet; the
     /// store mints its `id` and `at` when it is appended.
-    pub fn new(project: impl Into<String>, actor: Actor, kind: Kind) -> Record {
+    pub fn new(project: impl Into<CompactString>, actor: Actor, kind: Kind) -> Record {
         Record {
             v: FORMAT_VERSION,
-            id: String::new(),
+            id: CompactString::default(),
             project: project.into(),
             actor,
             kind,
@@ -511,7 +519,7 @@ impl Record {
             target: None,
             before: None,
             note: None,
-            at: String::new(),
+            at: CompactString::default(),
             address: None,
             signal: None,
             because: Vec::new(),
@@ -566,7 +574,7 @@ impl Record {
         }
         if !super::id::is_id(&self.id) {
             return Err(RecordError::Invalid(
-                super::id::IdError::Invalid(self.id.clone()).to_string(),
+                super::id::IdError::Invalid(self.id.to_string()).to_string(),
             ));
         }
         for (what, text) in [("project", &self.project), ("actor name", &self.actor.name)] {
@@ -599,7 +607,7 @@ impl Record {
         for id in self.target.iter().chain(self.before.iter()) {
             if !super::id::is_id(id) {
                 return Err(RecordError::Invalid(
-                    super::id::IdError::Invalid(id.clone()).to_string(),
+                    super::id::IdError::Invalid(id.to_string()).to_string(),
                 ));
             }
         }

@@ -59,8 +59,8 @@ impl Ledger {
             let advises = state.status != Status::Established;
             match &record.subject {
                 Some(Subject::Term { preferred, avoid }) => out.push(TermRule {
-                    id: record.id.clone(),
-                    op: record.id.clone(),
+                    id: record.id.to_string(),
+                    op: record.id.to_string(),
                     preferred: Some(preferred.clone()),
                     avoided: avoid.clone(),
                     status: state.status,
@@ -77,7 +77,7 @@ impl Ledger {
                     for (n, t) in terms.iter().enumerate() {
                         out.push(TermRule {
                             id: format!("{}:{}", record.id, n + 1),
-                            op: record.id.clone(),
+                            op: record.id.to_string(),
                             preferred: t.preferred.clone(),
                             avoided: t.avoid.clone(),
                             status: state.status,

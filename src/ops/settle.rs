@@ -249,7 +249,7 @@ pub(super) fn settle(
             let Some(correction) = r.correction.as_deref() else {
                 continue;
             };
-            if &r.project != project || !scope.covers_in(space, &r.scope.point) {
+            if r.project != project || !scope.covers_in(space, &r.scope.point) {
                 continue;
             }
             let (from, to) = (&correction.from, &correction.to);
@@ -385,8 +385,8 @@ mod tests {
     fn op(n: u64, kind: Kind, actor: ActorKind, session: &str) -> Record {
         let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();
         Record {
-            id: id.to_string(),
-            at: id.instant(),
+            id: id.to_string().into(),
+            at: id.instant().into(),
             ..Record::new(
                 "p",
                 Actor {
@@ -564,7 +564,7 @@ mod tests {
         let fix = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
         let establish = Record {
             target: Some(a.id.clone()),
-            because: vec![fix.id.clone()],
+            because: vec![fix.id.to_string()],
             address: Some("sha256:e".into()),
             ..op(3, Kind::Establish, ActorKind::Tool, "settle")
         };
@@ -686,7 +686,7 @@ mod tests {
                 .into_iter()
                 .enumerate()
                 .map(|(k, d)| Record {
-                    target: Some(d.target.to_string()),
+                    target: Some(d.target.to_string().into()),
                     because: d.because.iter().map(|b| b.to_string()).collect(),
                     address: Some(d.address),
                     ..op(
@@ -702,7 +702,7 @@ mod tests {
         fn statuses(ledger: &Ledger) -> Vec<(String, Status)> {
             ledger
                 .iter()
-                .filter_map(|(r, s)| Some((r.id.clone(), s?.status)))
+                .filter_map(|(r, s)| Some((r.id.to_string(), s?.status)))
                 .collect()
         }
 
@@ -730,7 +730,7 @@ mod tests {
                 ab.reverse();
                 let ba_fold = fold(ab);
                 let subjects = |s: Vec<(String, Status)>| -> Vec<(String, Status)> {
-                    s.into_iter().filter(|(id, _)| records.iter().any(|r| &r.id == id)).collect()
+                    s.into_iter().filter(|(id, _)| records.iter().any(|r| r.id == id)).collect()
                 };
                 prop_assert_eq!(subjects(statuses(&ab_fold)), subjects(statuses(&ba_fold)));
                 prop_assert_eq!(subjects(statuses(&ab_fold)), evidence_alone);

@@ -128,8 +128,8 @@ impl Store {
                     });
                 }
                 let record = Record {
-                    id: id.to_string(),
-                    at: crate::ops::id::rfc3339_ms(id.unix_ms()),
+                    id: id.to_string().into(),
+                    at: crate::ops::id::rfc3339_ms(id.unix_ms()).into(),
                     ..template.clone()
                 };
                 record.validate()?;
@@ -175,7 +175,7 @@ impl Store {
                     // second recording.
                     Err(e) => match journal::sync(&dir) {
                         Ok(()) => Err(StoreError::Journaled {
-                            ids: records.iter().map(|r| r.id.clone()).collect(),
+                            ids: records.iter().map(|r| r.id.to_string()).collect(),
                             reason: e.to_string(),
                         }),
                         Err(_) => Err(e),
@@ -197,7 +197,7 @@ impl Store {
                     None => String::new(),
                 };
                 return Err(StoreError::Journaled {
-                    ids: records.iter().map(|r| r.id.clone()).collect(),
+                    ids: records.iter().map(|r| r.id.to_string()).collect(),
                     reason: format!(
                         "{} has been held{holder} for {} s (if that process is stuck, end it)",
                         path.display(),
@@ -213,7 +213,7 @@ impl Store {
         let mut missing = Vec::new();
         for r in &records {
             if self.find(&r.op_id())?.as_ref() != Some(r) {
-                missing.push(r.id.clone());
+                missing.push(r.id.to_string());
             }
         }
         if missing.is_empty() {

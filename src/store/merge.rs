@@ -9,6 +9,7 @@ use super::newest;
 use super::reflock::Moved;
 use super::{EntryError, LogRef, Merged, Problem, Store, StoreError, lock, segment, tree};
 use crate::ops::record::Record;
+use compact_str::CompactString;
 
 const ATTEMPTS: usize = 8;
 
@@ -50,7 +51,7 @@ impl Store {
         let _lock = lock::Lock::commit(&self.kapi_dir(), self.lock_timeout)?;
         let mut report = Merged::default();
         for which in [LogRef::Shared, LogRef::Local] {
-            let held: HashMap<String, String> = self
+            let held: HashMap<CompactString, String> = self
                 .load(which)?
                 .records
                 .into_iter()
@@ -65,13 +66,13 @@ impl Store {
                 };
                 match held.get(&r.id) {
                     Some(existing) if *existing == line => report.held += 1,
-                    Some(_) => report
-                        .refused
-                        .push(problem(EntryError::Conflict { id: r.id.clone() })),
+                    Some(_) => report.refused.push(problem(EntryError::Conflict {
+                        id: r.id.to_string(),
+                    })),
                     None if newest::is_ahead(&r.id, now_ms) => {
                         report.refused.push(problem(EntryError::Future {
-                            id: r.id.clone(),
-                            at: r.at.clone(),
+                            id: r.id.to_string(),
+                            at: r.at.to_string(),
                         }))
                     }
                     None => lines.push(line),

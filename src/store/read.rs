@@ -228,9 +228,9 @@ impl Store {
                     loaded.problems.push(Problem {
                         location: format!("operation {id}"),
                         error: if first.is_some() {
-                            EntryError::LaterCopy { id: id.clone() }
+                            EntryError::LaterCopy { id: id.to_string() }
                         } else {
-                            EntryError::DuplicateId { id: id.clone() }
+                            EntryError::DuplicateId { id: id.to_string() }
                         },
                     });
                 }
@@ -309,8 +309,8 @@ mod tests {
         let record = |n: u64, tail: u128| {
             let id = OpId::mint(EPOCH_MS + 1000 * n, tail, None).unwrap();
             Record {
-                id: id.to_string(),
-                at: id.instant(),
+                id: id.to_string().into(),
+                at: id.instant().into(),
                 ..Record::new("p", Actor::tool("t"), Kind::Check)
             }
         };

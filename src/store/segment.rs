@@ -180,7 +180,7 @@ fn parse_capped(
                     problems.push(Problem {
                         location: location(),
                         error: EntryError::Misplaced {
-                            id: record.id.clone(),
+                            id: record.id.to_string(),
                             found: format!("{}/{}", exp.0 as char, exp.1 as char),
                             expected: format!("{}/{}", found.0 as char, found.1 as char),
                         },

@@ -260,7 +260,7 @@ impl Store {
                 records
                     .into_iter()
                     .filter(|r| newest::is_ahead(&r.id, now_ms))
-                    .map(|r| r.id),
+                    .map(|r| r.id.to_string()),
             );
         }
         Ok(merge)

@@ -666,11 +666,11 @@ mod union_law {
         let actor = Actor {
             kind: ActorKind::Agent,
             name: "a".into(),
-            session: Some(format!("s{session}")),
+            session: Some(format!("s{session}").into()),
         };
         Record {
-            id: id.to_string(),
-            at: id.instant(),
+            id: id.to_string().into(),
+            at: id.instant().into(),
             subject: Some(Subject::Term {
                 preferred: format!("Term{term}"),
                 avoid: vec![format!("Form{avoid}")],
@@ -692,7 +692,7 @@ mod union_law {
             .map(|(r, s)| {
                 let s = s.unwrap();
                 (
-                    r.id.clone(),
+                    r.id.to_string(),
                     s.status.as_str().to_owned(),
                     s.contested_by.iter().map(|c| c.to_string()).collect(),
                 )

@@ -113,7 +113,11 @@ impl Ledger {
 
     /// [`Ledger::to_checkpoint`], written to `out` as it is made.
     pub fn write_checkpoint(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        rmp_serde::encode::write_named(out, self).map_err(std::io::Error::other)
+        // The encoder writes a few bytes at a time: buffered here, they
+        // reach `out` (a checksum and the file) in large blocks.
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        rmp_serde::encode::write_named(&mut out, self).map_err(std::io::Error::other)?;
+        std::io::Write::flush(&mut out)
     }
 
     /// A ledger from checkpoint bytes, comparing scopes on `axes` (those it
@@ -159,8 +163,8 @@ mod tests {
     fn op(n: u64, kind: Kind, actor: ActorKind) -> Record {
         let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();
         Record {
-            id: id.to_string(),
-            at: id.instant(),
+            id: id.to_string().into(),
+            at: id.instant().into(),
             ..Record::new(
                 "p",
                 Actor {
@@ -176,7 +180,7 @@ mod tests {
     fn answers(l: &Ledger) -> Vec<(String, Option<super::super::State>)> {
         l.iter()
             .filter(|(_, s)| s.is_some())
-            .map(|(r, s)| (r.id.clone(), s.cloned()))
+            .map(|(r, s)| (r.id.to_string(), s.cloned()))
             .collect()
     }
 
