@@ -49,21 +49,28 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     let loaded = store.load_all()?;
     let unreadable = loaded.problems.len();
     let (records, held) = hold_back(loaded.records, now);
-    let ledger = Ledger::new(records).with_axes(session.axes()).folded();
-    if pending.is_empty() {
-        let dir = store.kapi_dir();
-        let print = fingerprint(session);
-        save(&dir, &print, Part::Base, tips, unreadable, &held, &ledger);
-        save(
-            &dir,
-            &print,
-            Part::View,
-            tips,
-            unreadable,
-            &held,
-            &ledger.view(),
-        );
+    let ledger = Ledger::new(records).with_axes(session.axes());
+    if !pending.is_empty() {
+        let ledger = ledger.folded();
+        return Ok((answer(session, ledger, &held, want), unreadable));
     }
+    let dir = store.kapi_dir();
+    let print = fingerprint(session);
+    // The base is written while the fold runs.
+    let header = Header::new(tips, unreadable, held.clone());
+    let ledger = ledger.folded_saving(|ledger| {
+        let _ =
+            crate::store::checkpoint::write(&dir, Part::Base, &print, header, |out| ledger(out));
+    });
+    save(
+        &dir,
+        &print,
+        Part::View,
+        tips,
+        unreadable,
+        &held,
+        &ledger.view(),
+    );
     Ok((answer(session, ledger, &held, want), unreadable))
 }
 
@@ -182,16 +189,13 @@ fn from_checkpoint(
 }
 
 /// Set aside the records dated more than ten minutes ahead of `now`:
-/// returns the rest and those held back.
+/// returns the rest and those held back. `records` are in id order (as the
+/// store reads them), so those are the last ones: found by bisection, not
+/// by a pass over a long log.
 pub fn hold_back(mut records: Vec<Record>, now: u64) -> (Vec<Record>, Vec<Record>) {
-    let mut held = Vec::new();
-    records.retain(|r| {
-        let ahead = crate::ops::id::is_id(&r.id) && is_ahead(&r.id, now);
-        if ahead {
-            held.push(r.clone());
-        }
-        !ahead
-    });
+    debug_assert!(records.is_sorted_by(|a, b| a.id <= b.id));
+    let cut = records.partition_point(|r| !is_ahead(&r.id, now));
+    let held = records.split_off(cut);
     (records, held)
 }
 

@@ -376,26 +376,43 @@ impl Ledger {
     /// by id, exact repeats dropped, and of two operations with one content
     /// address the younger is ignored (the older id stands).
     pub fn new(mut records: Vec<Record>) -> Ledger {
-        if !records.is_sorted_by(|a, b| a.id <= b.id) {
-            records.sort_by(|a, b| a.id.cmp(&b.id));
+        // One pass over the records (a long log's are read as they are
+        // stored: in order, every id once): their keys, and whether any
+        // needs sorting, a repeat dropped or a content address compared.
+        let mut keys: Vec<u128> = Vec::with_capacity(records.len());
+        let mut ordered = true;
+        let mut addressed = false;
+        for r in &records {
+            let key = super::id::key(&r.id);
+            ordered &= keys.last().is_none_or(|&k| k < key);
+            addressed |= r.address.is_some();
+            keys.push(key);
         }
-        records.dedup_by(|b, a| a.id == b.id);
+        if !ordered {
+            records.sort_by(|a, b| a.id.cmp(&b.id));
+            records.dedup_by(|b, a| a.id == b.id);
+        }
         let mut ignored = Vec::new();
         let mut addresses = BTreeSet::new();
-        records.retain(|r| match &r.address {
-            Some(address) if !addresses.insert(address.clone()) => {
-                ignored.push(Ignored {
-                    id: r.id.to_string(),
-                    reason: format!("an older operation holds content address {address}"),
-                });
-                false
-            }
-            _ => true,
-        });
+        if addressed {
+            records.retain(|r| match &r.address {
+                Some(address) if !addresses.insert(address.clone()) => {
+                    ignored.push(Ignored {
+                        id: r.id.to_string(),
+                        reason: format!("an older operation holds content address {address}"),
+                    });
+                    false
+                }
+                _ => true,
+            });
+        }
+        if !ordered || records.len() != keys.len() {
+            keys = records.iter().map(|r| super::id::key(&r.id)).collect();
+        }
         let n = records.len();
         Ledger {
             fold: Folding {
-                keys: records.iter().map(|r| super::id::key(&r.id)).collect(),
+                keys,
                 states: vec![None; n],
                 ignored_at: vec![usize::MAX; ignored.len()],
                 kept_at: vec![None; n],

@@ -156,7 +156,16 @@ fn sort_in_place(records: &mut [Record]) {
 /// exact repeats. Two copies of one id with different bytes are taken out
 /// and returned, every copy, for the store to settle from history.
 pub(super) fn finish(loaded: &mut Loaded) -> Vec<Vec<Record>> {
-    if !loaded.records.is_sorted_by(|a, b| a.id <= b.id) {
+    // One pass: in order, and every id once (most logs, read as merged).
+    let (mut sorted, mut repeats) = (true, false);
+    for w in loaded.records.windows(2) {
+        match w[0].id.cmp(&w[1].id) {
+            std::cmp::Ordering::Less => {}
+            std::cmp::Ordering::Equal => repeats = true,
+            std::cmp::Ordering::Greater => sorted = false,
+        }
+    }
+    if !sorted {
         // Sort numeric keys, not strings: a log has 100,000s of ids.
         let mut order: Vec<(u128, usize)> = loaded
             .records
@@ -172,7 +181,7 @@ pub(super) fn finish(loaded: &mut Loaded) -> Vec<Vec<Record>> {
             .collect();
     }
     // Most logs hold every id once: then there is nothing to rebuild.
-    if !loaded.records.windows(2).any(|w| w[0].id == w[1].id) {
+    if sorted && !repeats || !loaded.records.windows(2).any(|w| w[0].id == w[1].id) {
         return Vec::new();
     }
     let mut out: Vec<Record> = Vec::with_capacity(loaded.records.len());

@@ -12,12 +12,16 @@
 
 use std::sync::OnceLock;
 
-use super::{Ledger, Record};
+use std::io::Write;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Folding, Ignored, Ledger, Record};
 use crate::ops::axes::Axes;
 use crate::ops::record::Kind;
 
 /// The layout of the checkpoint; raise it when the bytes change meaning.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// The sources the fold's answer depends on. A change to any of them (a
 /// new rule of the reducer, a new field of a record) makes every existing
@@ -56,6 +60,50 @@ pub fn fingerprint() -> &'static str {
             crc.finalize()
         )
     })
+}
+
+/// The reducer's state as the checkpoint holds it, after the records.
+#[derive(Serialize)]
+struct StateRef<'a> {
+    ignored: &'a [Ignored],
+    fold: &'a Folding,
+    view: bool,
+}
+
+#[derive(Deserialize)]
+struct State {
+    ignored: Vec<Ignored>,
+    fold: Folding,
+    view: bool,
+}
+
+/// Write one MessagePack value through a buffer: the encoder writes a few
+/// bytes at a time, which reach `out` (a checksum and the file) in large
+/// blocks.
+fn write_value(value: &impl Serialize, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    rmp_serde::encode::write_named(&mut out, value).map_err(std::io::Error::other)?;
+    out.flush()
+}
+
+fn write_records(records: &[Record], out: &mut dyn Write) -> std::io::Result<()> {
+    write_value(&records, out)
+}
+
+fn write_state(
+    ignored: &[Ignored],
+    fold: &Folding,
+    view: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    write_value(
+        &StateRef {
+            ignored,
+            fold,
+            view,
+        },
+        out,
+    )
 }
 
 impl Ledger {
@@ -104,20 +152,63 @@ impl Ledger {
         self.fold.keys.last().copied()
     }
 
-    /// The ledger as checkpoint bytes: MessagePack with field names (the
-    /// records' optional fields are left out when empty, which only a
-    /// self-describing format reads back; JSON reads 2-3x slower).
+    /// The ledger as checkpoint bytes: two MessagePack values with field
+    /// names (the records' optional fields are left out when empty, which
+    /// only a self-describing format reads back; JSON reads 2-3x slower),
+    /// the records and then the reducer's state, so the records can be
+    /// written while the fold runs ([`Ledger::folded_saving`]).
     pub fn to_checkpoint(&self) -> Vec<u8> {
-        rmp_serde::to_vec_named(self).expect("a ledger serializes")
+        let mut out = Vec::new();
+        self.write_checkpoint(&mut out)
+            .expect("a ledger serializes");
+        out
     }
 
     /// [`Ledger::to_checkpoint`], written to `out` as it is made.
-    pub fn write_checkpoint(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        // The encoder writes a few bytes at a time: buffered here, they
-        // reach `out` (a checksum and the file) in large blocks.
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
-        rmp_serde::encode::write_named(&mut out, self).map_err(std::io::Error::other)?;
-        std::io::Write::flush(&mut out)
+    pub fn write_checkpoint(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        write_records(&self.records, out)?;
+        write_state(&self.ignored, &self.fold, self.view, out)
+    }
+
+    /// Apply every record and the end-of-log passes (as
+    /// [`Ledger::folded`]), while `save` writes the checkpoint on another
+    /// thread: `save` is handed the function that writes the ledger's
+    /// bytes to its output. The records go out while the fold runs (it
+    /// only reads them), the reducer's state once the fold is done, so on
+    /// two cores a cold read pays for the fold or the write, not both.
+    pub fn folded_saving<S>(mut self, save: S) -> Ledger
+    where
+        S: FnOnce(&mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) + Send,
+    {
+        if self.view {
+            return self;
+        }
+        {
+            let Ledger {
+                records,
+                ignored,
+                fold,
+                ..
+            } = &mut self;
+            let records: &[Record] = records;
+            let (done, finished) = std::sync::mpsc::sync_channel::<(&[Ignored], &Folding)>(1);
+            std::thread::scope(|scope| {
+                scope.spawn(move || {
+                    save(&mut |out: &mut dyn Write| {
+                        write_records(records, out)?;
+                        let (ignored, fold) = finished.recv().map_err(std::io::Error::other)?;
+                        write_state(ignored, fold, false, out)
+                    })
+                });
+                while fold.applied < records.len() {
+                    fold.apply_next(records, ignored);
+                }
+                fold.finish(records);
+                // The writer may have given up (no room, say): nothing waits.
+                let _ = done.send((&*ignored, &*fold));
+            });
+        }
+        self
     }
 
     /// A ledger from checkpoint bytes, comparing scopes on `axes` (those it
@@ -125,7 +216,15 @@ impl Ledger {
     /// `None` when they do not hold a consistent one (the caller folds the
     /// log again).
     pub fn from_checkpoint(bytes: &[u8], axes: Axes) -> Option<Ledger> {
-        let mut ledger: Ledger = rmp_serde::from_slice(bytes).ok()?;
+        let mut de = rmp_serde::Deserializer::from_read_ref(bytes);
+        let records = Vec::<Record>::deserialize(&mut de).ok()?;
+        let state = State::deserialize(&mut de).ok()?;
+        let mut ledger = Ledger {
+            records,
+            ignored: state.ignored,
+            fold: state.fold,
+            view: state.view,
+        };
         ledger.fold.axes = axes;
         let n = ledger.records.len();
         let f = &mut ledger.fold;
@@ -182,6 +281,39 @@ mod tests {
             .filter(|(_, s)| s.is_some())
             .map(|(r, s)| (r.id.to_string(), s.cloned()))
             .collect()
+    }
+
+    #[test]
+    fn a_fold_that_writes_its_checkpoint_meanwhile_writes_the_folded_ledger() {
+        let a = Record {
+            subject: Some(Subject::Note {
+                text: "a note".into(),
+            }),
+            ..op(1, Kind::Observe, ActorKind::Agent)
+        };
+        let keep = Record {
+            target: Some(a.id.clone()),
+            ..op(2, Kind::Keep, ActorKind::Person)
+        };
+        let drop = Record {
+            target: Some(a.id.clone()),
+            ..op(3, Kind::Withdraw, ActorKind::Person)
+        };
+        let records = vec![a, keep, drop, op(4, Kind::Check, ActorKind::Tool)];
+        let mut bytes = Vec::new();
+        let saved = Ledger::new(records.clone()).folded_saving(|write| {
+            write(&mut bytes).unwrap();
+        });
+        let folded = fold(records);
+        assert_eq!(answers(&saved), answers(&folded));
+        assert_eq!(saved.ignored, folded.ignored);
+        assert_eq!(bytes, folded.to_checkpoint());
+        let back = Ledger::from_checkpoint(&bytes, Axes::default()).unwrap();
+        assert_eq!(answers(&back), answers(&folded));
+        assert_eq!(back.ignored, folded.ignored);
+        // A writer that gives up does not hold the fold back.
+        let alone = Ledger::new(vec![op(5, Kind::Check, ActorKind::Tool)]).folded_saving(|_| {});
+        assert_eq!(alone.applied(), 1);
     }
 
     #[test]
