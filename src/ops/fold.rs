@@ -562,12 +562,6 @@ impl Folding {
         }
     }
 
-    /// The position of the record `op` acts on, if the log holds it.
-    fn target_of(&self, op: &Op<'_>) -> Option<usize> {
-        op.target()
-            .and_then(|t| self.keys.binary_search(&t.key()).ok())
-    }
-
     /// Undo what the end-of-log passes wrote, before the log goes on.
     fn unfinish(&mut self) {
         for (at, state, kept_at) in self.undo.take().unwrap_or_default() {
@@ -576,14 +570,31 @@ impl Folding {
         }
     }
 
-    /// The typed operation at `at` and the transition it makes, or why the
-    /// fold ignores it (it does not parse, or the policy refuses it).
-    fn admitted<'r>(&self, records: &'r [Record], at: usize) -> Result<Op<'r>, String> {
+    /// The typed operation at `at` and the position of the operation it
+    /// acts on (looked up once: a long log is mostly signals naming their
+    /// rule), or why the fold ignores it (it does not parse, or the policy
+    /// refuses it). A target the log does not hold is noted as missing.
+    fn admitted<'r>(
+        &mut self,
+        records: &'r [Record],
+        at: usize,
+    ) -> Result<(Op<'r>, Option<usize>), String> {
         let r = &records[at];
         let op = Op::of(r).map_err(|e| e.to_string())?;
-        let target = self.target_of(&op).map(|t| &records[t]);
+        let target_at = match op.target() {
+            Some(t) => {
+                let key = t.key();
+                let found = self.keys.binary_search(&key).ok();
+                if found.is_none() {
+                    self.missing.insert(key);
+                }
+                found
+            }
+            None => None,
+        };
+        let target = target_at.map(|t| &records[t]);
         person_decides(&Transition::of(&r.actor, &op, target)).map_err(|e| e.to_string())?;
-        Ok(op)
+        Ok((op, target_at))
     }
 
     /// Apply the next record in id order, re-checking the policy.
@@ -591,22 +602,23 @@ impl Folding {
         self.unfinish();
         let i = self.applied;
         self.applied += 1;
-        if let Some(target) = records[i].target.as_deref().filter(|t| super::id::is_id(t)) {
-            let key = super::id::key(target);
-            if self.keys.binary_search(&key).is_err() {
-                self.missing.insert(key);
-            }
-        }
-        let op = match self.admitted(records, i) {
-            Ok(op) => op,
+        let (op, target_at) = match self.admitted(records, i) {
+            Ok(admitted) => admitted,
             Err(reason) => return self.ignore(ignored, records, i, reason),
         };
-        self.apply_op(records, ignored, i, op);
+        self.apply_op(records, ignored, i, op, target_at);
     }
 
-    /// Apply an admitted operation.
-    fn apply_op(&mut self, records: &[Record], ignored: &mut Vec<Ignored>, i: usize, op: Op<'_>) {
-        let target_at = self.target_of(&op);
+    /// Apply an admitted operation, which acts on the record at
+    /// `target_at` (if any).
+    fn apply_op(
+        &mut self,
+        records: &[Record],
+        ignored: &mut Vec<Ignored>,
+        i: usize,
+        op: Op<'_>,
+        target_at: Option<usize>,
+    ) {
         let decision = match op {
             Op::Observe { .. } | Op::Correct { .. } | Op::Edit { .. } => {
                 return self.state_subject(records, i, op);
@@ -749,7 +761,7 @@ impl Folding {
             if records[j].kind != Kind::Reset {
                 continue;
             }
-            let Ok(Op::Reset { before }) = self.admitted(records, j) else {
+            let Ok((Op::Reset { before }, _)) = self.admitted(records, j) else {
                 continue;
             };
             let from = self.keys[..j].partition_point(|&k| k < before.key());
@@ -772,8 +784,8 @@ impl Folding {
         self.imported.clear();
         self.evidence.clear();
         for (at, &aside) in aside.iter().enumerate() {
-            let op = match self.admitted(records, at) {
-                Ok(op) => op,
+            let (op, target_at) = match self.admitted(records, at) {
+                Ok(admitted) => admitted,
                 Err(reason) => {
                     self.ignore(ignored, records, at, reason);
                     continue;
@@ -785,7 +797,7 @@ impl Folding {
                 }
             } else if !matches!(op, Op::Reset { .. }) {
                 // A reset still in force acted through `aside`.
-                self.apply_op(records, ignored, at, op);
+                self.apply_op(records, ignored, at, op, target_at);
             }
         }
         self.replaying = false;
