@@ -124,7 +124,7 @@ impl Ledger {
             ignored_at: vec![usize::MAX; self.ignored.len()],
             applied: keep.len(),
             evidence: Vec::new(),
-            missing: Default::default(),
+            missing: self.fold.missing.clone(),
             events: None,
             reported: keep.iter().map(|&i| self.fold.reported[i]).collect(),
             replaying: false,
@@ -138,6 +138,12 @@ impl Ledger {
             fold,
             view: true,
         }
+    }
+
+    /// Whether an operation applied named `id` before the log held it
+    /// (a fold from the start would judge that operation with it).
+    pub fn names_missing(&self, id: &str) -> bool {
+        super::super::id::is_id(id) && self.fold.missing.contains(&super::super::id::key(id))
     }
 
     /// Whether this is a reader's view ([`Ledger::view`]).
@@ -233,21 +239,22 @@ impl Ledger {
             || f.reported.len() != n
             || f.applied > n
             || f.ignored_at.len() != ledger.ignored.len()
-            || !ledger
-                .records
-                .iter()
-                .all(|r| super::super::id::is_id(&r.id))
         {
             return None;
         }
-        f.keys = ledger
-            .records
-            .iter()
-            .map(|r: &Record| super::super::id::key(&r.id))
-            .collect();
-        if !f.keys.windows(2).all(|w| w[0] < w[1]) {
-            return None;
+        // One pass: every id valid, strictly in order, as numbers.
+        let mut keys = Vec::with_capacity(n);
+        for r in &ledger.records {
+            if !super::super::id::is_id(&r.id) {
+                return None;
+            }
+            let key = super::super::id::key(&r.id);
+            if keys.last().is_some_and(|&last| last >= key) {
+                return None;
+            }
+            keys.push(key);
         }
+        f.keys = keys;
         Some(ledger)
     }
 }
