@@ -10,7 +10,7 @@
 
 use crate::ops::fold::checkpoint;
 use crate::ops::fold::{Ignored, Ledger};
-use crate::ops::record::{Kind, Record};
+use crate::ops::record::Record;
 use crate::store::checkpoint::{Checkpoint, Header, Part, Tips};
 use crate::store::newest::is_ahead;
 
@@ -90,17 +90,12 @@ fn fingerprint(session: &Session) -> String {
 /// and a check after a hook does not read the whole ledger.
 fn only_check_runs_since(
     store: &crate::store::Store,
-    view: &Ledger,
+    view: &mut Ledger,
     at: Tips,
     now: u64,
 ) -> Result<bool, ContextError> {
     Ok(store.added_since(at)?.is_some_and(|added| {
-        added.iter().all(|r| {
-            r.kind == Kind::Check
-                && r.address.is_none()
-                && !is_ahead(&r.id, now)
-                && !view.names_missing(&r.id)
-        })
+        added.iter().all(|r| !is_ahead(&r.id, now)) && view.take_check_runs(&added)
     }))
 }
 
@@ -132,7 +127,7 @@ fn from_checkpoint(
             .bytes()
             .and_then(|b| Ledger::from_checkpoint(&b, session.axes()))
             .filter(Ledger::is_view)
-            && (&at == tips || only_check_runs_since(store, &view, at, now)?)
+            && (&at == tips || only_check_runs_since(store, &mut view, at, now)?)
         {
             if &at != tips {
                 save(&dir, &print, Part::View, *tips, unreadable, &held, &view);

@@ -140,10 +140,25 @@ impl Ledger {
         }
     }
 
-    /// Whether an operation applied named `id` before the log held it
-    /// (a fold from the start would judge that operation with it).
-    pub fn names_missing(&self, id: &str) -> bool {
-        super::super::id::is_id(id) && self.fold.missing.contains(&super::super::id::key(id))
+    /// Take `added` into a reader's view when they are all check runs the
+    /// fold would admit and change nothing for: none named by an operation
+    /// before the log held it, none repeating a content address (its own
+    /// or another's). Their addresses join the view's; nothing else
+    /// changes. `false` (and the view unchanged) otherwise.
+    pub fn take_check_runs(&mut self, added: &[Record]) -> bool {
+        let mut addresses = std::collections::BTreeSet::new();
+        let fits = added.iter().all(|r| {
+            r.kind == Kind::Check
+                && super::super::id::is_id(&r.id)
+                && !self.fold.missing.contains(&super::super::id::key(&r.id))
+                && r.address
+                    .as_ref()
+                    .is_none_or(|a| !self.fold.addresses.contains(a) && addresses.insert(a.clone()))
+        });
+        if fits {
+            self.fold.addresses.extend(addresses);
+        }
+        fits
     }
 
     /// Whether this is a reader's view ([`Ledger::view`]).
@@ -375,6 +390,18 @@ mod tests {
                 .apply(op(12, Kind::Observe, ActorKind::Agent))
                 .is_err()
         );
+        // Check runs join a view when the fold would change nothing for
+        // them: not when one repeats a content address.
+        let run = |n: u64, address: &str| Record {
+            address: Some(address.into()),
+            ..op(n, Kind::Check, ActorKind::Tool)
+        };
+        let mut view = fold(vec![a.clone(), run(20, "run-1")]).view();
+        assert!(!view.take_check_runs(&[run(21, "run-1")]));
+        assert!(!view.take_check_runs(&[run(21, "run-2"), run(22, "run-2")]));
+        assert!(view.take_check_runs(&[run(21, "run-2")]));
+        assert!(!view.take_check_runs(&[run(22, "run-2")]));
+        assert!(!view.take_check_runs(&[op(23, Kind::Signal, ActorKind::Tool)]));
         // Damaged bytes are no ledger.
         let bytes = ledger.to_checkpoint();
         assert!(Ledger::from_checkpoint(&bytes[..bytes.len() - 1], Axes::default()).is_none());
