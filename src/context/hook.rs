@@ -565,14 +565,18 @@ fn failures(report: &CheckReport) -> Vec<CheckFailure> {
         .collect()
 }
 
-/// Record the run unless its address is already on the local log.
+/// Record the run unless its address is already on the local log. The
+/// reader's view knows every address the log holds: only a run it says is
+/// held reads the local log, for the record that holds it.
 fn record_run(
     session: &Session,
     actor: Actor,
     address: Option<String>,
     run: CheckRun,
 ) -> Result<(Record, bool), HookError> {
-    if let Some(address) = &address {
+    if let Some(address) = &address
+        && (session.rules_ledger()).map_or(true, |view| view.holds_address(address))
+    {
         let local = session
             .store
             .load(LogRef::Local)
