@@ -565,9 +565,10 @@ fn failures(report: &CheckReport) -> Vec<CheckFailure> {
         .collect()
 }
 
-/// Record the run unless its address is already on the local log. The
-/// reader's view knows every address the log holds: only a run it says is
-/// held reads the local log, for the record that holds it.
+/// Record the run unless its address is already in the local log (on the
+/// ref, or still in the journal when its committer gave up waiting for
+/// the lock). The reader's view knows every address the log holds: only a
+/// run it says is held reads the local log, for the record that holds it.
 fn record_run(
     session: &Session,
     actor: Actor,
@@ -581,9 +582,14 @@ fn record_run(
             .store
             .load(LogRef::Local)
             .map_err(ContextError::from)?;
+        let waiting = session
+            .store
+            .journal_records()
+            .map_err(ContextError::from)?;
         if let Some(found) = local
             .records
             .into_iter()
+            .chain(waiting)
             .find(|r| r.address.as_ref() == Some(address))
         {
             return Ok((found, true));

@@ -4,7 +4,7 @@
 //! fed the JSON Claude Code and Codex send (fixtures/hooks/).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::common::{NOW, Run, SEED, TestEnv, kapi_bin};
 
@@ -931,4 +931,86 @@ fn an_older_shim_is_updated_and_two_foreign_hooks_are_never_guessed_between() {
         "#!/bin/sh\nexit 0\n"
     );
     assert!(!hook.exists());
+}
+
+/// A `kapi context note` stopped (SIGSTOP) while it holds the commit lock,
+/// just after moving the ref: later writers leave their lines in the
+/// journal. Killed and reaped when dropped, so a failing test leaves no
+/// stopped process holding the lock.
+#[cfg(target_os = "linux")]
+struct StoppedCommitter(std::process::Child);
+
+#[cfg(target_os = "linux")]
+impl Drop for StoppedCommitter {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[allow(clippy::zombie_processes)] // the guard it is returned in kills and reaps it
+fn stopped_committer(repo: &TestEnv) -> StoppedCommitter {
+    let mut child = repo
+        .kapi_cmd(&["context", "note", "holds the commit lock"])
+        .env("KAPI_FAULT", "ref-moved:stop")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|s| s.split_whitespace().next());
+        if state == Some("T") {
+            return StoppedCommitter(child);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("never stopped: {stat}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_tool_call_delivered_twice_is_recorded_once_while_its_run_waits_in_the_journal() {
+    let repo = TestEnv::new();
+    kept_rule(&repo);
+    let agent = Agent::new(&repo, "s-journal");
+    let victim = stopped_committer(&repo);
+    repo.write("docs/a.md", "Quick cast is fast.\n");
+    let file = repo.join("docs/a.md").display().to_string();
+    let input = agent.input(
+        "claude-post-tool-use-write.json",
+        &[("FILE", &file), ("TOOL_USE_ID", "toolu_01")],
+    );
+    let runs = || {
+        std::fs::read_to_string(repo.join(".git/kapi/journal"))
+            .unwrap_or_default()
+            .matches("\"kind\":\"context.check\"")
+            .count()
+    };
+    // The committer holds the lock: the run stays in the journal.
+    agent.hook(
+        "claude-post-edit",
+        &input,
+        &[("KAPI_LOCK_TIMEOUT_MS", "300")],
+    );
+    assert_eq!(runs(), 1, "the run waits in the journal");
+    // The same tool call delivered again finds its run there.
+    agent.hook(
+        "claude-post-edit",
+        &input,
+        &[("KAPI_LOCK_TIMEOUT_MS", "300")],
+    );
+    assert_eq!(runs(), 1, "the same run is not journaled twice");
+    drop(victim);
+    assert_eq!(check_runs(&repo, "s-journal").len(), 1);
 }
