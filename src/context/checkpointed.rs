@@ -59,12 +59,11 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     // The base is written while the fold runs.
     let header = Header::new(tips, unreadable, held.clone());
     let ledger = ledger.folded_saving(|ledger| {
-        let _ =
-            crate::store::checkpoint::write(&dir, Part::Base, &print, header, |out| ledger(out));
+        let _ = crate::store::checkpoint::write(&dir, Part::Base, print, header, |out| ledger(out));
     });
     save(
         &dir,
-        &print,
+        print,
         Part::View,
         tips,
         unreadable,
@@ -77,11 +76,13 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
 /// What folds this project's log: the code ([`checkpoint::fingerprint`])
 /// and the typed axes the fold compares scopes on (`[axes]` in kapi.toml
 /// and the gazetteers it names), so a checkpoint folded before either
-/// changed is not read.
-fn fingerprint(session: &Session) -> String {
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(format!("{:?}", session.axes()).as_bytes());
-    format!("{} axes {:08x}", checkpoint::fingerprint(), crc.finalize())
+/// changed is not read. Made once per workspace: a gazetteer can be long.
+fn fingerprint(session: &Session) -> &str {
+    session.fold_fingerprint.get_or_init(|| {
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(format!("{:?}", session.axes()).as_bytes());
+        format!("{} axes {:08x}", checkpoint::fingerprint(), crc.finalize())
+    })
 }
 
 /// Whether the logs gained nothing since `at` but check runs (each hook
@@ -118,7 +119,7 @@ fn from_checkpoint(
     let print = fingerprint(session);
     if want == Want::View
         && pending.is_empty()
-        && let Some(found) = Checkpoint::open(&dir, Part::View, &print)
+        && let Some(found) = Checkpoint::open(&dir, Part::View, print)
         && let Some(at) = found.header.tips()
         && !due(&found.header, now)
     {
@@ -130,13 +131,13 @@ fn from_checkpoint(
             && (&at == tips || only_check_runs_since(store, &mut view, at, now)?)
         {
             if &at != tips {
-                save(&dir, &print, Part::View, *tips, unreadable, &held, &view);
+                save(&dir, print, Part::View, *tips, unreadable, &held, &view);
             }
             name_held(&mut view, &held);
             return Ok(Some((view, unreadable)));
         }
     }
-    let Some(base) = Checkpoint::open(&dir, Part::Base, &print) else {
+    let Some(base) = Checkpoint::open(&dir, Part::Base, print) else {
         return Ok(None);
     };
     let Some(since) = base.header.tips() else {
@@ -190,12 +191,12 @@ fn from_checkpoint(
     held.sort_by(|a, b| a.id.cmp(&b.id));
     if pending.is_empty() {
         if applied > REBASE {
-            save(&dir, &print, Part::Base, *tips, unreadable, &held, &ledger);
+            save(&dir, print, Part::Base, *tips, unreadable, &held, &ledger);
         }
         if &since != tips || want == Want::View {
             save(
                 &dir,
-                &print,
+                print,
                 Part::View,
                 *tips,
                 unreadable,

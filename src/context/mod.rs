@@ -25,7 +25,7 @@ pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use env::{Env, EnvError, FixedEnv, ProcessEnv};
 
@@ -93,6 +93,9 @@ pub struct Workspace {
     /// The project's typed axes (`[axes]` in kapi.toml, with the
     /// gazetteers it names): every reader compares scopes on them.
     pub space: Arc<Space>,
+    /// What folds this project's log, for the fold checkpoint: made on
+    /// the first read ([`checkpointed`]).
+    fold_fingerprint: OnceLock<String>,
 }
 
 impl Workspace {
@@ -116,6 +119,7 @@ impl Workspace {
             root,
             project,
             space,
+            fold_fingerprint: OnceLock::new(),
         })
     }
 
