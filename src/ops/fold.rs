@@ -212,9 +212,10 @@ pub struct Event {
 
 /// The folded log: the records in id order and the reducer's state over
 /// them, so more operations can be applied.
-/// Serialized whole by the checkpoint ([`checkpoint`]): a field added here
-/// is in it without more code.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// The checkpoint ([`checkpoint`]) writes the records, then `ignored`,
+/// `fold` and `view`: a field added here is added there too (one added to
+/// [`Folding`] is in it without more code).
+#[derive(Debug, Clone, Default)]
 pub struct Ledger {
     /// Every record, in id order.
     records: Vec<Record>,
@@ -223,7 +224,6 @@ pub struct Ledger {
     /// A reader's view ([`Ledger::view`]): only what states a subject or
     /// imports a file. It answers as the whole ledger does; nothing more
     /// can be applied to it.
-    #[serde(default)]
     view: bool,
 }
 
