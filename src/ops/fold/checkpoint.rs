@@ -298,6 +298,24 @@ mod tests {
         }
     }
 
+    /// An agent's note.
+    fn note(n: u64) -> Record {
+        Record {
+            subject: Some(Subject::Note {
+                text: "a note".into(),
+            }),
+            ..op(n, Kind::Observe, ActorKind::Agent)
+        }
+    }
+
+    /// An operation acting on `target`.
+    fn on(target: &Record, n: u64, kind: Kind, actor: ActorKind) -> Record {
+        Record {
+            target: Some(target.id.clone()),
+            ..op(n, kind, actor)
+        }
+    }
+
     fn answers(l: &Ledger) -> Vec<(String, Option<super::super::State>)> {
         l.iter()
             .filter(|(_, s)| s.is_some())
@@ -307,20 +325,9 @@ mod tests {
 
     #[test]
     fn a_fold_that_writes_its_checkpoint_meanwhile_writes_the_folded_ledger() {
-        let a = Record {
-            subject: Some(Subject::Note {
-                text: "a note".into(),
-            }),
-            ..op(1, Kind::Observe, ActorKind::Agent)
-        };
-        let keep = Record {
-            target: Some(a.id.clone()),
-            ..op(2, Kind::Keep, ActorKind::Person)
-        };
-        let drop = Record {
-            target: Some(a.id.clone()),
-            ..op(3, Kind::Withdraw, ActorKind::Person)
-        };
+        let a = note(1);
+        let keep = on(&a, 2, Kind::Keep, ActorKind::Person);
+        let drop = on(&a, 3, Kind::Withdraw, ActorKind::Person);
         let records = vec![a, keep, drop, op(4, Kind::Check, ActorKind::Tool)];
         let mut bytes = Vec::new();
         let saved = Ledger::new(records.clone()).folded_saving(|write| {
@@ -340,25 +347,14 @@ mod tests {
 
     #[test]
     fn a_checkpoint_round_trips_and_goes_on_applying() {
-        let a = Record {
-            subject: Some(Subject::Note {
-                text: "a note".into(),
-            }),
-            ..op(1, Kind::Observe, ActorKind::Agent)
-        };
-        let keep = Record {
-            target: Some(a.id.clone()),
-            ..op(2, Kind::Keep, ActorKind::Person)
-        };
+        let a = note(1);
+        let keep = on(&a, 2, Kind::Keep, ActorKind::Person);
         let check = op(3, Kind::Check, ActorKind::Tool);
         let ledger = fold(vec![a.clone(), keep.clone(), check]);
         let mut back = Ledger::from_checkpoint(&ledger.to_checkpoint(), Axes::default()).unwrap();
         assert_eq!(answers(&back), answers(&ledger));
         assert_eq!(back.records(), ledger.records());
-        let drop = Record {
-            target: Some(a.id.clone()),
-            ..op(4, Kind::Drop, ActorKind::Person)
-        };
+        let drop = on(&a, 4, Kind::Drop, ActorKind::Person);
         back.apply(drop.clone()).unwrap();
         back.finish();
         let fresh = fold(vec![
