@@ -363,3 +363,25 @@ fn piped(mut cmd: Command, input: &[u8]) -> Output {
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// Wait until a process is stopped (state T) at its fault point.
+#[cfg(target_os = "linux")]
+pub fn wait_stopped(pid: u32) {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|s| s.split_whitespace().next());
+        if state == Some("T") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} never stopped: {stat}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Run, TestEnv};
+use crate::common::{Run, TestEnv, wait_stopped};
 use serde_json::Value;
 
 /// The points `KAPI_FAULT` can name, in the order a writer reaches them.
@@ -43,26 +43,6 @@ fn signal(pid: u32, sig: &str) {
         .args([sig, &pid.to_string()])
         .status()
         .unwrap();
-}
-
-/// Wait until a process is stopped (state T) at its fault point.
-fn wait_stopped(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .and_then(|s| s.split_whitespace().next());
-        if state == Some("T") {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "process {pid} never stopped: {stat}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 fn ids_in_log(repo: &TestEnv) -> BTreeSet<String> {

@@ -949,33 +949,18 @@ impl Drop for StoppedCommitter {
 }
 
 #[cfg(target_os = "linux")]
-#[allow(clippy::zombie_processes)] // the guard it is returned in kills and reaps it
 fn stopped_committer(repo: &TestEnv) -> StoppedCommitter {
-    let mut child = repo
+    let child = repo
         .kapi_cmd(&["context", "note", "holds the commit lock"])
         .env("KAPI_FAULT", "ref-moved:stop")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .and_then(|s| s.split_whitespace().next());
-        if state == Some("T") {
-            return StoppedCommitter(child);
-        }
-        if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("never stopped: {stat}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    // In its guard first: a process that never stops is killed and reaped.
+    let committer = StoppedCommitter(child);
+    crate::common::wait_stopped(committer.0.id());
+    committer
 }
 
 #[cfg(target_os = "linux")]
