@@ -47,6 +47,29 @@ pub struct Config {
     pub context: ContextConfig,
     #[serde(default)]
     pub hooks: HooksConfig,
+    #[serde(default)]
+    pub sync: SyncConfig,
+}
+
+/// `[sync]`: talking to remotes (docs/sync.md).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyncConfig {
+    /// Seconds one fetch or push may take before it is given up (default
+    /// [`SyncConfig::DEFAULT_TIMEOUT_SECS`]).
+    pub timeout: Option<u64>,
+}
+
+impl SyncConfig {
+    /// Long enough for a slow remote over a slow link to send a log of a
+    /// million operations; short enough that a remote which accepts and
+    /// never answers does not hang a hook or a CI job.
+    pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+
+    /// How long one fetch or push may take.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT_SECS).max(1))
+    }
 }
 
 /// `[hooks]`: what the git hooks do (docs/hooks.md).

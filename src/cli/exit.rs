@@ -137,7 +137,8 @@ impl From<crate::context::sync::SyncError> for CliError {
             ),
             e @ (SyncError::Remote(..)
             | SyncError::RefusedRef { .. }
-            | SyncError::GaveUp { .. }) => CliError::new(Exit::Remote, e.to_string()),
+            | SyncError::GaveUp { .. }
+            | SyncError::OtherProject { .. }) => CliError::new(Exit::Remote, e.to_string()),
         }
     }
 }

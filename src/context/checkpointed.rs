@@ -47,7 +47,7 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
         return Ok(found);
     }
     let loaded = store.load_all()?;
-    let unreadable = loaded.problems.len();
+    let unreadable = crate::store::segment::unreadable(&loaded.problems);
     let (records, held) = hold_back(loaded.records, now);
     let ledger = Ledger::new(records).with_axes(session.axes());
     if !pending.is_empty() {

@@ -50,7 +50,7 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
     let rejected = store.rejected_journal_lines();
     let health = store.health()?;
     d.operations = loaded.records.len();
-    d.unreadable = loaded.problems.len() + rejected.len();
+    d.unreadable = crate::store::segment::unreadable(&loaded.problems) + rejected.len();
     let mut add = |class, location: String, message: String| {
         d.findings.push(Finding {
             class,

@@ -108,7 +108,7 @@ impl Workspace {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| dir.to_path_buf());
         let config = Config::load(&root)?;
-        let project = project_key(&config, &store, &root);
+        let project = project_key(&config, &store, &root)?;
         if let Some(timeout) = env.lock_timeout()? {
             store.set_lock_timeout(timeout);
         }
@@ -296,7 +296,7 @@ impl Session {
     ) -> Result<(T, usize), ContextError> {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
         let loaded = self.store.load_all()?;
-        let unreadable = loaded.problems.len();
+        let unreadable = crate::store::segment::unreadable(&loaded.problems);
         let (records, held) = checkpointed::hold_back(loaded.records, now);
         let mut folded = fold(Ledger::new(records).with_axes(self.axes()));
         checkpointed::name_held(ledger(&mut folded), &held);
@@ -369,12 +369,17 @@ fn space_of(config: &Config, root: &Path) -> Result<Space, ContextError> {
     Ok(space)
 }
 
-/// The project key: `project` in kapi.toml, else the name of the `origin`
-/// remote's repository, else the work tree's folder name. A log holds one
-/// project, so the key only labels its operations.
-fn project_key(config: &Config, store: &Store, root: &Path) -> String {
+/// The project key: `project` in kapi.toml, else the project the log's
+/// operations already name (a log holds one project: a clone under another
+/// folder name, or a remote added later, must not split it in two), else
+/// the name of the `origin` remote's repository, else the work tree's
+/// folder name.
+fn project_key(config: &Config, store: &Store, root: &Path) -> Result<String, ContextError> {
     if let Some(p) = config.project.as_ref().filter(|p| !p.trim().is_empty()) {
-        return p.trim().to_owned();
+        return Ok(p.trim().to_owned());
+    }
+    if let Some(p) = store.log_project()? {
+        return Ok(p);
     }
     let from_remote = store
         .repo()
@@ -390,9 +395,9 @@ fn project_key(config: &Config, store: &Store, root: &Path) -> String {
                 .to_owned();
             (!last.is_empty()).then_some(last)
         });
-    from_remote
+    Ok(from_remote
         .or_else(|| root.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "project".to_owned())
+        .unwrap_or_else(|| "project".to_owned()))
 }
 
 /// A path as the log stores it: relative to the work tree (a relative path

@@ -14,7 +14,7 @@ use super::transfer::Rejected;
 use super::{ContextError, Session};
 use crate::git::Pushed;
 use crate::ops::policy::{Sharing, may_share};
-use crate::store::{Joined, LogRef, RemoteError};
+use crate::store::{Joined, LogRef, RemoteError, StoreError};
 
 /// How many times sync fetches, merges and pushes again when the remote
 /// moved between its fetch and its push.
@@ -23,14 +23,21 @@ pub const ATTEMPTS: usize = 5;
 /// What to sync.
 #[derive(Debug, Clone)]
 pub struct SyncRequest {
-    /// A remote name or URL (`origin` by default).
-    pub remote: String,
+    /// A remote name or URL; `None` for `origin`, and with `push` off, for
+    /// settling locally when the repository has no `origin`.
+    pub remote: Option<String>,
     /// Push after merging (`--no-push` only reads).
     pub push: bool,
     /// A merged commit range whose diff gives merge signals (`A..B`).
     pub merged: Option<String>,
     /// The pull request the merged range came from, overriding commit subjects.
     pub pr: Option<String>,
+    /// Merge a remote log whose operations name only other projects (a
+    /// person's decision: by default such a log is refused).
+    pub allow_other_project: bool,
+    /// How long one fetch or push may take (`--timeout`, else `[sync]
+    /// timeout` in kapi.toml).
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// What the fetches brought.
@@ -38,13 +45,20 @@ pub struct SyncRequest {
 pub struct Fetched {
     /// Whether the remote held a log at all.
     pub remote_has_log: bool,
+    /// Nothing was fetched: no remote was named and the repository has no
+    /// `origin` (`--no-push` then settles locally).
+    pub local_only: bool,
     /// How the last fetch joined ours.
     pub joined: Option<Joined>,
     /// Operations (lines) merged in.
     pub added: usize,
-    /// Lines merged in that are not valid operations: kept as they came,
-    /// skipped by every read.
+    /// What the remote held that was not merged: lines that are not valid
+    /// operations, other copies of ids this log holds, segments over the
+    /// limit (named; past the first of a segment, counted).
     pub unreadable: Vec<Rejected>,
+    /// How many stored lines those stand for (past the first of a segment,
+    /// they are counted, not named).
+    pub refused: usize,
     /// Operations dated more than ten minutes past this machine's clock:
     /// held back until their time comes.
     pub held_back: Vec<String>,
@@ -91,6 +105,15 @@ pub enum SyncError {
     )]
     RefusedRef { remote: String, reason: String },
     #[error(
+        "{remote} holds another project's log: its new operations name {}, and this log's project is \"{ours}\". Nothing was merged. Check that {remote} is this project's repository; to merge it anyway, a person runs `kapi context sync --remote {remote} --allow-other-project`",
+        theirs.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", ")
+    )]
+    OtherProject {
+        remote: String,
+        ours: String,
+        theirs: Vec<String>,
+    },
+    #[error(
         "gave up after {attempts} rounds: {remote} moved again between each fetch and push ({reason}). Everything fetched is merged here; run `kapi context sync` again"
     )]
     GaveUp {
@@ -115,7 +138,28 @@ fn permitted(session: &Session, req: &SyncRequest) -> Result<(), ContextError> {
     if req.push {
         may_share(session.actor(), Sharing::Push)?;
     }
+    if req.allow_other_project {
+        may_share(session.actor(), Sharing::OtherProject)?;
+    }
     Ok(())
+}
+
+/// The project a fetched log must name: this log's, once it holds
+/// operations or kapi.toml names it. A log with neither takes whatever it
+/// is first given (a fresh clone's first sync).
+fn expected_project(session: &Session, req: &SyncRequest) -> Result<Option<String>, ContextError> {
+    if req.allow_other_project {
+        return Ok(None);
+    }
+    let configured = session
+        .config
+        .project
+        .as_ref()
+        .is_some_and(|p| !p.trim().is_empty());
+    if configured || session.store.log_project()?.is_some() {
+        return Ok(Some(session.project.clone()));
+    }
+    Ok(None)
 }
 
 /// Whether a rejected push means the remote will not take the ref at all
@@ -137,7 +181,10 @@ fn refuses_the_ref(reason: &str) -> bool {
 /// Fetch, merge, settle and push.
 pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
     permitted(session, req)?;
-    let remote = req.remote.as_str();
+    let remote = req.remote.as_deref().unwrap_or("origin");
+    // Settling needs no remote: with nothing to push and no remote named,
+    // a repository without `origin` settles what its own log holds.
+    let local_only = req.remote.is_none() && !req.push && !session.store.git().has_remote("origin");
     let mut synced = Synced {
         remote: remote.to_owned(),
         fetched: Fetched::default(),
@@ -149,14 +196,34 @@ pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
         refresh_error: None,
     };
     let remote_error = |e: RemoteError| SyncError::Remote(e, remote.to_owned());
+    let project = expected_project(session, req)?;
+    let timeout = req.timeout.unwrap_or_else(|| session.config.sync.timeout());
     loop {
         synced.attempts += 1;
-        if let Some(theirs) = session.store.fetch_log(remote).map_err(remote_error)? {
+        synced.fetched.local_only = local_only;
+        let fetched = match local_only {
+            true => None,
+            false => session
+                .store
+                .fetch_log(remote, timeout)
+                .map_err(remote_error)?,
+        };
+        if let Some(theirs) = fetched {
             synced.fetched.remote_has_log = true;
             let now = session.now_ms()?.max(session.env().wall_ms());
-            let merge = session.store.merge_tip(theirs, now)?;
+            let merge = match session.store.merge_tip(theirs, now, project.as_deref()) {
+                Err(StoreError::OtherProject { ours, theirs }) => {
+                    return Err(SyncError::OtherProject {
+                        remote: remote.to_owned(),
+                        ours,
+                        theirs,
+                    });
+                }
+                other => other?,
+            };
             synced.fetched.joined = Some(merge.joined);
             synced.fetched.added += merge.added;
+            synced.fetched.refused += crate::store::segment::unreadable(&merge.unreadable);
             synced
                 .fetched
                 .unreadable
@@ -188,7 +255,11 @@ pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
             synced.push = PushOutcome::NothingToPush;
             break;
         }
-        match session.store.push_log(remote).map_err(remote_error)? {
+        match session
+            .store
+            .push_log(remote, timeout)
+            .map_err(remote_error)?
+        {
             Pushed::Accepted => {
                 synced.push = PushOutcome::Pushed;
                 break;

@@ -167,7 +167,7 @@ pub fn export(session: &Session) -> Result<Exported, ContextError> {
     Ok(Exported {
         jsonl,
         operations: loaded.records.len(),
-        unreadable: loaded.problems.len(),
+        unreadable: crate::store::segment::unreadable(&loaded.problems),
     })
 }
 

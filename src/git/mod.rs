@@ -34,6 +34,14 @@ pub enum GitError {
     },
     #[error("cannot run git {args}: {message}")]
     Command { args: String, message: String },
+    #[error(
+        "no answer within {} s (`git {args}` was stopped); if the remote is only slow, set a longer `timeout` under [sync] in kapi.toml or pass --timeout",
+        after.as_secs()
+    )]
+    TimedOut {
+        args: String,
+        after: std::time::Duration,
+    },
 }
 
 pub(crate) fn git<E: std::fmt::Display>(context: &'static str) -> impl FnOnce(E) -> GitError {

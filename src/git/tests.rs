@@ -6,6 +6,9 @@ use std::process::Command;
 
 use super::*;
 
+/// How long a fetch or push in these tests may take.
+const T: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Run git in `dir` with HOME and the configuration isolated and the dates
 /// pinned; panics when git fails.
 pub(crate) fn sh(dir: &Path, args: &[&str]) -> String {
@@ -317,14 +320,14 @@ fn push_and_fetch_through_the_one_child_process() {
     let repo_a = Repo::discover(&a).unwrap();
     let url = remote.to_str().unwrap();
     assert_eq!(
-        repo_a.push(url, "refs/kapi/ops:refs/kapi/ops").unwrap(),
+        repo_a.push(url, "refs/kapi/ops:refs/kapi/ops", T).unwrap(),
         remote::Pushed::Accepted
     );
     assert_eq!(sh(&remote, &["rev-parse", "refs/kapi/ops"]), one);
 
     let repo_b = Repo::discover(&b).unwrap();
     repo_b
-        .fetch(url, "+refs/kapi/ops:refs/remotes/origin/kapi/ops")
+        .fetch(url, "+refs/kapi/ops:refs/remotes/origin/kapi/ops", T)
         .unwrap();
     assert_eq!(sh(&b, &["rev-parse", "refs/remotes/origin/kapi/ops"]), one);
 
@@ -335,11 +338,11 @@ fn push_and_fetch_through_the_one_child_process() {
     let two = sh(&b, &["rev-parse", "HEAD"]);
     sh(&b, &["update-ref", "refs/kapi/ops", &two]);
     assert!(matches!(
-        repo_b.push(url, "refs/kapi/ops:refs/kapi/ops").unwrap(),
+        repo_b.push(url, "refs/kapi/ops:refs/kapi/ops", T).unwrap(),
         remote::Pushed::Rejected(_)
     ));
     assert_eq!(sh(&remote, &["rev-parse", "refs/kapi/ops"]), one);
-    assert!(repo_b.fetch(url, "refs/kapi/missing:refs/x").is_err());
+    assert!(repo_b.fetch(url, "refs/kapi/missing:refs/x", T).is_err());
 }
 
 #[test]
@@ -351,9 +354,9 @@ fn a_remote_or_refspec_that_reads_as_an_option_is_refused() {
         ("--upload-pack=touch /tmp/kapi-pwned", "refs/kapi/ops"),
         ("origin", "--exec=touch /tmp/kapi-pwned"),
     ] {
-        let err = repo.fetch(remote, refspec).unwrap_err().to_string();
+        let err = repo.fetch(remote, refspec, T).unwrap_err().to_string();
         assert!(err.contains("is not a remote or a refspec"), "{err}");
-        assert!(repo.push(remote, refspec).is_err());
+        assert!(repo.push(remote, refspec, T).is_err());
     }
     assert!(!std::path::Path::new("/tmp/kapi-pwned").exists());
 }

@@ -154,6 +154,8 @@ pub enum Sharing<'a> {
     Push,
     /// Record what a merge to the default branch says (`--merged`).
     MergeSignals,
+    /// Merge a log whose operations name only other projects.
+    OtherProject,
 }
 
 /// Whether `actor` may perform a sharing act: a person, or a tool such as
@@ -175,6 +177,10 @@ pub fn may_share(actor: &Actor, act: Sharing<'_>) -> Result<(), PolicyError> {
         Sharing::Push => (
             "push the shared log".to_owned(),
             "pushing is a person's or a tool's act; an agent may fetch with `kapi context sync --no-push`, and a person runs `kapi context sync`".to_owned(),
+        ),
+        Sharing::OtherProject => (
+            "merge another project's log".to_owned(),
+            "whether another project's operations belong in this log is a person's decision: a person runs `kapi context sync --allow-other-project`".to_owned(),
         ),
         Sharing::MergeSignals => (
             "record merge signals".to_owned(),

@@ -133,7 +133,10 @@ impl Store {
                     ..template.clone()
                 };
                 record.validate()?;
-                if self.has_room(root, &record)? {
+                // Past the first tails, a full segment is read to see what
+                // room leaving its junk behind would make (a remote can
+                // fill every segment near the limit).
+                if self.has_room(root, &record, tries + 4 >= TAILS)? {
                     break record;
                 }
                 tries += 1;
@@ -147,13 +150,29 @@ impl Store {
         Ok((records, computed))
     }
 
-    /// Whether the segment `record` belongs in can take its line.
-    fn has_room(&self, root: Option<ObjectId>, record: &Record) -> Result<bool, StoreError> {
+    /// Whether the segment `record` belongs in can take its line (a
+    /// segment over the limit is replaced by the write, so it has room);
+    /// with `read`, a full segment counts only what a reader can use.
+    fn has_room(
+        &self,
+        root: Option<ObjectId>,
+        record: &Record,
+        read: bool,
+    ) -> Result<bool, StoreError> {
         let Some(root) = root else { return Ok(true) };
-        let size =
-            tree::segment_size(self.repo.gix(), root, segment::shard(&record.id))?.unwrap_or(0);
+        let shard = segment::shard(&record.id);
         let line = record.to_canonical_json().len() + 1;
-        Ok(size as usize + line <= segment::MAX_SEGMENT_BYTES)
+        let taken = tree::room_taken(self.repo.gix(), root, shard)?;
+        if taken + line <= segment::MAX_SEGMENT_BYTES {
+            return Ok(true);
+        }
+        if !read {
+            return Ok(false);
+        }
+        let Some(bytes) = tree::read_segment(self.repo.gix(), root, shard)? else {
+            return Ok(true);
+        };
+        Ok(tree::keepable_lines(&bytes, shard).len() + line <= segment::MAX_SEGMENT_BYTES)
     }
 
     /// Commit the journal when the commit lock is free, or wait until its

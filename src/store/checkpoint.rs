@@ -94,8 +94,16 @@ pub struct Checkpoint {
 impl Checkpoint {
     /// The checkpoint file `part`, if there is one written by the code
     /// `fingerprint` names.
+    /// Every length the file claims is read against its size before
+    /// anything is allocated: the file is derived, and one that does not
+    /// check out is folded again, never obeyed.
     pub fn open(kapi_dir: &Path, part: Part, fingerprint: &str) -> Option<Self> {
-        let mut file = File::open(kapi_dir.join(part.name())).ok()?;
+        let mut file = crate::vault::read::open_regular(&kapi_dir.join(part.name())).ok()?;
+        let size = file.metadata().ok()?.len();
+        let fixed = MAGIC.len() as u64 + 8;
+        if size < fixed {
+            return None;
+        }
         let mut magic = vec![0; MAGIC.len()];
         file.read_exact(&mut magic).ok()?;
         if magic != MAGIC {
@@ -106,13 +114,17 @@ impl Checkpoint {
         file.seek(SeekFrom::End(-8)).ok()?;
         file.read_exact(&mut len).ok()?;
         let len = u64::from_le_bytes(len);
-        if len > 1 << 30 {
+        if len > size - fixed {
             return None;
         }
-        file.seek(SeekFrom::End(-8 - len as i64)).ok()?;
+        file.seek(SeekFrom::Start(size - 8 - len)).ok()?;
         let mut head = vec![0; len as usize];
         file.read_exact(&mut head).ok()?;
         let header: Header = serde_json::from_slice(&head).ok()?;
+        // The ledger's bytes fill what is left between the magic and the header.
+        if header.bytes.0 as u64 != size - fixed - len {
+            return None;
+        }
         (header.fingerprint == fingerprint).then_some(Self { header, file })
     }
 
@@ -120,9 +132,12 @@ impl Checkpoint {
     pub fn bytes(mut self) -> Option<Vec<u8>> {
         let (len, crc) = self.header.bytes;
         self.file.seek(SeekFrom::Start(MAGIC.len() as u64)).ok()?;
-        let mut bytes = vec![0; len];
-        self.file.read_exact(&mut bytes).ok()?;
-        (crc32fast::hash(&bytes) == crc).then_some(bytes)
+        let mut bytes = Vec::new();
+        (&mut self.file)
+            .take(len as u64)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        (bytes.len() == len && crc32fast::hash(&bytes) == crc).then_some(bytes)
     }
 }
 

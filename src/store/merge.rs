@@ -109,6 +109,7 @@ impl Store {
                 )?;
                 match self.move_ref(which, state.as_ref(), commit)? {
                     Moved::Done => {
+                        self.forget_project();
                         report.added += fit.len();
                         report.refused.extend(full);
                         moved = true;
@@ -140,9 +141,9 @@ impl Store {
         let (mut fit, mut full) = (Vec::new(), Vec::new());
         for (shard, group) in by_shard {
             let held = match base {
-                Some(base) => tree::segment_size(self.repo.gix(), base, shard)?.unwrap_or(0),
+                Some(base) => tree::room_taken(self.repo.gix(), base, shard)?,
                 None => 0,
-            } as usize;
+            };
             let added: usize = group.iter().map(|l| l.len() + 1).sum();
             if held + added <= segment::MAX_SEGMENT_BYTES {
                 fit.extend(group);

@@ -16,10 +16,12 @@ mod append;
 mod cache;
 pub mod checkpoint;
 pub mod fault;
+mod intake;
 mod journal;
 pub mod lock;
 mod merge;
 pub mod newest;
+mod project;
 mod read;
 mod reflock;
 pub mod segment;
@@ -116,6 +118,11 @@ pub enum StoreError {
         segment::MAX_SEGMENT_BYTES / (1024 * 1024)
     )]
     NoRoom,
+    #[error(
+        "the fetched log is another project's: its new operations name {}, and this log's project is \"{ours}\". Nothing was merged. If you meant to sync with that repository, check the remote; to merge it anyway, run `kapi context sync --allow-other-project`",
+        theirs.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", ")
+    )]
+    OtherProject { ours: String, theirs: Vec<String> },
     #[error("this machine's clock is outside the range an id can hold (2026 to 2060)")]
     ClockOutOfRange,
     #[error(

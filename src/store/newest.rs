@@ -216,7 +216,11 @@ pub fn of_tree(
         return Ok((Newest::empty(now_ms), false));
     };
     let cache = read_cache(kapi_dir);
-    let cached = cache.get(which.name());
+    // The cache is derived, so it is obeyed only where it checks out
+    // against the log (`ref moved back`, `git gc`, a forged file).
+    let cached = cache
+        .get(which.name())
+        .filter(|e| checks_out(repo, e).unwrap_or(false));
     if let Some(e) = cached
         && e.tree == root
         && let Some(n) = e.newest.at(now_ms)
@@ -233,6 +237,37 @@ pub fn of_tree(
     };
     scan(repo, kapi_dir, &changed, &mut newest)?;
     Ok((newest, true))
+}
+
+/// Whether a cache entry agrees with the log: its tree is there, the
+/// newest id it names is dated within the bound of when it was seen and
+/// is held in that tree (one segment read), and where it names none the
+/// tree is empty (every id ahead of the clock is the only other way, and
+/// is computed again). Anything else is computed again from the log.
+fn checks_out(repo: &gix::Repository, e: &Entry) -> Result<bool, StoreError> {
+    let n = &e.newest;
+    if n.ahead
+        .iter()
+        .any(|id| id.unix_ms() <= n.seen_at + AHEAD_BOUND_MS)
+    {
+        return Ok(false);
+    }
+    if !repo.has_object(e.tree) {
+        return Ok(false);
+    }
+    let Some(within) = &n.within else {
+        return Ok(tree::read_entries(repo, e.tree)?.is_empty());
+    };
+    if within.unix_ms() > n.seen_at + AHEAD_BOUND_MS {
+        return Ok(false);
+    }
+    let Some(bytes) = tree::read_segment(repo, e.tree, segment::shard(within.as_str()))? else {
+        return Ok(false);
+    };
+    Ok(segment::lines(&bytes).any(|l| {
+        segment::line_id(l) == Some(within.as_str())
+            && Record::from_untrusted(l).is_ok_and(|r| r.id == within.as_str())
+    }))
 }
 
 /// Keep what [`of_tree`] computed for the next writer.
@@ -339,7 +374,7 @@ fn scan(
     Ok(())
 }
 
-type Segments = Vec<((u8, u8), ObjectId)>;
+pub(super) type Segments = Vec<((u8, u8), ObjectId)>;
 
 /// Shard entries of one level (`read_entries` gives only one-character
 /// shard names): trees at the top, blobs below.
@@ -357,7 +392,7 @@ fn shard_entries(entries: &Entries, tree: bool) -> BTreeMap<u8, ObjectId> {
         .collect()
 }
 
-fn all_segments(repo: &gix::Repository, root: ObjectId) -> Result<Segments, StoreError> {
+pub(super) fn all_segments(repo: &gix::Repository, root: ObjectId) -> Result<Segments, StoreError> {
     let mut out = Vec::new();
     for (a, level) in shard_entries(&tree::read_entries(repo, root)?, true) {
         for (b, blob) in shard_entries(&tree::read_entries(repo, level)?, false) {

@@ -109,6 +109,10 @@ pub enum EntryError {
     OversizedSegment { bytes: usize },
     #[error("unexpected entry: the log's tree holds `{0}`, which is not a shard")]
     UnexpectedEntry(String),
+    #[error(
+        "and {count} more lines that cannot be read (only the first {MAX_NAMED} of a segment or file are named)"
+    )]
+    More { count: usize },
     #[error("not UTF-8")]
     NotUtf8,
 }
@@ -121,7 +125,117 @@ pub struct Problem {
     pub error: EntryError,
 }
 
-/// Parse one segment into records, reporting every bad line and skipping it.
+/// At most this many bad lines of one segment or file are named one by
+/// one; the rest are counted ([`EntryError::More`]). A pushed segment of
+/// 30 million junk lines then costs a read its inflating and a glance at
+/// each line, never a named problem per line.
+pub const MAX_NAMED: usize = 16;
+
+/// How many stored lines `problems` stand for: one each, and the count of
+/// a [`EntryError::More`].
+pub fn unreadable(problems: &[Problem]) -> usize {
+    problems
+        .iter()
+        .map(|p| match p.error {
+            EntryError::More { count } => count,
+            _ => 1,
+        })
+        .sum()
+}
+
+/// The problems of one segment or file: the first [`MAX_NAMED`] named,
+/// the rest counted.
+pub struct Problems<'p> {
+    out: &'p mut Vec<Problem>,
+    origin: &'p str,
+    named: usize,
+    more: usize,
+}
+
+impl<'p> Problems<'p> {
+    pub fn new(origin: &'p str, out: &'p mut Vec<Problem>) -> Self {
+        Self {
+            out,
+            origin,
+            named: 0,
+            more: 0,
+        }
+    }
+
+    /// Name the problem of line `n` (1-based), or count it past the cap.
+    pub fn line(&mut self, n: usize, error: impl FnOnce() -> EntryError) {
+        if self.named < MAX_NAMED {
+            self.named += 1;
+            self.out.push(Problem {
+                location: format!("{} line {n}", self.origin),
+                error: error(),
+            });
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+impl Drop for Problems<'_> {
+    fn drop(&mut self) {
+        if self.more > 0 {
+            self.out.push(Problem {
+                location: self.origin.to_owned(),
+                error: EntryError::More { count: self.more },
+            });
+        }
+    }
+}
+
+/// One stored line read as an operation of the shard `expected` (when
+/// given). Junk is told apart before any JSON is parsed: a line that does
+/// not open a JSON object, or (in a segment, whose lines kapi writes
+/// canonical) carries no operation id, costs a glance.
+pub fn parse_line(line: &[u8], expected: Option<(u8, u8)>) -> Result<Record, EntryError> {
+    let opens_object = line
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{');
+    if line.len() > crate::ops::record::MAX_RECORD_BYTES {
+        return Err(RecordError::Oversized { bytes: line.len() }.into());
+    }
+    if !opens_object {
+        return Err(RecordError::Malformed("not a JSON object".into()).into());
+    }
+    if expected.is_some() && line_id(line).is_none() {
+        return Err(RecordError::Malformed("no operation id".into()).into());
+    }
+    let record = Record::from_untrusted(line)?;
+    let found = shard(&record.id);
+    match expected {
+        Some(exp) if exp != found => Err(EntryError::Misplaced {
+            id: record.id.to_string(),
+            found: format!("{}/{}", exp.0 as char, exp.1 as char),
+            expected: format!("{}/{}", found.0 as char, found.1 as char),
+        }),
+        _ => Ok(record),
+    }
+}
+
+/// Whether a stored line of the shard `expected` is worth carrying into
+/// another tree: a valid operation of that shard, or one of a newer format
+/// version (a newer kapi reads it) whose id belongs there. Junk, misplaced
+/// and invalid lines are left behind (a merge names them).
+pub fn keepable(line: &[u8], expected: (u8, u8)) -> Result<(), EntryError> {
+    match parse_line(line, Some(expected)) {
+        Ok(_) => Ok(()),
+        Err(EntryError::Record(RecordError::UnknownVersion(_)))
+            if line_id(line)
+                .is_some_and(|id| crate::ops::id::is_id(id) && shard(id) == expected) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Parse one segment into records, naming its first bad lines (and
+/// counting the rest) and skipping them.
 pub fn parse(
     bytes: &[u8],
     expected: Option<(u8, u8)>,
@@ -164,37 +278,36 @@ fn parse_capped(
         });
         return;
     }
+    let mut bad = Problems::new(origin, problems);
     // Lines are split on bytes; each line's JSON parser checks its UTF-8.
-    for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+    for (n, line) in memchr_lines(bytes) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let location = || format!("{origin} line {}", n + 1);
-        match Record::from_untrusted(line) {
-            Ok(record) => {
-                let found = shard(&record.id);
-                if let Some(exp) = expected
-                    && exp != found
-                {
-                    problems.push(Problem {
-                        location: location(),
-                        error: EntryError::Misplaced {
-                            id: record.id.to_string(),
-                            found: format!("{}/{}", exp.0 as char, exp.1 as char),
-                            expected: format!("{}/{}", found.0 as char, found.1 as char),
-                        },
-                    });
-                    continue;
-                }
-                records.push(record);
-            }
-            Err(e) => problems.push(Problem {
-                location: location(),
-                error: e.into(),
-            }),
+        match parse_line(line, expected) {
+            Ok(record) => records.push(record),
+            Err(e) => bad.line(n + 1, || e),
         }
     }
+}
+
+/// Lines split on `\n` with their 0-based numbers (memchr: a segment of
+/// millions of short lines is split at memory speed).
+fn memchr_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    let mut start = 0;
+    let mut n = 0;
+    std::iter::from_fn(move || {
+        if start > bytes.len() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let line = &bytes[start..end];
+        let numbered = (n, line);
+        n += 1;
+        start = end + 1;
+        Some(numbered)
+    })
 }
 
 #[cfg(test)]

@@ -7,13 +7,10 @@
 //! own signature at the later parent's time, a fixed message), so whichever
 //! merges first, the other's push finds the remote already holding it.
 
-use std::collections::HashSet;
-
 use gix::ObjectId;
 
-use super::newest;
 use super::reflock::Moved;
-use super::{LogRef, Store, StoreError, git, lock, segment, tree};
+use super::{LogRef, Store, StoreError, git, intake, lock};
 use crate::git::{GitError, Pushed};
 
 const MERGE_MESSAGE: &str = "kapi: merge by union\n";
@@ -50,8 +47,10 @@ pub struct TipMerge {
     pub joined: Joined,
     /// Lines the remote held that ours did not (now in ours).
     pub added: usize,
-    /// Of those, lines that are not valid operations: named, kept in the
-    /// log as they came, skipped by every read.
+    /// What the remote held that is not carried: lines that are not valid
+    /// operations of their segment, other copies of ids ours holds,
+    /// entries that are not segments, segments over the limit (named; the
+    /// first of a segment, the rest counted).
     pub unreadable: Vec<super::Problem>,
     /// Of those, operations dated more than ten minutes past this machine's
     /// clock: held back (not folded, not the newest id) until their time.
@@ -81,10 +80,14 @@ impl Store {
 
     /// Fetch `remote`'s `refs/kapi/ops` into its tracking ref; `None` when
     /// the remote has no log yet.
-    pub fn fetch_log(&self, remote: &str) -> Result<Option<ObjectId>, RemoteError> {
+    pub fn fetch_log(
+        &self,
+        remote: &str,
+        timeout: std::time::Duration,
+    ) -> Result<Option<ObjectId>, RemoteError> {
         let tracking = Self::tracking_ref(remote)?;
         let refspec = format!("+{}:{tracking}", LogRef::Shared.name());
-        match self.repo.fetch(remote, &refspec) {
+        match self.repo.fetch(remote, &refspec, timeout) {
             Ok(()) => {}
             Err(GitError::Command { message, .. })
                 if message.contains("couldn't find remote ref") =>
@@ -113,10 +116,14 @@ impl Store {
     }
 
     /// Push our `refs/kapi/ops` to `remote`, fast-forward only.
-    pub fn push_log(&self, remote: &str) -> Result<Pushed, RemoteError> {
+    pub fn push_log(
+        &self,
+        remote: &str,
+        timeout: std::time::Duration,
+    ) -> Result<Pushed, RemoteError> {
         let refspec = format!("{0}:{0}", LogRef::Shared.name());
         self.repo
-            .push(remote, &refspec)
+            .push(remote, &refspec, timeout)
             .map_err(|e| RemoteError::Push {
                 remote: remote.to_owned(),
                 message: match e {
@@ -152,8 +159,20 @@ impl Store {
 
     /// Merge the log at commit `theirs` (fetched from elsewhere) into
     /// `refs/kapi/ops` by union, under the commit lock. Lines of theirs
-    /// are untrusted: what cannot be read is named, never folded.
-    pub fn merge_tip(&self, theirs: ObjectId, now_ms: u64) -> Result<TipMerge, StoreError> {
+    /// are untrusted: only what a reader can use is carried, and the rest
+    /// is named, never merged ([`intake`](super::intake)). With `project`,
+    /// a log whose new operations all name other projects is refused
+    /// ([`StoreError::OtherProject`]) before anything moves.
+    ///
+    /// Whenever theirs is not already in our history the result descends
+    /// from it, so our next push is a fast-forward: a remote whose ref was
+    /// rewritten, or that holds what we leave behind, takes the union back.
+    pub fn merge_tip(
+        &self,
+        theirs: ObjectId,
+        now_ms: u64,
+        project: Option<&str>,
+    ) -> Result<TipMerge, StoreError> {
         let _lock = lock::Lock::commit(&self.kapi_dir(), self.lock_timeout)?;
         let their_commit = self
             .repo
@@ -167,39 +186,53 @@ impl Store {
         for _ in 0..8 {
             let state = self.ref_state(LogRef::Shared)?;
             let ours = state.as_ref().and_then(|s| s.commit);
-            let (joined, new_tip, our_tree) = match ours {
-                None => (Joined::Adopted, their_commit, None),
-                Some(o) if self.is_ancestor(their_commit, o)? => {
-                    return Ok(TipMerge::default());
+            if let Some(o) = ours
+                && self.is_ancestor(their_commit, o)?
+            {
+                return Ok(TipMerge::default());
+            }
+            let our_tree = ours.map(|o| self.tree_of(o)).transpose()?;
+            let intake = intake::take_in(self.repo.gix(), our_tree, their_tree, now_ms)?;
+            if let Some(project) = project
+                && !intake.projects.is_empty()
+                && !intake.projects.contains(project)
+            {
+                return Err(StoreError::OtherProject {
+                    ours: project.to_owned(),
+                    theirs: intake.projects.into_iter().collect(),
+                });
+            }
+            let union = intake.tree.expect("an intake has a tree");
+            let (joined, new_tip) = match ours {
+                None if union == their_tree => (Joined::Adopted, their_commit),
+                // What theirs holds that no reader can use stays behind.
+                None => {
+                    let seconds = self.commit_seconds(their_commit)?;
+                    let commit = self.commit(union, vec![their_commit], seconds, MERGE_MESSAGE)?;
+                    (Joined::Adopted, commit)
+                }
+                Some(o) if union == their_tree && self.is_ancestor(o, their_commit)? => {
+                    (Joined::FastForward, their_commit)
                 }
                 Some(o) => {
-                    let our_tree = self.tree_of(o)?;
-                    let union = tree::union(self.repo.gix(), our_tree, their_tree)?;
-                    if union == our_tree {
-                        // Their log holds nothing ours lacks: no commit
-                        // (a later push carries ours to them).
-                        return Ok(TipMerge::default());
-                    }
-                    if union == their_tree && self.is_ancestor(o, their_commit)? {
-                        (Joined::FastForward, their_commit, Some(our_tree))
-                    } else {
-                        let mut parents = [o, their_commit];
-                        parents.sort();
-                        let seconds = self
-                            .commit_seconds(o)?
-                            .max(self.commit_seconds(their_commit)?);
-                        let commit =
-                            self.commit(union, parents.to_vec(), seconds, MERGE_MESSAGE)?;
-                        (Joined::Merged, commit, Some(our_tree))
-                    }
+                    let mut parents = [o, their_commit];
+                    parents.sort();
+                    let seconds = self
+                        .commit_seconds(o)?
+                        .max(self.commit_seconds(their_commit)?);
+                    let commit = self.commit(union, parents.to_vec(), seconds, MERGE_MESSAGE)?;
+                    (Joined::Merged, commit)
                 }
             };
-            let new_tree = self.tree_of(new_tip)?;
             match self.move_ref(LogRef::Shared, state.as_ref(), new_tip)? {
                 Moved::Done => {
-                    let mut merge = self.new_lines(our_tree, new_tree, now_ms)?;
-                    merge.joined = joined;
-                    return Ok(merge);
+                    self.forget_project();
+                    return Ok(TipMerge {
+                        joined,
+                        added: intake.added,
+                        unreadable: intake.refused,
+                        ahead: intake.ahead,
+                    });
                 }
                 Moved::Raced(_) => continue,
             }
@@ -209,61 +242,6 @@ impl Store {
             8,
             "merging a fetched log".into(),
         ))
-    }
-
-    /// The lines `new` holds that `old` does not, read segment by segment
-    /// where the two differ: counted, and the unreadable and ahead-dated
-    /// among them named.
-    fn new_lines(
-        &self,
-        old: Option<ObjectId>,
-        new: ObjectId,
-        now_ms: u64,
-    ) -> Result<TipMerge, StoreError> {
-        let mut merge = TipMerge::default();
-        let mut old_segments = Vec::new();
-        if let Some(old) = old {
-            tree::read_segments(self.repo.gix(), old, "held", &mut old_segments)?;
-        }
-        let mut new_segments = Vec::new();
-        tree::read_segments(self.repo.gix(), new, "fetched", &mut new_segments)?;
-        let old_blobs: std::collections::HashMap<_, _> =
-            old_segments.iter().map(|s| (s.shard, s.blob)).collect();
-        for seg in &new_segments {
-            let before = old_blobs.get(&seg.shard).copied().flatten();
-            if before == seg.blob && before.is_some() {
-                continue;
-            }
-            let Some(blob) = seg.blob else { continue };
-            let Some(bytes) = tree::read_capped_segment(self.repo.gix(), blob)? else {
-                continue;
-            };
-            let held_bytes = match before {
-                Some(b) => tree::read_capped_segment(self.repo.gix(), b)?.unwrap_or_default(),
-                None => Vec::new(),
-            };
-            let held: HashSet<&[u8]> = segment::lines(&held_bytes).collect();
-            let fresh: Vec<&[u8]> = segment::lines(&bytes)
-                .filter(|l| !held.contains(l))
-                .collect();
-            merge.added += fresh.len();
-            let (mut records, mut problems) = (Vec::new(), Vec::new());
-            segment::parse(
-                &segment::to_bytes(&fresh),
-                seg.shard,
-                &seg.location,
-                &mut records,
-                &mut problems,
-            );
-            merge.unreadable.extend(problems);
-            merge.ahead.extend(
-                records
-                    .into_iter()
-                    .filter(|r| newest::is_ahead(&r.id, now_ms))
-                    .map(|r| r.id.to_string()),
-            );
-        }
-        Ok(merge)
     }
 }
 

@@ -57,7 +57,10 @@ fn read_filtered(
     Ok(out)
 }
 
-fn write_entries(repo: &gix::Repository, mut entries: Entries) -> Result<ObjectId, StoreError> {
+pub(super) fn write_entries(
+    repo: &gix::Repository,
+    mut entries: Entries,
+) -> Result<ObjectId, StoreError> {
     entries.sort();
     let tree = gix::objs::Tree { entries };
     Ok(repo
@@ -66,7 +69,7 @@ fn write_entries(repo: &gix::Repository, mut entries: Entries) -> Result<ObjectI
         .detach())
 }
 
-fn write_blob(repo: &gix::Repository, bytes: &[u8]) -> Result<ObjectId, StoreError> {
+pub(super) fn write_blob(repo: &gix::Repository, bytes: &[u8]) -> Result<ObjectId, StoreError> {
     Ok(repo
         .write_blob(bytes)
         .map_err(git("writing a segment of the log"))?
@@ -258,31 +261,30 @@ pub fn insert_lines<'l>(
             };
             let mut new = new;
             let added: usize = new.iter().map(|l| l.len() + 1).sum();
-            let bytes = if old_size + added <= segment::MAX_SEGMENT_BYTES {
-                match old {
-                    Some(oid) => read_blob(repo, oid)?,
-                    None => Vec::new(),
+            let bytes = match old {
+                // A segment over the limit is never read by anyone (a
+                // remote pushed it): ours replaces it, and nothing readable
+                // is lost.
+                Some(_) if old_size > segment::MAX_SEGMENT_BYTES => Vec::new(),
+                Some(oid) if old_size + added > segment::MAX_SEGMENT_BYTES => {
+                    // Lines the segment already holds (a crashed commit
+                    // being replayed) need no room, nor do lines no reader
+                    // can use (a remote's junk): they are left behind.
+                    let kept = keepable_lines(&read_blob(repo, oid)?, (a, b));
+                    let held: std::collections::HashSet<&[u8]> = segment::lines(&kept).collect();
+                    new.retain(|l| !held.contains(l));
+                    if new.is_empty() {
+                        continue;
+                    }
+                    let added: usize = new.iter().map(|l| l.len() + 1).sum();
+                    if kept.len() + added > segment::MAX_SEGMENT_BYTES {
+                        refused.extend(new);
+                        continue;
+                    }
+                    kept
                 }
-            } else if old_size <= segment::MAX_SEGMENT_BYTES
-                && let Some(oid) = old
-            {
-                // Lines the segment already holds (a crashed commit being
-                // replayed) need no room.
-                let bytes = read_blob(repo, oid)?;
-                let held: std::collections::HashSet<&[u8]> = segment::lines(&bytes).collect();
-                new.retain(|l| !held.contains(l));
-                let added: usize = new.iter().map(|l| l.len() + 1).sum();
-                if old_size + added > segment::MAX_SEGMENT_BYTES {
-                    refused.extend(new);
-                    continue;
-                }
-                if new.is_empty() {
-                    continue;
-                }
-                bytes
-            } else {
-                refused.extend(new);
-                continue;
+                Some(oid) => read_blob(repo, oid)?,
+                None => Vec::new(),
             };
             let segment_bytes = append_sorted(&bytes, new);
             upsert(
@@ -299,6 +301,29 @@ pub fn insert_lines<'l>(
         }
     }
     Ok((write_entries(repo, top)?, refused))
+}
+
+/// The lines of a segment of `shard` a reader can use (see
+/// [`segment::keepable`]), as segment bytes.
+pub(super) fn keepable_lines(bytes: &[u8], shard: (u8, u8)) -> Vec<u8> {
+    let kept: Vec<&[u8]> = segment::lines(bytes)
+        .filter(|l| segment::keepable(l, shard).is_ok())
+        .collect();
+    segment::to_bytes(&kept)
+}
+
+/// How many bytes of the segment `shard` under `root` a new line must
+/// share the size limit with: none when there is no segment, or when it
+/// is over the limit (never read; a write replaces it), else its size.
+pub fn room_taken(
+    repo: &gix::Repository,
+    root: ObjectId,
+    shard: (u8, u8),
+) -> Result<usize, StoreError> {
+    Ok(match segment_size(repo, root, shard)? {
+        Some(size) if size <= segment::MAX_SEGMENT_BYTES as u64 => size as usize,
+        _ => 0,
+    })
 }
 
 /// A segment's bytes with `new` lines added, sorted by id, exact repeats

@@ -10,6 +10,7 @@ mod fuzz_corpus;
 mod hardening;
 mod harness;
 mod hooks;
+mod hostile_remote;
 mod oplog;
 mod reset;
 mod review;

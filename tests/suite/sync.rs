@@ -447,7 +447,7 @@ fn malformed_and_future_dated_operations_fetched_are_named_and_not_folded() {
     )
     .unwrap();
     let keep = serde_json::json!({
-        "v": 1, "id": future.as_str(), "at": future.instant(), "project": "work",
+        "v": 1, "id": future.as_str(), "at": future.instant(), "project": "remote",
         "actor": {"kind": "person", "name": "mallory@example.com"},
         "kind": "context.keep", "target": id,
     });

@@ -20,9 +20,10 @@ use crate::store::Joined;
 /// needs and the CI step.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The remote to sync with: a remote name or a URL.
-    #[arg(long, value_name = "REMOTE", default_value = "origin")]
-    pub remote: String,
+    /// The remote to sync with: a remote name or a URL (default: origin;
+    /// with --no-push in a repository without origin, settle locally).
+    #[arg(long, value_name = "REMOTE")]
+    pub remote: Option<String>,
     /// Fetch and merge only; push nothing.
     #[arg(long)]
     pub no_push: bool,
@@ -34,6 +35,16 @@ pub struct Args {
     /// merge and squash commit subjects when not given).
     #[arg(long, value_name = "NUMBER", requires = "merged")]
     pub pr: Option<String>,
+    /// Merge the remote's log even when its operations name only other
+    /// projects (refused by default: a remote of another project would
+    /// otherwise mix its rules into this one for good). A person's act.
+    #[arg(long)]
+    pub allow_other_project: bool,
+    /// Give up a fetch or push that takes longer than this many seconds
+    /// (exit 6, naming the remote); default: `timeout` under [sync] in
+    /// kapi.toml, else 120.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: Option<u64>,
     /// Print what happened as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -46,6 +57,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         push: !args.no_push,
         merged: args.merged,
         pr: args.pr,
+        allow_other_project: args.allow_other_project,
+        timeout: args.timeout.map(std::time::Duration::from_secs),
     };
     let mut synced = sync(&session, &req)?;
     let mut out = Out::new();
@@ -61,7 +74,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
-            "warning: fetched from {}: {}: {} (kept as it came; every read skips it)",
+            "warning: fetched from {}: {}: {} (not merged)",
             synced.remote, r.location, r.error
         );
     }
@@ -85,6 +98,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
 fn describe(s: &Synced, out: &mut Out) -> Result<(), CliError> {
     let f = &s.fetched;
     let joined = match f.joined {
+        _ if f.local_only => {
+            "no remote (this repository has no origin): settled what this log holds".to_owned()
+        }
         _ if !f.remote_has_log => format!("{} has no refs/kapi/ops yet", s.remote),
         Some(Joined::UpToDate) | None => format!("{} holds nothing new", s.remote),
         Some(Joined::Adopted) => format!("took {}'s log: {} operations", s.remote, f.added),
@@ -98,10 +114,11 @@ fn describe(s: &Synced, out: &mut Out) -> Result<(), CliError> {
         ),
     };
     out.line(joined)?;
-    if !f.unreadable.is_empty() {
+    if f.refused > 0 {
         out.line(format!(
-            "  {} fetched lines are not valid operations (named on stderr)",
-            f.unreadable.len()
+            "  {} fetched {} not merged: not valid operations of their segment, or other copies of operations this log holds (named on stderr)",
+            f.refused,
+            if f.refused == 1 { "line was" } else { "lines were" }
         ))?;
     }
     for id in &f.held_back {

@@ -1,0 +1,238 @@
+//! Taking in a log fetched from elsewhere: the union of ours and theirs,
+//! built segment by segment where the two differ, carrying only what a
+//! reader can use. A remote can push anything, so what it holds is sorted
+//! at the door, once, rather than on every later read of every machine:
+//!
+//! - a line that is a valid operation of its shard (or one of a newer
+//!   format version whose id belongs there, for a newer kapi) is carried;
+//! - junk, misplaced and invalid lines, entries that are not shards and
+//!   segments over the size limit are left behind and named (the first
+//!   [`segment::MAX_NAMED`] of a segment, the rest counted);
+//! - where theirs holds an id ours holds with other bytes, ours stands.
+//!
+//! Both sides of a segment that differs are sorted the same way, so the
+//! union is the same whichever machine computes it (sync converges), and
+//! memory is bounded by what is kept: one segment's bytes and its carried
+//! lines at a time, never a list of what is skipped.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use gix::ObjectId;
+use gix::objs::tree::{Entry, EntryKind};
+
+use super::segment::{self, EntryError, Problem, Problems};
+use super::tree::{self, Entries};
+use super::{StoreError, newest};
+
+/// What taking in a fetched tree found.
+#[derive(Debug, Default)]
+pub(super) struct Intake {
+    /// The union of ours and what theirs holds that can be carried.
+    pub tree: Option<ObjectId>,
+    /// Operations theirs held that ours did not (now in the union).
+    pub added: usize,
+    /// What theirs held that is not carried, by name (capped per segment).
+    pub refused: Vec<Problem>,
+    /// Of the added operations, those dated more than ten minutes past the
+    /// clock: carried, held back by every fold until their time.
+    pub ahead: Vec<String>,
+    /// The projects the added operations name.
+    pub projects: BTreeSet<String>,
+}
+
+/// The union of `ours` (the log held first; `None` for none) and the
+/// fetched tree `theirs`, as of `now_ms` (for naming ids dated ahead).
+pub(super) fn take_in(
+    repo: &gix::Repository,
+    ours: Option<ObjectId>,
+    theirs: ObjectId,
+    now_ms: u64,
+) -> Result<Intake, StoreError> {
+    let mut intake = Intake::default();
+    if ours == Some(theirs) {
+        intake.tree = ours;
+        return Ok(intake);
+    }
+    let our_top = match ours {
+        Some(o) => tree::read_entries(repo, o)?,
+        None => Vec::new(),
+    };
+    let mut top = Vec::new();
+    for (name, (l, r)) in sides(our_top, tree::read_all_entries(repo, theirs)?) {
+        let label = String::from_utf8_lossy(&name).into_owned();
+        let Some(r) = r else {
+            top.extend(l);
+            continue;
+        };
+        let Some(a) = tree::single(&r).filter(|_| r.mode.is_tree()) else {
+            intake.refused.push(unexpected(&label, label.clone()));
+            top.extend(l);
+            continue;
+        };
+        if l.as_ref().is_some_and(|l| l.oid == r.oid) {
+            top.extend(l);
+            continue;
+        }
+        let our_level = match l.as_ref().filter(|l| l.mode.is_tree()) {
+            Some(l) => tree::read_entries(repo, l.oid)?,
+            None => Vec::new(),
+        };
+        let mut level = Vec::new();
+        for (leaf, (ll, rl)) in sides(our_level, tree::read_all_entries(repo, r.oid)?) {
+            let leaf_label = format!("{label}/{}", String::from_utf8_lossy(&leaf));
+            let Some(rl) = rl else {
+                level.extend(ll);
+                continue;
+            };
+            let Some(b) = tree::single(&rl).filter(|_| rl.mode.is_blob()) else {
+                intake
+                    .refused
+                    .push(unexpected(&leaf_label, leaf_label.clone()));
+                level.extend(ll);
+                continue;
+            };
+            if ll.as_ref().is_some_and(|ll| ll.oid == rl.oid) {
+                level.extend(ll);
+                continue;
+            }
+            let held = ll.as_ref().map(|ll| ll.oid);
+            match union_segment(repo, held, rl.oid, (a, b), &leaf_label, now_ms, &mut intake)? {
+                Leaf::Ours => level.extend(ll),
+                Leaf::New(oid) => level.push(Entry {
+                    mode: EntryKind::Blob.into(),
+                    filename: rl.filename,
+                    oid,
+                }),
+                Leaf::Nothing => {}
+            }
+        }
+        if !level.is_empty() {
+            top.push(Entry {
+                mode: EntryKind::Tree.into(),
+                filename: r.filename,
+                oid: tree::write_entries(repo, level)?,
+            });
+        }
+    }
+    intake.tree = Some(tree::write_entries(repo, top)?);
+    Ok(intake)
+}
+
+/// Entries of two trees side by side, by name.
+fn sides(ours: Entries, theirs: Entries) -> BTreeMap<Vec<u8>, (Option<Entry>, Option<Entry>)> {
+    let mut by_name: BTreeMap<Vec<u8>, (Option<Entry>, Option<Entry>)> = BTreeMap::new();
+    for e in ours {
+        let name = e.filename.to_vec();
+        by_name.entry(name).or_default().0 = Some(e);
+    }
+    for e in theirs {
+        let name = e.filename.to_vec();
+        by_name.entry(name).or_default().1 = Some(e);
+    }
+    by_name
+}
+
+fn unexpected(location: &str, entry: String) -> Problem {
+    Problem {
+        location: format!("fetched:{location}"),
+        error: EntryError::UnexpectedEntry(entry),
+    }
+}
+
+/// What becomes of one segment in the union.
+enum Leaf {
+    /// Ours stands as it is.
+    Ours,
+    /// A new segment.
+    New(ObjectId),
+    /// Neither side holds anything to carry.
+    Nothing,
+}
+
+/// The union of our segment `held` (if any) and their segment `blob` of
+/// shard `shard`.
+fn union_segment(
+    repo: &gix::Repository,
+    held: Option<ObjectId>,
+    blob: ObjectId,
+    shard: (u8, u8),
+    label: &str,
+    now_ms: u64,
+    intake: &mut Intake,
+) -> Result<Leaf, StoreError> {
+    let location = format!("fetched:{label}");
+    let size = tree::object_size(repo, blob)?;
+    if size > segment::MAX_SEGMENT_BYTES as u64 {
+        intake.refused.push(Problem {
+            location,
+            error: EntryError::OversizedSegment {
+                bytes: size as usize,
+            },
+        });
+        return Ok(Leaf::Ours);
+    }
+    // Ours, sorted the same way (an oversized segment of ours is never
+    // read, so theirs replaces it).
+    let our_bytes = match held {
+        Some(h) => tree::read_capped_segment(repo, h)?.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let (mut ours, mut dropped) = (HashSet::new(), false);
+    let mut held_ids = HashSet::new();
+    for line in segment::lines(&our_bytes) {
+        match segment::keepable(line, shard) {
+            Ok(()) => {
+                held_ids.insert(segment::line_id(line).expect("a keepable line has an id"));
+                ours.insert(line);
+            }
+            Err(_) => dropped = true,
+        }
+    }
+    let their_bytes = tree::read_blob(repo, blob)?;
+    let mut fresh: Vec<&[u8]> = Vec::new();
+    {
+        let mut refused = Problems::new(&location, &mut intake.refused);
+        for (n, line) in their_bytes.split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) || ours.contains(line) {
+                continue;
+            }
+            match segment::keepable(line, shard) {
+                Err(e) => refused.line(n + 1, || e),
+                Ok(()) => {
+                    let id = segment::line_id(line).expect("a keepable line has an id");
+                    if held_ids.contains(id) {
+                        refused.line(n + 1, || EntryError::Conflict { id: id.to_owned() });
+                    } else {
+                        fresh.push(line);
+                    }
+                }
+            }
+        }
+    }
+    segment::normalize(&mut fresh);
+    if fresh.is_empty() && !dropped && held.is_some() {
+        return Ok(Leaf::Ours);
+    }
+    let mut lines: Vec<&[u8]> = ours.into_iter().collect();
+    lines.extend(&fresh);
+    segment::normalize(&mut lines);
+    let bytes = segment::to_bytes(&lines);
+    if bytes.len() > segment::MAX_SEGMENT_BYTES {
+        // Never write a segment no read would inflate: ours stands and
+        // their new lines wait (named by a read of their side).
+        return Ok(Leaf::Ours);
+    }
+    intake.added += fresh.len();
+    for line in &fresh {
+        if let Ok(record) = segment::parse_line(line, Some(shard)) {
+            if newest::is_ahead(&record.id, now_ms) {
+                intake.ahead.push(record.id.to_string());
+            }
+            intake.projects.insert(record.project.to_string());
+        }
+    }
+    if lines.is_empty() {
+        return Ok(Leaf::Nothing);
+    }
+    Ok(Leaf::New(tree::write_blob(repo, &bytes)?))
+}
