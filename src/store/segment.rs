@@ -21,7 +21,13 @@ pub fn shard(id: &str) -> (u8, u8) {
 /// the top level of a record and cannot occur inside a JSON string (quotes
 /// there are escaped).
 pub fn line_id(line: &[u8]) -> Option<&str> {
-    let at = memchr::memmem::find(line, b"\"id\":\"")? + 6;
+    // One searcher for every line: a segment can hold millions.
+    static ID_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\":\""));
+    if line.first() != Some(&b'{') {
+        return None;
+    }
+    let at = ID_KEY.find(line)? + 6;
     let id = line.get(at..at + LEN)?;
     if line.get(at + LEN) != Some(&b'"') {
         return None;
