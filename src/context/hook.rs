@@ -615,10 +615,15 @@ fn block_reason(report: &CheckReport, what: &str) -> String {
         if one { "fails" } else { "fail" },
         if one { "it" } else { "them" },
     );
+    // A path or a form from the log never steers the terminal the host
+    // shows the reason in, nor starts a line of its own.
     for f in &failing {
         text.push_str(&format!(
             "- {}:{}:{}: {}\n",
-            f.path, f.line, f.column, f.message
+            crate::terminal::escape(&f.path),
+            f.line,
+            f.column,
+            crate::terminal::escape(&f.message)
         ));
     }
     text.push_str(

@@ -10,6 +10,7 @@ mod fuzz_corpus;
 mod hardening;
 mod harness;
 mod hooks;
+mod hostile_text;
 mod oplog;
 mod reset;
 mod review;

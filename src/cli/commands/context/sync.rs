@@ -1,10 +1,8 @@
 //! `kapi context sync`
 
-use std::io::Write;
-
 use crate::cli::commands::{Ctx, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::Out;
+use crate::cli::output::{Out, stderr_line};
 use crate::context::sync::{PushOutcome, SyncRequest, Synced, sync};
 use crate::ops::id::short;
 use crate::store::Joined;
@@ -50,7 +48,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut synced = sync(&session, &req)?;
     let mut out = Out::new();
     if args.json {
-        out.line(
+        out.exact(
             serde_json::to_string(&synced)
                 .map_err(|e| CliError::new(Exit::Internal, e.to_string()))?,
         )?;
@@ -58,12 +56,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         describe(&synced, &mut out)?;
     }
     for r in &synced.fetched.unreadable {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
+        stderr_line(format!(
             "warning: fetched from {}: {}: {} (kept as it came; every read skips it)",
             synced.remote, r.location, r.error
-        );
+        ));
     }
     if args.json {
         // The JSON names the rules files refreshed; a failure is the error.
