@@ -246,6 +246,9 @@ pub struct PostMerge {
     pub refreshed: Vec<PathBuf>,
     /// Why merge signals were not recorded, when they were not.
     pub skipped: Option<String>,
+    /// Values of the range's commits over a signal's limits, left out of
+    /// the signals recorded.
+    pub left_out: Vec<super::settle::SkippedValue>,
     /// Artifacts the merge made stale, recompiled into the work tree.
     pub regenerated: Vec<PathBuf>,
     /// Every artifact that is not current after the hook, and why.
@@ -292,6 +295,7 @@ pub fn post_merge(session: &Session, squash: bool) -> PostMerge {
             match super::settle::merge_signals_in(session, &mut ledger, MERGED, None) {
                 Ok(found) => {
                     done.signals = Some(found.signals.iter().filter(|s| s.recorded).count());
+                    done.left_out = found.skipped;
                 }
                 Err(e) => done.problems.push(format!("merge signals: {e}")),
             }

@@ -1,7 +1,8 @@
 //! Text from the log, a remote, a commit or a file that would steer a
 //! terminal (a note that erases its own line and prints a fake digest
 //! entry, a bidi override) is shown escaped in every human format and
-//! exact in JSON.
+//! exact in JSON; and a merged range whose commits carry values over a
+//! documented limit still gives the merge signals of everything else.
 
 use std::path::PathBuf;
 
@@ -298,4 +299,271 @@ fn bare_remote() -> (tempfile::TempDir, PathBuf) {
         .unwrap();
     assert!(status.success());
     (dir, remote)
+}
+
+// ---------------------------------------------------------------------------
+// Merge signals: a value over a documented limit, and ranges that are none
+
+/// A project with a bare remote, a suggestion for the help pages, and
+/// three commits on main after `base`: `#7` by Ada, one whose subject ends
+/// in a 300-digit pull request, and `#9` by an author with a 300-byte name.
+struct Merged {
+    _dir: tempfile::TempDir,
+    remote: PathBuf,
+    env: TestEnv,
+    base: String,
+    suggestion: String,
+    long_pr_commit: String,
+    long_author_commit: String,
+}
+
+fn merged() -> Merged {
+    let (dir, remote) = bare_remote();
+    let env = TestEnv::new();
+    env.write("docs/help/start.md", "# Start\n\nOpen Quick cast.\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-qm", "Initial docs"]);
+    env.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let base = env.git(&["rev-parse", "HEAD"]);
+    let run = env
+        .agent_term(
+            "a1",
+            "Quickcast",
+            "Quick cast",
+            &["--path", "docs/help/start.md", "--json"],
+        )
+        .ok();
+    let op: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let suggestion = op["id"].as_str().unwrap().to_owned();
+
+    env.write("docs/help/start.md", "# Start\n\nOpen Quickcast.\n");
+    env.git(&["commit", "-qam", "Fix the name (#7)"]);
+    env.write("docs/help/more.md", "Quickcast is fast.\n");
+    env.git(&["add", "-A"]);
+    let subject = format!("Say more (#{})", "1".repeat(300));
+    env.git(&["commit", "-qm", &subject]);
+    let long_pr_commit = env.git(&["rev-parse", "HEAD"]);
+    env.write("docs/help/again.md", "Quickcast again.\n");
+    env.git(&["add", "-A"]);
+    let mut cmd = env.git_cmd(&["commit", "-qm", "Say it again (#9)"]);
+    cmd.env("GIT_AUTHOR_NAME", "M".repeat(300));
+    assert!(cmd.status().unwrap().success());
+    let long_author_commit = env.git(&["rev-parse", "HEAD"]);
+    Merged {
+        _dir: dir,
+        remote,
+        env,
+        base,
+        suggestion,
+        long_pr_commit,
+        long_author_commit,
+    }
+}
+
+fn as_ci(env: &TestEnv, args: &[&str]) -> Run {
+    env.kapi_cmd(args)
+        .env("KAPI_TOOL", "ci")
+        .output()
+        .unwrap()
+        .into()
+}
+
+fn remote_tip(remote: &std::path::Path) -> String {
+    let out = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(remote)
+        .args(["rev-parse", "--verify", "-q", "refs/kapi/ops"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn an_over_limit_author_or_pull_request_is_left_out_and_the_range_still_gives_its_signals() {
+    let m = merged();
+    let range = format!("{}..HEAD", m.base);
+    let run = as_ci(&m.env, &["context", "sync", "--merged", &range, "--json"]).ok();
+    let report = run.json();
+    let signals = report["merged"]["signals"].as_array().unwrap();
+    assert_eq!(signals.len(), 3, "{report}");
+    for s in signals {
+        assert_eq!(s["target"], m.suggestion.as_str());
+        assert_eq!(s["recorded"], true);
+    }
+    let prs: Vec<Option<&str>> = signals.iter().map(|s| s["pr"].as_str()).collect();
+    assert_eq!(prs, [Some("9"), None, Some("7")], "{report}");
+    assert_eq!(signals[1]["commit"], m.long_pr_commit.as_str());
+    // Both values are named on stderr, by commit, with the limit.
+    let short_pr = &m.long_pr_commit[..7];
+    let short_author = &m.long_author_commit[..7];
+    assert!(
+        run.stderr.contains(&format!("warning: commit {short_pr}"))
+            && run
+                .stderr
+                .contains(&format!("warning: commit {short_author}"))
+            && run.stderr.contains("256"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(&"1".repeat(300)), "{}", run.stderr);
+    assert!(!run.stderr.contains(&"M".repeat(300)), "{}", run.stderr);
+    let skipped: Vec<(&str, &str, u64)> = report["merged"]["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["commit"].as_str().unwrap(),
+                s["value"].as_str().unwrap(),
+                s["bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            (m.long_pr_commit.as_str(), "pr", 300),
+            (m.long_author_commit.as_str(), "merger", 300)
+        ],
+        "{report}"
+    );
+
+    // The log holds the three signals: the one whose author is over the
+    // limit names no merger, the one without a readable PR names none.
+    let log = m
+        .env
+        .kapi(&["context", "log", "--kind", "signal", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(log.len(), 3, "{log:?}");
+    let by_commit = |c: &str| {
+        log.iter()
+            .find(|l| l["signal"]["commit"] == c)
+            .unwrap_or_else(|| panic!("{c}: {log:?}"))
+    };
+    assert!(by_commit(&m.long_author_commit)["signal"]["merger"].is_null());
+    assert!(by_commit(&m.long_pr_commit)["signal"]["pr"].is_null());
+    assert_eq!(by_commit(&m.long_pr_commit)["signal"]["merger"], "Ada");
+    assert_eq!(
+        remote_tip(&m.remote),
+        m.env.git(&["rev-parse", "refs/kapi/ops"])
+    );
+
+    // The human report says the same on stderr. A pull request given
+    // over the limit is the caller's own input: refused, nothing read.
+    let m = merged();
+    let range = format!("{}..HEAD", m.base);
+    let pr = "5".repeat(300);
+    let refused = as_ci(
+        &m.env,
+        &["context", "sync", "--merged", &range, "--pr", &pr],
+    )
+    .code(2);
+    assert!(
+        refused.stderr.contains("256-byte limit"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(remote_tip(&m.remote), "");
+    let human = as_ci(&m.env, &["context", "sync", "--merged", &range]).ok();
+    assert!(
+        human.stdout.contains("3 merge signals recorded"),
+        "{}",
+        human.stdout
+    );
+    let warnings: Vec<&str> = human
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: commit"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{}", human.stderr);
+    assert!(
+        warnings.iter().all(|w| w.contains("256-byte limit")),
+        "{}",
+        human.stderr
+    );
+}
+
+#[test]
+fn the_post_merge_hook_leaves_out_an_over_limit_value_and_records_the_rest() {
+    let env = TestEnv::new();
+    env.write("docs/a.md", "Open Quick cast.\n");
+    env.git(&["add", "docs/a.md"]);
+    env.git(&["commit", "-qm", "base"]);
+    env.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "Quick cast"])
+        .ok();
+    env.git(&["checkout", "-qb", "fix"]);
+    env.write("docs/a.md", "Open Quickcast.\n");
+    let subject = format!("Write Quickcast (#{})", "4".repeat(300));
+    let mut cmd = env.git_cmd(&["commit", "-qam", &subject]);
+    cmd.env("GIT_AUTHOR_NAME", "M".repeat(300));
+    assert!(cmd.status().unwrap().success());
+    env.git(&["checkout", "-q", "main"]);
+    env.git(&["merge", "-q", "fix"]);
+    let run = env.kapi(&["hook", "post-merge", "0"]).ok();
+    assert!(
+        run.stderr
+            .contains("recorded 1 merge signal for ORIG_HEAD..HEAD"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("256-byte limit"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("post-merge: merge signals"),
+        "{}",
+        run.stderr
+    );
+    let signals = env
+        .kapi(&["context", "log", "--kind", "signal", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(signals.len(), 1, "{signals:?}");
+    assert!(signals[0]["signal"]["pr"].is_null());
+    assert!(signals[0]["signal"]["merger"].is_null());
+}
+
+#[test]
+fn a_merged_range_that_is_not_a_resolvable_a_to_b_range_is_a_usage_error() {
+    let m = merged();
+    let bad = |env: &TestEnv, range: &str| {
+        let run = as_ci(env, &["context", "sync", "--merged", range]).code(2);
+        assert!(
+            run.stderr.contains(&format!("`{range}`")) && run.stderr.contains("A..B"),
+            "{range}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "{range}: {}", run.stdout);
+    };
+    // With a suggestion awaiting evidence, and (in a fresh project) without.
+    let fresh = TestEnv::new();
+    fresh.write("a.md", "x\n");
+    fresh.git(&["add", "-A"]);
+    fresh.git(&["commit", "-qm", "x"]);
+    fresh.git(&["remote", "add", "origin", m.remote.to_str().unwrap()]);
+    for env in [&m.env, &fresh] {
+        for range in [
+            "",
+            "HEAD",
+            "nonsense..HEAD",
+            "HEAD..nonsense",
+            "..HEAD",
+            "HEAD..",
+            "HEAD...HEAD",
+        ] {
+            bad(env, range);
+        }
+    }
+    // Nothing was recorded or pushed.
+    assert_eq!(remote_tip(&m.remote), "");
+    let signals = m
+        .env
+        .kapi(&["context", "log", "--kind", "signal", "--json"])
+        .ok();
+    assert_eq!(signals.stdout, "");
+    // A valid range still works.
+    as_ci(
+        &m.env,
+        &["context", "sync", "--merged", &format!("{}..HEAD", m.base)],
+    )
+    .ok();
 }

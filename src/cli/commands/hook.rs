@@ -123,6 +123,9 @@ fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
     if let Some(why) = &done.skipped {
         stderr_line(format!("kapi: {why}"));
     }
+    for value in &done.left_out {
+        stderr_line(format!("kapi: warning: {}", value.describe()));
+    }
     if let Some(n) = done.signals.filter(|n| *n > 0) {
         stderr_line(format!(
             "kapi: recorded {n} merge signal{} for {}",

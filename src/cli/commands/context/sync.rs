@@ -24,8 +24,9 @@ pub struct Args {
     /// Fetch and merge only; push nothing.
     #[arg(long)]
     pub no_push: bool,
-    /// A merged commit range (A..B, e.g. ORIG_HEAD..HEAD): count how its
-    /// changes write each suggestion and record merge signals.
+    /// A merged commit range (A..B, e.g. ORIG_HEAD..HEAD, both ends a
+    /// commit): count how its changes write each suggestion and record
+    /// merge signals.
     #[arg(long, value_name = "RANGE")]
     pub merged: Option<String>,
     /// With --merged: the pull request the range came from (read from
@@ -54,6 +55,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         )?;
     } else {
         describe(&synced, &mut out)?;
+    }
+    for value in synced.merged.iter().flat_map(|m| &m.skipped) {
+        stderr_line(format!("warning: {}", value.describe()));
     }
     for r in &synced.fetched.unreadable {
         stderr_line(format!(
