@@ -72,6 +72,16 @@ pub fn stderr_line(text: impl AsRef<str>) {
         .and_then(|()| err.write_all(b"\n"));
 }
 
+/// Text kapi broke into lines for people on stderr (an error quoting git
+/// or a TOML parser): its line ends stay, everything else that would
+/// steer a terminal is escaped, as [`CliError::report`] does.
+pub fn stderr_text(text: impl AsRef<str>) {
+    let mut err = io::stderr().lock();
+    let _ = err
+        .write_all(crate::terminal::escape_lines(text.as_ref()).as_bytes())
+        .and_then(|()| err.write_all(b"\n"));
+}
+
 fn map_pipe(r: io::Result<()>) -> Result<(), CliError> {
     match r {
         Ok(()) => Ok(()),

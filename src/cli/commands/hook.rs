@@ -12,7 +12,7 @@ use clap::Subcommand;
 use super::Ctx;
 use crate::check::format::human;
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::stderr_line;
+use crate::cli::output::{stderr_line, stderr_text};
 use crate::context::Session;
 use crate::context::hook::{self, AgentInput, ArtifactState, CheckRunOutcome, HookError, Host};
 
@@ -115,7 +115,7 @@ fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
     let session = match ctx.session() {
         Ok(s) => s,
         Err(e) => {
-            stderr_line(format!("kapi: post-merge skipped: {}", e.message));
+            stderr_text(format!("kapi: post-merge skipped: {}", e.message));
             return Exit::Ok;
         }
     };
@@ -164,7 +164,7 @@ fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
         }
     }
     for problem in &done.problems {
-        stderr_line(format!("kapi: post-merge: {problem}"));
+        stderr_text(format!("kapi: post-merge: {problem}"));
     }
     Exit::Ok
 }
@@ -203,14 +203,14 @@ fn session_start(ctx: &Ctx) -> Exit {
     let input = match read_input() {
         Ok(i) => i,
         Err(e) => {
-            stderr_line(format!("kapi: {e}"));
+            stderr_text(format!("kapi: {e}"));
             return Exit::Ok;
         }
     };
     let session = match open(ctx, &input) {
         Ok(s) => s,
         Err(e) => {
-            stderr_line(format!("kapi: {}", e.message));
+            stderr_text(format!("kapi: {}", e.message));
             None
         }
     };
@@ -220,7 +220,7 @@ fn session_start(ctx: &Ctx) -> Exit {
         .map(std::path::PathBuf::from);
     let done = hook::session_start(session.as_ref(), &input, env_file.as_deref());
     for problem in &done.problems {
-        stderr_line(format!("kapi: {problem}"));
+        stderr_text(format!("kapi: {problem}"));
     }
     if !done.context.is_empty() {
         let answer = serde_json::json!({
@@ -256,7 +256,7 @@ fn agent(ctx: &Ctx, host: Host, kind: Kind) -> Exit {
         Ok(None) => Exit::Ok,
         Ok(Some(outcome)) => answer(host, &outcome),
         Err(e) => {
-            stderr_line(format!("kapi: {}", e.message));
+            stderr_text(format!("kapi: {}", e.message));
             // Never 2: an error is not the agent's to fix.
             Exit::Failed
         }

@@ -4,7 +4,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use crate::cli::commands::{Ctx, contested_by, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::{Out, stderr_line};
+use crate::cli::output::{Out, stderr_line, stderr_text};
 use crate::context::review::left_text;
 use crate::context::{Pending, ReviewRequest, Reviewed, Session, pending_from, review};
 use crate::ops::widen::WidenTo;
@@ -320,7 +320,7 @@ fn walk(session: &Session, of: Option<&str>) -> Result<Exit, CliError> {
                     match WidenTo::parse(&to) {
                         Ok(to) => req.widen_to = Some(to),
                         Err(e) => {
-                            stderr_line(format!("error: {e}"));
+                            stderr_text(format!("error: {e}"));
                             continue;
                         }
                     }
@@ -354,7 +354,7 @@ fn walk(session: &Session, of: Option<&str>) -> Result<Exit, CliError> {
                         return Err(e);
                     }
                     // A refused or impossible decision: say why and ask again.
-                    stderr_line(format!("error: {e}"));
+                    stderr_text(format!("error: {e}"));
                 }
             }
         }
