@@ -16,3 +16,4 @@ pub mod cli;
 pub mod context;
 pub mod ops;
 pub mod store;
+pub mod terminal;

@@ -77,9 +77,15 @@ impl CliError {
     }
 
     /// Print `error: ...` to stderr and turn the error into its exit code.
+    /// What a message quotes (an id, a range, git's words) never steers the
+    /// terminal; the lines of git's words stay lines.
     pub fn report(self) -> ExitCode {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "error: {}", self.message);
+        let _ = writeln!(
+            err,
+            "error: {}",
+            crate::terminal::escape_lines(&self.message)
+        );
         self.exit.into()
     }
 }

@@ -1,4 +1,5 @@
-//! Writing to stdout: a broken pipe (`kapi context log | head`) is success.
+//! Writing to stdout (a broken pipe, `kapi context log | head`, is
+//! success) and stderr, escaping what people read (`crate::terminal`).
 
 use std::io::{self, Write};
 
@@ -16,7 +17,16 @@ impl Out {
         }
     }
 
+    /// One line for people: whatever in it would steer a terminal (a
+    /// note's `\r\x1b[2K`, a bidi override, a line end inside a value) is
+    /// shown escaped (`crate::terminal`). Text of several lines is several
+    /// calls.
     pub fn line(&mut self, text: impl AsRef<str>) -> Result<(), CliError> {
+        self.exact(crate::terminal::escape(text.as_ref()))
+    }
+
+    /// One line written as it is: a JSON document, which escapes by itself.
+    pub fn exact(&mut self, text: impl AsRef<str>) -> Result<(), CliError> {
         let r = self
             .inner
             .write_all(text.as_ref().as_bytes())
@@ -50,6 +60,26 @@ impl Drop for Out {
             std::process::exit(code as i32);
         }
     }
+}
+
+/// One line for people on stderr (a warning, a hook's message), escaped
+/// as [`Out::line`] escapes. A failed write is ignored (where `eprintln!`
+/// would panic): stderr is where a failure would be reported.
+pub fn stderr_line(text: impl AsRef<str>) {
+    let mut err = io::stderr().lock();
+    let _ = err
+        .write_all(crate::terminal::escape(text.as_ref()).as_bytes())
+        .and_then(|()| err.write_all(b"\n"));
+}
+
+/// Text kapi broke into lines for people on stderr (an error quoting git
+/// or a TOML parser): its line ends stay, everything else that would
+/// steer a terminal is escaped, as [`CliError::report`] does.
+pub fn stderr_text(text: impl AsRef<str>) {
+    let mut err = io::stderr().lock();
+    let _ = err
+        .write_all(crate::terminal::escape_lines(text.as_ref()).as_bytes())
+        .and_then(|()| err.write_all(b"\n"));
 }
 
 fn map_pipe(r: io::Result<()>) -> Result<(), CliError> {

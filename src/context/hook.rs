@@ -246,6 +246,9 @@ pub struct PostMerge {
     pub refreshed: Vec<PathBuf>,
     /// Why merge signals were not recorded, when they were not.
     pub skipped: Option<String>,
+    /// Values of the range's commits over a signal's limits, left out of
+    /// the signals recorded.
+    pub left_out: Vec<super::settle::SkippedValue>,
     /// Artifacts the merge made stale, recompiled into the work tree.
     pub regenerated: Vec<PathBuf>,
     /// Every artifact that is not current after the hook, and why.
@@ -292,6 +295,7 @@ pub fn post_merge(session: &Session, squash: bool) -> PostMerge {
             match super::settle::merge_signals_in(session, &mut ledger, MERGED, None) {
                 Ok(found) => {
                     done.signals = Some(found.signals.iter().filter(|s| s.recorded).count());
+                    done.left_out = found.skipped;
                 }
                 Err(e) => done.problems.push(format!("merge signals: {e}")),
             }
@@ -615,10 +619,15 @@ fn block_reason(report: &CheckReport, what: &str) -> String {
         if one { "fails" } else { "fail" },
         if one { "it" } else { "them" },
     );
+    // A path or a form from the log never steers the terminal the host
+    // shows the reason in, nor starts a line of its own.
     for f in &failing {
         text.push_str(&format!(
             "- {}:{}:{}: {}\n",
-            f.path, f.line, f.column, f.message
+            crate::terminal::escape(&f.path),
+            f.line,
+            f.column,
+            crate::terminal::escape(&f.message)
         ));
     }
     text.push_str(

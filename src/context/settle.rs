@@ -14,10 +14,11 @@ use crate::check::files::ProseFilter;
 use crate::check::markdown::{TextKind, prose};
 use crate::check::{CheckRule, Matcher};
 use crate::digest::sha256_hex;
+use crate::git::MergedRange;
 use crate::ops::Ledger;
 use crate::ops::Status;
 use crate::ops::policy::{Sharing, Transition, may_share, person_decides};
-use crate::ops::record::{Actor, ActorKind, Kind, Record, Scope, Signal, SignalSource};
+use crate::ops::record::{Actor, ActorKind, Kind, MAX_NAME, Record, Scope, Signal, SignalSource};
 
 /// The actor settling records establishments as.
 pub fn settler() -> Actor {
@@ -104,6 +105,80 @@ pub struct MergeSignals {
     /// Changed prose files read.
     pub files: usize,
     pub signals: Vec<MergeSignal>,
+    /// Values a commit gave that are over a signal's limits, left out of
+    /// its signals (which are recorded without them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedValue>,
+}
+
+/// A value of one commit left out of the merge signals: over the limit
+/// the operation format sets for a signal's PR or merger
+/// (`docs/operations.md`, "Limits"). The commit still counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedValue {
+    pub commit: String,
+    pub value: SignalValue,
+    /// The value's length in bytes (the value itself is not repeated).
+    pub bytes: usize,
+    pub limit: usize,
+}
+
+/// Which value of a merge signal a commit gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalValue {
+    /// The pull request its subject names: left out, the commit counts
+    /// with the range's commits that name none.
+    Pr,
+    /// Its author's name: left out, its signals name no merger.
+    Merger,
+}
+
+impl SkippedValue {
+    /// `commit 1a2b3c4: its subject names a pull request of 300 bytes, …`
+    pub fn describe(&self) -> String {
+        let short = &self.commit[..self.commit.len().min(7)];
+        let (what, field, then) = match self.value {
+            SignalValue::Pr => (
+                "its subject names a pull request of",
+                "PR",
+                "the commit counts with those that name none",
+            ),
+            SignalValue::Merger => (
+                "its author's name has",
+                "merger",
+                "its merge signals name no merger",
+            ),
+        };
+        format!(
+            "commit {short}: {what} {} bytes, over the {}-byte limit of a merge signal's {field}: left out ({then})",
+            self.bytes, self.limit
+        )
+    }
+}
+
+/// `value` when a signal may hold it; otherwise `None`, with the commit
+/// and the value named in `skipped`.
+fn within_limit(
+    value: Option<String>,
+    what: SignalValue,
+    commit: &crate::git::CommitDiff,
+    skipped: &mut Vec<SkippedValue>,
+) -> Option<String> {
+    let value = value?;
+    if value.len() <= MAX_NAME {
+        return Some(value);
+    }
+    let skip = SkippedValue {
+        commit: commit.id.to_string(),
+        value: what,
+        bytes: value.len(),
+        limit: MAX_NAME,
+    };
+    if !skipped.contains(&skip) {
+        skipped.push(skip);
+    }
+    None
 }
 
 /// The pull request a merge or squash commit's subject names:
@@ -152,6 +227,16 @@ pub fn merge_signals_in(
     pr: Option<&str>,
 ) -> Result<MergeSignals, ContextError> {
     may_share(session.actor(), Sharing::MergeSignals)?;
+    // A range that is none is refused before anything is read, whether
+    // or not a suggestion awaits evidence.
+    let merged = merged_range(session, range)?;
+    let pr = pr.map(|p| p.trim_start_matches('#'));
+    if let Some(pr) = pr.filter(|p| p.len() > MAX_NAME) {
+        return Err(ContextError::Usage(format!(
+            "the pull request given has {} bytes, over the {MAX_NAME}-byte limit of a merge signal's PR",
+            pr.len()
+        )));
+    }
     let now = Some(session.now_ms()? as i64);
     // The suggestions, each a usage rule with the scope it holds in.
     let mut rules: Vec<CheckRule> = Vec::new();
@@ -207,7 +292,7 @@ pub fn merge_signals_in(
     let commits = session
         .store
         .git()
-        .commit_range_where(range, true, &wanted)
+        .merged_commits_where(&merged, true, &wanted)
         .map_err(|e| ContextError::Usage(format!("cannot read the merged range {range}: {e}")))?;
     report.commits = commits.len();
 
@@ -224,9 +309,14 @@ pub fn merge_signals_in(
     }
     let mut groups: Vec<Group<'_>> = Vec::new();
     for commit in &commits {
-        let pr = pr
-            .map(|p| p.trim_start_matches('#').to_owned())
-            .or_else(|| pull_request_of(&commit.subject));
+        let pr = pr.map(str::to_owned).or_else(|| {
+            within_limit(
+                pull_request_of(&commit.subject),
+                SignalValue::Pr,
+                commit,
+                &mut report.skipped,
+            )
+        });
         let g = match groups.iter().position(|g| g.pr == pr) {
             Some(g) => g,
             None => {
@@ -268,6 +358,13 @@ pub fn merge_signals_in(
             }
             let target = &rules[i].id;
             let commit_id = group.newest.id.to_string();
+            let merger = Some(group.newest.author.clone()).filter(|a| !a.is_empty());
+            let merger = within_limit(
+                merger,
+                SignalValue::Merger,
+                group.newest,
+                &mut report.skipped,
+            );
             let address = format!(
                 "sha256:{}",
                 sha256_hex(
@@ -284,7 +381,7 @@ pub fn merge_signals_in(
                 avoided,
                 commit: Some(commit_id),
                 pr: group.pr.clone(),
-                merger: Some(group.newest.author.clone()).filter(|a| !a.is_empty()),
+                merger,
             }));
             wanted_signals.push(r);
         }
@@ -320,6 +417,17 @@ pub fn merge_signals_in(
     }
     ledger.finish();
     Ok(report)
+}
+
+/// The merged range `range` names, resolved; a usage error naming it and
+/// what a valid one looks like when it is not `A..B` with both ends
+/// commits this repository holds.
+pub fn merged_range(session: &Session, range: &str) -> Result<MergedRange, ContextError> {
+    session
+        .store
+        .git()
+        .merged_range(range)
+        .map_err(|e| ContextError::Usage(e.to_string()))
 }
 
 /// Merge signals are kapi's own evidence: recorded as the tool that runs

@@ -181,6 +181,10 @@ fn refuses_the_ref(reason: &str) -> bool {
 /// Fetch, merge, settle and push.
 pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
     permitted(session, req)?;
+    if let Some(range) = &req.merged {
+        // A range that is none is bad usage: said before anything is fetched.
+        super::settle::merged_range(session, range)?;
+    }
     let remote = req.remote.as_deref().unwrap_or("origin");
     // Settling needs no remote: with nothing to push and no remote named,
     // a repository without `origin` settles what its own log holds.

@@ -15,7 +15,7 @@ mod worktree;
 use std::path::{Path, PathBuf};
 
 pub use gix::ObjectId;
-pub use range::{CommitDiff, FileDiff};
+pub use range::{CommitDiff, FileDiff, MergedRange, RangeError};
 pub use remote::Pushed;
 pub use worktree::Blob;
 

@@ -45,6 +45,33 @@ pub struct FileDiff {
     pub opaque: bool,
 }
 
+/// A merged range `A..B`, both ends resolved to commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergedRange {
+    /// `A`: what the branch held before.
+    pub from: ObjectId,
+    /// `B`: what it holds after the merge.
+    pub to: ObjectId,
+}
+
+/// What a valid merged range looks like, for every refusal.
+const VALID_RANGE: &str =
+    "a merged range is A..B (e.g. ORIG_HEAD..HEAD), both ends a commit this repository holds";
+
+/// Why a merged range cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RangeError {
+    #[error("`{spec}` is not a merged range: {why}; {VALID_RANGE}")]
+    NotARange { spec: String, why: &'static str },
+    #[error("`{spec}`: `{rev}` names no commit here ({source}); {VALID_RANGE}")]
+    Unresolvable {
+        spec: String,
+        rev: String,
+        #[source]
+        source: GitError,
+    },
+}
+
 type Entries = BTreeMap<Vec<u8>, (bool, ObjectId)>;
 
 /// Trees decoded while walking a range: a commit's tree is its child's
@@ -97,22 +124,88 @@ impl Repo {
                 message: format!("{spec:?}: symmetric ranges (A...B) are not supported; use A..B"),
             });
         }
-        let resolve = |rev: &str| -> Result<ObjectId, GitError> {
+        let resolve = |rev: &str| {
             let rev = if rev.is_empty() { "HEAD" } else { rev };
-            Ok(self
-                .repo
-                .rev_parse_single(rev)
-                .map_err(git("resolving a revision"))?
-                .object()
-                .map_err(git("resolving a revision"))?
-                .peel_to_commit()
-                .map_err(git("resolving a revision"))?
-                .id)
+            self.commit_of(rev)
         };
         let (hidden, tip) = match spec.split_once("..") {
             Some((from, to)) => (Some(resolve(from)?), resolve(to)?),
             None => (None, resolve(spec)?),
         };
+        self.walk_where(hidden, tip, first_parent, wanted)
+    }
+
+    /// The merged range `spec` names, both ends resolved: it must be
+    /// `A..B` with both ends a commit this repository holds. A lone
+    /// revision (`HEAD`), an empty end (`..HEAD`, `A..`, `''`) or a
+    /// symmetric range would read history nobody merged, so each is
+    /// refused by name.
+    pub fn merged_range(&self, spec: &str) -> Result<MergedRange, RangeError> {
+        let refuse = |why| RangeError::NotARange {
+            spec: spec.to_owned(),
+            why,
+        };
+        if spec.contains("...") {
+            return Err(refuse("a symmetric range (A...B) reads both sides"));
+        }
+        let Some((from, to)) = spec.split_once("..") else {
+            return Err(refuse(if spec.trim().is_empty() {
+                "it is empty"
+            } else {
+                "it is a single revision, which would read all of its history"
+            }));
+        };
+        if to.contains("..") {
+            return Err(refuse("it has more than two ends"));
+        }
+        if from.trim().is_empty() || to.trim().is_empty() {
+            return Err(refuse("an end is empty"));
+        }
+        let resolve = |rev: &str| {
+            self.commit_of(rev).map_err(|e| RangeError::Unresolvable {
+                spec: spec.to_owned(),
+                rev: rev.to_owned(),
+                source: e,
+            })
+        };
+        Ok(MergedRange {
+            from: resolve(from)?,
+            to: resolve(to)?,
+        })
+    }
+
+    /// [`Repo::commit_range_where`] over a resolved merged range.
+    pub fn merged_commits_where(
+        &self,
+        range: &MergedRange,
+        first_parent: bool,
+        wanted: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Vec<CommitDiff>, GitError> {
+        self.walk_where(Some(range.from), range.to, first_parent, wanted)
+    }
+
+    /// The commit a revision names (a tag peeled to its commit).
+    fn commit_of(&self, rev: &str) -> Result<ObjectId, GitError> {
+        Ok(self
+            .repo
+            .rev_parse_single(rev)
+            .map_err(git("resolving a revision"))?
+            .object()
+            .map_err(git("resolving a revision"))?
+            .peel_to_commit()
+            .map_err(git("resolving a revision"))?
+            .id)
+    }
+
+    /// The commits reachable from `tip` and not from `hidden`, newest
+    /// first, each diffed against its first parent.
+    fn walk_where(
+        &self,
+        hidden: Option<ObjectId>,
+        tip: ObjectId,
+        first_parent: bool,
+        wanted: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Vec<CommitDiff>, GitError> {
         let mut walk = self.repo.rev_walk([tip]).with_hidden(hidden);
         if first_parent {
             walk = walk.first_parent_only();

@@ -300,6 +300,30 @@ fn a_commit_range_lists_commits_with_parents_and_line_changes() {
     assert!(all[2].parents.is_empty());
     assert_eq!(all[2].files[0].added, line(&["one", "two", "three"]));
     assert!(repo.commit_range(&format!("{base}...HEAD")).is_err());
+
+    // A merged range is A..B, both ends commits; anything else is refused
+    // by name rather than read as all of a revision's history.
+    let merged = repo.merged_range(&format!("{base}..HEAD")).unwrap();
+    assert_eq!(merged.from.to_string(), base);
+    assert_eq!(merged.to.to_string(), third);
+    let by_walk = repo.merged_commits_where(&merged, true, &|_| true).unwrap();
+    assert_eq!(by_walk, range);
+    for spec in [
+        String::new(),
+        "HEAD".into(),
+        "..HEAD".into(),
+        format!("{base}.."),
+        format!("{base}...HEAD"),
+        format!("{base}..HEAD..HEAD"),
+        "nonsense..HEAD".into(),
+        format!("{base}..nonsense"),
+    ] {
+        let e = repo.merged_range(&spec).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("`{spec}`")) && e.contains("A..B"),
+            "{spec}: {e}"
+        );
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod hardening;
 mod harness;
 mod hooks;
 mod hostile_remote;
+mod hostile_text;
 mod oplog;
 mod reset;
 mod review;

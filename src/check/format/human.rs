@@ -1,7 +1,10 @@
-//! For people, in rustc's style.
+//! For people, in rustc's style. Paths, lines, forms and messages are
+//! shown through [`crate::terminal`]: a file's line or a rule's form
+//! never steers the terminal.
 
 use crate::check::finding::{advice, suggested_note};
 use crate::check::{Finding, Outcome, Severity, Summary};
+use crate::terminal::{escape, push_shown};
 
 /// One finding as a rustc-style diagnostic.
 pub fn finding(f: &Finding) -> String {
@@ -12,27 +15,32 @@ pub fn finding(f: &Finding) -> String {
     };
     let num = f.line.to_string();
     let pad = " ".repeat(num.len());
-    let (shown, before) = window(
-        &f.source_line,
-        f.column,
-        f.matched.chars().count(),
-        f.line_offset,
-    );
+    let len = f.matched.chars().count();
+    let (cut, before) = window(&f.source_line, f.column, len, f.line_offset);
+    // Escaped after the cut, so the cut never splits an escape; the carets
+    // stand under the match as shown.
+    let (shown, before, width) = escaped_window(&cut, before, len);
     let before = " ".repeat(before);
-    let carets = "^".repeat(f.matched.chars().count().max(1));
+    let carets = "^".repeat(width.max(1));
     let mut s = format!(
         "{head}: {advice}\n{pad}--> {path}:{line}:{col}\n{pad} |\n{num} | {shown}\n{pad} | {before}{carets}\n",
-        advice = advice(&f.preferred, &f.matched),
-        path = f.path,
+        advice = escape(&advice(&f.preferred, &f.matched)),
+        path = escape(&f.path),
         line = f.line,
         col = f.column,
     );
     // A rule with no preferred form (a rejected term) has nothing to write.
     if !f.preferred.is_empty() {
-        s.push_str(&format!("{pad} = help: write \"{}\"\n", f.preferred));
+        s.push_str(&format!(
+            "{pad} = help: write \"{}\"\n",
+            escape(&f.preferred)
+        ));
     }
     if f.suggested {
-        s.push_str(&format!("{pad} = note: {}\n", suggested_note(&f.preferred)));
+        s.push_str(&format!(
+            "{pad} = note: {}\n",
+            escape(&suggested_note(&f.preferred))
+        ));
     } else if !f.fails {
         s.push_str(&format!(
             "{pad} = note: the rule is advisory: this does not fail the check\n"
@@ -95,6 +103,22 @@ fn window(line: &str, column: usize, len: usize, offset: usize) -> (String, usiz
     (shown, before)
 }
 
+/// The window as shown: each character that steers a terminal escaped;
+/// with how many characters stand before the match and how many it takes.
+fn escaped_window(cut: &str, before: usize, len: usize) -> (String, usize, usize) {
+    let mut shown = String::with_capacity(cut.len());
+    let (mut ahead, mut width) = (0, 0);
+    for (i, c) in cut.chars().enumerate() {
+        let w = push_shown(&mut shown, c);
+        if i < before {
+            ahead += w;
+        } else if i < before + len {
+            width += w;
+        }
+    }
+    (shown, ahead, width)
+}
+
 /// The closing line.
 pub fn summary(s: &Summary) -> String {
     let files = if s.files == 1 { "file" } else { "files" };
@@ -114,8 +138,8 @@ pub fn render(outcome: &Outcome) -> String {
     let mut out = String::new();
     for w in &outcome.warnings {
         match &w.path {
-            Some(p) => out.push_str(&format!("warning: {p}: {}\n", w.message)),
-            None => out.push_str(&format!("warning: {}\n", w.message)),
+            Some(p) => out.push_str(&format!("warning: {}: {}\n", escape(p), escape(&w.message))),
+            None => out.push_str(&format!("warning: {}\n", escape(&w.message))),
         }
     }
     for f in &outcome.findings {
@@ -153,5 +177,21 @@ mod tests {
         assert_eq!(by_offset, (expected, CONTEXT + 3));
         let start = format!("Github{}", " b".repeat(400));
         assert_eq!(window(&start, 1, 6, 0).1, 0);
+    }
+
+    #[test]
+    fn a_line_that_steers_the_terminal_is_escaped_after_the_cut_and_the_carets_follow() {
+        // An escape sequence before the match, and one inside it.
+        let (shown, before, width) = escaped_window("a\x1b[2K Git\rhub z", 6, 7);
+        assert_eq!(shown, "a\\u{1b}[2K Git\\rhub z");
+        assert_eq!(&shown[before..before + width], "Git\\rhub");
+        // A long line is cut first: the cut never splits an escape.
+        let line = format!("{}Github{}", "\u{202e}".repeat(400), "\x1b".repeat(400));
+        let offset = line.find("Github").unwrap();
+        let (cut, before) = window(&line, 401, 6, offset);
+        let (shown, before, width) = escaped_window(&cut, before, 6);
+        assert_eq!(&shown[before..before + width], "Github");
+        assert!(shown.starts_with("...\\u{202e}") && shown.ends_with("\\u{1b}..."));
+        assert!(!shown.contains('\u{202e}') && !shown.contains('\x1b'));
     }
 }

@@ -12,6 +12,7 @@ use clap::Subcommand;
 use super::Ctx;
 use crate::check::format::human;
 use crate::cli::exit::{CliError, Exit};
+use crate::cli::output::{stderr_line, stderr_text};
 use crate::context::Session;
 use crate::context::hook::{self, AgentInput, ArtifactState, CheckRunOutcome, HookError, Host};
 
@@ -74,29 +75,36 @@ fn pre_commit(ctx: &Ctx) -> Result<Exit, CliError> {
     for state in &done.artifacts {
         match state {
             ArtifactState::Current(_) => {}
-            ArtifactState::Regenerated(p) => {
-                eprintln!("kapi: {} was stale: regenerated and staged", p.display())
-            }
+            ArtifactState::Regenerated(p) => stderr_line(format!(
+                "kapi: {} was stale: regenerated and staged",
+                p.display()
+            )),
             ArtifactState::Stale(p, reasons) => {
                 stale = true;
-                eprintln!("kapi: {} is stale ({})", p.display(), reasons.join(", "));
+                stderr_line(format!(
+                    "kapi: {} is stale ({})",
+                    p.display(),
+                    reasons.join(", ")
+                ));
             }
-            ArtifactState::Refused(p, reasons) => {
-                eprintln!("kapi: {} is refused ({})", p.display(), reasons.join(", "))
-            }
-            ArtifactState::Failed(p, why) => eprintln!("kapi: {}", failed(p, why)),
+            ArtifactState::Refused(p, reasons) => stderr_line(format!(
+                "kapi: {} is refused ({})",
+                p.display(),
+                reasons.join(", ")
+            )),
+            ArtifactState::Failed(p, why) => stderr_line(format!("kapi: {}", failed(p, why))),
         }
     }
     if stale {
-        eprintln!(
+        stderr_line(
             "kapi: regenerate with `kapi compile-context --all` and stage the result \
-             (or set `[hooks] compile = \"regenerate\"` in kapi.toml to do it here)"
+             (or set `[hooks] compile = \"regenerate\"` in kapi.toml to do it here)",
         );
     }
     if done.refused() {
-        eprintln!(
+        stderr_line(
             "kapi: commit refused; fix the above (a rule that is wrong is a person's to drop: \
-             `kapi context review`)"
+             `kapi context review`)",
         );
         return Ok(Exit::Failed);
     }
@@ -107,48 +115,56 @@ fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
     let session = match ctx.session() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("kapi: post-merge skipped: {}", e.message);
+            stderr_text(format!("kapi: post-merge skipped: {}", e.message));
             return Exit::Ok;
         }
     };
     let done = hook::post_merge(&session, squash);
     if let Some(why) = &done.skipped {
-        eprintln!("kapi: {why}");
+        stderr_line(format!("kapi: {why}"));
+    }
+    for value in &done.left_out {
+        stderr_line(format!("kapi: warning: {}", value.describe()));
     }
     if let Some(n) = done.signals.filter(|n| *n > 0) {
-        eprintln!(
+        stderr_line(format!(
             "kapi: recorded {n} merge signal{} for {}",
             if n == 1 { "" } else { "s" },
             hook::MERGED
-        );
+        ));
     }
     if done.established > 0 {
-        eprintln!(
+        stderr_line(format!(
             "kapi: settling established {} suggestion{} (not pushed: `kapi context sync` shares them)",
             done.established,
             if done.established == 1 { "" } else { "s" }
-        );
+        ));
     }
     for p in &done.refreshed {
-        eprintln!("kapi: updated the rules in force in {}", p.display());
+        stderr_line(format!(
+            "kapi: updated the rules in force in {}",
+            p.display()
+        ));
     }
     for p in &done.regenerated {
-        eprintln!(
+        stderr_line(format!(
             "kapi: the merge made {} stale: regenerated (commit it)",
             p.display()
-        );
+        ));
     }
     for state in &done.artifacts {
         match state {
-            ArtifactState::Refused(p, r) | ArtifactState::Stale(p, r) => {
-                eprintln!("kapi: {} is not current ({})", p.display(), r.join(", "))
-            }
-            ArtifactState::Failed(p, why) => eprintln!("kapi: {}", failed(p, why)),
+            ArtifactState::Refused(p, r) | ArtifactState::Stale(p, r) => stderr_line(format!(
+                "kapi: {} is not current ({})",
+                p.display(),
+                r.join(", ")
+            )),
+            ArtifactState::Failed(p, why) => stderr_line(format!("kapi: {}", failed(p, why))),
             ArtifactState::Current(_) | ArtifactState::Regenerated(_) => {}
         }
     }
     for problem in &done.problems {
-        eprintln!("kapi: post-merge: {problem}");
+        stderr_text(format!("kapi: post-merge: {problem}"));
     }
     Exit::Ok
 }
@@ -187,14 +203,14 @@ fn session_start(ctx: &Ctx) -> Exit {
     let input = match read_input() {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("kapi: {e}");
+            stderr_text(format!("kapi: {e}"));
             return Exit::Ok;
         }
     };
     let session = match open(ctx, &input) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("kapi: {}", e.message);
+            stderr_text(format!("kapi: {}", e.message));
             None
         }
     };
@@ -204,7 +220,7 @@ fn session_start(ctx: &Ctx) -> Exit {
         .map(std::path::PathBuf::from);
     let done = hook::session_start(session.as_ref(), &input, env_file.as_deref());
     for problem in &done.problems {
-        eprintln!("kapi: {problem}");
+        stderr_text(format!("kapi: {problem}"));
     }
     if !done.context.is_empty() {
         let answer = serde_json::json!({
@@ -240,7 +256,7 @@ fn agent(ctx: &Ctx, host: Host, kind: Kind) -> Exit {
         Ok(None) => Exit::Ok,
         Ok(Some(outcome)) => answer(host, &outcome),
         Err(e) => {
-            eprintln!("kapi: {}", e.message);
+            stderr_text(format!("kapi: {}", e.message));
             // Never 2: an error is not the agent's to fix.
             Exit::Failed
         }
@@ -250,10 +266,10 @@ fn agent(ctx: &Ctx, host: Host, kind: Kind) -> Exit {
 fn answer(host: Host, outcome: &CheckRunOutcome) -> Exit {
     for state in &outcome.artifacts {
         if let ArtifactState::Stale(p, _) | ArtifactState::Refused(p, _) = state {
-            eprintln!(
+            stderr_line(format!(
                 "kapi: {} is not current: `kapi compile-context --all` regenerates it",
                 p.display()
-            );
+            ));
         }
     }
     let Some(reason) = &outcome.block else {
@@ -261,7 +277,8 @@ fn answer(host: Host, outcome: &CheckRunOutcome) -> Exit {
     };
     match host {
         Host::ClaudeCode => {
-            eprint!("{reason}");
+            // Built with every path and form escaped; kapi's own lines stay.
+            eprint!("{}", crate::terminal::escape_lines(reason));
             // Claude Code reads exit 2 as "block, and show the agent stderr".
             Exit::Usage
         }

@@ -23,7 +23,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     if args.json {
         let text = serde_json::to_string(&doc)
             .map_err(|e| CliError::new(Exit::Internal, format!("cannot write the atlas: {e}")))?;
-        out.line(text)?;
+        out.exact(text)?;
         return Ok(Exit::Ok);
     }
     let count = |family: &str| doc.subjects.iter().filter(|s| s.family == family).count();

@@ -2,11 +2,10 @@
 
 use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::Out;
+use crate::cli::output::{Out, stderr_line};
 use crate::context::log::{Filter, query};
 use crate::ops::record::{Kind, Record};
 use crate::ops::{State, Status};
-use std::io::Write;
 
 /// List every operation in the log, folded: a line shows the short id, the
 /// kind, the status and subject, `[contested by #…]`, who recorded it, and
@@ -84,7 +83,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             if histories.is_some() {
                 json["history"] = serde_json::to_value(changes).unwrap_or_default();
             }
-            out.line(json.to_string())?;
+            out.exact(json.to_string())?;
         } else {
             let mut line = human_line(entry.record, entry.state);
             if let Some(reason) = entry.ignored {
@@ -104,13 +103,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     session.release(histories);
     session.release(ledger);
     if unreadable > 0 {
-        let _ = writeln!(
-            std::io::stderr().lock(),
+        stderr_line(format!(
             "warning: {unreadable} stored operation{} could not be read and {} skipped; `kapi store doctor` names {}",
             if unreadable == 1 { "" } else { "s" },
             if unreadable == 1 { "was" } else { "were" },
             if unreadable == 1 { "it" } else { "them" },
-        );
+        ));
     }
     Ok(Exit::Ok)
 }

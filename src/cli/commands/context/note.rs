@@ -98,7 +98,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut noted = note(&session, request)?;
     let mut out = Out::new();
     if args.json {
-        out.line(noted.record.to_canonical_json())?;
+        out.exact(noted.record.to_canonical_json())?;
         return Ok(Exit::Ok);
     }
     let record = &noted.record;

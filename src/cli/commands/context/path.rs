@@ -33,7 +33,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let doc = at_path(&session, &path, args.as_of)?;
     let mut out = Out::new();
     if args.json {
-        out.line(doc.to_json().to_string())?;
+        out.exact(doc.to_json().to_string())?;
         return Ok(Exit::Ok);
     }
     let AtPath { path, point, here } = doc;

@@ -4,7 +4,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use crate::cli::commands::{Ctx, contested_by, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::Out;
+use crate::cli::output::{Out, stderr_line, stderr_text};
 use crate::context::review::left_text;
 use crate::context::{Pending, ReviewRequest, Reviewed, Session, pending_from, review};
 use crate::ops::widen::WidenTo;
@@ -111,7 +111,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let reviewed = review(&session, request)?;
     let mut out = Out::new();
     if args.json {
-        out.line(serde_json::to_string(&reviewed).expect("a review serializes"))?;
+        out.exact(serde_json::to_string(&reviewed).expect("a review serializes"))?;
         report_rules_files(&session, &[], reviewed.refresh_error, &mut out)?;
         return Ok(Exit::Ok);
     }
@@ -218,7 +218,7 @@ fn print_digest(session: &Session, of: Option<&str>, json: bool) -> Result<Exit,
     session.release(ledger);
     let mut out = Out::new();
     if json {
-        out.line(
+        out.exact(
             serde_json::json!({ "awaiting": digest.iter().filter(|p| p.awaiting).collect::<Vec<_>>(),
                 "in_force": digest.iter().filter(|p| !p.awaiting).collect::<Vec<_>>() })
             .to_string(),
@@ -298,7 +298,11 @@ fn walk(session: &Session, of: Option<&str>) -> Result<Exit, CliError> {
             choices.push("[w]iden");
         }
         choices.extend(["[s]kip", "[q]uit"]);
-        let prompt = format!("{}\n  {}? ", line(&item), choices.join(" / "));
+        let prompt = format!(
+            "{}\n  {}? ",
+            crate::terminal::escape(&line(&item)),
+            choices.join(" / ")
+        );
         loop {
             let Some(answer) = ask(&mut input, &prompt)? else {
                 return finish(decided);
@@ -316,7 +320,7 @@ fn walk(session: &Session, of: Option<&str>) -> Result<Exit, CliError> {
                     match WidenTo::parse(&to) {
                         Ok(to) => req.widen_to = Some(to),
                         Err(e) => {
-                            eprintln!("error: {e}");
+                            stderr_text(format!("error: {e}"));
                             continue;
                         }
                     }
@@ -329,7 +333,10 @@ fn walk(session: &Session, of: Option<&str>) -> Result<Exit, CliError> {
                 "s" | "skip" | "" => break,
                 "q" | "quit" => return finish(decided),
                 other => {
-                    eprintln!("error: `{other}` is not one of {}", choices.join(", "));
+                    stderr_line(format!(
+                        "error: `{other}` is not one of {}",
+                        choices.join(", ")
+                    ));
                     continue;
                 }
             }
@@ -347,7 +354,7 @@ fn walk(session: &Session, of: Option<&str>) -> Result<Exit, CliError> {
                         return Err(e);
                     }
                     // A refused or impossible decision: say why and ask again.
-                    eprintln!("error: {e}");
+                    stderr_text(format!("error: {e}"));
                 }
             }
         }

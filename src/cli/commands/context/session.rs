@@ -40,7 +40,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     session.release(ledger);
     let mut out = Out::new();
     if args.json {
-        out.line(
+        out.exact(
             serde_json::to_string(&out_of)
                 .map_err(|e| CliError::new(Exit::Internal, e.to_string()))?,
         )?;

@@ -1,10 +1,8 @@
 //! `kapi context sync`
 
-use std::io::Write;
-
 use crate::cli::commands::{Ctx, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::Out;
+use crate::cli::output::{Out, stderr_line};
 use crate::context::sync::{PushOutcome, SyncRequest, Synced, sync};
 use crate::ops::id::short;
 use crate::store::Joined;
@@ -27,8 +25,9 @@ pub struct Args {
     /// Fetch and merge only; push nothing.
     #[arg(long)]
     pub no_push: bool,
-    /// A merged commit range (A..B, e.g. ORIG_HEAD..HEAD): count how its
-    /// changes write each suggestion and record merge signals.
+    /// A merged commit range (A..B, e.g. ORIG_HEAD..HEAD, both ends a
+    /// commit): count how its changes write each suggestion and record
+    /// merge signals.
     #[arg(long, value_name = "RANGE")]
     pub merged: Option<String>,
     /// With --merged: the pull request the range came from (read from
@@ -63,20 +62,21 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut synced = sync(&session, &req)?;
     let mut out = Out::new();
     if args.json {
-        out.line(
+        out.exact(
             serde_json::to_string(&synced)
                 .map_err(|e| CliError::new(Exit::Internal, e.to_string()))?,
         )?;
     } else {
         describe(&synced, &mut out)?;
     }
+    for value in synced.merged.iter().flat_map(|m| &m.skipped) {
+        stderr_line(format!("warning: {}", value.describe()));
+    }
     for r in &synced.fetched.unreadable {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
+        stderr_line(format!(
             "warning: fetched from {}: {}: {} (not merged)",
             synced.remote, r.location, r.error
-        );
+        ));
     }
     if args.json {
         // The JSON names the rules files refreshed; a failure is the error.

@@ -1,10 +1,8 @@
 //! `kapi store export`
 
-use std::io::Write;
-
 use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::Out;
+use crate::cli::output::{Out, stderr_line};
 use crate::context::transfer::{export, write_to};
 
 /// Write the shared log (`refs/kapi/ops`) as JSON Lines, one canonical
@@ -31,20 +29,16 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         out.flush()?;
     } else {
         write_to(&ctx.cwd.join(&args.file), exported.jsonl.as_bytes())?;
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
+        stderr_line(format!(
             "exported {} operations to {}",
             exported.operations, args.file
-        );
+        ));
     }
     if exported.unreadable > 0 {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
+        stderr_line(format!(
             "warning: {} stored operations could not be read and were left out; `kapi store doctor` lists them",
             exported.unreadable
-        );
+        ));
     }
     Ok(Exit::Ok)
 }

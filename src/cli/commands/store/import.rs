@@ -1,10 +1,10 @@
 //! `kapi store import`
 
-use std::io::{Read, Write};
+use std::io::Read;
 
 use crate::cli::commands::{Ctx, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::Out;
+use crate::cli::output::{Out, stderr_line};
 use crate::context::transfer::{FileImported, import_files, import_log};
 use crate::context::{ImportOutcome, Session};
 
@@ -53,14 +53,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         )));
     }
     let mut imported = import_log(&session, &bytes, &file)?;
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(
-        err,
+    stderr_line(format!(
         "read {} operations from {file}: {} new, {} already held, {} refused",
         imported.read, imported.added, imported.held, imported.refused
-    );
+    ));
     for r in &imported.rejected {
-        let _ = writeln!(err, "error: {}: {}", r.location, r.error);
+        stderr_line(format!("error: {}: {}", r.location, r.error));
     }
     report_rules_files(
         &session,
@@ -71,12 +69,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     if imported.rejected.is_empty() {
         Ok(Exit::Ok)
     } else {
-        let _ = writeln!(
-            err,
+        stderr_line(format!(
             "{} operations were rejected and skipped; {} valid new operations were merged",
             imported.rejected.len(),
             imported.added
-        );
+        ));
         Ok(Exit::Store)
     }
 }
@@ -107,28 +104,22 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
                 out.line(format!("unchanged since the last import: {}", file.path))?
             }
             ImportOutcome::Refused { message } => {
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(
-                    err,
+                stderr_line(format!(
                     "warning: {message} (Vale refuses this style too: nothing of it was imported; fix it and import again)"
-                );
+                ));
             }
             ImportOutcome::Failed { message } => {
                 failed += 1;
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(err, "error: {message}");
+                stderr_line(format!("error: {message}"));
             }
         }
     }
     for d in &imported.disagreements {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "warning: imported rules disagree: {}", said(d));
+        stderr_line(format!("warning: imported rules disagree: {}", said(d)));
     }
     if !imported.disagreements.is_empty() {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
-            "  both keep reporting; edit one file, or switch a rule off in .vale.ini (Style.Rule = NO), and import again"
+        stderr_line(
+            "  both keep reporting; edit one file, or switch a rule off in .vale.ini (Style.Rule = NO), and import again",
         );
     }
     report_rules_files(
