@@ -8,6 +8,7 @@ pub mod check;
 pub mod config;
 pub mod digest;
 pub mod formats;
+pub mod fsutil;
 pub mod git;
 pub mod hooks;
 

@@ -16,7 +16,7 @@ use super::{
     serialize_compiled, verify_compiled,
 };
 use crate::config::{CompileEntry, Config};
-use crate::vault::read::{ReadError, open_regular};
+use crate::fsutil::{FileError, Links, open_regular};
 use crate::vault::{Layout, date};
 
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +52,7 @@ pub enum ArtifactError {
     Read {
         path: PathBuf,
         #[source]
-        source: ReadError,
+        source: FileError,
     },
 }
 
@@ -245,11 +245,11 @@ fn read_artifact(path: &Path) -> Result<Option<Vec<u8>>, ArtifactError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = open_regular(path).map_err(cannot)?;
+    let file = open_regular(path, Links::Refuse).map_err(cannot)?;
     let mut buf = Vec::new();
     file.take(MAX_MAX_BYTES as u64 + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| cannot(ReadError::Io(e)))?;
+        .map_err(|e| cannot(FileError::Io(e)))?;
     Ok((buf.len() <= MAX_MAX_BYTES).then_some(buf))
 }
 

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::Recipe;
 use super::select::{Rec, SelectedBy};
 use crate::digest::{self, Running};
+use crate::fsutil::READ_CAP;
 use crate::vault::frontmatter::FRONT_MATTER_LIMIT;
-use crate::vault::read::READ_CAP;
 use crate::vault::{Grant, LogState, Vault};
 
 /// The placeholder `report_sha256` while the report's digest is computed.

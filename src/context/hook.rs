@@ -19,6 +19,7 @@ use crate::compile::artifacts::{
     ArtifactCompiled, ArtifactError, ArtifactVerified, compile_entry, verify_entry,
 };
 use crate::config::CompileMode;
+use crate::fsutil::{FileError, Links};
 use crate::ops::record::{Actor, ActorKind, CheckFailure, CheckRun, Kind, Record};
 use crate::store::LogRef;
 
@@ -360,8 +361,10 @@ struct SessionBase {
     untracked: std::collections::BTreeMap<String, String>,
 }
 
+/// The SHA-256 of a regular file's bytes (read without blocking, under the
+/// read cap); `None` for anything else, which then counts as changed.
 fn file_digest(path: &Path) -> Option<String> {
-    std::fs::read(path)
+    crate::fsutil::read_capped(path, Links::Follow)
         .ok()
         .map(|bytes| crate::digest::sha256_hex(&bytes))
 }
@@ -401,18 +404,18 @@ pub fn session_start(
 ) -> SessionStarted {
     let mut done = SessionStarted::default();
     if let Some(path) = env_file {
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| {
-                std::io::Write::write_all(&mut f, export_line(&input.session_id).as_bytes())
-            });
+        // Appended to a regular file only: a FIFO or a device there would
+        // hold the session's start, and a link is not the host's file.
+        let appended = crate::fsutil::append_regular(path, Links::Refuse).and_then(|mut f| {
+            std::io::Write::write_all(&mut f, export_line(&input.session_id).as_bytes())
+                .map_err(Into::into)
+        });
         match appended {
             Ok(()) => done.env_file = Some(path.to_path_buf()),
-            Err(e) => done
-                .problems
-                .push(format!("cannot append to {}: {e}", path.display())),
+            Err(e) => done.problems.push(format!(
+                "cannot append to CLAUDE_ENV_FILE {}: {e}; later kapi commands of this session are not attributed to it",
+                path.display()
+            )),
         }
     } else {
         done.problems.push(
@@ -510,25 +513,39 @@ pub struct CheckRunOutcome {
     pub artifacts: Vec<ArtifactState>,
     /// The reason handed back to the agent when it must fix something.
     pub block: Option<String>,
+    /// What the hook could not use, said on stderr (a transcript that is
+    /// not a regular file); the run is recorded either way.
+    pub problems: Vec<String>,
 }
 
 /// The last entry of a transcript (JSON Lines): its `uuid`, else a digest
-/// of the line. `None` when there is no transcript to read.
-pub fn transcript_last_entry(path: &Path) -> Option<String> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(TRANSCRIPT_TAIL)))
-        .ok()?;
+/// of the line. `Ok(None)` when there is no transcript, or nothing in it.
+/// Only a regular file is read, without blocking, and only its last
+/// [`TRANSCRIPT_TAIL`] bytes (a FIFO or `/dev/zero` is refused, not read).
+pub fn transcript_last_entry(path: &Path) -> Result<Option<String>, FileError> {
+    let mut file = match crate::fsutil::open_regular(path, Links::Follow) {
+        Ok(file) => file,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TRANSCRIPT_TAIL)))?;
     let mut tail = Vec::new();
-    file.read_to_end(&mut tail).ok()?;
-    let line = tail
+    // Bounded even when the host writes on while this reads.
+    file.take(TRANSCRIPT_TAIL).read_to_end(&mut tail)?;
+    let Some(line) = tail
         .split(|b| *b == b'\n')
         .rev()
-        .find(|l| !l.iter().all(u8::is_ascii_whitespace))?;
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace))
+    else {
+        return Ok(None);
+    };
     let uuid = serde_json::from_slice::<serde_json::Value>(line)
         .ok()
         .and_then(|v| v.get("uuid").and_then(|u| u.as_str()).map(str::to_owned));
-    Some(uuid.unwrap_or_else(|| format!("sha256:{}", crate::digest::sha256_hex(line))))
+    Ok(Some(uuid.unwrap_or_else(|| {
+        format!("sha256:{}", crate::digest::sha256_hex(line))
+    })))
 }
 
 /// The content address of the run answering `event` in `session`: a
@@ -695,11 +712,18 @@ pub fn agent_stop(
     let report = check_paths(session, &files)?;
     let artifacts = artifacts(session, false, false)?;
     let failing = report.as_ref().map(failures).unwrap_or_default();
-    let event = input
-        .transcript_path
-        .as_deref()
-        .and_then(transcript_last_entry)
-        .or_else(|| input.turn_id.clone());
+    let mut problems = Vec::new();
+    let last_entry = match input.transcript_path.as_deref() {
+        Some(path) => transcript_last_entry(path).unwrap_or_else(|e| {
+            problems.push(format!(
+                "the transcript {} is not read: {e}",
+                path.display()
+            ));
+            None
+        }),
+        None => None,
+    };
+    let event = last_entry.or_else(|| input.turn_id.clone());
     let address = event.map(|e| run_address(host, &input.session_id, RunHook::Stop, &e));
     let run = CheckRun {
         hook: RunHook::Stop.as_str().into(),
@@ -722,6 +746,7 @@ pub fn agent_stop(
         report,
         artifacts,
         block,
+        problems,
     })
 }
 
@@ -753,6 +778,7 @@ pub fn agent_post_edit(
         report: None,
         artifacts: Vec::new(),
         block: None,
+        problems: Vec::new(),
     };
     let Some(file) = edited_file(input) else {
         return Ok(nothing);
@@ -787,6 +813,7 @@ pub fn agent_post_edit(
         report: Some(report),
         artifacts: Vec::new(),
         block,
+        problems: Vec::new(),
     })
 }
 
@@ -819,10 +846,16 @@ mod tests {
             "{\"uuid\":\"a\"}\n{\"uuid\":\"b\",\"type\":\"system\"}\n\n",
         )
         .unwrap();
-        assert_eq!(transcript_last_entry(&path).as_deref(), Some("b"));
+        let last = |p: &Path| transcript_last_entry(p).unwrap();
+        assert_eq!(last(&path).as_deref(), Some("b"));
         std::fs::write(&path, "{\"uuid\":\"a\"}\nnot json\n").unwrap();
-        assert!(transcript_last_entry(&path).unwrap().starts_with("sha256:"));
-        assert_eq!(transcript_last_entry(&dir.path().join("none")), None);
+        assert!(last(&path).unwrap().starts_with("sha256:"));
+        assert_eq!(last(&dir.path().join("none")), None);
+        // A device is refused, never read.
+        assert!(matches!(
+            transcript_last_entry(Path::new("/dev/zero")),
+            Err(FileError::NotRegular("a device"))
+        ));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod atlas;
 pub mod check;
 pub mod checkpointed;
+pub mod corroborate;
 pub mod doctor;
 pub mod env;
 mod here;

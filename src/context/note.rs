@@ -147,6 +147,12 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextErr
             }
             record.kind = Kind::Correct;
             let (from, to) = (normalize(&from), normalize(&to));
+            // An agent's account of a person's change is a person signal:
+            // recorded only where git shows the change. A person is
+            // trusted for their own words.
+            if session.actor().kind == ActorKind::Agent {
+                super::corroborate::corroborate(session, path.as_deref(), &from, &to)?;
+            }
             if suggest {
                 let avoid = avoided_forms(&to, std::slice::from_ref(&from))?;
                 record.subject = Some(Subject::Term {

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub use gix::ObjectId;
 pub use range::{CommitDiff, FileDiff, MergedRange, RangeError};
 pub use remote::Pushed;
-pub use worktree::Blob;
+pub use worktree::{Blob, FileVersions};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

@@ -92,6 +92,14 @@ pub enum HooksError {
         hook.display(), kept.display()
     )]
     Crowded { hook: PathBuf, kept: PathBuf },
+    /// A hook or settings file that cannot be read as one: a FIFO, a
+    /// device, a folder, or larger than the read cap.
+    #[error("refusing to read {}: {source}; move it away, then run this again", path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: crate::fsutil::FileError,
+    },
 }
 
 fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> HooksError + 'p {
@@ -231,7 +239,7 @@ impl Hooks {
             let state = match read_optional(&path)? {
                 None => State::Absent,
                 Some(text) if text == *shim => State::Installed {
-                    chained: kept.exists().then_some(kept),
+                    chained: is_there(&kept).then_some(kept),
                 },
                 Some(text) if is_kapis(&text) => State::Outdated,
                 Some(_) => State::Foreign,
@@ -316,7 +324,8 @@ impl Hooks {
             let action = match read_optional(&path)? {
                 Some(text) if text == *shim => Action::Unchanged,
                 Some(text) if is_kapis(&text) => Action::Updated,
-                Some(_) if kept.exists() => {
+                // A link to nothing is still there: it is never replaced.
+                Some(_) if is_there(&kept) => {
                     return Err(HooksError::Crowded { hook: path, kept });
                 }
                 Some(_) => Action::Chained { kept: kept.clone() },
@@ -358,7 +367,7 @@ impl Hooks {
             let kept = dir.join(format!("{name}{CHAINED}"));
             let action = match read_optional(&path)? {
                 Some(text) if is_kapis(&text) => {
-                    if kept.exists() {
+                    if is_there(&kept) {
                         Action::Restored { from: kept.clone() }
                     } else {
                         Action::Removed
@@ -512,16 +521,38 @@ fn is_kapis(text: &str) -> bool {
     text.lines().any(|l| l.starts_with(MARKER))
 }
 
-fn read_optional(path: &Path) -> Result<Option<String>, HooksError> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(HooksError::Io {
+/// Whether anything is at `path`, a symbolic link leading nowhere included.
+fn is_there(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// A hook or settings file's bytes, `None` when nothing is there. A link
+/// is followed (hooks and settings are often links into the repository);
+/// a link leading nowhere is there, as its own empty content, so it is
+/// never taken for a free place and written over. What is not a regular
+/// file, or is larger than the read cap, is refused without blocking.
+fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, HooksError> {
+    use crate::fsutil::{FileError, Links, read_optional};
+    match read_optional(path, Links::Follow) {
+        Ok(Some(bytes)) => Ok(Some(bytes)),
+        Ok(None) if is_there(path) => Ok(Some(Vec::new())),
+        Ok(None) => Ok(None),
+        Err(FileError::Io(source)) => Err(HooksError::Io {
             what: "read",
             path: path.to_path_buf(),
             source,
         }),
+        Err(source) => Err(HooksError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
+}
+
+/// A git hook's text (bytes that are not UTF-8 replaced: a hook is only
+/// compared with kapi's shims and kept or renamed, never rewritten).
+fn read_optional(path: &Path) -> Result<Option<String>, HooksError> {
+    Ok(read_bytes(path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 fn write_executable(path: &Path, text: &str) -> Result<(), HooksError> {
@@ -544,10 +575,19 @@ fn write_settings(path: &Path, settings: &J) -> Result<(), HooksError> {
         .map_err(io("write", path))
 }
 
+/// A settings file, parsed; `None` when there is none. Its bytes must be
+/// UTF-8: a file kapi rewrites is never read with anything replaced.
 fn read_settings(path: &Path) -> Result<Option<J>, HooksError> {
-    let Some(text) = read_optional(path)? else {
+    let Some(bytes) = read_bytes(path)? else {
         return Ok(None);
     };
+    let text = String::from_utf8(bytes).map_err(|e| HooksError::Settings {
+        path: path.to_path_buf(),
+        message: format!(
+            "it is not UTF-8: the bytes at offset {} are not",
+            e.utf8_error().valid_up_to()
+        ),
+    })?;
     let value: J = serde_json::from_str(&text).map_err(|e| HooksError::Settings {
         path: path.to_path_buf(),
         message: e.to_string(),

@@ -3,7 +3,8 @@
 //!
 //! - `KAPI_AGENT=<name>` (with `KAPI_SESSION=<id>`): an agent. The hooks and
 //!   any server set these.
-//! - `CLAUDECODE=1` (set by Claude Code for the commands it runs): the agent
+//! - `CLAUDECODE` set to anything (Claude Code sets `1` for the commands it
+//!   runs; `0`, `true` or `yes` name the agent just the same): the agent
 //!   `claude-code`, session from `KAPI_SESSION`.
 //! - `KAPI_TOOL=<name>`: a tool (kapi's own CI step, with `KAPI_SESSION`).
 //! - Otherwise a person, named by git identity: `user.email`, else
@@ -31,8 +32,12 @@ pub enum ActorError {
     NotUtf8(&'static str),
 }
 
-/// The agent hosts kapi recognises from their environment.
-pub const HOSTS: &[(&str, &str, &str)] = &[("CLAUDECODE", "1", "claude-code")];
+/// The agent hosts kapi recognises from their environment: the variable
+/// the host sets for the commands it runs, and the agent it names. Any
+/// value names the host (a value is never read as "not an agent": that
+/// would fail open); a value that is empty, whitespace or not UTF-8 is an
+/// error, as for every variable here.
+pub const HOSTS: &[(&str, &str)] = &[("CLAUDECODE", "claude-code")];
 
 /// Detect the actor from an environment lookup and the git identity.
 pub fn detect(
@@ -57,9 +62,9 @@ pub fn detect(
             session: session.map(Into::into),
         });
     }
-    for (variable, value, name) in HOSTS {
+    for (variable, name) in HOSTS {
         debug_assert_eq!(*variable, "CLAUDECODE");
-        if claude.as_deref() == Some(value) {
+        if claude.is_some() {
             return Ok(Actor {
                 kind: ActorKind::Agent,
                 name: (*name).into(),
@@ -128,6 +133,18 @@ mod tests {
         assert_eq!(
             (a.kind, a.name.as_str(), a.session.as_deref()),
             (ActorKind::Agent, "claude-code", Some("s1"))
+        );
+        // Whatever the value: a host's variable never fails open.
+        for value in ["0", "true", "yes", "false", "no"] {
+            let a = detect(env(&[("CLAUDECODE", value)]), || {
+                (Some("ada@example.com".into()), None)
+            })
+            .unwrap();
+            assert_eq!((a.kind, a.name.as_str()), (ActorKind::Agent, "claude-code"));
+        }
+        assert_eq!(
+            detect(env(&[("CLAUDECODE", " ")]), || (None, None)),
+            Err(ActorError::Empty("CLAUDECODE"))
         );
         let a = detect(env(&[("CLAUDECODE", "1"), ("KAPI_AGENT", "codex")]), || {
             (None, None)

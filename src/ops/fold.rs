@@ -1383,12 +1383,8 @@ pub(crate) mod tests {
                             },
                         )
                     },
-                    Gen::Correct(a, b, person) => Record {
-                        correction: Some(Box::new(Correction {
-                            from: forms[(*a as usize + 1 + *b as usize) % 5].into(),
-                            to: forms[*a as usize].into(),
-                        })),
-                        ..op(
+                    Gen::Correct(a, b, person) => {
+                        let mut r = op(
                             n,
                             Kind::Correct,
                             if *person {
@@ -1396,8 +1392,18 @@ pub(crate) mod tests {
                             } else {
                                 ActorKind::Agent
                             },
-                        )
-                    },
+                        );
+                        // Another session than the suggestions': an agent's
+                        // correction there is a person signal.
+                        r.actor.session = Some("c".into());
+                        Record {
+                            correction: Some(Box::new(Correction {
+                                from: forms[(*a as usize + 1 + *b as usize) % 5].into(),
+                                to: forms[*a as usize].into(),
+                            })),
+                            ..r
+                        }
+                    }
                     Gen::Import(a, file) => Record {
                         subject: Some(Subject::Term {
                             preferred: forms[*a as usize].into(),

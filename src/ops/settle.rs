@@ -7,7 +7,7 @@
 //!
 //! | evidence                                             | effect        |
 //! |------------------------------------------------------|---------------|
-//! | a correction toward it (a person's, or an agent's record of a person's change) | person signal |
+//! | a correction toward it (a person's, or an agent's record of a person's change in another session) | person signal |
 //! | a merge signal naming it                             | person signal |
 //! | another session recording it, usage, applied edits   | standing only |
 //! | a correction away from it                            | against       |
@@ -18,7 +18,9 @@
 //! both, it is contested by the evidence against it; with a rival rule that
 //! disagrees with it, it stays a suggestion and the disagreement pass
 //! contests it. Time alone settles nothing; a correction is not evidence for
-//! the rule it carries itself; a person's drop of a member sets aside the
+//! the rule it carries itself; a session does not vouch for itself (an
+//! agent's correction is no person signal for a suggestion of its own
+//! session); a person's drop of a member sets aside the
 //! evidence gathered before it; a suggestion that names no file has no
 //! place and is never established by settling. An `establish` operation
 //! binds only while the evidence it names still holds: the fold reads the
@@ -90,6 +92,24 @@ pub fn establish_address(target: &OpId, because: &[OpId]) -> String {
         text.push('\n');
     }
     format!("sha256:{}", crate::digest::sha256_hex(text.as_bytes()))
+}
+
+/// Whether `correction` is an agent's account of a change made in the
+/// session that suggested `suggestion`: both by agents, in the same
+/// session, or by the same agent where either names no session (it cannot
+/// be told apart). Such a correction is no person signal for it: a session
+/// does not vouch for itself. Another session of the same agent is another
+/// party, as for a withdrawal, and its correction counts (at the door kapi
+/// checked that git shows the change).
+fn vouches_for_itself(correction: &Record, suggestion: &Record) -> bool {
+    let (by, of) = (&correction.actor, &suggestion.actor);
+    if by.kind != ActorKind::Agent || of.kind != ActorKind::Agent {
+        return false;
+    }
+    match (&by.session, &of.session) {
+        (Some(a), Some(b)) => a == b,
+        _ => by.name == of.name,
+    }
 }
 
 /// What settling would record over a folded ledger.
@@ -257,7 +277,9 @@ pub(super) fn settle(
                 && writes_avoided(from, m.preferred, m.avoid)
                 && !writes_avoided(to, m.preferred, m.avoid)
             {
-                toward.push(c);
+                if !vouches_for_itself(r, &records[m.at]) {
+                    toward.push(c);
+                }
             } else if writes_preferred(from, m.preferred, m.avoid)
                 && writes_avoided(to, m.preferred, m.avoid)
                 && !writes_preferred(to, m.preferred, m.avoid)
@@ -485,6 +507,59 @@ mod tests {
             status(std::slice::from_ref(&implied), &implied),
             Status::Suggested
         );
+    }
+
+    #[test]
+    fn a_session_does_not_vouch_for_its_own_suggestion() {
+        // The suggestion is the agent x's in session s1.
+        let a = suggestion(1, "help");
+        let by = |n: u64, name: &str, session: Option<&str>| Record {
+            actor: Actor {
+                kind: ActorKind::Agent,
+                name: name.into(),
+                session: session.map(Into::into),
+            },
+            ..correction(n, "Quick cast", "Quickcast", "help", ActorKind::Agent)
+        };
+        // Its own session, or the same session under another name.
+        for own in [by(2, "x", Some("s1")), by(2, "y", Some("s1"))] {
+            let ledger = fold(vec![a.clone(), own]);
+            let state = ledger.state(&a.id).unwrap();
+            assert_eq!(state.status, Status::Suggested);
+            assert_eq!(state.standing.toward, 0);
+        }
+        // The same agent naming no session cannot show it is another one.
+        assert_eq!(
+            status(&[a.clone(), by(2, "x", None)], &a),
+            Status::Suggested
+        );
+        let nameless = Record {
+            actor: Actor {
+                session: None,
+                ..a.actor.clone()
+            },
+            ..a.clone()
+        };
+        assert_eq!(
+            status(&[nameless.clone(), by(2, "x", Some("s2"))], &nameless),
+            Status::Suggested
+        );
+        // Another session of the same agent, or another agent, is another party.
+        assert_eq!(
+            status(&[a.clone(), by(2, "x", Some("s2"))], &a),
+            Status::Established
+        );
+        assert_eq!(
+            status(&[nameless.clone(), by(2, "y", None)], &nameless),
+            Status::Established
+        );
+        // Its own correction away from it still counts against it.
+        let toward = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
+        let away = Record {
+            actor: a.actor.clone(),
+            ..correction(3, "Quickcast", "Quick-cast", "help", ActorKind::Agent)
+        };
+        assert_eq!(status(&[a.clone(), toward, away], &a), Status::Contested);
     }
 
     #[test]

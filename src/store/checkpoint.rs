@@ -98,7 +98,9 @@ impl Checkpoint {
     /// anything is allocated: the file is derived, and one that does not
     /// check out is folded again, never obeyed.
     pub fn open(kapi_dir: &Path, part: Part, fingerprint: &str) -> Option<Self> {
-        let mut file = crate::vault::read::open_regular(&kapi_dir.join(part.name())).ok()?;
+        let mut file =
+            crate::fsutil::open_regular(&kapi_dir.join(part.name()), crate::fsutil::Links::Refuse)
+                .ok()?;
         let size = file.metadata().ok()?.len();
         let fixed = MAGIC.len() as u64 + 8;
         if size < fixed {

@@ -10,7 +10,6 @@ pub mod evidence;
 pub mod frontmatter;
 pub mod madr;
 pub mod note;
-pub mod read;
 pub mod review;
 pub mod scan;
 pub mod sensitivity;
@@ -26,8 +25,8 @@ pub use evidence::EvidenceRow;
 pub use note::{Kind, Meta, Status};
 pub use sensitivity::{Grant, Sensitivity};
 
+use crate::fsutil::{self, FileError, Links};
 use frontmatter::FRONT_MATTER_LIMIT;
-use read::ReadError;
 
 /// Why the vault cannot be read. Codes are fixed and redacted: they never
 /// name a file, which might be one the caller may not see.
@@ -203,16 +202,16 @@ fn read_entry(root: &Path, path: &str, grant: &Grant) -> Result<Entry, VaultErro
             Ok(Entry::Denied)
         }
     };
-    let mut file = match read::open_regular(&root.join(path)) {
+    let mut file = match fsutil::open_regular(&root.join(path), Links::Refuse) {
         Ok(f) => f,
-        Err(ReadError::NotRegular) => return Ok(Entry::Skip),
+        Err(FileError::NotRegular(_)) => return Ok(Entry::Skip),
         Err(_) => return unreadable(),
     };
     // Sized to the file (most notes are far below the prefix limit), so
     // a kept note holds no slack.
     let size = file.metadata().map_or(0, |m| m.len()) as usize;
     let mut bytes = Vec::with_capacity(size.min(FRONT_MATTER_LIMIT) + 1);
-    if read::read_prefix(&mut file, &mut bytes, FRONT_MATTER_LIMIT).is_err() {
+    if fsutil::read_prefix(&mut file, &mut bytes, FRONT_MATTER_LIMIT).is_err() {
         return unreadable();
     }
     let file_name = path.rsplit('/').next().unwrap_or(path);
@@ -223,8 +222,8 @@ fn read_entry(root: &Path, path: &str, grant: &Grant) -> Result<Entry, VaultErro
     if !grant.permits(meta.sensitivity) {
         return Ok(Entry::Denied);
     }
-    read::read_rest(&mut file, &mut bytes).map_err(|e| match e {
-        ReadError::TooLarge => VaultError::TooLarge,
+    fsutil::read_rest(&mut file, &mut bytes).map_err(|e| match e {
+        FileError::TooLarge => VaultError::TooLarge,
         _ => VaultError::Unreadable,
     })?;
     Ok(Entry::Permitted {

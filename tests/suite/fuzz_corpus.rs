@@ -164,7 +164,10 @@ fn hook_input_seeds_parse_and_name_their_edited_file() {
     let mut edited = Vec::new();
     for (path, bytes) in corpus("hook_input") {
         if path.extension().is_some_and(|e| e == "jsonl") {
-            assert_eq!(transcript_last_entry(&path).as_deref(), Some("u-2"));
+            assert_eq!(
+                transcript_last_entry(&path).unwrap().as_deref(),
+                Some("u-2")
+            );
             continue;
         }
         let input = AgentInput::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -1,5 +1,6 @@
 //! The end-to-end suites, one module per area.
 
+mod agent_trust;
 mod atlas;
 mod axes;
 mod check;

@@ -403,6 +403,11 @@ fn an_agents_correction_against_a_rule_does_not_unseat_it() {
     let rule = note_term(&repo, "s1", "Quickcast", "Quick cast");
     repo.kapi(&["context", "review", "--keep", &rule[..10]])
         .ok();
+    // The change is one git shows: committed before, edited in the work tree.
+    repo.write("docs/legal.md", "Open Quickcast.\n");
+    repo.git(&["add", "docs/legal.md"]);
+    repo.git(&["commit", "-qm", "legal"]);
+    repo.write("docs/legal.md", "Open Quick cast.\n");
     repo.agent(
         "s2",
         &[
@@ -413,8 +418,8 @@ fn an_agents_correction_against_a_rule_does_not_unseat_it() {
             "--to",
             "Quick cast",
             "--suggest",
-            "--quote",
-            "q",
+            "--path",
+            "docs/legal.md",
         ],
     )
     .ok();

@@ -264,6 +264,9 @@ fn agent(ctx: &Ctx, host: Host, kind: Kind) -> Exit {
 }
 
 fn answer(host: Host, outcome: &CheckRunOutcome) -> Exit {
+    for problem in &outcome.problems {
+        eprintln!("kapi: {problem}");
+    }
     for state in &outcome.artifacts {
         if let ArtifactState::Stale(p, _) | ArtifactState::Refused(p, _) = state {
             stderr_line(format!(

@@ -132,7 +132,9 @@ fn error(e: crate::hooks::HooksError) -> CliError {
         HooksError::Git(
             crate::git::GitError::NotARepository(_) | crate::git::GitError::Bare(_),
         ) => CliError::usage(e.to_string()),
-        HooksError::Settings { .. } | HooksError::Crowded { .. } => CliError::usage(e.to_string()),
+        HooksError::Settings { .. }
+        | HooksError::Crowded { .. }
+        | HooksError::Unreadable { .. } => CliError::usage(e.to_string()),
         HooksError::Git(_) | HooksError::Io { .. } => CliError::store(e.to_string()),
     }
 }

@@ -6,7 +6,10 @@ use crate::cli::output::Out;
 use crate::context::{NoteRequest, NoteWhat, note};
 
 /// Record what you noticed. A term rule or a correction needs evidence:
-/// the file it was seen in (--path) or a quotation (--quote).
+/// the file it was seen in (--path) or a quotation (--quote). An agent
+/// recording a person's change names the file they changed (--path): git
+/// must show it, the --from wording committed or staged, the --to wording
+/// in the work tree.
 ///
 /// Examples:
 ///   kapi context note --term Quickcast --instead-of "Quick cast" --path docs/intro.md --quote "Open Quick cast"
