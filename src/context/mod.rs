@@ -318,11 +318,23 @@ impl Session {
         }
     }
 
+    /// The instant a write is dated at: the call's clock, except that an
+    /// agent never dates its own operation by `KAPI_NOW` in the kapi people
+    /// install ([`write_clock`]).
+    fn write_ms(&self) -> Result<u64, ContextError> {
+        Ok(write_clock(
+            self.call.actor.kind,
+            self.now_ms()?,
+            self.call.env.wall_ms(),
+            cfg!(debug_assertions),
+        ))
+    }
+
     /// Append several records as one commit, in the order given.
     pub fn append_all(&self, records: Vec<Record>) -> Result<Vec<Record>, ContextError> {
         let recorded = self
             .store
-            .append_all(self.now_ms()?, self.call.env.random(), records)?;
+            .append_all(self.write_ms()?, self.call.env.random(), records)?;
         self.register();
         Ok(recorded)
     }
@@ -331,7 +343,7 @@ impl Session {
     pub fn append(&self, record: Record) -> Result<Record, ContextError> {
         let recorded = self
             .store
-            .append(self.now_ms()?, self.call.env.random(), record)?;
+            .append(self.write_ms()?, self.call.env.random(), record)?;
         self.register();
         Ok(recorded)
     }
@@ -343,6 +355,27 @@ impl Session {
     /// whether or not the registry could be written.
     pub(crate) fn register(&self) {
         let _ = workspace::register(self);
+    }
+}
+
+/// The instant a write by an actor of `kind` is dated at, given the call's
+/// clock `pinned` (`KAPI_NOW` when set) and the machine's `wall` clock.
+/// `KAPI_NOW` is a test facility: an agent could set it to date its
+/// operation earlier than it was made (into a past a reader reads with
+/// `--as-of`, or before a person's decision), so an agent's write is dated
+/// by the machine's clock, except in the debug builds the test suite runs
+/// (`test_build`). Whoever writes, the store never mints an id that sorts
+/// before one the log holds, nor one past the machine's clock by more than
+/// ten minutes.
+pub fn write_clock(
+    kind: crate::ops::record::ActorKind,
+    pinned: u64,
+    wall: u64,
+    test_build: bool,
+) -> u64 {
+    match kind {
+        crate::ops::record::ActorKind::Agent if !test_build => wall,
+        _ => pinned,
     }
 }
 

@@ -557,3 +557,20 @@ mod checkpoint {
         reads_match_a_fresh_fold(&steps).unwrap();
     }
 }
+
+#[test]
+fn an_agent_dates_its_writes_by_the_machine_clock_outside_test_builds() {
+    use crate::ops::record::ActorKind;
+    let (pinned, wall) = (1_000, 90_000_000);
+    assert_eq!(
+        super::write_clock(ActorKind::Agent, pinned, wall, false),
+        wall
+    );
+    assert_eq!(
+        super::write_clock(ActorKind::Agent, pinned, wall, true),
+        pinned
+    );
+    for kind in [ActorKind::Person, ActorKind::Tool] {
+        assert_eq!(super::write_clock(kind, pinned, wall, false), pinned);
+    }
+}

@@ -98,13 +98,17 @@ impl Store {
         if now_ms > ceiling {
             return Err(StoreError::AheadOfClock { at: now_ms, clock });
         }
-        let bound = now_ms.saturating_add(AHEAD_BOUND_MS);
+        // Ids the log holds are judged ahead by the machine's clock, not by
+        // the caller's: a clock pinned earlier than the log (`KAPI_NOW`)
+        // still mints past every id the log holds.
+        let judged_at = now_ms.max(clock);
+        let bound = judged_at.saturating_add(AHEAD_BOUND_MS);
         let mut newest = segment::newest_id(pending, bound);
         let mut roots = [None, None];
         let mut computed = Vec::new();
         for (slot, which) in [LogRef::Shared, LogRef::Local].into_iter().enumerate() {
             let root = self.tip(which)?.map(|t| self.tree_of(t)).transpose()?;
-            let (found, fresh) = newest::of_tree(self.repo.gix(), &dir, which, root, now_ms)?;
+            let (found, fresh) = newest::of_tree(self.repo.gix(), &dir, which, root, judged_at)?;
             newest = newest.max(found.for_minting().cloned());
             if let (true, Some(root)) = (fresh, root) {
                 computed.push((which, root, found));

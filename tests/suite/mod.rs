@@ -13,6 +13,7 @@ mod harness;
 mod hooks;
 mod hostile_remote;
 mod hostile_text;
+mod new_user;
 mod oplog;
 mod reset;
 mod review;
