@@ -73,7 +73,8 @@ fn member<'r>(records: &'r [Record], at: usize) -> Option<Member<'r>> {
 
 /// An establishment the log supports that no binding `establish` names
 /// yet: the suggestion, the person signals it rests on, and its content
-/// address (from the two), so two machines settling the same log record
+/// address (from the suggestion and what its signals are: see
+/// [`establish_address`]), so two machines settling the same log record
 /// one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Due {
@@ -82,16 +83,28 @@ pub struct Due {
     pub address: String,
 }
 
-/// The content address of an establishment: its target and its evidence.
-pub fn establish_address(target: &OpId, because: &[OpId]) -> String {
+/// The content address of an establishment: its target and its evidence,
+/// each piece of evidence by what it is: its own content address when it
+/// has one (a merge signal's covers the suggestion, the commit and the
+/// counts), else its id. Two machines that each counted one merge record
+/// two signals with one address under two ids (the fold takes the older);
+/// an establishment resting on either is then one operation too, whichever
+/// machine settled first.
+pub fn establish_address(target: &OpId, evidence: &[&str]) -> String {
     let mut text = format!("establish\n{}\n", target.as_str());
-    let mut ids: Vec<&str> = because.iter().map(OpId::as_str).collect();
-    ids.sort_unstable();
-    for id in ids {
-        text.push_str(id);
+    let mut keys: Vec<&str> = evidence.to_vec();
+    keys.sort_unstable();
+    for key in keys {
+        text.push_str(key);
         text.push('\n');
     }
     format!("sha256:{}", crate::digest::sha256_hex(text.as_bytes()))
+}
+
+/// What one piece of evidence is, for an establishment's address: its
+/// content address, else its id.
+fn evidence_key(record: &Record) -> &str {
+    record.address.as_deref().unwrap_or(&record.id)
 }
 
 /// Whether `correction` is an agent's account of a change made in the
@@ -121,10 +134,17 @@ pub fn due(ledger: &super::Ledger) -> Vec<Due> {
             let settled = state.status == Status::Established
                 && !state.because.is_empty()
                 && state.decided_by.is_none();
-            settled.then(|| Due {
-                target: record.op_id(),
-                because: state.because.clone(),
-                address: establish_address(&record.op_id(), &state.because),
+            settled.then(|| {
+                let keys: Vec<&str> = state
+                    .because
+                    .iter()
+                    .map(|b| ledger.get(b.as_str()).map_or(b.as_str(), evidence_key))
+                    .collect();
+                Due {
+                    target: record.op_id(),
+                    because: state.because.clone(),
+                    address: establish_address(&record.op_id(), &keys),
+                }
             })
         })
         .collect()
@@ -361,14 +381,28 @@ pub(super) fn settle(
             None
         };
         let because = ids(&toward);
+        // An establish binds when the evidence it names still holds, or when
+        // it is the establishment this evidence gives (its content address):
+        // another machine's, resting on its own copy of a signal the fold
+        // took from this one (one address, two ids).
+        let address = || {
+            let keys: Vec<&str> = toward
+                .iter()
+                .take(MAX_BECAUSE)
+                .map(|&a| evidence_key(&records[a]))
+                .collect();
+            establish_address(&records[m.at].op_id(), &keys)
+        };
         let binding = outcome
             .filter(|&s| s == Status::Established)
             .and_then(|_| {
+                let address = address();
                 establishes.get(&m.at).into_iter().flatten().find(|&&e| {
-                    records[e]
-                        .because
-                        .iter()
-                        .all(|b| because.iter().any(|t| t.as_str() == b))
+                    records[e].address.as_deref() == Some(address.as_str())
+                        || records[e]
+                            .because
+                            .iter()
+                            .all(|b| because.iter().any(|t| t.as_str() == b))
                 })
             })
             .copied();
@@ -631,6 +665,39 @@ mod tests {
         let mut log = log;
         log.push(later);
         assert_eq!(status(&log, &b), Status::Established);
+    }
+
+    #[test]
+    fn one_merge_counted_and_settled_on_two_machines_is_one_establishment() {
+        let a = suggestion(1, "help");
+        let addressed = |n: u64| Record {
+            address: Some("sha256:the-merge".into()),
+            ..merge(n, &a, 1)
+        };
+        // Machine one counts the merge first; machine two counts it next
+        // and settles before machine one does.
+        let (one, two) = (addressed(2), addressed(3));
+        let settle_on = |signal: &Record, n: u64| {
+            let due = super::due(&fold(vec![a.clone(), signal.clone()]));
+            assert_eq!(due.len(), 1);
+            Record {
+                target: Some(a.id.clone()),
+                because: due[0].because.iter().map(|b| b.to_string()).collect(),
+                address: Some(due[0].address.clone()),
+                ..op(n, Kind::Establish, ActorKind::Tool, "settle")
+            }
+        };
+        let (by_two, by_one) = (settle_on(&two, 4), settle_on(&one, 5));
+        assert_eq!(by_two.address, by_one.address, "one establishment");
+        // Merged: the younger signal and the younger establish repeat an
+        // address and are set aside; the establish that stands rests on the
+        // signal set aside, and still binds (it is this evidence's).
+        let ledger = fold(vec![a.clone(), one, two.clone(), by_two.clone(), by_one]);
+        let state = ledger.state(&a.id).unwrap();
+        assert_eq!(state.status, Status::Established);
+        assert_eq!(state.decided_by, Some(by_two.op_id()));
+        assert!(super::due(&ledger).is_empty(), "nothing more to record");
+        assert_eq!(ledger.ignored.len(), 2);
     }
 
     #[test]

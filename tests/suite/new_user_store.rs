@@ -1,0 +1,160 @@
+//! What a new user trips on (issue 22), the store's and settling's items:
+//! a large import, two clones settling one merge, vault front matter over
+//! its limit, and a team that keeps every rule by hand. Each test failed
+//! before its fix.
+
+use std::path::PathBuf;
+
+use crate::common::{Run, TestEnv};
+use serde_json::Value;
+
+/// A bare remote and two clones of one project: `a` (Ada) pushed the first
+/// commit, `b` (Bob) cloned it.
+struct Pair {
+    _remote_dir: tempfile::TempDir,
+    a: TestEnv,
+    b: TestEnv,
+}
+
+fn pair(kapi_toml: &str) -> Pair {
+    let dir = tempfile::tempdir().unwrap();
+    let remote: PathBuf = dir.path().canonicalize().unwrap().join("remote.git");
+    let a = TestEnv::new();
+    a.git(&[
+        "init",
+        "-q",
+        "--bare",
+        "-b",
+        "main",
+        remote.to_str().unwrap(),
+    ]);
+    a.write("kapi.toml", kapi_toml);
+    a.write(
+        "docs/help/start.md",
+        "# Start\n\nOpen Quick cast from the menu.\n",
+    );
+    a.git(&["add", "-A"]);
+    a.git(&["commit", "-qm", "Initial docs"]);
+    a.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    a.git(&["push", "-q", "origin", "main"]);
+    let b = TestEnv::new();
+    b.git(&["config", "user.email", "bob@example.com"]);
+    b.git(&["config", "user.name", "Bob"]);
+    b.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    b.git(&["fetch", "-q", "origin", "main"]);
+    b.git(&["checkout", "-q", "-B", "main", "FETCH_HEAD"]);
+    b.git(&["branch", "-q", "--set-upstream-to=origin/main"]);
+    Pair {
+        _remote_dir: dir,
+        a,
+        b,
+    }
+}
+
+/// b runs on a later clock and another seed: another machine.
+fn on_b(pair: &Pair, args: &[&str]) -> Run {
+    pair.b
+        .kapi_cmd(args)
+        .env("KAPI_NOW", "2026-11-30T09:05:00Z")
+        .env("KAPI_SEED", "11")
+        .output()
+        .unwrap()
+        .into()
+}
+
+/// The agent of session `s1` on `a` suggests Quickcast where the help page
+/// writes "Quick cast"; both clones hold it after a sync each.
+fn suggest_and_share(p: &Pair) -> String {
+    let run =
+        p.a.agent_term(
+            "s1",
+            "Quickcast",
+            "Quick cast",
+            &["--path", "docs/help/start.md", "--json"],
+        )
+        .ok();
+    let op: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    p.a.kapi(&["context", "sync"]).ok();
+    on_b(p, &["context", "sync"]).ok();
+    op["id"].as_str().unwrap().to_owned()
+}
+
+/// `a` merges a branch that writes the preferred form and pushes main; `b`
+/// pulls it. Both then hold the same merged range `ORIG_HEAD..HEAD`.
+fn merge_the_fix_on_both(p: &Pair) {
+    p.a.git(&["checkout", "-q", "-b", "wording"]);
+    p.a.write(
+        "docs/help/start.md",
+        "# Start\n\nOpen Quickcast from the menu.\n",
+    );
+    p.a.git(&["commit", "-qam", "Fix the product name"]);
+    p.a.git(&["checkout", "-q", "main"]);
+    p.a.git(&[
+        "merge",
+        "-q",
+        "--no-ff",
+        "wording",
+        "-m",
+        "Merge pull request #7 from ada/wording",
+    ]);
+    p.a.git(&["push", "-q", "origin", "main"]);
+    p.b.git(&["pull", "-q", "--ff-only", "origin", "main"]);
+}
+
+fn log_lines(env: &TestEnv) -> Vec<Value> {
+    env.kapi(&["context", "log", "--json"]).ok().json_lines()
+}
+
+fn status_of(env: &TestEnv, id: &str) -> String {
+    log_lines(env)
+        .into_iter()
+        .find(|l| l["id"] == id)
+        .and_then(|l| l["status"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn kinds(env: &TestEnv, kind: &str) -> usize {
+    log_lines(env)
+        .iter()
+        .filter(|l| l["kind"] == kind)
+        .count()
+}
+
+// Item 4: two clones that each settle one merge before they sync.
+
+#[test]
+fn two_clones_settling_one_merge_hold_one_establishment_and_doctor_finds_nothing_to_do() {
+    let p = pair("");
+    let suggestion = suggest_and_share(&p);
+    merge_the_fix_on_both(&p);
+    // Each machine counts the merge and settles before it has seen the
+    // other's: the post-merge hook does both, and so does a sync run
+    // before the remote holds the other's.
+    p.a.kapi(&["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--no-push"])
+        .ok();
+    on_b(
+        &p,
+        &["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--no-push"],
+    )
+    .ok();
+    assert_eq!(status_of(&p.a, &suggestion), "established");
+    assert_eq!(status_of(&p.b, &suggestion), "established");
+    // Then they share: a, b, a.
+    p.a.kapi(&["context", "sync"]).ok();
+    on_b(&p, &["context", "sync"]).ok();
+    p.a.kapi(&["context", "sync"]).ok();
+    for env in [&p.a, &p.b] {
+        assert_eq!(status_of(env, &suggestion), "established");
+        assert_eq!(kinds(env, "establish"), 1, "one settlement, one operation");
+        assert_eq!(kinds(env, "signal"), 1, "one merge, one signal");
+        let doctor = env.kapi(&["store", "doctor"]);
+        assert_eq!(
+            doctor.code, 0,
+            "a normal workflow leaves doctor nothing to do:\n{}{}",
+            doctor.stdout, doctor.stderr
+        );
+        // Syncing again records nothing more.
+        let again = env.kapi(&["context", "sync", "--json"]).ok().json();
+        assert_eq!(again["settled"].as_array().map_or(0, Vec::len), 0, "{again}");
+    }
+}
