@@ -158,3 +158,51 @@ fn two_clones_settling_one_merge_hold_one_establishment_and_doctor_finds_nothing
         assert_eq!(again["settled"].as_array().map_or(0, Vec::len), 0, "{again}");
     }
 }
+
+// Item 11: vault front matter the vault cannot read.
+
+#[test]
+fn a_note_whose_front_matter_does_not_close_within_64_kib_is_vault_unreadable_under_a_grant_that_permits_it()
+ {
+    let env = TestEnv::plain();
+    env.write(
+        "decisions/D-001-small.md",
+        "---\nid: D-001\ntype: decision\ntitle: Small\nstatus: approved\nsensitivity: public\n---\nOne review.\n",
+    );
+    // 70 KiB of comment inside the front matter: it closes past the
+    // prefix the vault reads.
+    env.write(
+        "decisions/D-002-big.md",
+        &format!(
+            "---\nid: D-002\ntype: decision\ntitle: Big\nstatus: approved\nsensitivity: restricted\n# {}\n---\nTwo reviews.\n",
+            "x".repeat(70 * 1024)
+        ),
+    );
+    let compile = |grant: &str| {
+        env.kapi(&[
+            "compile-context",
+            "D-002",
+            "--root",
+            "decisions",
+            "--max-sensitivity",
+            grant,
+            "--today",
+            "2026-11-30",
+        ])
+    };
+    // The grant would permit it: the compile fails closed, naming it
+    // `vault_unreadable`, rather than report the target not found.
+    let run = compile("restricted");
+    assert_ne!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        format!("{}{}", run.stdout, run.stderr).contains("vault_unreadable"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(!run.stdout.contains("\"not_found\""), "{}", run.stdout);
+    // A grant that would not permit a restricted note skips it like any
+    // denied one.
+    let public = compile("public").ok();
+    assert!(public.stdout.contains("not_found"), "{}", public.stdout);
+}
