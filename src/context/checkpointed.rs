@@ -49,7 +49,9 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     let loaded = store.load_all()?;
     let unreadable = crate::store::segment::unreadable(&loaded.problems);
     let (records, held) = hold_back(loaded.records, now);
-    let ledger = Ledger::new(records).with_axes(session.axes());
+    let ledger = Ledger::new(records)
+        .with_axes(session.axes())
+        .with_settling(session.settling());
     if !pending.is_empty() {
         let ledger = ledger.folded();
         return Ok((answer(session, ledger, &held, want), unreadable));
@@ -73,15 +75,21 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     Ok((answer(session, ledger, &held, want), unreadable))
 }
 
-/// What folds this project's log: the code ([`checkpoint::fingerprint`])
-/// and the typed axes the fold compares scopes on (`[axes]` in kapi.toml
-/// and the gazetteers it names), so a checkpoint folded before either
-/// changed is not read. Made once per workspace: a gazetteer can be long.
+/// What folds this project's log: the code ([`checkpoint::fingerprint`]),
+/// the typed axes the fold compares scopes on (`[axes]` in kapi.toml and
+/// the gazetteers it names) and how it settles suggestions (`[context]
+/// settle`), so a checkpoint folded before any of them changed is not
+/// read. Made once per workspace: a gazetteer can be long.
 fn fingerprint(session: &Session) -> &str {
     session.fold_fingerprint.get_or_init(|| {
         let mut crc = crc32fast::Hasher::new();
         crc.update(format!("{:?}", session.axes()).as_bytes());
-        format!("{} axes {:08x}", checkpoint::fingerprint(), crc.finalize())
+        format!(
+            "{} axes {:08x} settle {}",
+            checkpoint::fingerprint(),
+            crc.finalize(),
+            session.settling().as_str()
+        )
     })
 }
 
@@ -126,7 +134,7 @@ fn from_checkpoint(
         let (held, unreadable) = (found.header.held.clone(), found.header.unreadable);
         if let Some(mut view) = found
             .bytes()
-            .and_then(|b| Ledger::from_checkpoint(&b, session.axes()))
+            .and_then(|b| Ledger::from_checkpoint(&b, session.axes(), session.settling()))
             .filter(Ledger::is_view)
             && (&at == tips || only_check_runs_since(store, &mut view, at, now)?)
         {
@@ -157,7 +165,7 @@ fn from_checkpoint(
     let (mut held, unreadable) = (base.header.held.clone(), base.header.unreadable);
     let Some(mut ledger) = base
         .bytes()
-        .and_then(|b| Ledger::from_checkpoint(&b, session.axes()))
+        .and_then(|b| Ledger::from_checkpoint(&b, session.axes(), session.settling()))
         .filter(|l| !l.is_view())
     else {
         return Ok(None);

@@ -162,9 +162,7 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
         .map(|r| r.id.to_string())
         .collect();
     drop(addresses);
-    let ledger = crate::ops::Ledger::new(loaded.records)
-        .with_axes(session.axes())
-        .folded();
+    let ledger = session.unfolded(loaded.records).folded();
     for i in &ledger.ignored {
         let repeat = repeats.contains(&i.id);
         if repeat {

@@ -39,6 +39,31 @@ use super::record::{ActorKind, Record, SignalSource};
 /// The most person signals an establishment names.
 pub const MAX_BECAUSE: usize = 16;
 
+/// What establishes a suggestion besides a person's keep: `[context]
+/// settle` in kapi.toml. Every reader folds with the project's setting
+/// (`Ledger::with_settling`), so they agree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Settling {
+    /// A person's signal settles it: a correction toward it where it holds,
+    /// or the change reaching the default branch (a merge signal).
+    #[default]
+    Evidence,
+    /// Only a person's keep: every suggestion stays a suggestion until a
+    /// person keeps it, whatever the evidence (its standing still counts
+    /// it), and settling records no `establish`.
+    KeepOnly,
+}
+
+impl Settling {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Settling::Evidence => "evidence",
+            Settling::KeepOnly => "keep-only",
+        }
+    }
+}
+
 /// A status settling changed: the member, the operation whose evidence
 /// decided it, and the new status.
 pub(super) type Settled = (usize, usize, Status);
@@ -190,6 +215,8 @@ fn mark_drift(
 
 /// Settle the suggestions over the applied records. `evidence` holds the
 /// positions of the signals and establishes the fold applied, in order.
+/// With [`Settling::KeepOnly`] the evidence is counted (standing, drift)
+/// and no status changes.
 pub(super) fn settle(
     records: &[Record],
     keys: &[u128],
@@ -197,6 +224,7 @@ pub(super) fn settle(
     states: &mut [Option<Box<State>>],
     kept_at: &mut [Option<usize>],
     axes: &Axes,
+    settling: Settling,
 ) -> Vec<Settled> {
     let status = |states: &[Option<Box<State>>], at: usize| states[at].as_ref().map(|s| s.status);
     let members: Vec<Member<'_>> = (0..states.len())
@@ -371,7 +399,7 @@ pub(super) fn settle(
             })
         };
         let ids = |at: &[usize]| -> Vec<OpId> { at.iter().map(|&a| records[a].op_id()).collect() };
-        let outcome = if toward.is_empty() {
+        let outcome = if toward.is_empty() || settling == Settling::KeepOnly {
             None
         } else if !against.is_empty() {
             Some(Status::Contested)
@@ -665,6 +693,36 @@ mod tests {
         let mut log = log;
         log.push(later);
         assert_eq!(status(&log, &b), Status::Established);
+    }
+
+    #[test]
+    fn a_project_that_keeps_every_rule_by_hand_settles_nothing() {
+        use super::Settling;
+        let a = suggestion(1, "help");
+        let fix = correction(3, "Quick cast", "Quickcast", "help", ActorKind::Person);
+        let log = vec![a.clone(), merge(2, &a, 1), fix];
+        let by_hand = |log: Vec<Record>| {
+            crate::ops::Ledger::new(log)
+                .with_settling(Settling::KeepOnly)
+                .folded()
+        };
+        assert_eq!(status(&log, &a), Status::Established, "by evidence");
+        let ledger = by_hand(log.clone());
+        let state = ledger.state(&a.id).unwrap();
+        assert_eq!(state.status, Status::Suggested);
+        assert_eq!(state.standing.toward, 2, "the evidence still counts");
+        assert!(super::due(&ledger).is_empty(), "nothing to record");
+        // A person's keep establishes it.
+        let keep = Record {
+            target: Some(a.id.clone()),
+            ..op(4, Kind::Keep, ActorKind::Person, "p")
+        };
+        let mut log = log;
+        log.push(keep);
+        assert_eq!(
+            by_hand(log).state(&a.id).unwrap().status,
+            Status::Established
+        );
     }
 
     #[test]

@@ -114,10 +114,7 @@ fn status_of(env: &TestEnv, id: &str) -> String {
 }
 
 fn kinds(env: &TestEnv, kind: &str) -> usize {
-    log_lines(env)
-        .iter()
-        .filter(|l| l["kind"] == kind)
-        .count()
+    log_lines(env).iter().filter(|l| l["kind"] == kind).count()
 }
 
 // Item 4: two clones that each settle one merge before they sync.
@@ -130,11 +127,23 @@ fn two_clones_settling_one_merge_hold_one_establishment_and_doctor_finds_nothing
     // Each machine counts the merge and settles before it has seen the
     // other's: the post-merge hook does both, and so does a sync run
     // before the remote holds the other's.
-    p.a.kapi(&["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--no-push"])
-        .ok();
+    p.a.kapi(&[
+        "context",
+        "sync",
+        "--merged",
+        "ORIG_HEAD..HEAD",
+        "--no-push",
+    ])
+    .ok();
     on_b(
         &p,
-        &["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--no-push"],
+        &[
+            "context",
+            "sync",
+            "--merged",
+            "ORIG_HEAD..HEAD",
+            "--no-push",
+        ],
     )
     .ok();
     assert_eq!(status_of(&p.a, &suggestion), "established");
@@ -155,7 +164,11 @@ fn two_clones_settling_one_merge_hold_one_establishment_and_doctor_finds_nothing
         );
         // Syncing again records nothing more.
         let again = env.kapi(&["context", "sync", "--json"]).ok().json();
-        assert_eq!(again["settled"].as_array().map_or(0, Vec::len), 0, "{again}");
+        assert_eq!(
+            again["settled"].as_array().map_or(0, Vec::len),
+            0,
+            "{again}"
+        );
     }
 }
 
@@ -205,4 +218,74 @@ fn a_note_whose_front_matter_does_not_close_within_64_kib_is_vault_unreadable_un
     // denied one.
     let public = compile("public").ok();
     assert!(public.stdout.contains("not_found"), "{}", public.stdout);
+}
+
+// Item 17: a team that keeps every rule by hand.
+
+/// One repository: an agent suggests Quickcast where a page writes "Quick
+/// cast", a merge to main fixes that page, and another page still writes
+/// it. Returns the suggestion's id, after the merge was counted.
+fn merged_suggestion(env: &TestEnv, kapi_toml: &str) -> String {
+    env.write("kapi.toml", kapi_toml);
+    env.write("docs/a.md", "# A\n\nOpen Quick cast from the menu.\n");
+    env.write("docs/b.md", "# B\n\nQuick cast records the screen.\n");
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-qm", "Docs"]);
+    let run = env
+        .agent_term(
+            "s1",
+            "Quickcast",
+            "Quick cast",
+            &["--path", "docs/a.md", "--json"],
+        )
+        .ok();
+    let id = serde_json::from_str::<Value>(run.stdout.trim()).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.git(&["checkout", "-q", "-b", "wording"]);
+    env.write("docs/a.md", "# A\n\nOpen Quickcast from the menu.\n");
+    env.git(&["commit", "-qam", "Fix the product name"]);
+    env.git(&["checkout", "-q", "main"]);
+    env.git(&["merge", "-q", "--no-ff", "wording", "-m", "Merge wording"]);
+    env.kapi(&["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--no-push"])
+        .ok();
+    id
+}
+
+#[test]
+fn with_settle_keep_only_a_merge_does_not_establish_a_suggestion_and_check_does_not_fail() {
+    let env = TestEnv::new();
+    let id = merged_suggestion(&env, "[context]\nsettle = \"keep-only\"\n");
+    assert_eq!(status_of(&env, &id), "suggested");
+    assert_eq!(kinds(&env, "establish"), 0, "sync records no establish");
+    assert_eq!(kinds(&env, "signal"), 1, "the merge is still counted");
+    let check = env.kapi(&["check", "docs/b.md"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    // A person keeps it: then it binds.
+    env.kapi(&["context", "review", "--keep", &id]).ok();
+    assert_eq!(status_of(&env, &id), "established");
+    env.kapi(&["check", "docs/b.md"]).code(1);
+}
+
+#[test]
+fn by_default_a_merge_establishes_a_suggestion_and_check_fails() {
+    let env = TestEnv::new();
+    let id = merged_suggestion(&env, "");
+    assert_eq!(status_of(&env, &id), "established");
+    assert_eq!(kinds(&env, "establish"), 1);
+    env.kapi(&["check", "docs/b.md"]).code(1);
+    // Switching to keep-only afterwards: the same log folds with no
+    // establishment by settling (the fold checkpoint is not reused).
+    env.write("kapi.toml", "[context]\nsettle = \"keep-only\"\n");
+    assert_eq!(status_of(&env, &id), "suggested");
+    env.kapi(&["check", "docs/b.md"]).ok();
+}
+
+#[test]
+fn an_unknown_settle_value_is_a_configuration_error() {
+    let env = TestEnv::new();
+    env.write("kapi.toml", "[context]\nsettle = \"never\"\n");
+    let run = env.kapi(&["context", "log"]).code(2);
+    assert!(run.stderr.contains("keep-only"), "{}", run.stderr);
 }
