@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{ContextError, Session};
 use crate::ops::id::OpId;
 use crate::store::newest::is_ahead;
-use crate::store::{RefLock, segment};
+use crate::store::{RefLock, SetAside};
 
 /// One finding.
 #[derive(Debug, Clone, Serialize)]
@@ -74,11 +74,11 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
     }
     for (n, line) in rejected.iter().enumerate() {
         let shown: String = String::from_utf8_lossy(line).chars().take(80).collect();
-        let message = match segment::line_id(line) {
-            Some(id) if crate::ops::record::Record::from_untrusted(line).is_ok() => format!(
-                "{id} was set aside from the journal: its segment had no room; its writer reported it not recorded"
-            ),
-            _ => format!("a line a crash tore, set aside from the journal: {shown}"),
+        let message = match store.why_set_aside(line) {
+            SetAside::Torn => format!("a line a crash tore, set aside from the journal: {shown}"),
+            why => {
+                format!("set aside from the journal: {why}; its writer reported it not recorded")
+            }
         };
         add(
             "unreadable",

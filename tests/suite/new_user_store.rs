@@ -248,8 +248,14 @@ fn merged_suggestion(env: &TestEnv, kapi_toml: &str) -> String {
     env.git(&["commit", "-qam", "Fix the product name"]);
     env.git(&["checkout", "-q", "main"]);
     env.git(&["merge", "-q", "--no-ff", "wording", "-m", "Merge wording"]);
-    env.kapi(&["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--no-push"])
-        .ok();
+    env.kapi(&[
+        "context",
+        "sync",
+        "--merged",
+        "ORIG_HEAD..HEAD",
+        "--no-push",
+    ])
+    .ok();
     id
 }
 
@@ -288,4 +294,188 @@ fn an_unknown_settle_value_is_a_configuration_error() {
     env.write("kapi.toml", "[context]\nsettle = \"never\"\n");
     let run = env.kapi(&["context", "log"]).code(2);
     assert!(run.stderr.contains("keep-only"), "{}", run.stderr);
+}
+
+// Item 3: a large import.
+
+/// A term list of `n` rules, some 95 bytes a line (15,000 rules: 1.4 MB).
+fn term_list(n: usize) -> String {
+    let mut out = String::with_capacity(n * 100);
+    for i in 0..n {
+        out.push_str(&format!(
+            "term-{i:05}\testablished\tTerm{i:05}\tTerm {i:05}|Term-{i:05}|term {i:05}|TERM {i:05}|Term_{i:05}|Trm{i:05}\n"
+        ));
+    }
+    out
+}
+
+const TERMS_TOML: &str = "[context]\nterms = [\"terms.tsv\"]\n";
+
+fn exported(env: &TestEnv) -> Vec<String> {
+    env.kapi(&["store", "export", "-"])
+        .ok()
+        .stdout
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_term_list_of_15000_rules_imports_with_its_rules_in_a_blob_the_record_names() {
+    let env = TestEnv::new();
+    env.write("kapi.toml", TERMS_TOML);
+    let list = term_list(15_000);
+    assert!(list.len() > 1_400_000, "{}", list.len());
+    env.write("terms.tsv", &list);
+    let run = env.kapi(&["store", "import"]).ok();
+    assert!(run.stdout.contains("15000 term rules"), "{}", run.stdout);
+    let doctor = env.kapi(&["store", "doctor"]);
+    assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
+    // The record itself is small: it names the blob, its SHA-256 and size.
+    let lines = exported(&env);
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0].len() < 4096, "{} bytes", lines[0].len());
+    let record: Value = serde_json::from_str(&lines[0]).unwrap();
+    let blob = &record["subject"]["blob"];
+    assert!(record["subject"]["terms"].is_null(), "{record}");
+    let id = blob["id"].as_str().unwrap();
+    assert_eq!(blob["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        env.git(&["cat-file", "-s", id]),
+        blob["bytes"].as_u64().unwrap().to_string()
+    );
+    // Reachable from the log's ref, so a push carries it.
+    let reachable = env.git(&["rev-list", "--objects", "refs/kapi/ops"]);
+    assert!(reachable.contains(id), "{reachable}");
+    // Every rule is in force.
+    env.write("docs/a.md", "Use Term 14999 and TERM 00007 here.\n");
+    let check = env.kapi(&["check", "docs/a.md"]).code(1);
+    assert!(check.stdout.contains("Term14999"), "{}", check.stdout);
+    assert!(check.stdout.contains("Term00007"), "{}", check.stdout);
+    // Unchanged bytes import nothing again.
+    let again = env.kapi(&["store", "import"]).ok();
+    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+}
+
+#[test]
+fn a_term_list_over_20000_rules_exits_2_naming_the_limit_and_journals_nothing() {
+    let env = TestEnv::new();
+    env.write("kapi.toml", TERMS_TOML);
+    env.write("terms.tsv", &term_list(20_001));
+    let run = env.kapi(&["store", "import"]).code(2);
+    assert!(
+        run.stderr.contains("20001 term rules") && run.stderr.contains("20000"),
+        "{}",
+        run.stderr
+    );
+    assert!(exported(&env).is_empty());
+    assert!(!env.join(".git/kapi/journal.rejected").exists());
+    env.kapi(&["store", "doctor"]).ok();
+}
+
+#[test]
+fn a_large_import_syncs_with_its_blob_and_a_log_naming_a_blob_it_lacks_is_named_not_read() {
+    let p = pair(TERMS_TOML);
+    // Large enough for a blob (the record would pass 64 KiB).
+    p.a.write("terms.tsv", &term_list(2_000));
+    p.a.kapi(&["store", "import"]).ok();
+    p.a.kapi(&["context", "sync"]).ok();
+    on_b(&p, &["context", "sync"]).ok();
+    // The other clone holds the blob and the rules.
+    let line = exported(&p.b).pop().unwrap();
+    let record: Value = serde_json::from_str(&line).unwrap();
+    let id = record["subject"]["blob"]["id"].as_str().unwrap().to_owned();
+    p.b.git(&["cat-file", "-e", &id]);
+    p.b.write("docs/b.md", "Term 00042 is here.\n");
+    on_b(&p, &["check", "docs/b.md"]).code(1);
+    let doctor = on_b(&p, &["store", "doctor"]);
+    assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
+
+    // A repository whose log names that blob without holding it: every
+    // read names it and reads on; the operation is not folded.
+    let c = TestEnv::new();
+    let noted: Run = c
+        .kapi_cmd(&["context", "note", "The docs address the administrator"])
+        .env("KAPI_SEED", "99")
+        .output()
+        .unwrap()
+        .into();
+    noted.ok();
+    let (path, old) = super::durability::segment_of(&c, record["id"].as_str().unwrap());
+    let segment = super::durability::blob(&c, format!("{old}{line}\n").as_bytes());
+    super::durability::push_segments(&c, &[(path, segment)], "without its content");
+    let doctor = c.kapi(&["store", "doctor"]).code(1);
+    assert!(
+        doctor
+            .stdout
+            .contains(&format!("names the content blob {id}"))
+            && doctor.stdout.contains("does not hold"),
+        "{}",
+        doctor.stdout
+    );
+    c.write("docs/c.md", "Term 00042 is here.\n");
+    c.kapi(&["check", "docs/c.md"]).ok();
+    assert_eq!(
+        c.kapi(&["context", "log", "--json"])
+            .ok()
+            .json_lines()
+            .len(),
+        1
+    );
+    // A file naming it is refused by name: a file carries no blob.
+    c.write("ops.jsonl", &format!("{line}\n"));
+    let import = c.kapi(&["store", "import", "ops.jsonl"]).code(5);
+    assert!(import.stderr.contains("content blob"), "{}", import.stderr);
+    // And the sync door leaves it behind, named.
+    let d = TestEnv::new();
+    let remote = c.root().join("c-remote.git");
+    c.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    c.git(&[
+        "push",
+        "-q",
+        remote.to_str().unwrap(),
+        "refs/kapi/ops:refs/kapi/ops",
+    ]);
+    d.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let sync = d.kapi(&["context", "sync", "--no-push"]);
+    assert!(
+        format!("{}{}", sync.stdout, sync.stderr).contains("content blob"),
+        "{}{}",
+        sync.stdout,
+        sync.stderr
+    );
+    d.kapi(&["store", "doctor"]).ok();
+    assert_eq!(
+        d.kapi(&["context", "log", "--json"])
+            .ok()
+            .json_lines()
+            .len(),
+        1,
+        "{}{}",
+        sync.stdout,
+        sync.stderr
+    );
+}
+
+#[test]
+fn doctor_names_a_journal_line_set_aside_for_its_size_by_its_size_not_as_torn() {
+    let env = TestEnv::new();
+    env.kapi(&["context", "note", "The docs address the administrator"])
+        .ok();
+    // What a kapi that did not check sizes at the door left: a whole
+    // operation over 1 MiB, set aside from the journal.
+    let line = exported(&env).pop().unwrap();
+    let mut op: Value = serde_json::from_str(&line).unwrap();
+    op["note"] = Value::from("x".repeat(1_100_000));
+    let big = serde_json::to_string(&op).unwrap();
+    env.write(".git/kapi/journal.rejected", &format!("{big}\n"));
+    let doctor = env.kapi(&["store", "doctor"]).code(1);
+    assert!(!doctor.stdout.contains("tore"), "{}", doctor.stdout);
+    assert!(
+        doctor
+            .stdout
+            .contains("over the 1048576 one record may have"),
+        "{}",
+        doctor.stdout
+    );
 }
