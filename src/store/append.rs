@@ -5,11 +5,10 @@
 //! it has found them on the ref; a writer that gives up waiting has its
 //! lines synced to disk in the journal and says so.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use gix::ObjectId;
-
-use std::collections::BTreeSet;
 
 use super::content::{self, ContentError};
 use super::newest::{self, AHEAD_BOUND_MS};
@@ -422,11 +421,13 @@ impl Store {
             let seconds = (last.unix_ms() / 1000) as i64;
             let mut parents: Vec<ObjectId> = tip.into_iter().collect();
             if !blobs.is_empty() {
-                let content = match content {
-                    Some(c) => c,
-                    None => *content.insert(self.content_commit(blobs, seconds)?),
+                // Written once, whatever the attempt.
+                let id = match content {
+                    Some(id) => id,
+                    None => self.content_commit(blobs, seconds)?,
                 };
-                parents.push(content);
+                content = Some(id);
+                parents.push(id);
             }
             let commit = self.commit(new_root, parents, seconds, &message)?;
             fault::point("objects-written");

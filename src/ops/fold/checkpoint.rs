@@ -40,6 +40,8 @@ const SOURCES: &[&str] = &[
     include_str!("../axes.rs"),
     include_str!("../../store/read.rs"),
     include_str!("../../store/segment.rs"),
+    // Which records a large import's content lets through, read back.
+    include_str!("../../store/content.rs"),
     // What is held back as dated ahead, and how a reader folds.
     include_str!("../../store/newest.rs"),
     include_str!("../../context/checkpointed.rs"),
