@@ -1,0 +1,114 @@
+//! What a new user trips on (issue 22): advice that works in the state
+//! that gave it, a test suite that runs after `cargo install`, messages
+//! that say what to do. Each test failed before its fix.
+
+use std::process::Command;
+
+use crate::common::{Run, TestEnv};
+
+/// A person records a term rule and keeps it: it fails checks. Its short
+/// id.
+fn kept_rule(repo: &TestEnv) -> String {
+    let id = suggested_rule(repo, "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &id]).ok();
+    id
+}
+
+/// A person records a term rule (a suggestion); its short id.
+fn suggested_rule(repo: &TestEnv, term: &str, avoided: &str) -> String {
+    repo.kapi(&[
+        "context",
+        "note",
+        "--term",
+        term,
+        "--instead-of",
+        avoided,
+        "--quote",
+        avoided,
+    ])
+    .ok();
+    last_short(repo)
+}
+
+fn last_short(repo: &TestEnv) -> String {
+    let lines = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    lines.last().unwrap()["short"].as_str().unwrap().to_owned()
+}
+
+// Item 12: the README's own order, `cargo install --locked --path .` then
+// `cargo test --locked`, put an installed `kapi` on PATH that the tests'
+// git hooks ran instead of the binary under test.
+
+/// Run by `a_hook_runs_the_binary_under_test_whatever_kapi_is_first_on_path`
+/// with a `kapi` that fails loudly first on the test process's PATH.
+#[test]
+#[ignore = "run by a_hook_runs_the_binary_under_test_whatever_kapi_is_first_on_path"]
+fn hooks_run_the_binary_under_test() {
+    let repo = TestEnv::new();
+    repo.write(
+        "decisions/D-001.md",
+        "---\nid: D-001\ntitle: Cache\nkind: decision\nstatus: accepted\nsensitivity: public\ndate: 2026-01-01\n---\nWe cache things.\n",
+    );
+    // An artifact whose evaluation day is the clock's: current on the
+    // pinned clock, stale on any other day.
+    repo.write(
+        "kapi.toml",
+        "[[compile]]\noutput = \"ctx/cache.json\"\nquery = \"cache\"\n",
+    );
+    repo.kapi(&["compile-context", "--all"]).ok();
+    kept_rule(&repo);
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+    repo.git(&["add", "-A"]);
+    // The pre-commit hook ran (the binary under test, on the pinned clock).
+    let run: Run = repo
+        .git_cmd(&["commit", "-qm", "one"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // And it refuses a broken rule: it is not skipped.
+    repo.write("docs/a.md", "Open Quick cast.\n");
+    repo.git(&["add", "docs/a.md"]);
+    let run: Run = repo
+        .git_cmd(&["commit", "-qm", "two"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("Quick cast"), "{}", run.stderr);
+    assert!(!run.stderr.contains("FAKE"), "{}", run.stderr);
+}
+
+#[test]
+#[cfg(unix)]
+fn a_hook_runs_the_binary_under_test_whatever_kapi_is_first_on_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = tempfile::tempdir().unwrap();
+    let kapi = fake.path().join("kapi");
+    std::fs::write(&kapi, "#!/bin/sh\necho \"FAKE kapi from PATH ran: $*\" >&2\nexit 97\n").unwrap();
+    std::fs::set_permissions(&kapi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(fake.path().to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    // The test binary runs the inner test as `cargo test` would, with the
+    // fake first on PATH and `KAPI` naming it too.
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "suite::new_user_ux::hooks_run_the_binary_under_test",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env("PATH", &path)
+        .env("KAPI", &kapi)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
