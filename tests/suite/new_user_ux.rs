@@ -112,3 +112,47 @@ fn a_hook_runs_the_binary_under_test_whatever_kapi_is_first_on_path() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+// Item 13: the demo the README starts with.
+
+/// `ci/demo` run with the binary under test, stdout a pipe; its output and
+/// the demo repository it left.
+fn run_demo(env: &TestEnv, extra: &[(&str, &str)]) -> (Run, std::path::PathBuf) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/demo");
+    let mut cmd = Command::new("bash");
+    env.isolate(&mut cmd);
+    cmd.arg(&script)
+        .env("KAPI", crate::common::kapi_bin())
+        .env("TMPDIR", env.root());
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let run: Run = cmd.output().unwrap().into();
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let demo = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("demo repository: "))
+        .expect("the demo names its repository")
+        .into();
+    (run, demo)
+}
+
+#[test]
+fn the_demo_shows_only_files_it_made_and_no_colour_codes_into_a_pipe() {
+    let env = TestEnv::plain();
+    let (run, demo) = run_demo(&env, &[]);
+    assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
+    // Every rules file the demo says lists the rule exists and lists it.
+    for name in ["AGENTS.md", "CLAUDE.md"] {
+        if run.stdout.contains(name) {
+            let text = std::fs::read_to_string(demo.join(name))
+                .unwrap_or_else(|e| panic!("the demo names {name}, which is not there: {e}"));
+            assert!(text.contains("Quickcast"), "{name}:\n{text}");
+        }
+    }
+    assert!(run.stdout.contains("AGENTS.md"), "{}", run.stdout);
+    // NO_COLOR is heeded too (here stdout is a pipe anyway).
+    let (run, _) = run_demo(&env, &[("NO_COLOR", "1")]);
+    assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
+}
