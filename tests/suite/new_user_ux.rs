@@ -156,3 +156,148 @@ fn the_demo_shows_only_files_it_made_and_no_colour_codes_into_a_pipe() {
     let (run, _) = run_demo(&env, &[("NO_COLOR", "1")]);
     assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
 }
+
+// Item 14: messages.
+
+/// A bare repository `bare.git` inside `env`'s work folder.
+fn bare(env: &TestEnv) -> String {
+    env.git(&["init", "-q", "--bare", "bare.git"]);
+    env.join("bare.git").to_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_count_of_one_takes_the_singular() {
+    let repo = TestEnv::new();
+    repo.kapi(&["context", "note", "The docs address the administrator"])
+        .ok();
+    let exported = repo.kapi(&["store", "export", "one.jsonl"]).ok();
+    let doctor = repo.kapi(&["store", "doctor"]).ok();
+    let other = repo.sibling("other");
+    let from = repo.join("one.jsonl");
+    let imported = other
+        .kapi(&["store", "import", from.to_str().unwrap()])
+        .ok();
+    let atlas = repo.kapi(&["context", "atlas"]).ok();
+    for (what, text, said) in [
+        ("export", &exported.stderr, "exported 1 operation to one.jsonl"),
+        ("doctor", &doctor.stdout, "1 operation read"),
+        ("import", &imported.stderr, "read 1 operation from"),
+        ("atlas", &atlas.stdout, "1 note, 0 pairs"),
+        ("atlas", &atlas.stdout, "; 1 operation, 0 window boundaries"),
+    ] {
+        assert!(text.contains(said), "{what}: {text}");
+        assert!(!text.contains("1 operations"), "{what}: {text}");
+    }
+    // A term list of one rule, and a suggestion counted once.
+    repo.write("terms.tsv", "t1\testablished\tQuickcast\tQuick cast\n");
+    repo.write("kapi.toml", "[context]\nterms = [\"terms.tsv\"]\n");
+    let run = repo.kapi(&["store", "import"]).ok();
+    assert!(run.stdout.contains(": 1 term rule\n"), "{}", run.stdout);
+    suggested_rule(&repo, "Flowkit", "Flow kit");
+    repo.write("docs/a.md", "Flowkit.\n");
+    repo.kapi(&["check"]).ok();
+    let run = repo.kapi(&["context", "review"]).ok();
+    assert!(run.stdout.contains("1 of 1 use ·"), "{}", run.stdout);
+}
+
+#[test]
+fn a_git_message_that_ends_a_sentence_is_not_ended_twice() {
+    let repo = TestEnv::new();
+    repo.kapi(&["context", "note", "The docs address the administrator"])
+        .ok();
+    let gone = repo.root().join("gone.git");
+    repo.git(&["remote", "add", "origin", gone.to_str().unwrap()]);
+    let run = repo.kapi(&["context", "sync"]).code(6);
+    assert!(run.stderr.contains("Nothing local was lost"), "{}", run.stderr);
+    assert!(!run.stderr.contains(".."), "{}", run.stderr);
+}
+
+#[test]
+fn check_in_a_bare_repository_says_it_is_bare_and_what_to_do() {
+    let env = TestEnv::new();
+    let bare = bare(&env);
+    let run = env.kapi(&["-C", &bare, "check"]).code(2);
+    assert!(
+        run.stderr.contains("is a bare repository")
+            && run.stderr.contains("a clone or a `git worktree`")
+            && !run.stderr.contains("not inside a git repository"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn an_empty_log_says_so_and_its_json_is_empty() {
+    let repo = TestEnv::new();
+    let bare = bare(&repo);
+    for dir in [repo.path().to_str().unwrap(), bare.as_str()] {
+        let run = repo.kapi(&["-C", dir, "context", "log"]).ok();
+        assert_eq!(run.stdout, "the log is empty: nothing is recorded yet\n", "{dir}");
+        assert_eq!(run.stderr, "", "{dir}");
+        let run = repo.kapi(&["-C", dir, "context", "log", "--json"]).ok();
+        assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("", ""), "{dir}");
+    }
+    // A filter that leaves nothing says what the log holds.
+    repo.kapi(&["context", "note", "The docs address the administrator"])
+        .ok();
+    let run = repo
+        .kapi(&["context", "log", "--status", "established"])
+        .ok();
+    assert_eq!(run.stdout, "no operation matches: the log holds 1 operation\n");
+    let run = repo
+        .kapi(&["context", "log", "--as-of", "2026-01-01"])
+        .ok();
+    assert!(
+        run.stdout.starts_with("the log was empty at 2026-01-01"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_missing_decisions_folder_is_configuration_naming_vault_root() {
+    let repo = TestEnv::new();
+    let run = repo
+        .kapi(&["compile-context", "D-001", "--query", "cache"])
+        .code(2);
+    assert!(run.stderr.contains("`[vault] root`"), "{}", run.stderr);
+    repo.write(
+        "kapi.toml",
+        "[vault]\nroot = \"records\"\n\n[[compile]]\noutput = \"ctx/c.json\"\nquery = \"cache\"\n",
+    );
+    let run = repo.kapi(&["compile-context", "--all"]).code(2);
+    assert!(
+        run.stderr.contains("records is not a directory") && run.stderr.contains("`[vault] root`"),
+        "{}",
+        run.stderr
+    );
+}
+
+// Item 15: a misspelt subcommand is not a path.
+
+#[test]
+fn a_misspelt_subcommand_is_named_not_read_as_a_path() {
+    let repo = TestEnv::new();
+    for (typed, meant) in [
+        ("reveiw", "review"),
+        ("sesion", "session"),
+        ("serach", "search"),
+        ("lgo", "log"),
+    ] {
+        let run = repo.kapi(&["context", typed]).code(2);
+        assert!(
+            run.stderr
+                .contains(&format!("did you mean `kapi context {meant}`?")),
+            "{typed}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("does not exist"), "{}", run.stderr);
+    }
+    // A path far from every name is still a path that does not exist.
+    let run = repo.kapi(&["context", "intro.md"]).code(2);
+    assert!(run.stderr.contains("does not exist in the work tree"), "{}", run.stderr);
+    // And a file that is there is read as a path, whatever its name.
+    repo.write("reveiw", "notes\n");
+    let run = repo.kapi(&["context", "reveiw"]).ok();
+    assert!(run.stdout.starts_with("reveiw"), "{}", run.stdout);
+}

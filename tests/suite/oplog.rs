@@ -568,7 +568,7 @@ fn a_corrupted_operation_on_the_ref_is_named_and_skipped() {
     );
     assert!(run.stdout.contains("line 4: oversized"), "{}", run.stdout);
     assert!(
-        run.stdout.contains("1 operations read, 3 unreadable"),
+        run.stdout.contains("1 operation read, 3 unreadable"),
         "{}",
         run.stdout
     );
