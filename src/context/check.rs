@@ -130,7 +130,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         warnings.push(Warning {
             path: None,
             message:
-                "no rules are in force: record one with `kapi context note`, or pass --rules FILE"
+                "no rules are in force: record one with `kapi context note --term <term> --instead-of <form> --quote <text>`, or pass --rules FILE"
                     .into(),
         });
     }

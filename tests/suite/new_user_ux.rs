@@ -301,3 +301,588 @@ fn a_misspelt_subcommand_is_named_not_read_as_a_path() {
     let run = repo.kapi(&["context", "reveiw"]).ok();
     assert!(run.stdout.starts_with("reveiw"), "{}", run.stdout);
 }
+
+// Item 9: every hint kapi prints is a command that works in the state that
+// printed it. Each case builds a state, runs the command that prints the
+// hints, and checks the hints it printed; then, for each hint, builds the
+// state again and runs the hint (its placeholders filled), which must
+// succeed.
+
+/// Who runs a hint.
+#[derive(Clone, Copy, Debug)]
+enum By {
+    Person,
+    Agent(&'static str),
+}
+
+/// A state and what a command printed in it.
+struct Printed {
+    env: TestEnv,
+    /// stdout and stderr of the command that printed the hints.
+    text: String,
+    /// Named short ids, `{A}` in hints and fillings.
+    ids: Vec<(&'static str, String)>,
+    /// A hint with placeholders (`<id>`), the command it stands for here,
+    /// and who runs it; a hint not listed is run as printed, by a person.
+    fill: Vec<(&'static str, &'static str, By)>,
+}
+
+impl Printed {
+    fn new(env: TestEnv, run: Run) -> Self {
+        Printed {
+            env,
+            text: format!("{}{}", run.stdout, run.stderr),
+            ids: Vec::new(),
+            fill: Vec::new(),
+        }
+    }
+
+    fn id(mut self, name: &'static str, short: &str) -> Self {
+        self.ids.push((name, short.to_owned()));
+        self
+    }
+
+    fn fill(mut self, hint: &'static str, command: &'static str, by: By) -> Self {
+        self.fill.push((hint, command, by));
+        self
+    }
+
+    /// `text` with each `{A}` replaced by its id.
+    fn sub(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for (name, id) in &self.ids {
+            text = text.replace(&format!("{{{name}}}"), id);
+        }
+        text
+    }
+}
+
+/// The `kapi …` commands a text offers: each between backticks, and each
+/// that ends a line after `: `; alternatives (`kapi context review --keep
+/// <id> | --drop <id>`) are one command each, with the first one's verb.
+fn hints(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let mut rest = line;
+        while let Some(start) = rest.find("`kapi ") {
+            let after = &rest[start + 1..];
+            let Some(end) = after.find('`') else { break };
+            found.push(after[..end].to_owned());
+            rest = &after[end + 1..];
+        }
+        if let Some((_, tail)) = line.rsplit_once(": kapi ")
+            && !tail.contains('`')
+        {
+            let mut alternatives = tail.split(" | ");
+            let first = format!("kapi {}", alternatives.next().unwrap());
+            let verb: Vec<&str> = first.split(' ').take_while(|w| !w.starts_with("--")).collect();
+            let verb = verb.join(" ");
+            found.push(first);
+            found.extend(alternatives.map(|a| format!("{verb} {a}")));
+        }
+    }
+    found
+}
+
+/// A command's words as a shell splits them (double quotes only).
+fn words(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let (mut quoted, mut any) = (false, false);
+    for c in command.chars() {
+        match c {
+            '"' => (quoted, any) = (!quoted, true),
+            ' ' if !quoted => {
+                if any {
+                    out.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            c => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        out.push(word);
+    }
+    out
+}
+
+/// An agent's suggestion in `session`, quoted as evidence; its short id.
+fn agent_rule(env: &TestEnv, session: &str, term: &str, avoided: &str) -> String {
+    env.agent_term(session, term, avoided, &["--quote", avoided])
+        .ok();
+    last_short(env)
+}
+
+/// A kept rule whose avoided form is written three times more than when
+/// it came into force: it drifts, and awaits a decision again.
+fn drifting() -> (TestEnv, String) {
+    let env = TestEnv::new();
+    env.write("docs/a.md", "Open Quick cast.\n");
+    let a = suggested_rule(&env, "Quickcast", "Quick cast");
+    env.kapi(&["check"]).ok();
+    env.kapi(&["context", "review", "--keep", &a]).ok();
+    env.kapi(&["check"]).code(1);
+    env.write(
+        "docs/a.md",
+        "Open Quick cast.\nQuick cast here.\nQuick cast there.\nQuick cast everywhere.\n",
+    );
+    env.kapi(&["check"]).code(1);
+    (env, a)
+}
+
+/// Two agents' suggestions that disagree (A prescribes what B avoids),
+/// and, with `with_suggestion`, a third that disagrees with neither (S).
+fn contested(with_suggestion: bool) -> (TestEnv, String, String, Option<String>) {
+    let env = TestEnv::new();
+    let s = with_suggestion.then(|| agent_rule(&env, "s1", "Flowkit", "Flow kit"));
+    let a = agent_rule(&env, "s1", "Quickcast", "Quick cast");
+    let b = agent_rule(&env, "s2", "Quick Cast", "Quickcast");
+    (env, a, b, s)
+}
+
+/// A repository with a decision record, an artifact compiled from it and
+/// the git hooks installed.
+fn with_artifact() -> TestEnv {
+    let env = TestEnv::new();
+    env.write(
+        "decisions/D-001.md",
+        "---\nid: D-001\ntitle: Cache\nkind: decision\nstatus: accepted\nsensitivity: public\ndate: 2026-01-01\n---\nWe cache things.\n",
+    );
+    env.write(
+        "kapi.toml",
+        "[[compile]]\noutput = \"ctx/cache.json\"\nquery = \"cache\"\n",
+    );
+    env.kapi(&["compile-context", "--all"]).ok();
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-qm", "start"]);
+    env
+}
+
+struct Case {
+    name: &'static str,
+    state: fn() -> Printed,
+    /// The hints it prints, with `{A}` for named ids.
+    hints: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "a second withdraw",
+        state: || {
+            let env = TestEnv::new();
+            let a = agent_rule(&env, "s1", "Quickcast", "Quick cast");
+            env.agent("s1", &["context", "note", "--withdraw", &a]).ok();
+            let run = env.agent("s1", &["context", "note", "--withdraw", &a]).code(3);
+            Printed::new(env, run)
+        },
+        hints: &[],
+    },
+    Case {
+        name: "withdrawing what a person kept",
+        state: || {
+            let env = TestEnv::new();
+            let a = agent_rule(&env, "s1", "Quickcast", "Quick cast");
+            env.kapi(&["context", "review", "--keep", &a]).ok();
+            let run = env.agent("s1", &["context", "note", "--withdraw", &a]).code(3);
+            Printed::new(env, run).id("A", &a)
+        },
+        hints: &["kapi context review --drop {A}"],
+    },
+    Case {
+        name: "withdrawing what a person dropped",
+        state: || {
+            let env = TestEnv::new();
+            let a = agent_rule(&env, "s1", "Quickcast", "Quick cast");
+            env.kapi(&["context", "review", "--drop", &a]).ok();
+            let run = env.agent("s1", &["context", "note", "--withdraw", &a]).code(3);
+            Printed::new(env, run)
+        },
+        hints: &[],
+    },
+    Case {
+        name: "withdrawing another session's suggestion",
+        state: || {
+            let env = TestEnv::new();
+            let a = agent_rule(&env, "s1", "Quickcast", "Quick cast");
+            let run = env.agent("s2", &["context", "note", "--withdraw", &a]).code(4);
+            Printed::new(env, run).id("A", &a)
+        },
+        hints: &["kapi context review --drop {A}"],
+    },
+    Case {
+        name: "the digest of a drifting rule in force",
+        state: || {
+            let (env, a) = drifting();
+            let run = env.kapi(&["context", "review"]).ok();
+            assert!(run.stdout.contains("drift"), "{}", run.stdout);
+            Printed::new(env, run)
+                .id("A", &a)
+                .fill(
+                    "kapi context review --drop <id>",
+                    "kapi context review --drop {A}",
+                    By::Person,
+                )
+                .fill(
+                    "kapi context review --widen <id> --widen-to <where>",
+                    "kapi context review --widen {A} --widen-to workspace",
+                    By::Person,
+                )
+        },
+        hints: &[
+            "kapi context review --drop <id>",
+            "kapi context review --widen <id> --widen-to <where>",
+        ],
+    },
+    Case {
+        name: "keeping a drifting rule in force again",
+        state: || {
+            let (env, a) = drifting();
+            let run = env.kapi(&["context", "review", "--keep", &a]).code(3);
+            Printed::new(env, run).id("A", &a).fill(
+                "kapi context review --widen {A} --widen-to <where>",
+                "kapi context review --widen {A} --widen-to workspace",
+                By::Person,
+            )
+        },
+        hints: &["kapi context review --widen {A} --widen-to <where>"],
+    },
+    Case {
+        name: "the digest of a suggestion and a disagreement",
+        state: || {
+            let (env, a, _, s) = contested(true);
+            let run = env.kapi(&["context", "review"]).ok();
+            Printed::new(env, run)
+                .id("A", &a)
+                .id("S", &s.unwrap())
+                .fill(
+                    "kapi context review --keep <id>",
+                    "kapi context review --keep {S}",
+                    By::Person,
+                )
+                .fill(
+                    "kapi context review --drop <id>",
+                    "kapi context review --drop {A}",
+                    By::Person,
+                )
+                .fill(
+                    "kapi context review --choose <id>",
+                    "kapi context review --choose {A}",
+                    By::Person,
+                )
+        },
+        hints: &[
+            "kapi context review --keep <id>",
+            "kapi context review --drop <id>",
+            "kapi context review --choose <id>",
+        ],
+    },
+    Case {
+        name: "keeping a contested side",
+        state: || {
+            let (env, a, b, _) = contested(false);
+            let run = env.kapi(&["context", "review", "--keep", &a]).code(3);
+            assert!(run.stderr.contains(&format!("`--choose {b}`")), "{}", run.stderr);
+            Printed::new(env, run).id("A", &a)
+        },
+        hints: &["kapi context review --choose {A}"],
+    },
+    Case {
+        name: "choosing a suggestion nothing contests",
+        state: || {
+            let env = TestEnv::new();
+            let s = agent_rule(&env, "s1", "Flowkit", "Flow kit");
+            let run = env.kapi(&["context", "review", "--choose", &s]).code(3);
+            Printed::new(env, run).id("S", &s)
+        },
+        hints: &["kapi context review --keep {S}"],
+    },
+    Case {
+        name: "choosing a rule in force",
+        state: || {
+            let env = TestEnv::new();
+            let s = agent_rule(&env, "s1", "Flowkit", "Flow kit");
+            env.kapi(&["context", "review", "--keep", &s]).ok();
+            let run = env.kapi(&["context", "review", "--choose", &s]).code(3);
+            Printed::new(env, run)
+        },
+        hints: &[],
+    },
+    Case {
+        name: "widening a suggestion",
+        state: || {
+            let env = TestEnv::new();
+            let s = agent_rule(&env, "s1", "Flowkit", "Flow kit");
+            let run = env
+                .kapi(&["context", "review", "--widen", &s, "--widen-to", "workspace"])
+                .code(3);
+            Printed::new(env, run).id("S", &s).fill(
+                "kapi context review --keep {S} --widen-to <where>",
+                "kapi context review --keep {S} --widen-to workspace",
+                By::Person,
+            )
+        },
+        hints: &["kapi context review --keep {S} --widen-to <where>"],
+    },
+    Case {
+        name: "widening a contested side",
+        state: || {
+            let (env, a, _, _) = contested(false);
+            let run = env
+                .kapi(&["context", "review", "--widen", &a, "--widen-to", "workspace"])
+                .code(3);
+            Printed::new(env, run).id("A", &a).fill(
+                "kapi context review --choose {A} --widen-to <where>",
+                "kapi context review --choose {A} --widen-to workspace",
+                By::Person,
+            )
+        },
+        hints: &["kapi context review --choose {A} --widen-to <where>"],
+    },
+    Case {
+        name: "a person's suggestion",
+        state: || {
+            let env = TestEnv::new();
+            let run = env.kapi(&[
+                "context", "note", "--term", "Flowkit", "--instead-of", "Flow kit", "--quote",
+                "Flow kit",
+            ]);
+            let s = last_short(&env);
+            Printed::new(env, run.ok()).id("S", &s)
+        },
+        hints: &["kapi context review --keep {S}"],
+    },
+    Case {
+        name: "a person's suggestion that disagrees with a rule in force",
+        state: || {
+            let env = TestEnv::new();
+            kept_rule(&env);
+            let run = env.kapi(&[
+                "context", "note", "--term", "Quick Cast", "--instead-of", "Quickcast", "--quote",
+                "Quickcast",
+            ]);
+            let b = last_short(&env);
+            Printed::new(env, run.ok()).id("B", &b)
+        },
+        hints: &["kapi context review --choose {B}"],
+    },
+    Case {
+        name: "an agent's suggestion",
+        state: || {
+            let env = TestEnv::new();
+            let run = env.agent_term("s1", "Flowkit", "Flow kit", &["--quote", "Flow kit"]);
+            Printed::new(env, run.ok())
+        },
+        hints: &["kapi context review"],
+    },
+    Case {
+        name: "an agent keeping",
+        state: || {
+            let env = TestEnv::new();
+            let s = agent_rule(&env, "s1", "Flowkit", "Flow kit");
+            let run = env.agent("s1", &["context", "review", "--keep", &s]).code(4);
+            Printed::new(env, run)
+        },
+        hints: &["kapi context review"],
+    },
+    Case {
+        name: "an agent resetting",
+        state: || {
+            let env = TestEnv::new();
+            let s = agent_rule(&env, "s1", "Flowkit", "Flow kit");
+            let run = env.agent("s1", &["context", "reset", "--before", &s]).code(4);
+            Printed::new(env, run).fill(
+                "kapi context note \"<text>\"",
+                "kapi context note \"The docs address the administrator\"",
+                By::Agent("s1"),
+            )
+        },
+        hints: &["kapi context note \"<text>\""],
+    },
+    Case {
+        name: "an agent importing context files",
+        state: || {
+            let env = TestEnv::new();
+            env.write("terms.tsv", "t1\testablished\tQuickcast\tQuick cast\n");
+            env.write("kapi.toml", "[context]\nterms = [\"terms.tsv\"]\n");
+            let run = env.agent("s1", &["store", "import"]).code(4);
+            Printed::new(env, run)
+        },
+        hints: &["kapi store import"],
+    },
+    Case {
+        name: "an agent pushing",
+        state: || {
+            let env = TestEnv::new();
+            let remote = env.root().join("remote.git");
+            env.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+            env.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+            agent_rule(&env, "s1", "Flowkit", "Flow kit");
+            let run = env.agent("s1", &["context", "sync"]).code(4);
+            Printed::new(env, run).fill(
+                "kapi context sync --no-push",
+                "kapi context sync --no-push",
+                By::Agent("s1"),
+            )
+        },
+        hints: &["kapi context sync --no-push", "kapi context sync"],
+    },
+    Case {
+        name: "a pre-commit refusal for a stale artifact",
+        state: || {
+            let env = with_artifact();
+            env.write("decisions/D-001.md", &std::fs::read_to_string(env.join("decisions/D-001.md")).unwrap().replace("We cache", "We cache more"));
+            env.git(&["add", "-A"]);
+            let run = env.kapi(&["hook", "pre-commit"]).code(1);
+            assert!(run.stderr.contains("is stale"), "{}", run.stderr);
+            Printed::new(env, run)
+        },
+        hints: &["kapi compile-context --all"],
+    },
+    Case {
+        name: "a pre-commit refusal for a rule",
+        state: || {
+            let env = with_artifact();
+            kept_rule(&env);
+            env.write("docs/a.md", "Open Quick cast.\n");
+            env.git(&["add", "-A"]);
+            let run = env.kapi(&["hook", "pre-commit"]).code(1);
+            Printed::new(env, run)
+        },
+        hints: &["kapi context review"],
+    },
+    Case {
+        name: "an id no operation starts with",
+        state: || {
+            let env = TestEnv::new();
+            agent_rule(&env, "s1", "Flowkit", "Flow kit");
+            let run = env.kapi(&["context", "review", "--keep", "0zzzz"]).code(2);
+            Printed::new(env, run)
+        },
+        hints: &["kapi context log"],
+    },
+    Case {
+        name: "a misspelt subcommand",
+        state: || {
+            let env = TestEnv::new();
+            let run = env.kapi(&["context", "reveiw"]).code(2);
+            Printed::new(env, run)
+        },
+        hints: &["kapi context review"],
+    },
+    Case {
+        name: "kapi context without a path",
+        state: || {
+            let env = TestEnv::new();
+            env.write("docs/a.md", "Open Quickcast.\n");
+            let run = env.kapi(&["context"]).code(2);
+            Printed::new(env, run).fill(
+                "kapi context <path>",
+                "kapi context docs/a.md",
+                By::Person,
+            )
+        },
+        hints: &["kapi context <path>", "kapi context --help"],
+    },
+    Case {
+        name: "a search without text",
+        state: || {
+            let env = TestEnv::new();
+            let run = env.kapi(&["context", "search", ""]).code(2);
+            Printed::new(env, run)
+        },
+        hints: &["kapi context search \"quick cast\""],
+    },
+    Case {
+        name: "a check with no rules and a context file never imported",
+        state: || {
+            let env = TestEnv::new();
+            env.write("terms.tsv", "t1\testablished\tQuickcast\tQuick cast\n");
+            env.write("kapi.toml", "[context]\nterms = [\"terms.tsv\"]\n");
+            env.write("docs/a.md", "Open Quick cast.\n");
+            let run = env.kapi(&["check"]).ok();
+            Printed::new(env, run).fill(
+                "kapi context note --term <term> --instead-of <form> --quote <text>",
+                "kapi context note --term Quickcast --instead-of \"Quick cast\" --quote \"Quick cast\"",
+                By::Person,
+            )
+        },
+        hints: &[
+            "kapi context note --term <term> --instead-of <form> --quote <text>",
+            "kapi store import",
+        ],
+    },
+    Case {
+        name: "what a session recorded",
+        state: || {
+            let env = TestEnv::new();
+            agent_rule(&env, "s1", "Flowkit", "Flow kit");
+            let run = env.kapi(&["context", "session", "s1"]).ok();
+            Printed::new(env, run)
+        },
+        hints: &["kapi context review --session s1"],
+    },
+];
+
+#[test]
+fn every_hint_is_a_command_that_works_in_the_state_that_printed_it() {
+    for case in CASES {
+        let printed = (case.state)();
+        let expected: Vec<String> = case.hints.iter().map(|h| printed.sub(h)).collect();
+        assert_eq!(
+            hints(&printed.text),
+            expected,
+            "{}: the hints printed\n{}",
+            case.name,
+            printed.text
+        );
+        for hint in &expected {
+            // The same state again: each hint is run in the state that
+            // printed it, not after another hint changed it.
+            let state = (case.state)();
+            let (command, by) = state
+                .fill
+                .iter()
+                .find(|(h, _, _)| state.sub(h) == *hint)
+                .map(|(_, c, by)| (state.sub(c), *by))
+                .unwrap_or_else(|| (hint.clone(), By::Person));
+            assert!(
+                !command.contains('<'),
+                "{}: `{hint}` has a placeholder and the case fills none",
+                case.name
+            );
+            let args = words(&command);
+            assert_eq!(args[0], "kapi", "{}: {command}", case.name);
+            let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+            let run = match by {
+                By::Person => state.env.kapi(&args),
+                By::Agent(session) => state.env.agent(session, &args),
+            };
+            assert_eq!(
+                run.code, 0,
+                "{}: `{command}` ({by:?}), offered by\n{}\nexits {}:\n{}{}",
+                case.name, state.text, run.code, run.stdout, run.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn hints_are_read_from_backticks_and_line_ends() {
+    assert_eq!(
+        hints("refused; use `kapi context review --drop 0abc` now\n3 awaiting: kapi context review --keep <id> | --drop <id>\n"),
+        [
+            "kapi context review --drop 0abc",
+            "kapi context review --keep <id>",
+            "kapi context review --drop <id>"
+        ]
+    );
+    assert_eq!(
+        words("kapi context note --term Quickcast --instead-of \"Quick cast\""),
+        ["kapi", "context", "note", "--term", "Quickcast", "--instead-of", "Quick cast"]
+    );
+    assert_eq!(words("kapi context search \"\""), ["kapi", "context", "search", ""]);
+}

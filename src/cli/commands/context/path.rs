@@ -26,7 +26,7 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let Some(path) = args.path else {
         return Err(CliError::usage(
-            "name a path (`kapi context docs/intro.md`) or a subcommand: note, log, review (see `kapi context --help`)",
+            "name a file or folder (`kapi context <path>`) or a subcommand: note, log, review (see `kapi context --help`)",
         ));
     };
     misspelt_subcommand(&path, ctx)?;
