@@ -16,6 +16,6 @@ pub mod hooks;
 pub mod cli;
 pub mod context;
 pub mod ops;
-pub mod wording;
 pub mod store;
 pub mod terminal;
+pub mod wording;

@@ -58,7 +58,9 @@ mod tests {
 
     #[test]
     fn a_misspelt_name_finds_the_name_and_anything_else_finds_none() {
-        let names = ["search", "review", "reset", "sync", "session", "note", "log", "atlas"];
+        let names = [
+            "search", "review", "reset", "sync", "session", "note", "log", "atlas",
+        ];
         assert_eq!(closest("reveiw", names), Some("review"));
         assert_eq!(closest("Reveiw", names), Some("review"));
         assert_eq!(closest("reviw", names), Some("review"));
@@ -75,8 +77,14 @@ mod tests {
 
     #[test]
     fn a_sentence_from_elsewhere_loses_its_one_full_stop() {
-        assert_eq!(unstopped("and the repository exists."), "and the repository exists");
-        assert_eq!(unstopped("and the repository exists.\n"), "and the repository exists");
+        assert_eq!(
+            unstopped("and the repository exists."),
+            "and the repository exists"
+        );
+        assert_eq!(
+            unstopped("and the repository exists.\n"),
+            "and the repository exists"
+        );
         assert_eq!(unstopped("no stop"), "no stop");
         assert_eq!(unstopped("wait..."), "wait..");
     }

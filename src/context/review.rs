@@ -262,7 +262,10 @@ impl<'l> Round<'l> {
             // Offer a keep only where a keep is taken.
             let instead = match state.status {
                 Status::Suggested | Status::Dropped | Status::Withdrawn => {
-                    format!(" (keep it with `kapi context review --keep {}`)", id.short())
+                    format!(
+                        " (keep it with `kapi context review --keep {}`)",
+                        id.short()
+                    )
                 }
                 Status::Established => " (it is in force already)".to_owned(),
                 Status::Reset => " (a reset set it aside)".to_owned(),

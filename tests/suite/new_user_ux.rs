@@ -85,12 +85,15 @@ fn a_hook_runs_the_binary_under_test_whatever_kapi_is_first_on_path() {
     use std::os::unix::fs::PermissionsExt;
     let fake = tempfile::tempdir().unwrap();
     let kapi = fake.path().join("kapi");
-    std::fs::write(&kapi, "#!/bin/sh\necho \"FAKE kapi from PATH ran: $*\" >&2\nexit 97\n").unwrap();
-    std::fs::set_permissions(&kapi, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = std::env::join_paths(
-        std::iter::once(fake.path().to_path_buf())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    std::fs::write(
+        &kapi,
+        "#!/bin/sh\necho \"FAKE kapi from PATH ran: $*\" >&2\nexit 97\n",
     )
+    .unwrap();
+    std::fs::set_permissions(&kapi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(std::iter::once(fake.path().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
     .unwrap();
     // The test binary runs the inner test as `cargo test` would, with the
     // fake first on PATH and `KAPI` naming it too.
@@ -179,7 +182,11 @@ fn a_count_of_one_takes_the_singular() {
         .ok();
     let atlas = repo.kapi(&["context", "atlas"]).ok();
     for (what, text, said) in [
-        ("export", &exported.stderr, "exported 1 operation to one.jsonl"),
+        (
+            "export",
+            &exported.stderr,
+            "exported 1 operation to one.jsonl",
+        ),
         ("doctor", &doctor.stdout, "1 operation read"),
         ("import", &imported.stderr, "read 1 operation from"),
         ("atlas", &atlas.stdout, "1 note, 0 pairs"),
@@ -208,7 +215,11 @@ fn a_git_message_that_ends_a_sentence_is_not_ended_twice() {
     let gone = repo.root().join("gone.git");
     repo.git(&["remote", "add", "origin", gone.to_str().unwrap()]);
     let run = repo.kapi(&["context", "sync"]).code(6);
-    assert!(run.stderr.contains("Nothing local was lost"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Nothing local was lost"),
+        "{}",
+        run.stderr
+    );
     assert!(!run.stderr.contains(".."), "{}", run.stderr);
 }
 
@@ -232,10 +243,17 @@ fn an_empty_log_says_so_and_its_json_is_empty() {
     let bare = bare(&repo);
     for dir in [repo.path().to_str().unwrap(), bare.as_str()] {
         let run = repo.kapi(&["-C", dir, "context", "log"]).ok();
-        assert_eq!(run.stdout, "the log is empty: nothing is recorded yet\n", "{dir}");
+        assert_eq!(
+            run.stdout, "the log is empty: nothing is recorded yet\n",
+            "{dir}"
+        );
         assert_eq!(run.stderr, "", "{dir}");
         let run = repo.kapi(&["-C", dir, "context", "log", "--json"]).ok();
-        assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("", ""), "{dir}");
+        assert_eq!(
+            (run.stdout.as_str(), run.stderr.as_str()),
+            ("", ""),
+            "{dir}"
+        );
     }
     // A filter that leaves nothing says what the log holds.
     repo.kapi(&["context", "note", "The docs address the administrator"])
@@ -243,10 +261,11 @@ fn an_empty_log_says_so_and_its_json_is_empty() {
     let run = repo
         .kapi(&["context", "log", "--status", "established"])
         .ok();
-    assert_eq!(run.stdout, "no operation matches: the log holds 1 operation\n");
-    let run = repo
-        .kapi(&["context", "log", "--as-of", "2026-01-01"])
-        .ok();
+    assert_eq!(
+        run.stdout,
+        "no operation matches: the log holds 1 operation\n"
+    );
+    let run = repo.kapi(&["context", "log", "--as-of", "2026-01-01"]).ok();
     assert!(
         run.stdout.starts_with("the log was empty at 2026-01-01"),
         "{}",
@@ -295,7 +314,11 @@ fn a_misspelt_subcommand_is_named_not_read_as_a_path() {
     }
     // A path far from every name is still a path that does not exist.
     let run = repo.kapi(&["context", "intro.md"]).code(2);
-    assert!(run.stderr.contains("does not exist in the work tree"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("does not exist in the work tree"),
+        "{}",
+        run.stderr
+    );
     // And a file that is there is read as a path, whatever its name.
     repo.write("reveiw", "notes\n");
     let run = repo.kapi(&["context", "reveiw"]).ok();
@@ -375,7 +398,10 @@ fn hints(text: &str) -> Vec<String> {
         {
             let mut alternatives = tail.split(" | ");
             let first = format!("kapi {}", alternatives.next().unwrap());
-            let verb: Vec<&str> = first.split(' ').take_while(|w| !w.starts_with("--")).collect();
+            let verb: Vec<&str> = first
+                .split(' ')
+                .take_while(|w| !w.starts_with("--"))
+                .collect();
             let verb = verb.join(" ");
             found.push(first);
             found.extend(alternatives.map(|a| format!("{verb} {a}")));
@@ -476,7 +502,9 @@ const CASES: &[Case] = &[
             let env = TestEnv::new();
             let a = agent_rule(&env, "s1", "Quickcast", "Quick cast");
             env.agent("s1", &["context", "note", "--withdraw", &a]).ok();
-            let run = env.agent("s1", &["context", "note", "--withdraw", &a]).code(3);
+            let run = env
+                .agent("s1", &["context", "note", "--withdraw", &a])
+                .code(3);
             Printed::new(env, run)
         },
         hints: &[],
@@ -487,7 +515,9 @@ const CASES: &[Case] = &[
             let env = TestEnv::new();
             let a = agent_rule(&env, "s1", "Quickcast", "Quick cast");
             env.kapi(&["context", "review", "--keep", &a]).ok();
-            let run = env.agent("s1", &["context", "note", "--withdraw", &a]).code(3);
+            let run = env
+                .agent("s1", &["context", "note", "--withdraw", &a])
+                .code(3);
             Printed::new(env, run).id("A", &a)
         },
         hints: &["kapi context review --drop {A}"],
@@ -498,7 +528,9 @@ const CASES: &[Case] = &[
             let env = TestEnv::new();
             let a = agent_rule(&env, "s1", "Quickcast", "Quick cast");
             env.kapi(&["context", "review", "--drop", &a]).ok();
-            let run = env.agent("s1", &["context", "note", "--withdraw", &a]).code(3);
+            let run = env
+                .agent("s1", &["context", "note", "--withdraw", &a])
+                .code(3);
             Printed::new(env, run)
         },
         hints: &[],
@@ -508,7 +540,9 @@ const CASES: &[Case] = &[
         state: || {
             let env = TestEnv::new();
             let a = agent_rule(&env, "s1", "Quickcast", "Quick cast");
-            let run = env.agent("s2", &["context", "note", "--withdraw", &a]).code(4);
+            let run = env
+                .agent("s2", &["context", "note", "--withdraw", &a])
+                .code(4);
             Printed::new(env, run).id("A", &a)
         },
         hints: &["kapi context review --drop {A}"],
@@ -585,7 +619,11 @@ const CASES: &[Case] = &[
         state: || {
             let (env, a, b, _) = contested(false);
             let run = env.kapi(&["context", "review", "--keep", &a]).code(3);
-            assert!(run.stderr.contains(&format!("`--choose {b}`")), "{}", run.stderr);
+            assert!(
+                run.stderr.contains(&format!("`--choose {b}`")),
+                "{}",
+                run.stderr
+            );
             Printed::new(env, run).id("A", &a)
         },
         hints: &["kapi context review --choose {A}"],
@@ -617,7 +655,14 @@ const CASES: &[Case] = &[
             let env = TestEnv::new();
             let s = agent_rule(&env, "s1", "Flowkit", "Flow kit");
             let run = env
-                .kapi(&["context", "review", "--widen", &s, "--widen-to", "workspace"])
+                .kapi(&[
+                    "context",
+                    "review",
+                    "--widen",
+                    &s,
+                    "--widen-to",
+                    "workspace",
+                ])
                 .code(3);
             Printed::new(env, run).id("S", &s).fill(
                 "kapi context review --keep {S} --widen-to <where>",
@@ -632,7 +677,14 @@ const CASES: &[Case] = &[
         state: || {
             let (env, a, _, _) = contested(false);
             let run = env
-                .kapi(&["context", "review", "--widen", &a, "--widen-to", "workspace"])
+                .kapi(&[
+                    "context",
+                    "review",
+                    "--widen",
+                    &a,
+                    "--widen-to",
+                    "workspace",
+                ])
                 .code(3);
             Printed::new(env, run).id("A", &a).fill(
                 "kapi context review --choose {A} --widen-to <where>",
@@ -647,7 +699,13 @@ const CASES: &[Case] = &[
         state: || {
             let env = TestEnv::new();
             let run = env.kapi(&[
-                "context", "note", "--term", "Flowkit", "--instead-of", "Flow kit", "--quote",
+                "context",
+                "note",
+                "--term",
+                "Flowkit",
+                "--instead-of",
+                "Flow kit",
+                "--quote",
                 "Flow kit",
             ]);
             let s = last_short(&env);
@@ -661,7 +719,13 @@ const CASES: &[Case] = &[
             let env = TestEnv::new();
             kept_rule(&env);
             let run = env.kapi(&[
-                "context", "note", "--term", "Quick Cast", "--instead-of", "Quickcast", "--quote",
+                "context",
+                "note",
+                "--term",
+                "Quick Cast",
+                "--instead-of",
+                "Quickcast",
+                "--quote",
                 "Quickcast",
             ]);
             let b = last_short(&env);
@@ -683,7 +747,9 @@ const CASES: &[Case] = &[
         state: || {
             let env = TestEnv::new();
             let s = agent_rule(&env, "s1", "Flowkit", "Flow kit");
-            let run = env.agent("s1", &["context", "review", "--keep", &s]).code(4);
+            let run = env
+                .agent("s1", &["context", "review", "--keep", &s])
+                .code(4);
             Printed::new(env, run)
         },
         hints: &["kapi context review"],
@@ -693,7 +759,9 @@ const CASES: &[Case] = &[
         state: || {
             let env = TestEnv::new();
             let s = agent_rule(&env, "s1", "Flowkit", "Flow kit");
-            let run = env.agent("s1", &["context", "reset", "--before", &s]).code(4);
+            let run = env
+                .agent("s1", &["context", "reset", "--before", &s])
+                .code(4);
             Printed::new(env, run).fill(
                 "kapi context note \"<text>\"",
                 "kapi context note \"The docs address the administrator\"",
@@ -734,7 +802,12 @@ const CASES: &[Case] = &[
         name: "a pre-commit refusal for a stale artifact",
         state: || {
             let env = with_artifact();
-            env.write("decisions/D-001.md", &std::fs::read_to_string(env.join("decisions/D-001.md")).unwrap().replace("We cache", "We cache more"));
+            env.write(
+                "decisions/D-001.md",
+                &std::fs::read_to_string(env.join("decisions/D-001.md"))
+                    .unwrap()
+                    .replace("We cache", "We cache more"),
+            );
             env.git(&["add", "-A"]);
             let run = env.kapi(&["hook", "pre-commit"]).code(1);
             assert!(run.stderr.contains("is stale"), "{}", run.stderr);
@@ -779,11 +852,7 @@ const CASES: &[Case] = &[
             let env = TestEnv::new();
             env.write("docs/a.md", "Open Quickcast.\n");
             let run = env.kapi(&["context"]).code(2);
-            Printed::new(env, run).fill(
-                "kapi context <path>",
-                "kapi context docs/a.md",
-                By::Person,
-            )
+            Printed::new(env, run).fill("kapi context <path>", "kapi context docs/a.md", By::Person)
         },
         hints: &["kapi context <path>", "kapi context --help"],
     },
@@ -873,7 +942,9 @@ fn every_hint_is_a_command_that_works_in_the_state_that_printed_it() {
 #[test]
 fn hints_are_read_from_backticks_and_line_ends() {
     assert_eq!(
-        hints("refused; use `kapi context review --drop 0abc` now\n3 awaiting: kapi context review --keep <id> | --drop <id>\n"),
+        hints(
+            "refused; use `kapi context review --drop 0abc` now\n3 awaiting: kapi context review --keep <id> | --drop <id>\n"
+        ),
         [
             "kapi context review --drop 0abc",
             "kapi context review --keep <id>",
@@ -882,7 +953,18 @@ fn hints_are_read_from_backticks_and_line_ends() {
     );
     assert_eq!(
         words("kapi context note --term Quickcast --instead-of \"Quick cast\""),
-        ["kapi", "context", "note", "--term", "Quickcast", "--instead-of", "Quick cast"]
+        [
+            "kapi",
+            "context",
+            "note",
+            "--term",
+            "Quickcast",
+            "--instead-of",
+            "Quick cast"
+        ]
     );
-    assert_eq!(words("kapi context search \"\""), ["kapi", "context", "search", ""]);
+    assert_eq!(
+        words("kapi context search \"\""),
+        ["kapi", "context", "search", ""]
+    );
 }

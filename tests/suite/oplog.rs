@@ -219,7 +219,8 @@ fn an_author_withdraws_only_its_own_suggestion_in_its_session() {
         .agent("s1", &["context", "note", "--withdraw", &id[..10]])
         .code(3);
     assert!(
-        run.stderr.contains("already withdrawn; there is nothing to withdraw"),
+        run.stderr
+            .contains("already withdrawn; there is nothing to withdraw"),
         "{}",
         run.stderr
     );

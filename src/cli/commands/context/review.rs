@@ -211,13 +211,19 @@ fn line(p: &Pending) -> String {
 /// never kept again).
 fn decisions(awaiting: &[&Pending]) -> Vec<&'static str> {
     let mut verbs = Vec::new();
-    if awaiting.iter().any(|p| p.keepable && p.contested_by.is_empty()) {
+    if awaiting
+        .iter()
+        .any(|p| p.keepable && p.contested_by.is_empty())
+    {
         verbs.push("--keep <id>");
     }
     if awaiting.iter().any(|p| p.droppable) {
         verbs.push("--drop <id>");
     }
-    if awaiting.iter().any(|p| p.keepable && !p.contested_by.is_empty()) {
+    if awaiting
+        .iter()
+        .any(|p| p.keepable && !p.contested_by.is_empty())
+    {
         verbs.push("--choose <id>");
     }
     if awaiting.iter().any(|p| p.widenable) {

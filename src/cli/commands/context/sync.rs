@@ -4,9 +4,9 @@ use crate::cli::commands::{Ctx, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
 use crate::context::sync::{PushOutcome, SyncRequest, Synced, sync};
-use crate::wording::{count, noun};
 use crate::ops::id::short;
 use crate::store::Joined;
+use crate::wording::{count, noun};
 
 /// Share the context with another repository: fetch its refs/kapi/ops,
 /// merge it into yours by union (two machines merging the same two tips
