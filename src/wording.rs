@@ -1,7 +1,8 @@
 //! The wording of messages: a count and its noun in agreement ("1
-//! operation", "2 operations", "0 operations"), and a sentence that ends
-//! once when it ends with text from elsewhere (git's "…the repository
-//! exists." followed by kapi's ". Nothing local was lost").
+//! operation", "2 operations", "0 operations"), a sentence that ends once
+//! when it ends with text from elsewhere (git's "…the repository exists."
+//! followed by kapi's ". Nothing local was lost"), and the name a word
+//! misspells ("did you mean `kapi context review`?").
 
 use std::fmt::Display;
 
