@@ -27,7 +27,7 @@ use super::rule::CheckRule;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MatcherError {
-    #[error("cannot build the matcher over {forms} forms: {message}")]
+    #[error("cannot build the matcher over {}: {message}", crate::wording::count(*forms, "form", "forms"))]
     Build { forms: usize, message: String },
 }
 

@@ -394,8 +394,8 @@ pub fn import_context_files(
         let terms = entries(&parsed);
         let mut record = session.record(Kind::Import);
         record.note = Some(format!(
-            "imported {} term rules from {}",
-            terms.len(),
+            "imported {} from {}",
+            crate::wording::count(terms.len(), "term rule", "term rules"),
             file.path
         ));
         record.evidence = vec![Evidence {

@@ -259,11 +259,22 @@ impl<'l> Round<'l> {
     fn choose(&mut self, id: OpId) -> Result<(), ContextError> {
         let state = subject_state(self.ledger, &id, "choose")?;
         if state.status != Status::Contested {
+            // Offer a keep only where a keep is taken.
+            let instead = match state.status {
+                Status::Suggested | Status::Dropped | Status::Withdrawn => {
+                    format!(
+                        " (keep it with `kapi context review --keep {}`)",
+                        id.short()
+                    )
+                }
+                Status::Established => " (it is in force already)".to_owned(),
+                Status::Reset => " (a reset set it aside)".to_owned(),
+                Status::Contested => unreachable!("contested is handled below"),
+            };
             return Err(ContextError::Refused(format!(
-                "#{} is {}, not contested: there is no side to choose (keep it with --keep {})",
+                "#{} is {}, not contested: there is no side to choose{instead}",
                 id.short(),
                 state.status.as_str(),
-                id.short()
             )));
         }
         for rival in &state.contested_by {
@@ -351,8 +362,21 @@ impl<'l> Round<'l> {
         for id in self.widen_in_force.iter().chain(named) {
             let state = subject_state(self.ledger, id, "widen")?;
             if state.status != Status::Established && !self.kept.contains(id) {
+                // The one step that puts it in force and widens it, where
+                // there is one: a keep, or for a contested side a choice.
+                let instead = match state.status {
+                    Status::Contested => format!(
+                        "; choose it and widen it in one step (`kapi context review --choose {} --widen-to <where>`)",
+                        id.short()
+                    ),
+                    Status::Reset => "; a reset set it aside".to_owned(),
+                    _ => format!(
+                        "; keep it and widen it in one step (`kapi context review --keep {} --widen-to <where>`)",
+                        id.short()
+                    ),
+                };
                 return Err(ContextError::Refused(format!(
-                    "refusing to widen #{0}: it is {1}, not a rule in force; keep it and widen it in one step (`kapi context review --keep {0} --widen-to <where>`)",
+                    "refusing to widen #{}: it is {}, not a rule in force{instead}",
                     id.short(),
                     state.status.as_str()
                 )));
@@ -562,9 +586,10 @@ pub fn left_text(left: &[Left]) -> String {
                 .map(|r| format!("#{}", r.short()))
                 .collect();
             format!(
-                "#{} is contested by {} (choose a side with `kapi context review --choose <id>`)",
+                "#{} is contested by {} (choose a side with `kapi context review --choose {}`)",
                 l.short,
-                names.join(", ")
+                names.join(", "),
+                l.short
             )
         })
         .collect::<Vec<_>>()
@@ -632,8 +657,15 @@ fn admissible(
             )))
         }
         (Kind::Keep, Status::Established) if !req.changes(state) => {
+            let widen = if widens_at_all(target, state) {
+                format!(
+                    " (widen a rule in force with `kapi context review --widen {short} --widen-to <where>`)"
+                )
+            } else {
+                String::new()
+            };
             Err(ContextError::Refused(format!(
-                "#{short} is already established; nothing to record (widen a rule in force with `--widen {short} --widen-to <where>`)"
+                "#{short} is already established; nothing to record{widen}"
             )))
         }
         _ => Ok(()),

@@ -112,7 +112,8 @@ impl Standing {
             if self.sessions == 1 { "" } else { "s" }
         )];
         if let Some((preferred, avoided)) = self.usage {
-            parts.push(format!("{preferred} of {} uses", preferred + avoided));
+            let uses = crate::wording::count(preferred + avoided, "use", "uses");
+            parts.push(format!("{preferred} of {uses}"));
         }
         if !self.merged_in.is_empty() {
             parts.push(format!("merged in {}", self.merged_in.join(", ")));

@@ -100,7 +100,10 @@ impl Store {
                     Some(base) => tree::union(self.repo.gix(), base, incoming)?,
                     None => incoming,
                 };
-                let message = format!("kapi: merge {} operations\n", fit.len());
+                let message = format!(
+                    "kapi: merge {}\n",
+                    crate::wording::count(fit.len(), "operation", "operations")
+                );
                 let commit = self.commit(
                     merged,
                     tip.into_iter().collect(),

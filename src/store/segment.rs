@@ -116,7 +116,8 @@ pub enum EntryError {
     #[error("unexpected entry: the log's tree holds `{0}`, which is not a shard")]
     UnexpectedEntry(String),
     #[error(
-        "and {count} more lines that cannot be read (only the first {MAX_NAMED} of a segment or file are named)"
+        "and {} that cannot be read (only the first {MAX_NAMED} of a segment or file are named)",
+        crate::wording::count(*count, "more line", "more lines")
     )]
     More { count: usize },
     #[error("not UTF-8")]

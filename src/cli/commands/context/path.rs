@@ -26,9 +26,10 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let Some(path) = args.path else {
         return Err(CliError::usage(
-            "name a path (`kapi context docs/intro.md`) or a subcommand: note, log, review (see `kapi context --help`)",
+            "name a file or folder (`kapi context <path>`) or a subcommand: note, log, review (see `kapi context --help`)",
         ));
     };
+    misspelt_subcommand(&path, ctx)?;
     let session = ctx.session()?;
     let doc = at_path(&session, &path, args.as_of)?;
     let mut out = Out::new();
@@ -68,6 +69,25 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         out.line("nothing applies here yet")?;
     }
     Ok(Exit::Ok)
+}
+
+/// Refuse a word that names no file here and is a subcommand misspelt
+/// (`kapi context reveiw`), naming the subcommand, rather than read it as
+/// a path that does not exist.
+fn misspelt_subcommand(path: &str, ctx: &Ctx) -> Result<(), CliError> {
+    if path.contains(['/', '\\']) || std::fs::symlink_metadata(ctx.cwd.join(path)).is_ok() {
+        return Ok(());
+    }
+    let commands = <super::ContextCommand as clap::Subcommand>::augment_subcommands(
+        clap::Command::new("context"),
+    );
+    let names = commands.get_subcommands().map(|c| c.get_name());
+    match crate::wording::closest(path, names) {
+        Some(name) => Err(CliError::usage(format!(
+            "`{path}` is neither a file here nor a subcommand of kapi context; did you mean `kapi context {name}`?"
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {

@@ -206,6 +206,32 @@ fn line(p: &Pending) -> String {
     )
 }
 
+/// The decisions the items awaiting one allow, each offered only when
+/// some item takes it (a drifting rule in force is dropped or widened,
+/// never kept again).
+fn decisions(awaiting: &[&Pending]) -> Vec<&'static str> {
+    let mut verbs = Vec::new();
+    if awaiting
+        .iter()
+        .any(|p| p.keepable && p.contested_by.is_empty())
+    {
+        verbs.push("--keep <id>");
+    }
+    if awaiting.iter().any(|p| p.droppable) {
+        verbs.push("--drop <id>");
+    }
+    if awaiting
+        .iter()
+        .any(|p| p.keepable && !p.contested_by.is_empty())
+    {
+        verbs.push("--choose <id>");
+    }
+    if awaiting.iter().any(|p| p.widenable) {
+        verbs.push("--widen <id> --widen-to <where>");
+    }
+    verbs
+}
+
 fn print_digest(session: &Session, of: Option<&str>, json: bool) -> Result<Exit, CliError> {
     let ledger = session.ledger()?;
     let digest = pending_from(&ledger, of);
@@ -255,8 +281,9 @@ fn print_digest(session: &Session, of: Option<&str>, json: bool) -> Result<Exit,
         out.line("nothing awaits a decision")?;
     } else {
         out.line(format!(
-            "{} awaiting a decision: kapi context review --keep <id> | --drop <id> | --choose <id>",
-            awaiting.len()
+            "{} awaiting a decision: kapi context review {}",
+            awaiting.len(),
+            decisions(&awaiting).join(" | ")
         ))?;
     }
     Ok(Exit::Ok)
