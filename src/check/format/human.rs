@@ -4,7 +4,7 @@
 
 use crate::check::finding::{advice, suggested_note};
 use crate::check::{Finding, Outcome, Severity, Summary};
-use crate::terminal::{escape, push_shown};
+use crate::terminal::{columns, escape, push_shown};
 
 /// One finding as a rustc-style diagnostic.
 pub fn finding(f: &Finding) -> String {
@@ -104,18 +104,25 @@ fn window(line: &str, column: usize, len: usize, offset: usize) -> (String, usiz
 }
 
 /// The window as shown: each character that steers a terminal escaped;
-/// with how many characters stand before the match and how many it takes.
+/// with the columns before the match and the columns it takes, as a
+/// terminal shows them (a wide character two, a combining mark none, an
+/// escape one per character it is written with; a tab is already a
+/// space).
 fn escaped_window(cut: &str, before: usize, len: usize) -> (String, usize, usize) {
     let mut shown = String::with_capacity(cut.len());
-    let (mut ahead, mut width) = (0, 0);
+    let (mut start, mut end) = (None, None);
     for (i, c) in cut.chars().enumerate() {
-        let w = push_shown(&mut shown, c);
-        if i < before {
-            ahead += w;
-        } else if i < before + len {
-            width += w;
+        if i == before {
+            start = Some(shown.len());
         }
+        if i == before + len {
+            end = Some(shown.len());
+        }
+        push_shown(&mut shown, c);
     }
+    let start = start.unwrap_or(shown.len());
+    let end = end.unwrap_or(shown.len()).max(start);
+    let (ahead, width) = (columns(&shown[..start]), columns(&shown[start..end]));
     (shown, ahead, width)
 }
 
