@@ -49,3 +49,90 @@ checked 1 file: 2 findings, 2 failing, 0 reporting (score 2)
     );
     assert_eq!(run.stdout, expected);
 }
+
+/// A vocabulary that `Vocab` names is two rules of Vale's own style,
+/// `Vale.Terms` (accept.txt) and `Vale.Avoid` (reject.txt): Vale applies
+/// them only to the files whose section names `Vale` in `BasedOnStyles`.
+#[test]
+fn a_vocabulary_applies_only_where_the_vale_style_is_enabled() {
+    let vocabulary = |ini: &str| {
+        let env = TestEnv::new();
+        env.write(".vale.ini", ini);
+        env.write("styles/config/vocabularies/Base/accept.txt", "Kubernetes\n");
+        env.write("styles/config/vocabularies/Base/reject.txt", "utilize\n");
+        env.write(
+            "styles/House/Terms.yml",
+            "extends: substitution\nmessage: x\nlevel: error\nswap:\n  Github: GitHub\n",
+        );
+        env.write("docs/a.md", "We utilize kubernetes on Github.\n");
+        env.write("docs/a.txt", "We utilize kubernetes on Github.\n");
+        let import = env.kapi(&["store", "import"]).ok();
+        let check = env.kapi(&["check", "--format", "json"]);
+        let found: Vec<String> = check.json()["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}:{} {}",
+                    f["path"].as_str().unwrap(),
+                    f["matched"].as_str().unwrap(),
+                    f["level"].as_str().unwrap_or("-")
+                )
+            })
+            .collect();
+        (import.stdout, check.code, found)
+    };
+
+    // Vocab is set, but no section names the Vale style: Vale applies
+    // neither Vale.Terms nor Vale.Avoid, and the import says why.
+    let (import, code, found) =
+        vocabulary("StylesPath = styles\nVocab = Base\n\n[*.md]\nBasedOnStyles = House\n");
+    assert_eq!(found, ["docs/a.md:Github error"], "{import}");
+    assert_eq!(code, 1);
+    assert!(
+        import.contains(
+            "Vale.Terms: no section of .vale.ini enables the style \"Vale\" (BasedOnStyles) or the rule; Vale does not apply it"
+        ),
+        "{import}"
+    );
+
+    // With Vale in the section's BasedOnStyles, the vocabulary holds for
+    // that section's files only, at Vale's level for it (error).
+    let (import, _, found) =
+        vocabulary("StylesPath = styles\nVocab = Base\n\n[*.md]\nBasedOnStyles = House, Vale\n");
+    assert_eq!(
+        found,
+        [
+            "docs/a.md:utilize error",
+            "docs/a.md:kubernetes error",
+            "docs/a.md:Github error"
+        ],
+        "{import}"
+    );
+
+    // A section can turn one of the two rules on without the style, or
+    // off, and set its level.
+    let (import, _, found) = vocabulary(
+        "StylesPath = styles\nVocab = Base\n\n[*.md]\nBasedOnStyles = House, Vale\nVale.Terms = NO\n\n[*.txt]\nVale.Avoid = warning\n",
+    );
+    assert_eq!(
+        found,
+        [
+            "docs/a.md:utilize error",
+            "docs/a.md:Github error",
+            "docs/a.txt:utilize warning"
+        ],
+        "{import}"
+    );
+
+    // Without Vocab, Vale loads no vocabulary, Vale style or not; and a
+    // .vale.ini naming no style at all enables no Vale style either.
+    let (import, _, found) =
+        vocabulary("StylesPath = styles\n\n[*]\nBasedOnStyles = House, Vale\n");
+    let github = ["docs/a.md:Github error", "docs/a.txt:Github error"];
+    assert_eq!(found, github, "{import}");
+    assert!(!import.contains("vocabularies"), "{import}");
+    let (import, _, found) = vocabulary("StylesPath = styles\nVocab = Base\n");
+    assert_eq!(found, github, "{import}");
+}
