@@ -136,3 +136,68 @@ fn a_vocabulary_applies_only_where_the_vale_style_is_enabled() {
     let (import, _, found) = vocabulary("StylesPath = styles\nVocab = Base\n");
     assert_eq!(found, github, "{import}");
 }
+
+/// The digest (`kapi context review --json`): what awaits a decision,
+/// then what is in force.
+fn digest(env: &TestEnv) -> Vec<serde_json::Value> {
+    let doc = env.kapi(&["context", "review", "--json"]).ok().json();
+    ["awaiting", "in_force"]
+        .iter()
+        .flat_map(|k| doc[k].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+/// Usage counts taken before and after a widening cover different files:
+/// comparing them is no drift. Drift compares the counts taken over the
+/// files the rule holds for now; a form written more often there is.
+#[test]
+fn widening_a_rule_is_no_drift_though_it_counts_more_files() {
+    let env = TestEnv::new();
+    env.write(
+        "kapi.toml",
+        "[[points]]\npaths = [\"docs/app/**\"]\naxes = { product = \"quickcast\" }\n\n\
+         [[points]]\npaths = [\"docs/other/**\"]\naxes = { product = \"other\" }\n",
+    );
+    env.write("docs/app/a.md", "Open Quick cast.\n");
+    env.write("docs/other/b.md", "Open Quick cast.\nQuick cast again.\n");
+    env.agent_term(
+        "s1",
+        "Quickcast",
+        "Quick cast",
+        &["--path", "docs/app/a.md"],
+    )
+    .ok();
+    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let id = log[0]["short"].as_str().unwrap().to_owned();
+    env.kapi(&["context", "review", "--keep", &id]).ok();
+    // Counted where it holds: one avoided form, in docs/app.
+    env.kapi(&["check"]).code(1);
+    env.kapi(&["context", "review", "--widen", &id, "--widen-to", "project"])
+        .ok();
+    // Counted again, now over the whole project: three. No text changed.
+    env.kapi(&["check"]).code(1);
+    let rule = |env: &TestEnv| {
+        digest(env)
+            .into_iter()
+            .find(|p| p["short"] == id.as_str())
+            .expect("the rule is in force")
+    };
+    let now = rule(&env);
+    assert_eq!(now["awaiting"], false, "{now}");
+    assert!(!now.to_string().contains("drift"), "no text changed: {now}");
+    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    assert!(log[0]["drift"].is_null(), "{}", log[0]);
+
+    // A form written more often where it holds now is drift.
+    env.write("docs/app/a.md", "Open Quick cast.\nQuick cast, twice.\n");
+    env.kapi(&["check"]).code(1);
+    let now = rule(&env);
+    assert_eq!(now["awaiting"], true, "{now}");
+    assert!(
+        now["standing"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("drift: avoided forms written 4× now, 3× when it came into force"),
+        "{now}"
+    );
+}
