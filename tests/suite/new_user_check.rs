@@ -201,3 +201,125 @@ fn widening_a_rule_is_no_drift_though_it_counts_more_files() {
         "{now}"
     );
 }
+
+/// Two agents suggesting the same rule suggested one rule: the check
+/// reports each occurrence once, naming both (human, JSON, SARIF); the
+/// digest, `kapi context <path>` and AGENTS.md list the rule once; keeping
+/// it keeps both, dropping it drops both.
+#[test]
+fn two_agents_suggesting_one_rule_give_one_finding_one_item_and_one_decision() {
+    let env = TestEnv::new();
+    env.write("docs/a.md", "Open Quick cast.\n");
+    env.write("AGENTS.md", "# Agents\n");
+    for session in ["s1", "s2"] {
+        env.agent_term(session, "Quickcast", "Quick cast", &["--path", "docs/a.md"])
+            .ok();
+    }
+    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let (first, second) = (
+        log[0]["id"].as_str().unwrap().to_owned(),
+        log[1]["id"].as_str().unwrap().to_owned(),
+    );
+    let (short1, short2) = (&first[..10], &second[..10]);
+
+    // The check: one finding per occurrence, naming both rules.
+    let human = env.kapi(&["check", "docs/a.md"]).ok();
+    assert_eq!(
+        human.stdout.matches("--> docs/a.md:1:6").count(),
+        1,
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains(&format!(
+            "= note: 2 rules find this: #{short1}, #{short2}\n"
+        )),
+        "{}",
+        human.stdout
+    );
+    assert!(human.stdout.contains("1 finding, 0 failing, 1 reporting"));
+    let json = env
+        .kapi(&["check", "--format", "json", "docs/a.md"])
+        .ok()
+        .json();
+    let findings = json["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{json}");
+    assert_eq!(findings[0]["rule"], first.as_str());
+    assert_eq!(findings[0]["rules"], serde_json::json!([first, second]));
+    let sarif = env
+        .kapi(&["check", "--format", "sarif", "docs/a.md"])
+        .ok()
+        .json();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{sarif}");
+    assert_eq!(results[0]["ruleId"], first.as_str());
+    assert_eq!(
+        results[0]["properties"]["rules"],
+        serde_json::json!([first, second])
+    );
+
+    // The digest: one item, naming both.
+    let digest = env.kapi(&["context", "review", "--json"]).ok().json();
+    let awaiting = digest["awaiting"].as_array().unwrap();
+    assert_eq!(awaiting.len(), 1, "{digest}");
+    let members: Vec<&str> = awaiting[0]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(members, [first.as_str(), second.as_str()]);
+    let text = env.kapi(&["context", "review"]).ok().stdout;
+    assert_eq!(text.matches("suggested \"Quickcast\"").count(), 1, "{text}");
+    assert!(
+        text.contains(&format!("also #{short2} (agent claude-code [s2])")),
+        "{text}"
+    );
+    assert!(text.contains("1 awaiting a decision"), "{text}");
+    // What applies at the path: one suggestion.
+    let here = env.kapi(&["context", "docs/a.md", "--json"]).ok().json();
+    assert_eq!(here["suggestions"].as_array().unwrap().len(), 1, "{here}");
+    assert_eq!(
+        here["suggestions"][0]["members"],
+        serde_json::json!([first, second])
+    );
+
+    // Keeping one keeps the rule: both members, one item in force, one
+    // line in AGENTS.md, one failing finding.
+    let kept = env.kapi(&["context", "review", "--keep", short2]).ok();
+    assert!(
+        kept.stdout.contains(&format!("keep #{short1}")),
+        "{}",
+        kept.stdout
+    );
+    assert!(
+        kept.stdout.contains(&format!("keep #{short2}")),
+        "{}",
+        kept.stdout
+    );
+    let digest = env.kapi(&["context", "review", "--json"]).ok().json();
+    assert_eq!(digest["awaiting"], serde_json::json!([]), "{digest}");
+    assert_eq!(digest["in_force"].as_array().unwrap().len(), 1, "{digest}");
+    let agents = std::fs::read_to_string(env.join("AGENTS.md")).unwrap();
+    assert_eq!(agents.matches("Write **Quickcast**").count(), 1, "{agents}");
+    let here = env.kapi(&["context", "docs/a.md", "--json"]).ok().json();
+    assert_eq!(here["rules"].as_array().unwrap().len(), 1, "{here}");
+    let json = env
+        .kapi(&["check", "--format", "json", "docs/a.md"])
+        .code(1)
+        .json();
+    assert_eq!(json["summary"]["findings"], 1, "{json}");
+    assert_eq!(json["summary"]["failing"], 1, "{json}");
+
+    // Dropping it drops both: nothing is left in force.
+    let dropped = env.kapi(&["context", "review", "--drop", short1]).ok();
+    assert!(
+        dropped.stdout.contains(&format!("drop #{short2}")),
+        "{}",
+        dropped.stdout
+    );
+    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    assert_eq!(log[0]["status"], "dropped");
+    assert_eq!(log[1]["status"], "dropped");
+    env.kapi(&["check", "docs/a.md"]).ok();
+}

@@ -36,6 +36,16 @@ pub fn finding(f: &Finding) -> String {
             escape(&f.preferred)
         ));
     }
+    // Several rules behind one occurrence (two agents suggested the same
+    // rule): named once each, on one finding.
+    if f.rules.len() > 1 {
+        let named: Vec<String> = f.rules.iter().map(|r| rule_name(r)).collect();
+        s.push_str(&format!(
+            "{pad} = note: {} rules find this: {}\n",
+            f.rules.len(),
+            escape(&named.join(", "))
+        ));
+    }
     if f.suggested {
         s.push_str(&format!(
             "{pad} = note: {}\n",
@@ -47,6 +57,18 @@ pub fn finding(f: &Finding) -> String {
         ));
     }
     s
+}
+
+/// A rule as people name it: an operation by its short id (`#0ttd83m01q`,
+/// `#0ttd83m01q:3` for a rule of an imported file), a term list's rule as
+/// `terms.tsv:3`.
+fn rule_name(id: &str) -> String {
+    let (op, rest) = id.split_at(id.find(':').unwrap_or(id.len()));
+    if crate::ops::id::is_id(op) {
+        format!("#{}{rest}", crate::ops::id::short(op))
+    } else {
+        id.to_string()
+    }
 }
 
 /// Longest source line shown whole; longer lines show a window around the
