@@ -791,6 +791,7 @@ impl Matcher {
                 let fails = rule.fails();
                 Finding {
                     rule: rule.id.clone(),
+                    rules: vec![rule.id.clone()],
                     path: path.to_string(),
                     line,
                     column,

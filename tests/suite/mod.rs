@@ -14,6 +14,7 @@ mod hooks;
 mod hostile_remote;
 mod hostile_text;
 mod new_user;
+mod new_user_check;
 mod new_user_ux;
 mod oplog;
 mod reset;

@@ -196,8 +196,27 @@ fn line(p: &Pending) -> String {
     if p.widenable {
         may.push("widenable");
     }
+    // The other operations that state the rule: one item, every member.
+    let also: Vec<String> = p
+        .members
+        .iter()
+        .skip(1)
+        .map(|m| {
+            let at = if m.scope == p.scope {
+                String::new()
+            } else {
+                format!(" [{}]", where_(&m.scope))
+            };
+            format!("#{} ({}){at}", m.short, m.actor)
+        })
+        .collect();
+    let also = if also.is_empty() {
+        String::new()
+    } else {
+        format!(" · also {}", also.join(", "))
+    };
     format!(
-        "{} {} {}{at}{contest} · {}{standing} · {}",
+        "{} {} {}{at}{contest} · {}{also}{standing} · {}",
         p.short,
         p.status.as_str(),
         p.subject,
