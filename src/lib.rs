@@ -18,3 +18,4 @@ pub mod context;
 pub mod ops;
 pub mod store;
 pub mod terminal;
+pub mod wording;

@@ -62,17 +62,22 @@ fn escape_but(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Push `c` as shown: itself, or its escape when it [`steers`]. Returns
-/// how many characters it takes on the line (for aligning under it).
-pub fn push_shown(out: &mut String, c: char) -> usize {
+/// Push `c` as shown: itself, or its escape when it [`steers`].
+pub fn push_shown(out: &mut String, c: char) {
     if steers(c) {
-        let before = out.len();
         push_escaped(out, c);
-        out.len() - before // escapes are ASCII
     } else {
         out.push(c);
-        1
     }
+}
+
+/// The columns `shown` takes on a terminal, for aligning under it: an East
+/// Asian wide character (漢, ア, 한) takes two, a combining mark or a
+/// zero-width joiner none, as the Unicode data says (`unicode-width`, the
+/// width a terminal gives them). For text already shown: escapes are ASCII
+/// and take a column a character; a raw control has no width to give.
+pub fn columns(shown: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(shown)
 }
 
 /// `\t`, `\r`, `\n`, `\0`, or `\u{…}` in lower-case hex, as
@@ -115,8 +120,20 @@ mod tests {
             }
         }
         let mut s = String::new();
-        assert_eq!(push_shown(&mut s, 'é'), 1);
-        assert_eq!(push_shown(&mut s, '\x1b'), 6);
+        push_shown(&mut s, 'é');
+        push_shown(&mut s, '\x1b');
         assert_eq!(s, "é\\u{1b}");
+        assert_eq!(columns(&s), 7);
+    }
+
+    #[test]
+    fn columns_are_what_a_terminal_gives() {
+        assert_eq!(columns("Quickcast"), 9);
+        // East Asian wide characters take two columns, half-width kana one.
+        assert_eq!(columns("クイックキャスト"), 16);
+        assert_eq!(columns("漢字 ｶﾅ"), 7);
+        // Combining marks and a zero-width joiner take none.
+        assert_eq!(columns("e\u{301}"), 1);
+        assert_eq!(columns("a\u{200d}b"), 2);
     }
 }

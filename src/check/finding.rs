@@ -5,8 +5,13 @@ use serde::Serialize;
 /// One avoided form found in prose.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
-    /// The rule's id (its operation id, or `terms.tsv:3`).
+    /// The rule's id (its operation id, or `terms.tsv:3`): the strongest
+    /// of the rules behind the occurrence (see [`one_per_occurrence`]).
     pub rule: String,
+    /// Every rule behind the occurrence, `rule` first: rules that find the
+    /// same text and ask for the same form (two agents that suggested one
+    /// rule, a term list and a Vale style saying the same) report it once.
+    pub rules: Vec<String>,
     /// Repository-relative path with forward slashes (or the path as named
     /// when checking outside a repository).
     pub path: String,
@@ -56,6 +61,61 @@ impl Finding {
     pub fn weight(&self) -> u64 {
         if self.suggested { 0 } else { 1 }
     }
+
+    /// Which rule carries an occurrence several rules find: one that fails,
+    /// then an advisory one, then a suggestion; then the earliest id.
+    fn strength(&self) -> (u8, &str) {
+        let rank = match self.severity {
+            Severity::Error => 0,
+            Severity::Warning => 1,
+            Severity::Note => 2,
+        };
+        (rank, &self.rule)
+    }
+
+    /// Take in another rule's finding of the same occurrence.
+    fn absorb(&mut self, other: Finding) {
+        let mut rules: Vec<String> = std::mem::take(&mut self.rules);
+        rules.extend(other.rules.iter().cloned());
+        if other.strength() < self.strength() {
+            *self = other;
+        }
+        rules.sort_unstable();
+        rules.dedup();
+        if let Some(at) = rules.iter().position(|r| *r == self.rule) {
+            let carrier = rules.remove(at);
+            rules.insert(0, carrier);
+        }
+        self.rules = rules;
+    }
+}
+
+/// One finding per occurrence: the findings of several rules at the same
+/// span of one file that ask for the same form are one finding, carried by
+/// the strongest rule (it fails if any of them fails) and naming every
+/// rule in `rules`. Findings that ask for different forms stay apart: each
+/// says something else. `findings` are sorted by path and offset; so is
+/// the result.
+pub fn one_per_occurrence(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
+    // Where the findings at the current (path, start) begin in `out`.
+    let mut run = 0;
+    for f in findings {
+        let same_start = out
+            .get(run)
+            .is_some_and(|g| g.start == f.start && g.path == f.path);
+        if !same_start {
+            run = out.len();
+        }
+        match out[run..]
+            .iter_mut()
+            .find(|g| g.end == f.end && g.preferred == f.preferred)
+        {
+            Some(g) => g.absorb(f),
+            None => out.push(f),
+        }
+    }
+    out
 }
 
 /// What to do about a finding: `use "X", not "Y"`, or `avoid "Y"` for a

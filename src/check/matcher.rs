@@ -27,7 +27,7 @@ use super::rule::CheckRule;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MatcherError {
-    #[error("cannot build the matcher over {forms} forms: {message}")]
+    #[error("cannot build the matcher over {}: {message}", crate::wording::count(*forms, "form", "forms"))]
     Build { forms: usize, message: String },
 }
 
@@ -791,6 +791,7 @@ impl Matcher {
                 let fails = rule.fails();
                 Finding {
                     rule: rule.id.clone(),
+                    rules: vec![rule.id.clone()],
                     path: path.to_string(),
                     line,
                     column,

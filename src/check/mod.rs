@@ -127,8 +127,12 @@ fn run(
             }),
         }
     }
-    outcome.findings.sort_by(|a, b| {
+    let order = |a: &Finding, b: &Finding| {
         (&a.path, a.line, a.column, &a.rule).cmp(&(&b.path, b.line, b.column, &b.rule))
-    });
+    };
+    outcome.findings.sort_by(order);
+    // An occurrence several rules find is reported once, naming them all.
+    outcome.findings = finding::one_per_occurrence(std::mem::take(&mut outcome.findings));
+    outcome.findings.sort_by(order);
     outcome
 }

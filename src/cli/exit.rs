@@ -212,7 +212,8 @@ impl From<WriteError> for CliError {
 /// are never named.
 pub(crate) fn compile_error(err: CompileError, root: &Path) -> CliError {
     match err {
-        CompileError::Vault(crate::vault::VaultError::NotFound) => CliError::store(format!(
+        // Where the vault is, is configuration: a usage error, not a store's.
+        CompileError::Vault(crate::vault::VaultError::NotFound) => CliError::usage(format!(
             "vault_not_found: {} is not a directory; set `[vault] root` in kapi.toml or pass --root",
             root.display()
         )),

@@ -130,7 +130,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         warnings.push(Warning {
             path: None,
             message:
-                "no rules are in force: record one with `kapi context note`, or pass --rules FILE"
+                "no rules are in force: record one with `kapi context note --term <term> --instead-of <form> --quote <text>`, or pass --rules FILE"
                     .into(),
         });
     }
@@ -215,11 +215,16 @@ fn list_files(
     if !req.paths.is_empty() {
         return Ok(files::named(wt, &req.cwd, &req.paths, filter)?);
     }
-    let wt = wt.ok_or_else(|| {
-        CheckError::Usage(
+    let wt = wt.ok_or_else(|| match crate::git::Repo::discover(&req.cwd) {
+        // A bare repository has no files to check.
+        Ok(bare) => CheckError::Usage(format!(
+            "{} is a bare repository: it has no work tree to check; run kapi check in a clone or a `git worktree`, or name the files or folders to check (kapi check PATHS...)",
+            bare.git_dir().display()
+        )),
+        Err(_) => CheckError::Usage(
             "not inside a git repository: name the files or folders to check (kapi check PATHS...)"
                 .into(),
-        )
+        ),
     })?;
     Ok(files::project_files(wt, filter)?)
 }

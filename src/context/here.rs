@@ -3,13 +3,16 @@
 //! there — the wording that stays correct, so an agent told to rename
 //! something everywhere does not rename it where the rule never reached.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::{ContextError, Session};
 
+use crate::ops::group::Groups;
 use crate::ops::record::{Scope, Subject};
 use crate::ops::scope::Point;
-use crate::ops::{Ledger, State, Status, TermRule};
+use crate::ops::{Ledger, OpId, State, Status, TermRule};
 
 /// One rule or note in an answer.
 #[derive(Debug, Clone, Serialize)]
@@ -38,6 +41,10 @@ pub struct Item {
     /// the project that decided it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// When several operations state the rule here (two agents suggested
+    /// it), every one of them, this one first: the rule is listed once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
 }
 
 impl Item {
@@ -71,12 +78,50 @@ impl Item {
             contested_by: state.map(|s| s.contested_by.clone()).unwrap_or_default(),
             standing: state.and_then(standing),
             workspace: None,
+            members: Vec::new(),
         }
     }
 }
 
 fn standing(state: &State) -> Option<String> {
     state.standing_text()
+}
+
+/// The first operation of the group an item's rule belongs to, when
+/// several operations of the log state it.
+fn lead(groups: &Groups, item: &Item) -> Option<OpId> {
+    OpId::parse(&item.id).ok().and_then(|id| groups.lead(&id))
+}
+
+/// One list of an answer, each rule of a group listed once.
+#[derive(Default)]
+struct Listing {
+    items: Vec<Item>,
+    /// Where each group's item stands in `items`.
+    by_lead: HashMap<OpId, usize>,
+}
+
+impl Listing {
+    /// Add `item`, or name it on the item of its group already listed.
+    fn add(&mut self, groups: &Groups, item: Item) {
+        let Some(lead) = lead(groups, &item) else {
+            self.items.push(item);
+            return;
+        };
+        match self.by_lead.get(&lead) {
+            Some(&at) => {
+                let first = &mut self.items[at];
+                if first.members.is_empty() {
+                    first.members.push(first.id.clone());
+                }
+                first.members.push(item.id);
+            }
+            None => {
+                self.by_lead.insert(lead, self.items.len());
+                self.items.push(item);
+            }
+        }
+    }
 }
 
 /// What applies at one point and instant.
@@ -92,21 +137,37 @@ pub struct Here {
     pub elsewhere: Vec<Item>,
 }
 
-/// Fold the ledger's answer for `point` at instant `at` (Unix ms).
+/// Fold the ledger's answer for `point` at instant `at` (Unix ms). A rule
+/// several operations state ([`crate::ops::group`]) is listed once, by the
+/// first that holds here, naming them all; one that holds here is not
+/// also wording that stays correct here.
 pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
     let mut here = Here::default();
+    let groups = ledger.rule_groups();
+    let (mut rules, mut suggestions, mut elsewhere) =
+        (Listing::default(), Listing::default(), Listing::default());
+    let mut away = Vec::new();
     for rule in ledger.term_rules(None, at) {
         let item = Item::of_rule(&rule, ledger.state(&rule.op));
         let covers = ledger
             .get(&rule.op)
             .is_some_and(|r| ledger.covers(r, &rule.scope, point));
         match (covers, rule.suggested) {
-            (true, false) => here.rules.push(item),
-            (true, true) => here.suggestions.push(item),
-            (false, false) => here.elsewhere.push(item),
+            (true, false) => rules.add(&groups, item),
+            (true, true) => suggestions.add(&groups, item),
+            (false, false) => away.push(item),
             (false, true) => {}
         }
     }
+    for item in away {
+        let here_too = lead(&groups, &item).is_some_and(|l| rules.by_lead.contains_key(&l));
+        if !here_too {
+            elsewhere.add(&groups, item);
+        }
+    }
+    here.rules = rules.items;
+    here.suggestions = suggestions.items;
+    here.elsewhere = elsewhere.items;
     for (record, state) in ledger.iter() {
         let (Some(state), Some(Subject::Note { text })) = (state, record.subject.as_ref()) else {
             continue;
@@ -129,6 +190,7 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
             contested_by: state.contested_by.clone(),
             standing: standing(state),
             workspace: None,
+            members: Vec::new(),
         };
         if state.status == Status::Established {
             here.notes.push(item);
@@ -210,6 +272,7 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
             contested_by: Vec::new(),
             standing: None,
             workspace: Some(rule.project.clone()),
+            members: Vec::new(),
         };
         if rule.status == Status::Established {
             here.rules.push(item);

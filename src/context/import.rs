@@ -12,7 +12,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::{ContextError, Session};
-use crate::formats::vale::{Enabled, Level, ValeIni};
+use crate::formats::vale::{BUILTIN_STYLE, Enabled, Level, VOCABULARY_RULES, ValeIni};
 use crate::formats::{self, ImportedFile, RuleStatus, Vocabulary};
 use crate::git::walk::Walk;
 use crate::ops::Ledger;
@@ -103,7 +103,8 @@ pub fn context_files(
         let mut found = Vec::new();
         walk(root, &root.join(&styles), &mut |rel| {
             let name = rel.rsplit('/').next().unwrap_or(rel);
-            // A vocabulary `Vocab` in .vale.ini does not name is not in use.
+            // A vocabulary `Vocab` in .vale.ini does not name is not in use
+            // (Vale loads none when `Vocab` is not set).
             let vocab = rel.rsplit('/').nth(1).unwrap_or("");
             if matches!(name, "accept.txt" | "reject.txt")
                 && ini.as_ref().is_some_and(|i| !i.uses_vocab(vocab))
@@ -178,11 +179,16 @@ fn vale_ini(root: &Path) -> Result<Option<ValeIni>, ContextError> {
 fn parse(file: &ContextFile, text: &str, ini: Option<&ValeIni>) -> Result<ImportedFile, String> {
     let parsed = match file.kind {
         ContextFileKind::TermList => formats::parse_term_list(text),
-        ContextFileKind::ValeAccept => Vocabulary::parse(Some(text), None).map(|v| v.rules()),
-        ContextFileKind::ValeReject => Vocabulary::parse(None, Some(text)).map(|v| v.rules()),
+        ContextFileKind::ValeAccept => Vocabulary::parse(Some(text), None)
+            .map(|v| vocabulary_in_force(v.rules(), ini, VOCABULARY_RULES.0)),
+        ContextFileKind::ValeReject => Vocabulary::parse(None, Some(text))
+            .map(|v| vocabulary_in_force(v.rules(), ini, VOCABULARY_RULES.1)),
         ContextFileKind::ValeSubstitution => {
             formats::parse_vale_substitution(text).map(|f| match ini {
-                Some(ini) => in_force(f, ini, &file.path),
+                Some(ini) => {
+                    let (style, rule) = style_rule(ini, &file.path);
+                    in_force(f, ini, style, rule)
+                }
                 None => f,
             })
         }
@@ -190,13 +196,20 @@ fn parse(file: &ContextFile, text: &str, ini: Option<&ValeIni>) -> Result<Import
     parsed.map_err(|e| format!("{}: {e}", file.path))
 }
 
-/// A substitution style's rules as `.vale.ini` puts them in force: only
-/// for the files of the sections whose `BasedOnStyles` names the style (or
-/// that turn the rule on), not where `Style.Rule = NO`, at the level the
-/// section sets (or the file's), and not below `MinAlertLevel`. What is
-/// left out is said, with its reason.
-fn in_force(file: ImportedFile, ini: &ValeIni, path: &str) -> ImportedFile {
-    // styles/<Style>/<Rule>.yml
+/// A vocabulary file's rules as Vale applies them: as the rule `rule`
+/// (`Terms` for `accept.txt`, `Avoid` for `reject.txt`) of Vale's built-in
+/// style, so only for the files of the sections whose `BasedOnStyles`
+/// names `Vale` (or that turn `Vale.Terms` / `Vale.Avoid` on), at the
+/// level a section sets (Vale's own: `error`).
+fn vocabulary_in_force(file: ImportedFile, ini: Option<&ValeIni>, rule: &str) -> ImportedFile {
+    match ini {
+        Some(ini) => in_force(file, ini, BUILTIN_STYLE, rule),
+        None => file,
+    }
+}
+
+/// The style and rule a style file is (`styles/<Style>/<Rule>.yml`).
+fn style_rule<'a>(ini: &ValeIni, path: &'a str) -> (&'a str, &'a str) {
     let inner = ini
         .styles_path
         .as_deref()
@@ -208,6 +221,15 @@ fn in_force(file: ImportedFile, ini: &ValeIni, path: &str) -> ImportedFile {
         .next()
         .and_then(|n| n.rsplit_once('.'))
         .map_or("", |(stem, _)| stem);
+    (style, rule)
+}
+
+/// The rules of `style.rule` as `.vale.ini` puts them in force: only for
+/// the files of the sections whose `BasedOnStyles` names the style (or
+/// that turn the rule on), not where `Style.Rule = NO`, at the level the
+/// section sets (or the file's), and not below `MinAlertLevel`. What is
+/// left out is said, with its reason.
+fn in_force(file: ImportedFile, ini: &ValeIni, style: &str, rule: &str) -> ImportedFile {
     let mut out = ImportedFile {
         rules: Vec::new(),
         skipped: file.skipped,
@@ -404,8 +426,8 @@ pub fn import_context_files(
         }
         let mut record = session.record(Kind::Import);
         record.note = Some(format!(
-            "imported {} term rules from {}",
-            terms.len(),
+            "imported {} from {}",
+            crate::wording::count(terms.len(), "term rule", "term rules"),
             file.path
         ));
         record.evidence = vec![Evidence {

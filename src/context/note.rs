@@ -189,12 +189,32 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
     let ids = ledger.ids();
     let id = resolve(target, &ids)?;
     let target = ledger.get(id.as_str()).expect("resolved ids are held");
+    let state = ledger.state(id.as_str()).map(|s| (s.status, s.kept));
+    // What no longer answers has nothing to take back, whoever asks (and
+    // no one can drop it either, so no drop is offered).
+    match state {
+        Some((status @ (Status::Withdrawn | Status::Dropped), _)) => {
+            return Err(ContextError::Refused(format!(
+                "refusing to withdraw #{}: it is already {}; there is nothing to withdraw",
+                id.short(),
+                status.as_str()
+            )));
+        }
+        Some((Status::Reset, _)) => {
+            return Err(ContextError::Refused(format!(
+                "refusing to withdraw #{}: a reset set it aside; there is nothing to withdraw",
+                id.short()
+            )));
+        }
+        _ => {}
+    }
     person_decides(&Transition::new(
         session.actor(),
         Kind::Withdraw,
         Some(target),
     ))?;
-    match ledger.state(id.as_str()).map(|s| (s.status, s.kept)) {
+    match state {
+        // Kept, or established: a rule in force, which a person drops.
         Some((_, true)) => {
             return Err(ContextError::Refused(format!(
                 "refusing to withdraw #{}: a person kept it, so it is no longer a suggestion; a person drops it with `kapi context review --drop {}`",

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{ContextError, Session};
+use crate::ops::group::Groups;
 use crate::ops::id::{OpId, resolve};
 use crate::ops::policy::{Transition, person_decides};
 use crate::ops::record::{ActorKind, Kind, Record, Scope, Subject};
@@ -117,6 +118,28 @@ pub struct Pending {
     /// A rule or note in force that can apply more widely
     /// (`--widen <id> --widen-to <where>`).
     pub widenable: bool,
+    /// When several operations state the rule, every one of them, this
+    /// one first: suggestions that state one rule are one item
+    /// ([`crate::ops::group`]), and a decision on any of them is a
+    /// decision on all.
+    #[serde(skip_serializing_if = "alone")]
+    pub members: Vec<Member>,
+}
+
+fn alone<T>(members: &[T]) -> bool {
+    members.len() < 2
+}
+
+/// One operation behind a digest item.
+#[derive(Debug, Clone, Serialize)]
+pub struct Member {
+    pub id: String,
+    pub short: String,
+    /// Who recorded it.
+    pub actor: String,
+    /// Where and when it holds.
+    #[serde(skip_serializing_if = "Scope::is_empty")]
+    pub scope: Scope,
 }
 
 /// The digest: every subject awaiting a decision and every rule or note in
@@ -125,8 +148,13 @@ pub fn pending(ledger: &Ledger) -> Vec<Pending> {
     pending_from(ledger, None)
 }
 
-/// The digest of what `session` recorded, when one is named.
+/// The digest of what `session` recorded, when one is named. A rule that
+/// several operations state (two agents suggested it) is one item, shown
+/// by the first of them and naming them all; with `session`, an item shows
+/// when one of its members was recorded in it.
 pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
+    let groups = ledger.rule_groups();
+    let mut shown: std::collections::HashSet<OpId> = std::collections::HashSet::new();
     let mut out = Vec::new();
     for (record, state) in ledger.iter() {
         let Some(state) = state else {
@@ -138,6 +166,30 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
         if !state.status.answers() || plain_correction_at_rest(record, state) {
             continue;
         }
+        let members = groups.of(&record.op_id());
+        let lead = members[0];
+        if !shown.insert(lead) {
+            continue;
+        }
+        let (record, state) = match (ledger.get(lead.as_str()), ledger.state(lead.as_str())) {
+            (Some(r), Some(s)) => (r, s),
+            _ => (record, state),
+        };
+        let states: Vec<(&Record, &State)> = members
+            .iter()
+            .filter_map(|m| Some((ledger.get(m.as_str())?, ledger.state(m.as_str())?)))
+            .collect();
+        // The group drifts when one member does; it says which counts.
+        let drifting = states
+            .iter()
+            .find(|(_, s)| s.drift.is_some())
+            .map(|(_, s)| *s);
+        let mut contested_by: Vec<OpId> = states
+            .iter()
+            .flat_map(|(_, s)| s.contested_by.iter().copied())
+            .collect();
+        contested_by.sort_unstable();
+        contested_by.dedup();
         let in_force = state.status == Status::Established;
         out.push(Pending {
             id: record.id.to_string(),
@@ -145,13 +197,22 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
             status: state.status,
             subject: describe(record),
             actor: record.actor.label(),
-            contested_by: state.contested_by.clone(),
-            standing: state.standing_text(),
+            contested_by,
+            standing: drifting.unwrap_or(state).standing_text(),
             scope: state.scope.clone(),
-            awaiting: !in_force || state.drift.is_some(),
+            awaiting: !in_force || drifting.is_some(),
             keepable: !in_force,
             droppable: true,
-            widenable: in_force && widens_at_all(record, state),
+            widenable: in_force && states.iter().any(|(r, s)| widens_at_all(r, s)),
+            members: states
+                .iter()
+                .map(|(r, s)| Member {
+                    id: r.id.to_string(),
+                    short: r.short().to_owned(),
+                    actor: r.actor.label(),
+                    scope: s.scope.clone(),
+                })
+                .collect(),
         });
     }
     out
@@ -192,8 +253,11 @@ pub(crate) fn describe(record: &Record) -> String {
 }
 
 /// The operations one round records, in order, before any is appended.
+/// A decision on one member of a group of suggestions that state one rule
+/// is taken for every member ([`crate::ops::group`]).
 struct Round<'l> {
     ledger: &'l Ledger,
+    groups: Groups,
     /// (kind, target, scope of a widen)
     steps: Vec<(Kind, OpId, Option<Scope>)>,
     /// What the round keeps (the chosen side included), in order.
@@ -205,17 +269,21 @@ struct Round<'l> {
     widen_in_force: Vec<OpId>,
     /// Contested suggestions `--keep all` left for later.
     left: Vec<Left>,
+    /// Members a decision on another member of their group brought.
+    brought: Vec<OpId>,
 }
 
 impl<'l> Round<'l> {
     fn new(ledger: &'l Ledger) -> Self {
         Round {
             ledger,
+            groups: ledger.rule_groups(),
             steps: Vec::new(),
             kept: Vec::new(),
             of_session: Vec::new(),
             widen_in_force: Vec::new(),
             left: Vec::new(),
+            brought: Vec::new(),
         }
     }
 
@@ -255,41 +323,86 @@ impl<'l> Round<'l> {
         Ok(true)
     }
 
-    /// The choice: every rival that answers dropped, the chosen side kept.
+    /// The members of `id`'s group: `id` first, then the others in log
+    /// order (noted as brought by their group: a widening that changes
+    /// nothing for one of them leaves it where it holds).
+    fn group(&mut self, id: &OpId) -> Vec<OpId> {
+        let mut members = self.groups.of(id);
+        members.retain(|m| m != id);
+        for m in &members {
+            if !self.brought.contains(m) {
+                self.brought.push(*m);
+            }
+        }
+        members.insert(0, *id);
+        members
+    }
+
+    /// The choice: every rival that answers dropped, the chosen side kept
+    /// (every member of its group).
     fn choose(&mut self, id: OpId) -> Result<(), ContextError> {
         let state = subject_state(self.ledger, &id, "choose")?;
         if state.status != Status::Contested {
+            // Offer a keep only where a keep is taken.
+            let instead = match state.status {
+                Status::Suggested | Status::Dropped | Status::Withdrawn => {
+                    format!(
+                        " (keep it with `kapi context review --keep {}`)",
+                        id.short()
+                    )
+                }
+                Status::Established => " (it is in force already)".to_owned(),
+                Status::Reset => " (a reset set it aside)".to_owned(),
+                Status::Contested => unreachable!("contested is handled below"),
+            };
             return Err(ContextError::Refused(format!(
-                "#{} is {}, not contested: there is no side to choose (keep it with --keep {})",
+                "#{} is {}, not contested: there is no side to choose{instead}",
                 id.short(),
                 state.status.as_str(),
-                id.short()
             )));
         }
-        for rival in &state.contested_by {
-            let answers = self
-                .ledger
-                .state(rival.as_str())
-                .is_some_and(|s| s.status.answers());
-            if answers {
-                self.push(Kind::Drop, rival)?;
+        let side = self.group(&id);
+        for member in &side {
+            let state = subject_state(self.ledger, member, "choose")?;
+            for rival in &state.contested_by {
+                let answers = self
+                    .ledger
+                    .state(rival.as_str())
+                    .is_some_and(|s| s.status.answers());
+                if answers {
+                    self.push(Kind::Drop, rival)?;
+                }
             }
         }
-        self.push(Kind::Keep, &id)?;
+        for member in &side {
+            self.push(Kind::Keep, member)?;
+        }
         Ok(())
     }
 
-    /// A keep by id; keeping a rule in force only to widen it records the
-    /// widen alone.
+    /// A drop by id: of every member of its group.
+    fn drop(&mut self, id: OpId) -> Result<(), ContextError> {
+        for member in self.group(&id) {
+            self.push(Kind::Drop, &member)?;
+        }
+        Ok(())
+    }
+
+    /// A keep by id (of every member of its group); keeping a rule in
+    /// force only to widen it records the widen alone.
     fn keep(&mut self, id: OpId, req: &ReviewRequest) -> Result<(), ContextError> {
-        let in_force = self
-            .ledger
-            .state(id.as_str())
-            .is_some_and(|s| s.status == Status::Established && !req.changes(s));
-        if in_force && req.widen_to.is_some() {
-            self.widen_in_force.push(id);
-        } else {
-            self.push(Kind::Keep, &id)?;
+        for member in self.group(&id) {
+            let in_force = self
+                .ledger
+                .state(member.as_str())
+                .is_some_and(|s| s.status == Status::Established && !req.changes(s));
+            if in_force && req.widen_to.is_some() {
+                if !self.widen_in_force.contains(&member) {
+                    self.widen_in_force.push(member);
+                }
+            } else {
+                self.push(Kind::Keep, &member)?;
+            }
         }
         Ok(())
     }
@@ -325,8 +438,12 @@ impl<'l> Round<'l> {
                 continue;
             }
             if rivals.is_empty() {
-                self.push(Kind::Keep, &id)?;
-                self.of_session.push(id);
+                // The rule, with every other suggestion that states it.
+                for member in self.group(&id) {
+                    if !self.has(Kind::Drop, &member) && self.push(Kind::Keep, &member)? {
+                        self.of_session.push(member);
+                    }
+                }
             } else {
                 self.left.push(Left {
                     id: record.id.to_string(),
@@ -345,14 +462,33 @@ impl<'l> Round<'l> {
     }
 
     /// The widenings `to` asks for: what the round keeps, then the rules in
-    /// force named (each must be one), each with the scope it leaves.
-    fn widenings(&self, to: &WidenTo, named: &[OpId]) -> Result<Vec<(OpId, Scope)>, ContextError> {
+    /// force named (each must be one, and brings its group), each with the
+    /// scope it leaves.
+    fn widenings(
+        &mut self,
+        to: &WidenTo,
+        named: &[OpId],
+    ) -> Result<Vec<(OpId, Scope)>, ContextError> {
         let mut targets = self.kept.clone();
-        for id in self.widen_in_force.iter().chain(named) {
+        let named: Vec<OpId> = named.iter().flat_map(|id| self.group(id)).collect();
+        for id in self.widen_in_force.iter().chain(&named) {
             let state = subject_state(self.ledger, id, "widen")?;
             if state.status != Status::Established && !self.kept.contains(id) {
+                // The one step that puts it in force and widens it, where
+                // there is one: a keep, or for a contested side a choice.
+                let instead = match state.status {
+                    Status::Contested => format!(
+                        "; choose it and widen it in one step (`kapi context review --choose {} --widen-to <where>`)",
+                        id.short()
+                    ),
+                    Status::Reset => "; a reset set it aside".to_owned(),
+                    _ => format!(
+                        "; keep it and widen it in one step (`kapi context review --keep {} --widen-to <where>`)",
+                        id.short()
+                    ),
+                };
                 return Err(ContextError::Refused(format!(
-                    "refusing to widen #{0}: it is {1}, not a rule in force; keep it and widen it in one step (`kapi context review --keep {0} --widen-to <where>`)",
+                    "refusing to widen #{}: it is {}, not a rule in force{instead}",
                     id.short(),
                     state.status.as_str()
                 )));
@@ -377,7 +513,7 @@ impl<'l> Round<'l> {
             let wider = match widened(&state.scope, to, is_note(record)) {
                 Ok(wider) => wider,
                 Err(WidenError::AlreadyProject { .. } | WidenError::AxisNotSet { .. })
-                    if self.of_session.contains(&id) =>
+                    if self.of_session.contains(&id) || self.brought.contains(&id) =>
                 {
                     continue;
                 }
@@ -480,7 +616,7 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
         round.choose(*resolve(choice, &ids)?)?;
     }
     for id in resolved(&req.drop)? {
-        round.push(Kind::Drop, &id)?;
+        round.drop(id)?;
     }
     for id in resolved(&req.keep)? {
         round.keep(id, req)?;
@@ -562,9 +698,10 @@ pub fn left_text(left: &[Left]) -> String {
                 .map(|r| format!("#{}", r.short()))
                 .collect();
             format!(
-                "#{} is contested by {} (choose a side with `kapi context review --choose <id>`)",
+                "#{} is contested by {} (choose a side with `kapi context review --choose {}`)",
                 l.short,
-                names.join(", ")
+                names.join(", "),
+                l.short
             )
         })
         .collect::<Vec<_>>()
@@ -632,8 +769,15 @@ fn admissible(
             )))
         }
         (Kind::Keep, Status::Established) if !req.changes(state) => {
+            let widen = if widens_at_all(target, state) {
+                format!(
+                    " (widen a rule in force with `kapi context review --widen {short} --widen-to <where>`)"
+                )
+            } else {
+                String::new()
+            };
             Err(ContextError::Refused(format!(
-                "#{short} is already established; nothing to record (widen a rule in force with `--widen {short} --widen-to <where>`)"
+                "#{short} is already established; nothing to record{widen}"
             )))
         }
         _ => Ok(()),

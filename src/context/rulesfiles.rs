@@ -4,6 +4,7 @@
 //! names: those are created when missing). Nothing outside the block's
 //! markers is touched; a file without markers gets the block appended.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use super::{ContextError, Session};
@@ -11,7 +12,7 @@ use crate::formats::rules_block::{
     BlockNote, BlockRule, RulesFileError, refresh_block, render_block,
 };
 use crate::ops::record::{Scope, Subject};
-use crate::ops::{Ledger, Status};
+use crate::ops::{Ledger, OpId, Status};
 
 /// Why a rules file could not be refreshed (the name is as configured).
 #[derive(Debug, thiserror::Error)]
@@ -48,13 +49,27 @@ fn describe(scope: &Scope) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
-/// The block body for what is in force at `at` (Unix ms).
+/// The block body for what is in force at `at` (Unix ms). A rule several
+/// operations state ([`crate::ops::group`]: two agents suggested it, a
+/// person kept it) is listed once where they hold alike, with every form
+/// any of them avoids; a line that says what another already says is not
+/// repeated.
 pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
-    let rules: Vec<BlockRule> = ledger
+    let groups = ledger.rule_groups();
+    let mut rules: Vec<BlockRule> = Vec::new();
+    // Where a line stands, by its text and by its group and place.
+    let mut by_text: HashMap<(String, Vec<String>, Option<String>), usize> = HashMap::new();
+    let mut by_group: HashMap<(OpId, Option<String>), usize> = HashMap::new();
+    for r in ledger
         .term_rules(None, at)
         .into_iter()
         .filter(|r| !r.suggested)
-        .map(|r| BlockRule {
+    {
+        let lead = (r.id == r.op)
+            .then(|| OpId::parse(&r.id).ok())
+            .flatten()
+            .map(|op| groups.of(&op)[0]);
+        let rule = BlockRule {
             preferred: r.preferred.unwrap_or_default(),
             // A pattern rule names what it avoids as `/pattern/`.
             avoided: r
@@ -63,8 +78,34 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
                 .chain(r.pattern.map(|p| format!("/{p}/")))
                 .collect(),
             scope: describe(&r.scope),
-        })
-        .collect();
+        };
+        let text = (
+            rule.preferred.clone(),
+            rule.avoided.clone(),
+            rule.scope.clone(),
+        );
+        let group = lead.map(|lead| (lead, rule.scope.clone()));
+        let listed = by_text
+            .get(&text)
+            .or_else(|| group.as_ref().and_then(|g| by_group.get(g)))
+            .copied();
+        match listed {
+            Some(at) => {
+                for form in rule.avoided {
+                    if !rules[at].avoided.contains(&form) {
+                        rules[at].avoided.push(form);
+                    }
+                }
+            }
+            None => {
+                by_text.insert(text, rules.len());
+                if let Some(group) = group {
+                    by_group.insert(group, rules.len());
+                }
+                rules.push(rule);
+            }
+        }
+    }
     let notes: Vec<BlockNote> = ledger
         .iter()
         .filter_map(|(record, state)| {

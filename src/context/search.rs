@@ -100,6 +100,7 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
             contested_by: state.contested_by.clone(),
             standing: state.standing_text(),
             workspace: None,
+            members: Vec::new(),
         });
     }
     found

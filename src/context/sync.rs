@@ -15,6 +15,7 @@ use super::{ContextError, Session};
 use crate::git::Pushed;
 use crate::ops::policy::{Sharing, may_share};
 use crate::store::{Joined, LogRef, RemoteError, StoreError};
+use crate::wording::unstopped;
 
 /// How many times sync fetches, merges and pushes again when the remote
 /// moved between its fetch and its push.
@@ -98,10 +99,14 @@ pub struct Synced {
 pub enum SyncError {
     #[error(transparent)]
     Context(#[from] ContextError),
-    #[error("{0}. Nothing local was lost; check the remote's name and that you can reach it (`git fetch {remote}`)", remote = .1)]
+    #[error(
+        "{}. Nothing local was lost; check the remote's name and that you can reach it (`git fetch {remote}`)",
+        unstopped(&.0.to_string()), remote = .1
+    )]
     Remote(RemoteError, String),
     #[error(
-        "{remote} refused refs/kapi/ops: {reason}. Nothing local was lost; the remote (a hook, branch protection, or a server that only takes refs/heads/*) must accept pushes to refs/kapi/ops"
+        "{remote} refused refs/kapi/ops: {}. Nothing local was lost; the remote (a hook, branch protection, or a server that only takes refs/heads/*) must accept pushes to refs/kapi/ops",
+        unstopped(reason)
     )]
     RefusedRef { remote: String, reason: String },
     #[error(

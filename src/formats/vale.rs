@@ -6,6 +6,17 @@ use super::{
 };
 use crate::ops::record::Bounds;
 
+/// Vale's built-in style. A vocabulary's entries are two of its rules, not
+/// a style of their own: `accept.txt` is `Vale.Terms`, `reject.txt`
+/// `Vale.Avoid`, so a vocabulary that `Vocab` names applies only to the
+/// files whose section names `Vale` in `BasedOnStyles` (or turns the rule
+/// on), as Vale applies it.
+pub const BUILTIN_STYLE: &str = "Vale";
+
+/// The rules of [`BUILTIN_STYLE`] a vocabulary's two files become:
+/// `(accept.txt's, reject.txt's)`.
+pub const VOCABULARY_RULES: (&str, &str) = ("Terms", "Avoid");
+
 /// A Vale vocabulary entry: a term or a regular expression, one a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VocabTerm {
@@ -67,7 +78,10 @@ impl Vocabulary {
     /// avoided form with no preferred one, matched exactly as written unless
     /// the entry starts with `(?i)`. An accepted entry starting with `(?i)`
     /// gives no rule: Vale accepts it in any case, so no spelling of it is
-    /// wrong.
+    /// wrong. Both are at Vale's level for them, `error`: Vale reads
+    /// `accept.txt` into its rule `Vale.Terms` and `reject.txt` into
+    /// `Vale.Avoid` ([`VOCABULARY_RULES`]), which hold only where
+    /// `.vale.ini` enables them ([`ValeIni::enabled`]).
     pub fn rules(&self) -> ImportedFile {
         let mut file = ImportedFile {
             skipped: self.skipped.clone(),
@@ -89,7 +103,7 @@ impl Vocabulary {
                     avoided: Vec::new(),
                     pattern: None,
                     bounds: Bounds::Regex,
-                    level: None,
+                    level: Some(Level::Error),
                     paths: Vec::new(),
                     line: t.line,
                     id: None,
@@ -104,7 +118,7 @@ impl Vocabulary {
                 avoided: t.forms.clone(),
                 pattern: t.regex.clone(),
                 bounds: Bounds::Regex,
-                level: None,
+                level: Some(Level::Error),
                 paths: Vec::new(),
                 line: t.line,
                 id: None,
@@ -443,8 +457,11 @@ impl ValeIni {
     }
 
     /// Where the rule `style.rule` (its file's level `own`) is in force.
+    /// A configuration that names no style keeps every style found under
+    /// `StylesPath` in force everywhere, but not Vale's built-in style
+    /// (the vocabularies): nothing there enables it.
     pub fn enabled(&self, style: &str, rule: &str, own: Level) -> Enabled {
-        if !self.names_styles() {
+        if !self.names_styles() && style != BUILTIN_STYLE {
             return Enabled::Everywhere(own);
         }
         let name = format!("{style}.{rule}");
@@ -474,12 +491,12 @@ impl ValeIni {
         Enabled::Globs(globs)
     }
 
-    /// Whether the vocabulary `name` is in use (every one when `Vocab` is
-    /// not set).
+    /// Whether the vocabulary `name` is in use: `Vocab` names it. Vale
+    /// loads no other vocabulary (none when `Vocab` is not set).
     pub fn uses_vocab(&self, name: &str) -> bool {
         self.vocab
             .as_ref()
-            .is_none_or(|v| v.iter().any(|x| x == name))
+            .is_some_and(|v| v.iter().any(|x| x == name))
     }
 }
 
@@ -562,6 +579,41 @@ mod tests {
         assert!(!parse_term_list("1\testablished\tA\tb\n").unwrap().rules[0].exact);
         assert!(parse_vale_substitution("extends: existence\n").is_err());
         assert!(parse_vale_substitution("swap:\n  a: b\n").is_err());
+    }
+
+    #[test]
+    fn a_vocabulary_is_in_use_where_vocab_names_it_and_the_vale_style_is_enabled() {
+        let ini = |t: &str| ValeIni::parse(t).unwrap();
+        let (terms, avoid) = VOCABULARY_RULES;
+        // Only what `Vocab` names; none when it is not set.
+        assert!(ini("Vocab = A, B\n").uses_vocab("B"));
+        assert!(!ini("Vocab = A\n").uses_vocab("B"));
+        assert!(!ini("StylesPath = s\n").uses_vocab("A"));
+        // A configuration naming no style keeps found styles everywhere,
+        // never Vale's own.
+        let bare = ini("StylesPath = s\nVocab = A\n");
+        assert_eq!(
+            bare.enabled("House", "Terms", Level::Warning),
+            Enabled::Everywhere(Level::Warning)
+        );
+        assert_eq!(
+            bare.enabled(BUILTIN_STYLE, terms, Level::Error),
+            Enabled::Globs(Vec::new())
+        );
+        let sections = ini(
+            "Vocab = A\n[*.md]\nBasedOnStyles = House, Vale\nVale.Terms = NO\n[*.txt]\nBasedOnStyles = House\nVale.Avoid = warning\n",
+        );
+        assert_eq!(
+            sections.enabled(BUILTIN_STYLE, terms, Level::Error),
+            Enabled::Globs(Vec::new())
+        );
+        assert_eq!(
+            sections.enabled(BUILTIN_STYLE, avoid, Level::Error),
+            Enabled::Globs(vec![
+                ("*.md".into(), Level::Error),
+                ("*.txt".into(), Level::Warning)
+            ])
+        );
     }
 
     #[test]

@@ -113,7 +113,8 @@ impl Standing {
             if self.sessions == 1 { "" } else { "s" }
         )];
         if let Some((preferred, avoided)) = self.usage {
-            parts.push(format!("{preferred} of {} uses", preferred + avoided));
+            let uses = crate::wording::count(preferred + avoided, "use", "uses");
+            parts.push(format!("{preferred} of {uses}"));
         }
         if !self.merged_in.is_empty() {
             parts.push(format!("merged in {}", self.merged_in.join(", ")));
@@ -248,8 +249,10 @@ struct Folding {
     ignored_at: Vec<usize>,
     /// How many records have been applied.
     applied: usize,
-    /// The positions of the signals and establishes applied, in order:
-    /// the evidence settling reads.
+    /// The positions of the signals, establishes and widenings applied,
+    /// in order: the evidence settling reads, and where each rule's scope
+    /// last changed (drift compares only the usage counts taken over the
+    /// files a rule holds for now).
     evidence: Vec<usize>,
     /// Status changes, in the order they happened (when asked for; a
     /// checkpoint does not keep them).
@@ -743,6 +746,7 @@ impl Folding {
             Decision::Widen { scope } => {
                 state.scope.point = scope.point.clone();
                 state.scope.workspace = scope.workspace;
+                self.evidence.push(i);
             }
             Decision::Signal { signal } => {
                 self.evidence.push(i);

@@ -5,6 +5,7 @@ pub mod actor;
 pub mod axes;
 pub mod fold;
 pub mod forms;
+pub mod group;
 pub mod history;
 pub mod id;
 pub mod op;

@@ -93,7 +93,7 @@ pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
     if t.editing && !person {
         return refuse(
             "edit what another actor suggested",
-            "record a note of your own instead (`kapi context note`)",
+            "record a note of your own instead (`kapi context note \"<text>\"`)",
         );
     }
     match t.kind {
@@ -110,7 +110,10 @@ pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
             {
                 refuse(
                     &format!("withdraw #{}", target.short()),
-                    "it was recorded in another session; a person drops it in review: `kapi context review --drop <id>`",
+                    &format!(
+                        "it was recorded in another session; a person drops it in review: `kapi context review --drop {}`",
+                        target.short()
+                    ),
                 )
             }
             Some(target) => refuse(
@@ -138,7 +141,7 @@ pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
         ),
         Kind::Edit | Kind::Reset => refuse(
             &format!("{} the context", t.kind.as_str()),
-            "only a person writes rules directly or resets the context; record a note instead (`kapi context note`)",
+            "only a person writes rules directly or resets the context; record a note instead (`kapi context note \"<text>\"`)",
         ),
     }
 }

@@ -178,9 +178,16 @@ pub fn due(ledger: &super::Ledger) -> Vec<Due> {
 /// Drift: an established rule whose latest usage count writes an avoided
 /// form more often than the count taken when it came into force (the latest
 /// at or before that point, else the first after it).
+///
+/// A count covers the files the rule held for when it was taken, so only
+/// counts taken over the files it holds for now compare: those after its
+/// latest widening (`widened`). A rule widened to the project counts more
+/// files than it did; that is no drift, and the first count at the new
+/// scope is the one later counts are compared with.
 fn mark_drift(
     records: &[Record],
     signals: &BTreeMap<usize, Vec<usize>>,
+    widened: &BTreeMap<usize, usize>,
     states: &mut [Option<Box<State>>],
     kept_at: &[Option<usize>],
 ) {
@@ -192,8 +199,10 @@ fn mark_drift(
             continue;
         }
         let since = kept_at[target].unwrap_or(target);
+        let scoped = widened.get(&target).copied();
         let usage: Vec<(usize, u64)> = at
             .iter()
+            .filter(|&&s| scoped.is_none_or(|w| s > w))
             .filter_map(|&s| {
                 let signal = records[s].signal.as_deref()?;
                 (signal.source == SignalSource::Usage).then_some((s, signal.avoided))
@@ -214,9 +223,9 @@ fn mark_drift(
 }
 
 /// Settle the suggestions over the applied records. `evidence` holds the
-/// positions of the signals and establishes the fold applied, in order.
-/// With [`Settling::KeepOnly`] the evidence is counted (standing, drift)
-/// and no status changes.
+/// positions of the signals, establishes and widenings the fold applied,
+/// in order. With [`Settling::KeepOnly`] the evidence is counted
+/// (standing, drift) and no status changes.
 pub(super) fn settle(
     records: &[Record],
     keys: &[u128],
@@ -237,11 +246,18 @@ pub(super) fn settle(
         .collect();
     let position = |id: &OpId| keys.binary_search(&id.key()).ok();
 
-    // Signals and establishes by the position they name.
+    // Signals and establishes by the position they name; each rule's
+    // latest widening.
     let mut signals: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     let mut establishes: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    let mut widened: BTreeMap<usize, usize> = BTreeMap::new();
     for &at in evidence {
         match Op::of(&records[at]) {
+            Ok(Op::Widen { target, .. }) => {
+                if let Some(t) = position(&target) {
+                    widened.insert(t, at);
+                }
+            }
             Ok(Op::Signal { target, .. }) => {
                 if let Some(t) = position(&target) {
                     signals.entry(t).or_default().push(at);
@@ -255,7 +271,7 @@ pub(super) fn settle(
             _ => {}
         }
     }
-    mark_drift(records, &signals, states, kept_at);
+    mark_drift(records, &signals, &widened, states, kept_at);
     if members.is_empty() {
         return Vec::new();
     }

@@ -68,25 +68,28 @@ fn index(bytes: &[u8]) -> Option<HashMap<ObjectId, (usize, usize, u32)>> {
     Some(index)
 }
 
-/// Replace the cache with these segments (written whole, then renamed).
+/// Replace the cache with these segments (written whole, then renamed),
+/// streamed to the file: a log's bytes are not copied into one buffer.
 pub fn write(kapi_dir: &Path, segments: &[(ObjectId, &[u8])]) -> std::io::Result<()> {
-    let mut out =
-        Vec::with_capacity(segments.iter().map(|(_, b)| b.len() + 64).sum::<usize>() + MAGIC.len());
-    out.extend_from_slice(MAGIC);
-    for (id, bytes) in segments {
-        writeln!(
-            out,
-            "{} {} {}",
-            id.to_hex(),
-            bytes.len(),
-            crc32fast::hash(bytes)
-        )?;
-        out.extend_from_slice(bytes);
-    }
     std::fs::create_dir_all(kapi_dir)?;
     let tmp = kapi_dir.join(format!("{NAME}.tmp.{}", std::process::id()));
-    let result =
-        std::fs::write(&tmp, &out).and_then(|()| std::fs::rename(&tmp, kapi_dir.join(NAME)));
+    let result = std::fs::File::create(&tmp)
+        .and_then(|f| {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
+            out.write_all(MAGIC)?;
+            for (id, bytes) in segments {
+                writeln!(
+                    out,
+                    "{} {} {}",
+                    id.to_hex(),
+                    bytes.len(),
+                    crc32fast::hash(bytes)
+                )?;
+                out.write_all(bytes)?;
+            }
+            out.flush()
+        })
+        .and_then(|()| std::fs::rename(&tmp, kapi_dir.join(NAME)));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

@@ -116,7 +116,10 @@ impl Store {
                     Some(base) => tree::union(self.repo.gix(), base, incoming)?,
                     None => incoming,
                 };
-                let message = format!("kapi: merge {} operations\n", fit.len());
+                let message = format!(
+                    "kapi: merge {}\n",
+                    crate::wording::count(fit.len(), "operation", "operations")
+                );
                 let seconds = (now_ms / 1000) as i64;
                 let parents = self.parents(tip, &blobs, seconds)?;
                 let commit = self.commit(merged, parents, seconds, &message)?;

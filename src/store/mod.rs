@@ -101,8 +101,9 @@ pub enum StoreError {
         waited: Duration,
     },
     #[error(
-        "{} is in the journal (.git/kapi/journal, synced to disk) but not yet on refs/kapi/ops: {reason}. It is not lost and must not be recorded again: the next kapi command that can write the ref moves it there",
-        ids.iter().map(|i| format!("#{}", &i[..i.len().min(10)])).collect::<Vec<_>>().join(", ")
+        "{} is in the journal (.git/kapi/journal, synced to disk) but not yet on refs/kapi/ops: {}. It is not lost and must not be recorded again: the next kapi command that can write the ref moves it there",
+        ids.iter().map(|i| format!("#{}", &i[..i.len().min(10)])).collect::<Vec<_>>().join(", "),
+        crate::wording::unstopped(reason)
     )]
     Journaled { ids: Vec<String>, reason: String },
     #[error(

@@ -38,7 +38,7 @@ pub(super) fn parse_segments(
             problems.extend(s.problem.clone());
             let Some(blob) = s.blob else { continue };
             if let Some(bytes) = cache.get(&blob) {
-                let mut run = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count());
+                let mut run = Vec::with_capacity(segment::capacity_for(bytes));
                 segment::parse(bytes, s.shard, &s.location, &mut run, &mut problems);
                 if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
                     run.sort_by(|a, b| a.id.cmp(&b.id));
@@ -58,7 +58,7 @@ pub(super) fn parse_segments(
                 continue;
             }
             let bytes = tree::read_blob(repo, blob)?;
-            let mut run = Vec::with_capacity(memchr::memchr_iter(b'\n', &bytes).count());
+            let mut run = Vec::with_capacity(segment::capacity_for(&bytes));
             segment::parse(&bytes, s.shard, &s.location, &mut run, &mut problems);
             if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
                 run.sort_by(|a, b| a.id.cmp(&b.id));

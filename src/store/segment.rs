@@ -45,6 +45,20 @@ pub fn newest_id(bytes: &[u8], bound_ms: u64) -> Option<crate::ops::id::OpId> {
         .max()
 }
 
+/// The shortest line that can be a valid operation (its id, instant,
+/// project, actor, kind and version alone take more).
+pub const MIN_RECORD_LINE: usize = 96;
+
+/// How many records a segment's bytes can hold at most, to size a buffer:
+/// its lines, but never more than its bytes could hold as records (a
+/// pushed segment of 30 million one-byte lines must not reserve room for
+/// 30 million records).
+pub fn capacity_for(bytes: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', bytes)
+        .count()
+        .min(bytes.len() / MIN_RECORD_LINE + 1)
+}
+
 /// Sort lines by id (then bytes) and drop exact duplicates. Bytes are kept
 /// exactly as they are: a line that cannot be read stays unreadable.
 pub fn normalize(lines: &mut Vec<&[u8]>) {
@@ -122,11 +136,16 @@ pub enum EntryError {
         error: super::content::ContentError,
     },
     #[error(
-        "and {count} more lines that cannot be read (only the first {MAX_NAMED} of a segment or file are named)"
+        "and {} that cannot be read (only the first {MAX_NAMED} of a segment or file are named)",
+        crate::wording::count(*count, "more line", "more lines")
     )]
     More { count: usize },
     #[error("not UTF-8")]
     NotUtf8,
+    /// A line told apart as junk before any JSON was parsed (no allocation:
+    /// a segment can hold millions).
+    #[error("malformed: {0}")]
+    Junk(&'static str),
 }
 
 /// A problem found while reading, with where it was found.
@@ -212,10 +231,10 @@ pub fn parse_line(line: &[u8], expected: Option<(u8, u8)>) -> Result<Record, Ent
         return Err(RecordError::Oversized { bytes: line.len() }.into());
     }
     if !opens_object {
-        return Err(RecordError::Malformed("not a JSON object".into()).into());
+        return Err(EntryError::Junk("not a JSON object"));
     }
     if expected.is_some() && line_id(line).is_none() {
-        return Err(RecordError::Malformed("no operation id".into()).into());
+        return Err(EntryError::Junk("no operation id"));
     }
     let record = Record::from_untrusted(line)?;
     let found = shard(&record.id);

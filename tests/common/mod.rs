@@ -13,10 +13,14 @@
 //! - sets `GIT_CEILING_DIRECTORIES` to the root, so neither git nor kapi
 //!   walks up into the checkout holding `TMPDIR`;
 //! - isolates HOME, XDG_CONFIG_HOME and the system git config, and pins
-//!   `TZ`, `GIT_AUTHOR_DATE` and `GIT_COMMITTER_DATE`.
+//!   `TZ`, `GIT_AUTHOR_DATE` and `GIT_COMMITTER_DATE`;
+//! - pins kapi's clock and seed (`KAPI_NOW`, `KAPI_SEED`) and puts the
+//!   folder of the binary under test first on `PATH`, so a git hook kapi
+//!   installed (which runs `kapi` from `PATH`, or `$KAPI`, cleared too)
+//!   runs the binary under test on the pinned clock, never a `kapi`
+//!   installed on the machine.
 //!
-//! kapi commands also pin the clock and the seed (`KAPI_NOW`, `KAPI_SEED`);
-//! a test that wants the real ones removes them from [`TestEnv::kapi_cmd`].
+//! A test that wants the real clock or seed removes them from the command.
 //! [`TestEnv::transcript`] renders a run for a snapshot with the temporary
 //! root replaced by `[ROOT]`.
 
@@ -62,6 +66,8 @@ const CLEARED: &[&str] = &[
     "KAPI_FAULT",
     "KAPI_LOCK_TIMEOUT_MS",
     "KAPI_BLESS",
+    // The installed hooks run `$KAPI` when it is set.
+    "KAPI",
     "XDG_DATA_HOME",
     "XDG_CACHE_HOME",
 ];
@@ -74,6 +80,14 @@ fn is_leaky(name: &OsString) -> bool {
 
 pub fn kapi_bin() -> PathBuf {
     PathBuf::from(assert_cmd::cargo::cargo_bin!("kapi"))
+}
+
+/// The test process's `PATH` with the folder of the binary under test
+/// first: what every command of a [`TestEnv`] runs with.
+pub fn path_with_kapi_first() -> OsString {
+    let dir = kapi_bin().parent().unwrap().to_path_buf();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(&rest))).unwrap()
 }
 
 /// A temporary home and work folder, and the commands run in them.
@@ -222,8 +236,9 @@ impl TestEnv {
     }
 
     /// Make `cmd` hermetic: no inherited repository, identity, agent or
-    /// kapi variable; isolated home and config; pinned git dates; run in
-    /// the work folder.
+    /// kapi variable; isolated home and config; pinned git dates, kapi
+    /// clock and seed; the binary under test first on `PATH` (for the
+    /// hooks git runs); run in the work folder.
     pub fn isolate(&self, cmd: &mut Command) {
         for (name, _) in std::env::vars_os() {
             if is_leaky(&name) {
@@ -240,14 +255,17 @@ impl TestEnv {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_DATE", GIT_DATE)
             .env("GIT_COMMITTER_DATE", GIT_DATE)
-            .env("TZ", "UTC");
+            .env("TZ", "UTC")
+            .env("KAPI_NOW", NOW)
+            .env("KAPI_SEED", SEED)
+            .env("PATH", path_with_kapi_first());
     }
 
     /// A kapi command as a person, with the clock and seed pinned.
     pub fn kapi_cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(kapi_bin());
         self.isolate(&mut cmd);
-        cmd.env("KAPI_NOW", NOW).env("KAPI_SEED", SEED).args(args);
+        cmd.args(args);
         cmd
     }
 

@@ -146,7 +146,7 @@ fn the_atlas_holds_every_subject_with_its_history_events_windows_and_places() {
 
     let summary = at(&repo, "2026-11-30T12:00:00Z", &["context", "atlas"]).ok();
     assert!(
-        summary.stdout.contains("2 rules, 1 notes"),
+        summary.stdout.contains("2 rules, 1 note,"),
         "{}",
         summary.stdout
     );

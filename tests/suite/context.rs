@@ -95,7 +95,7 @@ fn context_files_are_imported_once_by_a_person() {
     repo.write("kapi.toml", "[context]\nterms = [\"terms.tsv\"]\n");
     repo.write(
         ".vale.ini",
-        "StylesPath = styles\nMinAlertLevel = suggestion\n",
+        "StylesPath = styles\nMinAlertLevel = suggestion\nVocab = Base\n\n[*]\nBasedOnStyles = Vale, Acme\n",
     );
     repo.write("styles/config/vocabularies/Base/accept.txt", "Kubernetes\n");
     repo.write("styles/config/vocabularies/Base/reject.txt", "utilize\n");

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::common::{NOW, Run, SEED, TestEnv, kapi_bin};
+use crate::common::{Run, TestEnv};
 
 fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,20 +23,10 @@ fn fill(text: &str, pairs: &[(&str, &str)]) -> String {
     text
 }
 
-/// PATH with the kapi under test first, so the installed shims find it.
-fn path_with_kapi() -> String {
-    let dir = kapi_bin().parent().unwrap().to_path_buf();
-    let rest = std::env::var("PATH").unwrap_or_default();
-    format!("{}:{rest}", dir.display())
-}
-
-/// A git command that runs the installed hooks with the kapi under test.
+/// A git command that runs the installed hooks (every command of a
+/// `TestEnv` runs them with the kapi under test, on the pinned clock).
 fn git_hooked(repo: &TestEnv, args: &[&str]) -> Run {
-    let mut cmd = repo.git_cmd(args);
-    cmd.env("PATH", path_with_kapi())
-        .env("KAPI_NOW", NOW)
-        .env("KAPI_SEED", SEED);
-    cmd.output().unwrap().into()
+    repo.git_cmd(args).output().unwrap().into()
 }
 
 /// A person records the term rule and keeps it: it fails checks.
@@ -424,8 +414,7 @@ fn pre_commit_fails_a_stale_artifact_with_the_command_or_regenerates_and_stages_
 
     // Midnight passes: the unpinned artifact is stale, the pinned one is not.
     let mut cmd = repo.git_cmd(&["commit", "-qm", "two", "--allow-empty"]);
-    cmd.env("PATH", path_with_kapi())
-        .env("KAPI_NOW", "2026-12-01T09:00:00Z");
+    cmd.env("KAPI_NOW", "2026-12-01T09:00:00Z");
     let run: Run = cmd.output().unwrap().into();
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
@@ -828,7 +817,7 @@ fn post_merge_records_the_merge_signals_of_the_range_and_settles_without_pushing
     repo.git(&["commit", "-qm", "b"]);
     repo.git(&["checkout", "-q", "main"]);
     let mut cmd = repo.git_cmd(&["merge", "-q", "agent"]);
-    cmd.env("PATH", path_with_kapi()).env("CLAUDECODE", "1");
+    cmd.env("CLAUDECODE", "1");
     let run: Run = cmd.output().unwrap().into();
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(

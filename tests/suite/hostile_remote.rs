@@ -531,7 +531,7 @@ fn settling_with_no_push_needs_no_remote() {
         .ok();
     assert!(run.stdout.contains("no remote"), "{}", run.stdout);
     assert!(
-        run.stdout.contains("merge signals recorded"),
+        run.stdout.contains("1 merge signal recorded"),
         "{}",
         run.stdout
     );

@@ -219,7 +219,8 @@ fn an_author_withdraws_only_its_own_suggestion_in_its_session() {
         .agent("s1", &["context", "note", "--withdraw", &id[..10]])
         .code(3);
     assert!(
-        run.stderr.contains("no longer a suggestion"),
+        run.stderr
+            .contains("already withdrawn; there is nothing to withdraw"),
         "{}",
         run.stderr
     );
@@ -568,7 +569,7 @@ fn a_corrupted_operation_on_the_ref_is_named_and_skipped() {
     );
     assert!(run.stdout.contains("line 4: oversized"), "{}", run.stdout);
     assert!(
-        run.stdout.contains("1 operations read, 3 unreadable"),
+        run.stdout.contains("1 operation read, 3 unreadable"),
         "{}",
         run.stdout
     );

@@ -139,7 +139,9 @@ fn vale_ini_sections_rule_switches_levels_and_vocabularies_are_honoured() {
             s("Javascript", "warning", false),
             // House.Quiet = NO; House.Soft = error raises a suggestion.
             s("Postgres", "error", true),
-            s("foobarize", "", true),
+            // Vale.Avoid, from the Used vocabulary: `Vale` is in this
+            // section's BasedOnStyles.
+            s("foobarize", "error", true),
         ]
     );
     let (_, adoc) = findings("page.adoc");
@@ -151,7 +153,7 @@ fn vale_ini_sections_rule_switches_levels_and_vocabularies_are_honoured() {
             // Quiet is on here; Soft is a suggestion, below MinAlertLevel.
             s("Gitlab", "error", true),
             s("Typescript", "error", true),
-            s("foobarize", "", true),
+            // No Vale style here, so no vocabulary.
         ]
     );
 }

@@ -4,7 +4,7 @@
 
 use crate::check::finding::{advice, suggested_note};
 use crate::check::{Finding, Outcome, Severity, Summary};
-use crate::terminal::{escape, push_shown};
+use crate::terminal::{columns, escape, push_shown};
 
 /// One finding as a rustc-style diagnostic.
 pub fn finding(f: &Finding) -> String {
@@ -36,6 +36,16 @@ pub fn finding(f: &Finding) -> String {
             escape(&f.preferred)
         ));
     }
+    // Several rules behind one occurrence (two agents suggested the same
+    // rule): named once each, on one finding.
+    if f.rules.len() > 1 {
+        let named: Vec<String> = f.rules.iter().map(|r| rule_name(r)).collect();
+        s.push_str(&format!(
+            "{pad} = note: {} rules find this: {}\n",
+            f.rules.len(),
+            escape(&named.join(", "))
+        ));
+    }
     if f.suggested {
         s.push_str(&format!(
             "{pad} = note: {}\n",
@@ -47,6 +57,18 @@ pub fn finding(f: &Finding) -> String {
         ));
     }
     s
+}
+
+/// A rule as people name it: an operation by its short id (`#0ttd83m01q`,
+/// `#0ttd83m01q:3` for a rule of an imported file), a term list's rule as
+/// `terms.tsv:3`.
+fn rule_name(id: &str) -> String {
+    let (op, rest) = id.split_at(id.find(':').unwrap_or(id.len()));
+    if crate::ops::id::is_id(op) {
+        format!("#{}{rest}", crate::ops::id::short(op))
+    } else {
+        id.to_string()
+    }
 }
 
 /// Longest source line shown whole; longer lines show a window around the
@@ -104,18 +126,25 @@ fn window(line: &str, column: usize, len: usize, offset: usize) -> (String, usiz
 }
 
 /// The window as shown: each character that steers a terminal escaped;
-/// with how many characters stand before the match and how many it takes.
+/// with the columns before the match and the columns it takes, as a
+/// terminal shows them (a wide character two, a combining mark none, an
+/// escape one per character it is written with; a tab is already a
+/// space).
 fn escaped_window(cut: &str, before: usize, len: usize) -> (String, usize, usize) {
     let mut shown = String::with_capacity(cut.len());
-    let (mut ahead, mut width) = (0, 0);
+    let (mut start, mut end) = (None, None);
     for (i, c) in cut.chars().enumerate() {
-        let w = push_shown(&mut shown, c);
-        if i < before {
-            ahead += w;
-        } else if i < before + len {
-            width += w;
+        if i == before {
+            start = Some(shown.len());
         }
+        if i == before + len {
+            end = Some(shown.len());
+        }
+        push_shown(&mut shown, c);
     }
+    let start = start.unwrap_or(shown.len());
+    let end = end.unwrap_or(shown.len()).max(start);
+    let (ahead, width) = (columns(&shown[..start]), columns(&shown[start..end]));
     (shown, ahead, width)
 }
 

@@ -41,6 +41,53 @@ mod tests {
     }
 
     #[test]
+    fn an_occurrence_several_rules_find_is_one_finding_carried_by_the_strongest() {
+        let rule = |id: &str, preferred: &str, suggested: bool| CheckRule {
+            id: id.into(),
+            preferred: preferred.into(),
+            avoided: vec!["Quick cast".into()],
+            suggested,
+            advisory: false,
+            exact: false,
+            pattern: None,
+            bounds: crate::check::rule::Bounds::Words,
+            level: None,
+            paths: Vec::new(),
+        };
+        // Each its own matcher, as two rules of the log are two groups.
+        let mut findings = Vec::new();
+        for r in [
+            rule("b", "Quickcast", true),
+            rule("c", "Quickcast", false),
+            rule("a", "Quickcast", true),
+            rule("d", "QuickCast", true),
+        ] {
+            let m = Matcher::new(&[r]).unwrap();
+            findings.extend(m.check("a.md", "Try Quick cast.\n", TextKind::Markdown));
+        }
+        findings.sort_by(|x, y| x.rule.cmp(&y.rule));
+        let found = crate::check::finding::one_per_occurrence(findings);
+        // The rule that fails carries it; the one asking for another form
+        // stays apart.
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].rule, "c");
+        assert_eq!(found[0].rules, ["c", "a", "b"]);
+        assert!(found[0].fails && !found[0].suggested);
+        assert_eq!(found[1].rules, ["d"]);
+        let o = Outcome {
+            findings: found,
+            files: 1,
+            ..Default::default()
+        };
+        assert_eq!(o.summary().score, 1);
+        let human = super::human::render(&o);
+        assert!(
+            human.contains("= note: 3 rules find this: c, a, b\n"),
+            "{human}"
+        );
+    }
+
+    #[test]
     fn a_rule_without_a_preferred_form_says_avoid_in_every_format() {
         let o = rejected(false);
         let human = super::human::render(&o);

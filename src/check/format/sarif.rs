@@ -144,6 +144,8 @@ pub fn render(outcome: &Outcome) -> String {
                     }
                 }],
                 "partialFingerprints": { "kapiFinding/v1": format!("{fp}:{n}") },
+                // Every rule behind the occurrence, `ruleId` first.
+                "properties": { "rules": f.rules },
             })
         })
         .collect();

@@ -102,10 +102,13 @@ fn pre_commit(ctx: &Ctx) -> Result<Exit, CliError> {
         );
     }
     if done.refused() {
-        stderr_line(
+        // The advice about rules only when a rule refused the commit.
+        stderr_line(if done.check.failed() {
             "kapi: commit refused; fix the above (a rule that is wrong is a person's to drop: \
-             `kapi context review`)",
-        );
+             `kapi context review`)"
+        } else {
+            "kapi: commit refused; the artifacts above are not current"
+        });
         return Ok(Exit::Failed);
     }
     Ok(Exit::Ok)

@@ -4,6 +4,7 @@ use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::atlas::atlas;
+use crate::wording::count;
 
 /// The whole context at once: every rule, note and pair with its history,
 /// coordinates and derived axes, every operation as an event, window
@@ -26,18 +27,18 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         out.exact(text)?;
         return Ok(Exit::Ok);
     }
-    let count = |family: &str| doc.subjects.iter().filter(|s| s.family == family).count();
+    let of = |family: &str| doc.subjects.iter().filter(|s| s.family == family).count();
     out.line(format!(
-        "atlas {} of {}: {} rules, {} notes, {} pairs, {} corrections; {} operations, {} window boundaries, {} places",
+        "atlas {} of {}: {}, {}, {}, {}; {}, {}, {}",
         doc.atlas,
         doc.project,
-        count("rule"),
-        count("note"),
-        count("pair"),
-        count("correction"),
-        doc.events.len(),
-        doc.windows.len(),
-        doc.places.len()
+        count(of("rule"), "rule", "rules"),
+        count(of("note"), "note", "notes"),
+        count(of("pair"), "pair", "pairs"),
+        count(of("correction"), "correction", "corrections"),
+        count(doc.events.len(), "operation", "operations"),
+        count(doc.windows.len(), "window boundary", "window boundaries"),
+        count(doc.places.len(), "place", "places"),
     ))?;
     out.line("the document: kapi context atlas --json (docs/atlas.md)")?;
     Ok(Exit::Ok)

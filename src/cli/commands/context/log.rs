@@ -6,6 +6,7 @@ use crate::cli::output::{Out, stderr_line};
 use crate::context::log::{Filter, query};
 use crate::ops::record::{Kind, Record};
 use crate::ops::{State, Status};
+use crate::wording::{count, noun};
 
 /// List every operation in the log, folded: a line shows the short id, the
 /// kind, the status and subject, `[contested by #…]`, who recorded it, and
@@ -73,7 +74,24 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         (None, None) => unreachable!("one of the two is read"),
     };
     let mut out = Out::new();
-    for entry in query(folded, &filter) {
+    let entries = query(folded, &filter);
+    if entries.is_empty() && !args.json {
+        // Say why nothing follows; JSON Lines stay empty.
+        let held = folded.records().len();
+        let at = args.as_of.map(crate::ops::id::rfc3339_ms);
+        if held == 0 && unreadable == 0 {
+            out.line(match at {
+                Some(at) => format!("the log was empty at {at}: nothing was recorded by then"),
+                None => "the log is empty: nothing is recorded yet".to_owned(),
+            })?;
+        } else if held > 0 {
+            out.line(format!(
+                "no operation matches: the log holds {}",
+                count(held, "operation", "operations")
+            ))?;
+        }
+    }
+    for entry in entries {
         let changes = histories
             .as_ref()
             .map(|h| h.of(&entry.record.op_id()))
@@ -104,10 +122,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     session.release(ledger);
     if unreadable > 0 {
         stderr_line(format!(
-            "warning: {unreadable} stored operation{} could not be read and {} skipped; `kapi store doctor` names {}",
-            if unreadable == 1 { "" } else { "s" },
-            if unreadable == 1 { "was" } else { "were" },
-            if unreadable == 1 { "it" } else { "them" },
+            "warning: {} could not be read and {} skipped; `kapi store doctor` names {}",
+            count(unreadable, "stored operation", "stored operations"),
+            noun(unreadable, "was", "were"),
+            noun(unreadable, "it", "them"),
         ));
     }
     Ok(Exit::Ok)

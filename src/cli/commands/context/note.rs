@@ -118,15 +118,35 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         &mut out,
     )?;
     if noted.suggests() {
-        // A person recording a note is the person who can keep it.
-        let who = match record.actor.kind {
-            crate::ops::ActorKind::Person => "you keep it",
-            crate::ops::ActorKind::Agent | crate::ops::ActorKind::Tool => "a person keeps it",
+        let next = match record.actor.kind {
+            // A person recording a note is the person who decides it: the
+            // decision its state takes (a suggestion that disagrees with
+            // a rule is contested at once, and only a choice settles it).
+            crate::ops::ActorKind::Person => {
+                let ledger = session.ledger()?;
+                let contested = ledger
+                    .state(record.id.as_str())
+                    .is_some_and(|s| s.status == crate::ops::Status::Contested);
+                session.release(ledger);
+                if contested {
+                    format!(
+                        "until you choose a side: kapi context review --choose {}",
+                        record.short()
+                    )
+                } else {
+                    format!(
+                        "until you keep it: kapi context review --keep {}",
+                        record.short()
+                    )
+                }
+            }
+            // An agent's note is not folded again here (noting stays one
+            // append); the digest says what a person may do with it.
+            crate::ops::ActorKind::Agent | crate::ops::ActorKind::Tool => {
+                "until a person decides in review: kapi context review".to_owned()
+            }
         };
-        out.line(format!(
-            "it advises as a suggestion until {who}: kapi context review --keep {}",
-            record.short()
-        ))?;
+        out.line(format!("it advises as a suggestion {next}"))?;
     }
     Ok(Exit::Ok)
 }

@@ -26,9 +26,10 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let Some(path) = args.path else {
         return Err(CliError::usage(
-            "name a path (`kapi context docs/intro.md`) or a subcommand: note, log, review (see `kapi context --help`)",
+            "name a file or folder (`kapi context <path>`) or a subcommand: note, log, review (see `kapi context --help`)",
         ));
     };
+    misspelt_subcommand(&path, ctx)?;
     let session = ctx.session()?;
     let doc = at_path(&session, &path, args.as_of)?;
     let mut out = Out::new();
@@ -70,6 +71,25 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
+/// Refuse a word that names no file here and is a subcommand misspelt
+/// (`kapi context reveiw`), naming the subcommand, rather than read it as
+/// a path that does not exist.
+fn misspelt_subcommand(path: &str, ctx: &Ctx) -> Result<(), CliError> {
+    if path.contains(['/', '\\']) || std::fs::symlink_metadata(ctx.cwd.join(path)).is_ok() {
+        return Ok(());
+    }
+    let commands = <super::ContextCommand as clap::Subcommand>::augment_subcommands(
+        clap::Command::new("context"),
+    );
+    let names = commands.get_subcommands().map(|c| c.get_name());
+    match crate::wording::closest(path, names) {
+        Some(name) => Err(CliError::usage(format!(
+            "`{path}` is neither a file here nor a subcommand of kapi context; did you mean `kapi context {name}`?"
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
     if items.is_empty() {
         return Ok(());
@@ -77,6 +97,10 @@ fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
     out.line(format!("{title}:"))?;
     for item in items {
         let mut line = format!("  {}  #{}", item.describe(), item.short);
+        // The other operations that state the same rule here.
+        for other in item.members.iter().skip(1) {
+            line.push_str(&format!(", #{}", crate::ops::id::short(other)));
+        }
         if !item.scope.point.is_empty() {
             let axes = crate::ops::scope::pairs(&item.scope.point);
             line.push_str(&format!("  [{}]", axes.join(", ")));

@@ -196,14 +196,59 @@ fn line(p: &Pending) -> String {
     if p.widenable {
         may.push("widenable");
     }
+    // The other operations that state the rule: one item, every member.
+    let also: Vec<String> = p
+        .members
+        .iter()
+        .skip(1)
+        .map(|m| {
+            let at = if m.scope == p.scope {
+                String::new()
+            } else {
+                format!(" [{}]", where_(&m.scope))
+            };
+            format!("#{} ({}){at}", m.short, m.actor)
+        })
+        .collect();
+    let also = if also.is_empty() {
+        String::new()
+    } else {
+        format!(" · also {}", also.join(", "))
+    };
     format!(
-        "{} {} {}{at}{contest} · {}{standing} · {}",
+        "{} {} {}{at}{contest} · {}{also}{standing} · {}",
         p.short,
         p.status.as_str(),
         p.subject,
         p.actor,
         may.join(", ")
     )
+}
+
+/// The decisions the items awaiting one allow, each offered only when
+/// some item takes it (a drifting rule in force is dropped or widened,
+/// never kept again).
+fn decisions(awaiting: &[&Pending]) -> Vec<&'static str> {
+    let mut verbs = Vec::new();
+    if awaiting
+        .iter()
+        .any(|p| p.keepable && p.contested_by.is_empty())
+    {
+        verbs.push("--keep <id>");
+    }
+    if awaiting.iter().any(|p| p.droppable) {
+        verbs.push("--drop <id>");
+    }
+    if awaiting
+        .iter()
+        .any(|p| p.keepable && !p.contested_by.is_empty())
+    {
+        verbs.push("--choose <id>");
+    }
+    if awaiting.iter().any(|p| p.widenable) {
+        verbs.push("--widen <id> --widen-to <where>");
+    }
+    verbs
 }
 
 fn print_digest(session: &Session, of: Option<&str>, json: bool) -> Result<Exit, CliError> {
@@ -255,8 +300,9 @@ fn print_digest(session: &Session, of: Option<&str>, json: bool) -> Result<Exit,
         out.line("nothing awaits a decision")?;
     } else {
         out.line(format!(
-            "{} awaiting a decision: kapi context review --keep <id> | --drop <id> | --choose <id>",
-            awaiting.len()
+            "{} awaiting a decision: kapi context review {}",
+            awaiting.len(),
+            decisions(&awaiting).join(" | ")
         ))?;
     }
     Ok(Exit::Ok)

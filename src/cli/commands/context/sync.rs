@@ -6,6 +6,7 @@ use crate::cli::output::{Out, stderr_line};
 use crate::context::sync::{PushOutcome, SyncRequest, Synced, sync};
 use crate::ops::id::short;
 use crate::store::Joined;
+use crate::wording::{count, noun};
 
 /// Share the context with another repository: fetch its refs/kapi/ops,
 /// merge it into yours by union (two machines merging the same two tips
@@ -103,14 +104,20 @@ fn describe(s: &Synced, out: &mut Out) -> Result<(), CliError> {
         }
         _ if !f.remote_has_log => format!("{} has no refs/kapi/ops yet", s.remote),
         Some(Joined::UpToDate) | None => format!("{} holds nothing new", s.remote),
-        Some(Joined::Adopted) => format!("took {}'s log: {} operations", s.remote, f.added),
+        Some(Joined::Adopted) => format!(
+            "took {}'s log: {}",
+            s.remote,
+            count(f.added, "operation", "operations")
+        ),
         Some(Joined::FastForward) => format!(
-            "fetched {} new operations from {} (fast-forward)",
-            f.added, s.remote
+            "fetched {} from {} (fast-forward)",
+            count(f.added, "new operation", "new operations"),
+            s.remote
         ),
         Some(Joined::Merged) => format!(
-            "fetched {} new operations from {} (merged by union)",
-            f.added, s.remote
+            "fetched {} from {} (merged by union)",
+            count(f.added, "new operation", "new operations"),
+            s.remote
         ),
     };
     out.line(joined)?;
@@ -118,7 +125,7 @@ fn describe(s: &Synced, out: &mut Out) -> Result<(), CliError> {
         out.line(format!(
             "  {} fetched {} not merged: not valid operations of their segment, or other copies of operations this log holds (named on stderr)",
             f.refused,
-            if f.refused == 1 { "line was" } else { "lines were" }
+            noun(f.refused, "line was", "lines were")
         ))?;
     }
     for id in &f.held_back {
@@ -135,21 +142,21 @@ fn describe(s: &Synced, out: &mut Out) -> Result<(), CliError> {
     } else if let Some(m) = &s.merged {
         let recorded = m.signals.iter().filter(|x| x.recorded).count();
         out.line(format!(
-            "merged range {}: {} commits, {} prose files changed, {} merge signals recorded ({} already held)",
+            "merged range {}: {}, {} changed, {} recorded ({} already held)",
             m.range,
-            m.commits,
-            m.files,
-            recorded,
+            count(m.commits, "commit", "commits"),
+            count(m.files, "prose file", "prose files"),
+            count(recorded, "merge signal", "merge signals"),
             m.signals.len() - recorded
         ))?;
         for x in &m.signals {
             let pr = x.pr.as_ref().map(|p| format!(" #{p}")).unwrap_or_default();
             out.line(format!(
-                "  #{} {}{pr}: +{} lines write it, -{} lines held an avoided form{}",
+                "  #{} {}{pr}: +{} it, -{} an avoided form{}",
                 short(&x.target),
                 &x.commit[..x.commit.len().min(7)],
-                x.preferred,
-                x.avoided,
+                count(x.preferred, "line writes", "lines write"),
+                count(x.avoided, "line held", "lines held"),
                 if x.recorded { "" } else { " (held)" }
             ))?;
         }

@@ -4,6 +4,7 @@ use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::doctor::doctor;
+use crate::wording::count;
 
 /// Read both logs whole and list, by name, every stored operation that
 /// cannot be read (malformed, oversized, unknown version, misplaced, a
@@ -42,8 +43,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             n => format!(", {n} repeating an older operation (nothing to do)"),
         };
         out.line(format!(
-            "{} operations read, {} unreadable, {} ignored by the fold{repeats}",
-            diagnosis.operations, diagnosis.unreadable, diagnosis.ignored
+            "{} read, {} unreadable, {} ignored by the fold{repeats}",
+            count(diagnosis.operations, "operation", "operations"),
+            diagnosis.unreadable,
+            diagnosis.ignored
         ))?;
     }
     Ok(if diagnosis.clean() {

@@ -4,6 +4,7 @@ use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
 use crate::context::transfer::{export, write_to};
+use crate::wording::{count, noun};
 
 /// Write the shared log (`refs/kapi/ops`) as JSON Lines, one canonical
 /// operation a line, in id order. Check runs stay on this machine.
@@ -30,14 +31,18 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     } else {
         write_to(&ctx.cwd.join(&args.file), exported.jsonl.as_bytes())?;
         stderr_line(format!(
-            "exported {} operations to {}",
-            exported.operations, args.file
+            "exported {} to {}",
+            count(exported.operations, "operation", "operations"),
+            args.file
         ));
     }
     if exported.unreadable > 0 {
+        let n = exported.unreadable;
         stderr_line(format!(
-            "warning: {} stored operations could not be read and were left out; `kapi store doctor` lists them",
-            exported.unreadable
+            "warning: {} could not be read and {} left out; `kapi store doctor` lists {}",
+            count(n, "stored operation", "stored operations"),
+            noun(n, "was", "were"),
+            noun(n, "it", "them"),
         ));
     }
     Ok(Exit::Ok)

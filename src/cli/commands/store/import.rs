@@ -7,6 +7,7 @@ use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
 use crate::context::transfer::{FileImported, import_files, import_log};
 use crate::context::{ImportOutcome, Session};
+use crate::wording::{count, noun};
 
 /// The largest file `kapi store import` reads.
 const MAX_IMPORT_BYTES: u64 = 1 << 30;
@@ -54,8 +55,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     }
     let mut imported = import_log(&session, &bytes, &file)?;
     stderr_line(format!(
-        "read {} operations from {file}: {} new, {} already held, {} refused",
-        imported.read, imported.added, imported.held, imported.refused
+        "read {} from {file}: {} new, {} already held, {} refused",
+        count(imported.read, "operation", "operations"),
+        imported.added,
+        imported.held,
+        imported.refused
     ));
     for r in &imported.rejected {
         stderr_line(format!("error: {}: {}", r.location, r.error));
@@ -69,10 +73,13 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     if imported.rejected.is_empty() {
         Ok(Exit::Ok)
     } else {
+        let (rejected, added) = (imported.rejected.len(), imported.added);
         stderr_line(format!(
-            "{} operations were rejected and skipped; {} valid new operations were merged",
-            imported.rejected.len(),
-            imported.added
+            "{} {} rejected and skipped; {} {} merged",
+            count(rejected, "operation", "operations"),
+            noun(rejected, "was", "were"),
+            count(added, "valid new operation", "valid new operations"),
+            noun(added, "was", "were"),
         ));
         Ok(Exit::Store)
     }
@@ -92,9 +99,10 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
         match outcome {
             ImportOutcome::Imported { id, rules, skipped } => {
                 out.line(format!(
-                    "imported {} as #{}: {rules} term rules",
+                    "imported {} as #{}: {}",
                     file.path,
-                    crate::ops::id::short(id)
+                    crate::ops::id::short(id),
+                    count(*rules, "term rule", "term rules")
                 ))?;
                 for (line, reason) in skipped {
                     out.line(format!("  skipped {}:{line}: {reason}", file.path))?;
