@@ -426,8 +426,10 @@ struct CachedRule {
 /// The cached rules when the entry was computed for `stamp`; a damaged or
 /// stale entry is computed again.
 fn read_cache(file: &Path, stamp: &str) -> Option<Vec<WorkspaceRule>> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let cached: Cached = serde_json::from_str(&text).ok()?;
+    // Through the same door as the registry: a FIFO or a device planted at
+    // the entry's name is passed over (and computed again), never waited on.
+    let bytes = crate::fsutil::read_capped(file, crate::fsutil::Links::Refuse).ok()?;
+    let cached: Cached = serde_json::from_slice(&bytes).ok()?;
     if cached.stamp != stamp {
         return None;
     }

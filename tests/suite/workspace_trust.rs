@@ -358,4 +358,26 @@ fn a_fifo_for_a_registry_hangs_no_command() {
             .file_type()
             .is_fifo()
     );
+
+    // Nor does a FIFO where the rules a shared repository widens are
+    // cached: the entry is computed again.
+    std::fs::remove_file(&file).unwrap();
+    let shared = repo.sibling("shared");
+    shared
+        .kapi(&["context", "note", "A note that registers"])
+        .ok();
+    shared.kapi(&["workspace", "add"]).ok();
+    let key = &kapi::digest::sha256_hex(shared.path().to_str().unwrap().as_bytes())[..32];
+    let cache = repo
+        .root()
+        .join(format!("home/.cache/kapi/workspace/{key}.json"));
+    std::fs::create_dir_all(cache.parent().unwrap()).unwrap();
+    assert!(
+        Command::new("mkfifo")
+            .arg(&cache)
+            .status()
+            .unwrap()
+            .success()
+    );
+    within_deadline(repo.kapi_cmd(&["check"])).ok();
 }

@@ -21,6 +21,7 @@
 //! the lock a short, bounded time and then gives up (registering is best
 //! effort); a rewrite waits the store's lock timeout.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -104,7 +105,11 @@ pub struct Registry {
 impl Registry {
     /// The entry for `path`, if registered.
     pub fn get(&self, path: &Path) -> Option<&Registered> {
-        self.entries.iter().rev().find(|e| e.path == path)
+        // Paths are compared as bytes: Path's own equality walks
+        // components, and this runs over every entry.
+        self.entries
+            .iter()
+            .find(|e| e.path.as_os_str() == path.as_os_str())
     }
 }
 
@@ -180,12 +185,25 @@ fn read_tail(file: &mut File) -> std::io::Result<(Vec<u8>, u64)> {
     Ok((bytes, from + cut as u64))
 }
 
+/// One line as read: its strings borrowed from the bytes read (unless a
+/// string holds an escape), so a line that a later one replaces costs no
+/// allocation.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow)]
+    path: Cow<'a, str>,
+    #[serde(borrow)]
+    project: Cow<'a, str>,
+    #[serde(default)]
+    shares: bool,
+}
+
 /// The entries `bytes` hold, once per path (the latest line wins, in the
 /// order first seen), and how many lines were skipped. Linear: one hash
-/// lookup per line.
+/// lookup per line, keyed by the path's text.
 pub fn parse(bytes: &[u8]) -> (Vec<Registered>, usize) {
-    let mut entries: Vec<Registered> = Vec::new();
-    let mut at: HashMap<PathBuf, usize> = HashMap::new();
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    let mut at: HashMap<Cow<'_, str>, usize> = HashMap::new();
     let mut skipped = 0;
     for line in bytes.split(|&b| b == b'\n') {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -195,18 +213,26 @@ pub fn parse(bytes: &[u8]) -> (Vec<Registered>, usize) {
             skipped += 1;
             continue;
         }
-        let Ok(entry) = serde_json::from_slice::<Registered>(line) else {
+        let Ok(entry) = serde_json::from_slice::<Line<'_>>(line) else {
             skipped += 1;
             continue;
         };
         match at.get(&entry.path) {
-            Some(&i) => entries[i] = entry,
+            Some(&i) => lines[i] = entry,
             None => {
-                at.insert(entry.path.clone(), entries.len());
-                entries.push(entry);
+                at.insert(entry.path.clone(), lines.len());
+                lines.push(entry);
             }
         }
     }
+    let entries = lines
+        .into_iter()
+        .map(|l| Registered {
+            path: PathBuf::from(l.path.into_owned()),
+            project: l.project.into_owned(),
+            shares: l.shares,
+        })
+        .collect();
     (entries, skipped)
 }
 
