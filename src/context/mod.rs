@@ -335,7 +335,12 @@ impl Session {
         let recorded = self
             .store
             .append_all(self.write_ms()?, self.call.env.random(), records)?;
-        self.register();
+        // A whole-project check appends its usage signals, most often
+        // none: nothing recorded, nothing to register (and no registry to
+        // read a second time).
+        if !recorded.is_empty() {
+            self.register();
+        }
         Ok(recorded)
     }
 
