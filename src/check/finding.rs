@@ -39,6 +39,13 @@ pub struct Finding {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<String>,
     pub message: String,
+    /// A rule another repository of this machine shares with the
+    /// workspace: the project that decided it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// For a workspace rule: the checkout whose log it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository: Option<std::path::PathBuf>,
     /// The whole source line, for rendering; not part of the JSON document.
     /// Shared by every finding on the line.
     #[serde(skip)]

@@ -817,6 +817,8 @@ impl Matcher {
                     } else {
                         Severity::Warning
                     },
+                    workspace: None,
+                    repository: None,
                     source_line: located.source,
                     line_offset,
                 }

@@ -149,6 +149,25 @@ impl From<crate::context::sync::SyncError> for CliError {
     }
 }
 
+impl From<crate::context::workspace::WorkspaceError> for CliError {
+    fn from(err: crate::context::workspace::WorkspaceError) -> Self {
+        use crate::context::workspace::{RegistryError, WorkspaceError};
+        let exit = match &err {
+            WorkspaceError::Policy(_) => Exit::NotPermitted,
+            WorkspaceError::Registry(
+                RegistryError::Unreadable { .. }
+                | RegistryError::Write { .. }
+                | RegistryError::Busy { .. },
+            ) => Exit::Store,
+            WorkspaceError::Registry(RegistryError::NoDataDir)
+            | WorkspaceError::Actor(_)
+            | WorkspaceError::NotACheckout(_)
+            | WorkspaceError::NotRegistered(_) => Exit::Usage,
+        };
+        CliError::new(exit, err.to_string())
+    }
+}
+
 impl From<crate::config::ConfigError> for CliError {
     fn from(err: crate::config::ConfigError) -> Self {
         ContextError::Config(err).into()

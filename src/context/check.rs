@@ -108,13 +108,14 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     let ledger = session
         .map(|s| s.rules_ledger_as_of(req.as_of))
         .transpose()?;
+    let mut sources = WorkspaceSources::new();
     let mut rules: Vec<(CheckRule, Option<Scope>)> = match (session, &ledger) {
         (Some(session), Some(ledger)) => {
             let at = match req.as_of {
                 Some(at) => at,
                 None => session.now_ms()?,
             };
-            rules_at(session, ledger, at as i64)?
+            rules_at(session, ledger, at as i64, &mut sources)?
         }
         _ => Vec::new(),
     };
@@ -180,6 +181,12 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     };
     warnings.append(&mut outcome.warnings);
     outcome.warnings = warnings;
+    for finding in &mut outcome.findings {
+        if let Some((project, repository)) = sources.get(&finding.rule) {
+            finding.workspace = Some(project.clone());
+            finding.repository = Some(repository.clone());
+        }
+    }
     let mut signals = 0;
     if let (true, Some(session), Some(ledger)) = (counting, session, &ledger) {
         signals = record_usage(session, ledger, &outcome.usage)?;
@@ -263,20 +270,28 @@ fn repo_relative(root: &Path, abs: &Path) -> Result<String, CheckError> {
     Ok(s)
 }
 
+/// Where each workspace rule a check applies came from, by rule id: the
+/// project that decided it and the checkout whose log holds it.
+type WorkspaceSources = HashMap<String, (String, PathBuf)>;
+
 /// The rules the log holds in force at `at` (Unix ms), each with its scope
 /// (applied per file in `RuleBook::rules_for`), and the rules other
-/// registered repositories widened to the workspace, unless a project rule
-/// speaks for the same term.
+/// repositories share with the workspace, unless a project rule speaks
+/// for the same term (their sources noted in `sources`).
 fn rules_at(
     session: &Session,
     ledger: &Ledger,
     at: i64,
+    sources: &mut WorkspaceSources,
 ) -> Result<Vec<(CheckRule, Option<Scope>)>, ContextError> {
     let at = Some(at);
     let project = ledger.term_rules(None, at);
     let workspace: Vec<TermRule> = super::workspace::rules_at(session, at)
         .into_iter()
         .filter(|w| !w.shadowed_by(&project))
+        .inspect(|w| {
+            sources.insert(w.id.clone(), (w.project.clone(), w.repository.clone()));
+        })
         .map(|w| TermRule {
             op: w.id.clone(),
             id: w.id,

@@ -45,6 +45,9 @@ pub struct Item {
     /// it), every one of them, this one first: the rule is listed once.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<String>,
+    /// For a workspace rule: the checkout whose log it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository: Option<std::path::PathBuf>,
 }
 
 impl Item {
@@ -79,6 +82,7 @@ impl Item {
             standing: state.and_then(standing),
             workspace: None,
             members: Vec::new(),
+            repository: None,
         }
     }
 }
@@ -191,6 +195,7 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
             standing: standing(state),
             workspace: None,
             members: Vec::new(),
+            repository: None,
         };
         if state.status == Status::Established {
             here.notes.push(item);
@@ -273,6 +278,7 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
             standing: None,
             workspace: Some(rule.project.clone()),
             members: Vec::new(),
+            repository: Some(rule.repository.clone()),
         };
         if rule.status == Status::Established {
             here.rules.push(item);

@@ -348,7 +348,12 @@ impl Session {
         let recorded = self
             .store
             .append_all(self.write_ms()?, self.call.env.random(), records)?;
-        self.register();
+        // A whole-project check appends its usage signals, most often
+        // none: nothing recorded, nothing to register (and no registry to
+        // read a second time).
+        if !recorded.is_empty() {
+            self.register();
+        }
         Ok(recorded)
     }
 
@@ -363,8 +368,9 @@ impl Session {
 
     /// Recording from a checkout (or merging operations into its log, by
     /// sync or import) registers it with the workspace (the user's data
-    /// directory), so the other repositories' checks read the rules its
-    /// log widens to the workspace. Best effort: what was recorded stands
+    /// directory), so `kapi workspace list` names it. It does not share
+    /// the rules its log widens to the workspace until a person chooses
+    /// that (`kapi workspace add`). Best effort: what was recorded stands
     /// whether or not the registry could be written.
     pub(crate) fn register(&self) {
         let _ = workspace::register(self);

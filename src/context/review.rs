@@ -60,6 +60,11 @@ pub struct Reviewed {
     pub notes_kept: Vec<String>,
     /// Rules files rewritten because what is in force changed.
     pub refreshed: Vec<PathBuf>,
+    /// This round widened a rule to the workspace, and so this checkout
+    /// now shares the rules its log widens with every other repository on
+    /// this machine (it did not before): the checkout, canonical.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shares_with_workspace: Option<PathBuf>,
     /// Why refreshing them failed, after the change was recorded: a
     /// surface shows what was recorded, then this.
     #[serde(skip)]
@@ -79,13 +84,32 @@ pub struct Left {
 pub fn review(session: &Session, req: ReviewRequest) -> Result<Reviewed, ContextError> {
     let (recorded, left, notes_kept) = decide(session, &req)?;
     let (refreshed, refresh_error) = super::rulesfiles::refresh_after_change(session);
+    let shares_with_workspace = share_if_widened(session, &recorded);
     Ok(Reviewed {
         recorded,
         left,
         notes_kept,
         refreshed,
+        shares_with_workspace,
         refresh_error,
     })
+}
+
+/// A person who widens a rule to the workspace in this checkout chooses,
+/// on this machine, that its workspace rules hold in the other checkouts:
+/// the registry marks it as sharing (best effort, as registering is). A
+/// widening merged from elsewhere is never this act.
+fn share_if_widened(session: &Session, recorded: &[Record]) -> Option<PathBuf> {
+    let widened = recorded
+        .iter()
+        .any(|r| r.kind == Kind::Widen && r.scope.workspace);
+    if !widened || session.actor().kind != ActorKind::Person {
+        return None;
+    }
+    match super::workspace::share(session) {
+        Ok(added) if !added.already => Some(added.path),
+        _ => None,
+    }
 }
 
 /// One subject of the digest: a suggestion or contested subject awaiting

@@ -101,6 +101,7 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
             standing: state.standing_text(),
             workspace: None,
             members: Vec::new(),
+            repository: None,
         });
     }
     found

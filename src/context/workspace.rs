@@ -1,48 +1,56 @@
-//! The workspace: every repository registered with kapi on this machine.
+//! The workspace: the repositories kapi knows on this machine, and the
+//! rules some of them share with all the others.
 //!
-//! Recording an operation from a checkout registers it, in the user's data
-//! directory (`$XDG_DATA_HOME/kapi/repositories.jsonl`, else
-//! `$HOME/.local/share/kapi/repositories.jsonl`): one JSON line per
-//! repository, appended with a single write so two processes registering
-//! at once lose neither line. A rule a person widened to the workspace
-//! (`kapi context review --widen-to workspace`) stays in the deciding
-//! project's log, where it travels like every other operation; the checks
-//! and searches of the other registered repositories read it from there. A
-//! project rule takes precedence over a workspace rule for the same term.
+//! Recording an operation from a checkout, or merging operations into its
+//! log (sync, `kapi store import FILE`), registers it in the user's data
+//! directory ([`registry`]), so `kapi workspace list` can name it. A
+//! registered repository shares the rules its log widens to the workspace
+//! only when a person chose that on this machine: `kapi workspace add`, or
+//! their own `kapi context review --widen-to workspace` in that checkout.
+//! A clone, a sync, an import or an agent's note never does, so a log
+//! fetched from elsewhere (whatever person it claims decided) puts nothing
+//! in force in the other checkouts. A rule a person widened to the
+//! workspace stays in the deciding project's log, where it travels like
+//! every other operation; the checks and searches of the other
+//! repositories read it from there. A project rule takes precedence over a
+//! workspace rule for the same term.
 
-use std::io::Write;
+pub mod registry;
+
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::{ContextError, Env, Session};
+use crate::ops::actor::ActorError;
 use crate::ops::forms::case_key;
+use crate::ops::policy::{PolicyError, WorkspaceChoice, may_choose_workspace};
 use crate::ops::record::{Scope, Subject};
 use crate::ops::{Status, TermRule};
 use crate::store::Store;
 
-/// The registry file's name inside `<data dir>/kapi/`.
-const REGISTRY: &str = "repositories.jsonl";
+pub use registry::{Registered, Registry, RegistryError, Unread, registry_file};
 
-/// One registered repository.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Registered {
-    /// The top of its work tree, canonical.
-    pub path: PathBuf,
-    /// Its project key when it registered.
-    pub project: String,
-}
-
-/// The registry file, when the environment names a data directory.
-pub fn registry_file(env: &dyn Env) -> Option<PathBuf> {
-    let absolute = |v: Option<std::ffi::OsString>| {
-        v.filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    absolute(env.var_os("XDG_DATA_HOME"))
-        .or_else(|| absolute(env.var_os("HOME")).map(|h| h.join(".local/share")))
-        .map(|d| d.join("kapi").join(REGISTRY))
+/// Why the workspace could not be changed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error(transparent)]
+    Actor(#[from] ActorError),
+    #[error(
+        "{} has no work tree (a bare repository is no checkout, and shares nothing); name a checkout",
+        .0.display()
+    )]
+    NotACheckout(PathBuf),
+    #[error(
+        "{} is not registered with the workspace; `kapi workspace list` shows what is",
+        .0.display()
+    )]
+    NotRegistered(PathBuf),
 }
 
 /// Where the rules each registered log widens are cached:
@@ -59,59 +67,200 @@ fn cache_dir(env: &dyn Env) -> Option<PathBuf> {
 }
 
 /// Every repository the registry lists, once each (the latest line for a
-/// path wins); an unreadable line is skipped.
+/// path wins); an unreadable line is skipped, and a registry that is not
+/// a regular file reads as empty.
 pub fn registered(env: &dyn Env) -> Vec<Registered> {
-    let Some(file) = registry_file(env) else {
-        return Vec::new();
-    };
-    let Ok(text) = std::fs::read_to_string(&file) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Registered> = Vec::new();
-    for line in text.lines() {
-        let Ok(entry) = serde_json::from_str::<Registered>(line) else {
-            continue;
-        };
-        match out.iter_mut().find(|r| r.path == entry.path) {
-            Some(r) => *r = entry,
-            None => out.push(entry),
-        }
-    }
-    out
+    registry::read(env).entries
+}
+
+/// The top of the session's work tree, canonical.
+fn checkout(session: &Session) -> PathBuf {
+    session
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| session.root.clone())
 }
 
 /// Register the session's checkout, unless it is registered under its
-/// project key already. A repository with no work tree is not a checkout
-/// and is not registered.
-pub fn register(session: &Session) -> std::io::Result<()> {
+/// project key already (then whether it shares is left as it is). A new
+/// registration, or one under a new project key, does not share. A
+/// repository with no work tree is not a checkout and is not registered.
+pub fn register(session: &Session) -> Result<(), RegistryError> {
     let Some(file) = registry_file(session.env()) else {
         return Ok(());
     };
     if session.store.work_tree().is_none() {
         return Ok(());
     }
-    let path = session
-        .root
-        .canonicalize()
-        .unwrap_or_else(|_| session.root.clone());
-    let entry = Registered {
-        path,
-        project: session.project.clone(),
-    };
-    if registered(session.env()).contains(&entry) {
+    let path = checkout(session);
+    let registry = registry::read_file(&file);
+    if registry.unread.is_some()
+        || registry
+            .get(&path)
+            .is_some_and(|e| e.project == session.project)
+    {
         return Ok(());
     }
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
+    registry::append(
+        &file,
+        &Registered {
+            path,
+            project: session.project.clone(),
+            shares: false,
+        },
+    )
+}
+
+/// What `kapi workspace add` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Added {
+    /// The checkout, canonical.
+    pub path: PathBuf,
+    pub project: String,
+    /// It shared its rules already: nothing was written.
+    pub already: bool,
+}
+
+/// Share the session's checkout's workspace rules with every other
+/// repository on this machine (`kapi workspace add`): a person's choice,
+/// refused to an agent or a tool.
+pub fn add(session: &Session) -> Result<Added, WorkspaceError> {
+    may_choose_workspace(session.actor(), WorkspaceChoice::Add)?;
+    if session.store.work_tree().is_none() {
+        return Err(WorkspaceError::NotACheckout(session.root.clone()));
     }
-    let mut line = serde_json::to_string(&entry).map_err(std::io::Error::other)?;
-    line.push('\n');
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&file)?;
-    // One write of one line to a file opened for appending.
-    f.write_all(line.as_bytes())
+    Ok(share(session)?)
+}
+
+/// Mark the session's checkout as sharing (the caller has made sure a
+/// person chose it), unless it shares already under its project key.
+pub(crate) fn share(session: &Session) -> Result<Added, RegistryError> {
+    let file = registry_file(session.env()).ok_or(RegistryError::NoDataDir)?;
+    let path = checkout(session);
+    let registry = registry::read_file(&file);
+    if let Some(why) = registry.unread {
+        return Err(RegistryError::Unreadable { file, why });
+    }
+    let already = registry
+        .get(&path)
+        .is_some_and(|e| e.project == session.project && e.shares);
+    if !already {
+        registry::append(
+            &file,
+            &Registered {
+                path: path.clone(),
+                project: session.project.clone(),
+                shares: true,
+            },
+        )?;
+    }
+    Ok(Added {
+        path,
+        project: session.project.clone(),
+        already,
+    })
+}
+
+/// Which entries `kapi workspace forget` removes.
+#[derive(Debug, Clone)]
+pub enum Forget {
+    /// These repositories (absolute paths; canonical where they exist).
+    Paths(Vec<PathBuf>),
+    /// Every one whose folder is gone.
+    Gone,
+}
+
+/// What `kapi workspace forget` removed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Forgotten {
+    pub forgotten: Vec<Registered>,
+}
+
+/// Rewrite the registry without the entries `what` names (a person's
+/// choice: an agent or a tool is refused), compacted to one line per
+/// repository. Naming a path that is not registered is an error and
+/// changes nothing.
+pub fn forget(env: &dyn Env, what: &Forget) -> Result<Forgotten, WorkspaceError> {
+    // Only the kind of actor matters here, and it comes from the
+    // environment: no repository's git identity is needed to name it.
+    let actor = crate::ops::actor::detect(|name| env.var_os(name), || (None, None))?;
+    may_choose_workspace(&actor, WorkspaceChoice::Forget)?;
+    let file = registry_file(env).ok_or(RegistryError::NoDataDir)?;
+    let wait = env
+        .lock_timeout()
+        .ok()
+        .flatten()
+        .unwrap_or(crate::store::lock::DEFAULT_TIMEOUT);
+    let forgotten = match what {
+        Forget::Gone => registry::rewrite(&file, wait, |e| !e.path.is_dir())?,
+        Forget::Paths(paths) => {
+            let named: HashSet<PathBuf> = paths
+                .iter()
+                .flat_map(|p| [p.clone(), p.canonicalize().unwrap_or_else(|_| p.clone())])
+                .collect();
+            let registry = registry::read_file(&file);
+            if let Some(why) = registry.unread {
+                return Err(RegistryError::Unreadable { file, why }.into());
+            }
+            for path in paths {
+                let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+                if registry.get(path).is_none() && registry.get(&canonical).is_none() {
+                    return Err(WorkspaceError::NotRegistered(path.clone()));
+                }
+            }
+            registry::rewrite(&file, wait, |e| named.contains(&e.path))?
+        }
+    };
+    Ok(Forgotten { forgotten })
+}
+
+/// One repository as `kapi workspace list` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    pub path: PathBuf,
+    pub project: String,
+    /// Its folder is still there.
+    pub exists: bool,
+    /// A person chose to share the rules its log widens to the workspace.
+    pub shares: bool,
+}
+
+/// `kapi workspace list`: every registered repository, and what kept any
+/// of the registry from being read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listing {
+    /// The registry file (none when no data directory is set).
+    pub registry: Option<PathBuf>,
+    /// Why the registry was read as empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
+    /// Lines skipped: not an entry, or too long.
+    pub skipped_lines: usize,
+    /// Older bytes not read, past the newest 1 MiB.
+    pub skipped_bytes: u64,
+    pub repositories: Vec<Listed>,
+}
+
+/// Every registered repository, whether it still exists and whether it
+/// shares its rules with the workspace.
+pub fn list(env: &dyn Env) -> Listing {
+    let registry = registry::read(env);
+    Listing {
+        registry: registry.file,
+        unread: registry.unread.map(|u| u.to_string()),
+        skipped_lines: registry.skipped_lines,
+        skipped_bytes: registry.skipped_bytes,
+        repositories: registry
+            .entries
+            .into_iter()
+            .map(|e| Listed {
+                exists: e.path.is_dir(),
+                path: e.path,
+                project: e.project,
+                shares: e.shares,
+            })
+            .collect(),
+    }
 }
 
 /// A term rule another registered repository widened to the workspace.
@@ -163,19 +312,17 @@ impl WorkspaceRule {
     }
 }
 
-/// The rules every other registered repository widened to the workspace
-/// and that answer at instant `at` (every window when `None`). A
-/// repository that is gone or cannot be read is passed over: another
-/// checkout's trouble never stops this one's check.
+/// The rules every other repository that shares with the workspace (a
+/// person chose it: [`Registered::shares`]) widened to the workspace and
+/// that answer at instant `at` (every window when `None`). A repository
+/// that is gone or cannot be read is passed over: another checkout's
+/// trouble never stops this one's check.
 pub fn rules_at(session: &Session, at: Option<i64>) -> Vec<WorkspaceRule> {
-    let here = session
-        .root
-        .canonicalize()
-        .unwrap_or_else(|_| session.root.clone());
+    let here = checkout(session);
     let cache = cache_dir(session.env());
     let mut out = Vec::new();
     for repo in registered(session.env()) {
-        if repo.path == here || !repo.path.is_dir() {
+        if !repo.shares || repo.path == here || !repo.path.is_dir() {
             continue;
         }
         // Two checkouts of one project hold the same operations: a rule
@@ -279,8 +426,10 @@ struct CachedRule {
 /// The cached rules when the entry was computed for `stamp`; a damaged or
 /// stale entry is computed again.
 fn read_cache(file: &Path, stamp: &str) -> Option<Vec<WorkspaceRule>> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let cached: Cached = serde_json::from_str(&text).ok()?;
+    // Through the same door as the registry: a FIFO or a device planted at
+    // the entry's name is passed over (and computed again), never waited on.
+    let bytes = crate::fsutil::read_capped(file, crate::fsutil::Links::Refuse).ok()?;
+    let cached: Cached = serde_json::from_slice(&bytes).ok()?;
     if cached.stamp != stamp {
         return None;
     }

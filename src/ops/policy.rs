@@ -197,6 +197,47 @@ pub fn may_share(actor: &Actor, act: Sharing<'_>) -> Result<(), PolicyError> {
     })
 }
 
+/// A change to which repositories on this machine share the rules their
+/// logs widen to the workspace.
+#[derive(Debug, Clone, Copy)]
+pub enum WorkspaceChoice {
+    /// `kapi workspace add`: a repository's workspace rules hold in every
+    /// other checkout.
+    Add,
+    /// `kapi workspace forget`: a repository leaves the registry, and its
+    /// workspace rules stop holding elsewhere.
+    Forget,
+}
+
+/// Whether `actor` may choose which repositories share their workspace
+/// rules: a person only. A log holds whatever its clone, sync or import
+/// brought, under any author it claims; an agent that could add the
+/// repository holding it would put those rules in force in every other
+/// checkout, and one that could forget a repository would lift the rules
+/// a person chose to hold. A tool acts for no one on this machine.
+pub fn may_choose_workspace(actor: &Actor, choice: WorkspaceChoice) -> Result<(), PolicyError> {
+    if actor.kind == ActorKind::Person {
+        return Ok(());
+    }
+    let (what, command) = match choice {
+        WorkspaceChoice::Add => (
+            "share a repository's rules with the workspace",
+            "kapi workspace add",
+        ),
+        WorkspaceChoice::Forget => (
+            "forget a repository of the workspace",
+            "kapi workspace forget",
+        ),
+    };
+    Err(PolicyError {
+        actor: actor.label(),
+        what: what.to_owned(),
+        why: format!(
+            "which repositories' rules hold on this machine is a person's choice: ask a person to run `{command}`"
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,6 +358,29 @@ mod tests {
             ..t
         };
         assert!(person_decides(&t).is_ok());
+    }
+
+    #[test]
+    fn only_a_person_chooses_what_the_workspace_shares() {
+        for choice in [WorkspaceChoice::Add, WorkspaceChoice::Forget] {
+            for (kind, allowed) in [
+                (ActorKind::Person, true),
+                (ActorKind::Agent, false),
+                (ActorKind::Tool, false),
+            ] {
+                let who = actor(kind, "x", "s");
+                assert_eq!(
+                    may_choose_workspace(&who, choice).is_ok(),
+                    allowed,
+                    "{kind:?} {choice:?}"
+                );
+            }
+        }
+        let agent = actor(ActorKind::Agent, "claude-code", "s");
+        let err = may_choose_workspace(&agent, WorkspaceChoice::Add)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("kapi workspace add"), "{err}");
     }
 
     #[test]

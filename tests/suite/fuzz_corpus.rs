@@ -178,3 +178,31 @@ fn hook_input_seeds_parse_and_name_their_edited_file() {
         [std::path::PathBuf::from("a.md"), "docs/intro.md".into()]
     );
 }
+
+#[test]
+fn workspace_registry_seeds_read_each_path_once_the_latest_line_winning() {
+    use kapi::context::workspace::registry::parse;
+    for (path, bytes) in corpus("workspace_registry") {
+        let (entries, skipped) = parse(&bytes);
+        let shares: Vec<(String, bool)> = entries
+            .iter()
+            .map(|e| (e.path.display().to_string(), e.shares))
+            .collect();
+        if path.ends_with("registry.jsonl") {
+            assert_eq!(skipped, 1);
+            assert_eq!(
+                shares,
+                [
+                    ("/home/ada/src/quickcast".to_owned(), true),
+                    ("/home/ada/src/brand".to_owned(), true),
+                    ("/home/ada/src/gone".to_owned(), false),
+                ]
+            );
+        } else {
+            // A line that is no entry never replaces the one before it; a
+            // field kapi does not know is ignored.
+            assert_eq!(skipped, 2, "{}", path.display());
+            assert_eq!(shares, [("/a".to_owned(), false), ("/b".to_owned(), true)]);
+        }
+    }
+}

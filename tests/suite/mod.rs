@@ -23,3 +23,4 @@ mod review;
 mod snapshots;
 mod sync;
 mod vale;
+mod workspace_trust;

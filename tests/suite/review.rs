@@ -460,7 +460,7 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
         .agent_term("s1", "Quickcast", "Quick cast", &["--path", "a.md"])
         .ok();
     let id = id_of(&deciding, "Quickcast");
-    deciding
+    let run = deciding
         .kapi(&[
             "context",
             "review",
@@ -470,6 +470,14 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
             "workspace",
         ])
         .ok();
+    // A person's widening to the workspace in this checkout is their
+    // choice that it shares its workspace rules on this machine.
+    assert!(
+        run.stdout
+            .contains("now shares the rules it widens to the workspace"),
+        "{}",
+        run.stdout
+    );
     // The widened rule is in the deciding project's log, and the other
     // repository's check reads it from there.
     let widen = log(&deciding)
@@ -481,7 +489,14 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
     assert!(run.stdout.contains("Quick cast"), "{}", run.stdout);
     let here = other.kapi(&["context", "guide.md"]).ok().stdout;
     assert!(here.contains("Rules in force:"), "{here}");
-    assert!(here.contains("(workspace rule, from work)"), "{here}");
+    // It names where it came from: the project and its checkout.
+    assert!(
+        here.contains(&format!(
+            "(workspace rule, from work at {})",
+            deciding.path().display()
+        )),
+        "{here}"
+    );
     let found = other.kapi(&["context", "search", "quick cast"]).ok().stdout;
     assert!(found.contains("workspace rule"), "{found}");
     assert!(found.contains("Quickcast"), "{found}");
@@ -499,7 +514,8 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
     assert!(!here.contains("workspace rule"), "{here}");
 
     // A checkout that only merged the deciding project's log (an export
-    // imported) is registered too, and carries the rule to the others.
+    // imported) is registered too, and carries the rule to the others once
+    // a person shares it.
     let copy = deciding.sibling("copy");
     let exported = deciding.root().join("ops.jsonl");
     deciding
@@ -509,6 +525,7 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
         .ok();
     let text = std::fs::read_to_string(&registry).unwrap();
     assert!(text.contains("copy"), "{text}");
+    copy.kapi(&["workspace", "add"]).ok();
     let found = other
         .kapi(&["context", "search", "quick cast", "--json"])
         .ok()

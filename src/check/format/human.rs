@@ -46,6 +46,19 @@ pub fn finding(f: &Finding) -> String {
             escape(&named.join(", "))
         ));
     }
+    // A rule another repository shares: the project (from its log) and
+    // the checkout (from the registry), escaped as all such text is.
+    if let Some(project) = &f.workspace {
+        let at = f
+            .repository
+            .as_ref()
+            .map(|r| format!(" at {}", r.display()))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "{pad} = note: a workspace rule, from {}\n",
+            escape(&format!("{project}{at}"))
+        ));
+    }
     if f.suggested {
         s.push_str(&format!(
             "{pad} = note: {}\n",

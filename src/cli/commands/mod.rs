@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod store;
 pub mod vault_args;
 pub mod verify_context;
+pub mod workspace;
 
 #[derive(Debug, Subcommand)]
 #[allow(clippy::large_enum_variant)] // parsed once per process
@@ -35,6 +36,8 @@ pub enum Command {
     Hooks(hooks::Args),
     /// Run one hook event (what the installed hooks call).
     Hook(hook::Args),
+    /// List the repositories kapi knows on this machine; a person chooses which share their rules.
+    Workspace(workspace::Args),
 }
 
 /// What every command may read about where and how it runs.
@@ -130,6 +133,7 @@ pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
         Command::Store(args) => store::run(args, ctx),
         Command::Hooks(args) => hooks::run(args, ctx),
         Command::Hook(args) => hook::run(args, ctx),
+        Command::Workspace(args) => workspace::run(args, ctx),
     }
 }
 

@@ -106,7 +106,13 @@ fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
             line.push_str(&format!("  [{}]", axes.join(", ")));
         }
         if let Some(project) = &item.workspace {
-            line.push_str(&format!("  (workspace rule, from {project})"));
+            match &item.repository {
+                Some(repo) => line.push_str(&format!(
+                    "  (workspace rule, from {project} at {})",
+                    repo.display()
+                )),
+                None => line.push_str(&format!("  (workspace rule, from {project})")),
+            }
         } else if item.scope.workspace {
             line.push_str("  (widened to the workspace)");
         }

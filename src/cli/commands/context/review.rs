@@ -143,6 +143,12 @@ fn report(session: &Session, mut reviewed: Reviewed, out: &mut Out) -> Result<()
     if !reviewed.left.is_empty() {
         out.line(format!("left for later: {}", left_text(&reviewed.left)))?;
     }
+    if let Some(path) = &reviewed.shares_with_workspace {
+        out.line(format!(
+            "{} now shares the rules it widens to the workspace with every repository on this machine (`kapi workspace list`)",
+            path.display()
+        ))?;
+    }
     report_rules_files(
         session,
         &reviewed.refreshed,
