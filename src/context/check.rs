@@ -20,8 +20,8 @@ use crate::check::{
 };
 use crate::config::Config;
 use crate::formats::{self, RuleStatus};
-use crate::ops::policy::{Transition, person_decides};
-use crate::ops::record::{Actor, Kind, Scope, Signal, SignalSource};
+use crate::ops::{Draft, Drafted, OpId};
+use crate::ops::record::{Actor, Scope, Signal, SignalSource};
 use crate::ops::{Ledger, TermRule};
 
 /// What to check.
@@ -355,23 +355,22 @@ pub fn record_usage(
         {
             continue;
         }
-        let mut record = session.record(Kind::Signal);
-        record.actor = checker();
-        record.target = Some(id.clone().into());
-        record.signal = Some(Box::new(Signal {
-            source: SignalSource::Usage,
-            preferred: counts.0,
-            avoided: counts.1,
-            commit: None,
-            pr: None,
-            merger: None,
+        let Ok(target) = OpId::parse(id) else {
+            continue;
+        };
+        signals.push(Draft::from(Drafted::Signal {
+            target,
+            signal: Signal {
+                source: SignalSource::Usage,
+                preferred: counts.0,
+                avoided: counts.1,
+                commit: None,
+                pr: None,
+                merger: None,
+            },
         }));
-        person_decides(&Transition::new(&record.actor, record.kind, ledger.get(id)))?;
-        signals.push(record);
     }
-    let count = signals.len();
-    session.append_all(signals)?;
-    Ok(count)
+    Ok(session.record_as(&checker(), signals, Some(ledger))?.len())
 }
 
 /// Rules from a term list named with `--rules` (relative to `cwd`). Ids

@@ -20,7 +20,8 @@ use crate::compile::artifacts::{
 };
 use crate::config::CompileMode;
 use crate::fsutil::{FileError, Links};
-use crate::ops::record::{Actor, ActorKind, CheckFailure, CheckRun, Kind, Record};
+use crate::ops::record::{Actor, ActorKind, CheckFailure, CheckRun, Record};
+use crate::ops::{Draft, Drafted};
 use crate::store::LogRef;
 
 /// The longest reason a Stop hook hands back (Claude Code caps a hook's
@@ -596,8 +597,9 @@ fn record_run(
     address: Option<String>,
     run: CheckRun,
 ) -> Result<(Record, bool), HookError> {
+    let view = session.rules_ledger().ok();
     if let Some(address) = &address
-        && (session.rules_ledger()).map_or(true, |view| view.holds_address(address))
+        && view.as_ref().is_none_or(|view| view.holds_address(address))
     {
         let local = session
             .store
@@ -616,11 +618,10 @@ fn record_run(
             return Ok((found, true));
         }
     }
-    let mut record = session.record(Kind::Check);
-    record.actor = actor;
-    record.address = address;
-    record.check = Some(Box::new(run));
-    Ok((session.append(record)?, false))
+    let mut draft = Draft::from(Drafted::Check { run });
+    draft.address = address;
+    let mut recorded = session.record_as(&actor, vec![draft], view.as_ref())?;
+    Ok((recorded.pop().expect("one draft, one record"), false))
 }
 
 /// The reason handed back to the agent: each failing finding, as `kapi

@@ -424,7 +424,7 @@ pub fn import_context_files(
             outcomes.push((file, ImportOutcome::Failed { message }));
             continue;
         }
-        let mut record = session.record(Kind::Import);
+        let mut record = session.blank(Kind::Import);
         record.note = Some(format!(
             "imported {} from {}",
             crate::wording::count(terms.len(), "term rule", "term rules"),

@@ -6,6 +6,7 @@ pub mod atlas;
 pub mod check;
 pub mod checkpointed;
 pub mod corroborate;
+pub mod door;
 pub mod doctor;
 pub mod env;
 mod here;
@@ -324,7 +325,7 @@ impl Session {
     }
 
     /// A record with the common fields filled in; the store fills id and at.
-    pub fn record(&self, kind: Kind) -> Record {
+    pub fn blank(&self, kind: Kind) -> Record {
         Record {
             basis: self.basis(),
             ..Record::new(self.project.clone(), self.call.actor.clone(), kind)

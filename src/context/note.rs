@@ -11,7 +11,7 @@ use crate::ops::Status;
 use crate::ops::axes::Space;
 use crate::ops::forms::avoided_forms;
 use crate::ops::id::resolve;
-use crate::ops::policy::{Transition, person_decides};
+use crate::ops::{Draft, Drafted};
 use crate::ops::record::{ActorKind, Correction, Evidence, Kind, Record, Scope, Subject};
 use crate::ops::scope::{Point, check_window, parse_point};
 
@@ -122,22 +122,21 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextErr
                 .into(),
         ));
     }
-    let mut record = session.record(Kind::Observe);
-    match req.what {
+    let what = match req.what {
         NoteWhat::Term { term, instead_of } => {
             let avoid = avoided_forms(&term, &instead_of)?;
-            record.subject = Some(Subject::Term {
+            Rule::Observe(Subject::Term {
                 preferred: term.split_whitespace().collect::<Vec<_>>().join(" "),
                 avoid,
-            });
+            })
         }
         NoteWhat::Prose { text } => {
             if text.trim().is_empty() {
                 return Err(ContextError::Usage("the note is empty".into()));
             }
-            record.subject = Some(Subject::Note {
+            Rule::Observe(Subject::Note {
                 text: text.trim().to_owned(),
-            });
+            })
         }
         NoteWhat::Correction { from, to, suggest } => {
             if from.trim().is_empty() || to.trim().is_empty() || from == to {
@@ -145,7 +144,6 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextErr
                     "a correction needs different --from and --to wording".into(),
                 ));
             }
-            record.kind = Kind::Correct;
             let (from, to) = (normalize(&from), normalize(&to));
             // An agent's account of a person's change is a person signal:
             // recorded only where git shows the change. A person is
@@ -153,54 +151,73 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextErr
             if session.actor().kind == ActorKind::Agent {
                 super::corroborate::corroborate(session, path.as_deref(), &from, &to)?;
             }
-            if suggest {
-                let avoid = avoided_forms(&to, std::slice::from_ref(&from))?;
-                record.subject = Some(Subject::Term {
+            let rule = match suggest {
+                true => Some(Subject::Term {
                     preferred: to.clone(),
-                    avoid,
-                });
-            }
-            record.correction = Some(Box::new(Correction { from, to }));
+                    avoid: avoided_forms(&to, std::slice::from_ref(&from))?,
+                }),
+                false => None,
+            };
+            Rule::Correct(Correction { from, to }, rule)
         }
         NoteWhat::Withdraw { .. } => unreachable!("handled above"),
-    }
-    record.scope = scope(
+    };
+    let scope = scope(
         session,
         path.as_deref(),
         &req.point,
         req.valid_from,
         req.valid_to,
     )?;
+    let mut evidence = Vec::new();
     if path.is_some() || req.quote.is_some() || req.unit.is_some() {
-        record.evidence.push(Evidence {
+        evidence.push(Evidence {
             path,
             unit: req.unit,
             quote: req.quote,
             sha256: None,
         });
     }
-    record.note = req.note.filter(|n| !n.trim().is_empty());
-    person_decides(&Transition::new(session.actor(), record.kind, None))?;
-    session.append(record)
+    let drafted = match what {
+        Rule::Observe(subject) => Drafted::Observe {
+            subject,
+            scope,
+            evidence,
+        },
+        Rule::Correct(correction, rule) => Drafted::Correct {
+            correction,
+            rule,
+            scope,
+            evidence,
+        },
+    };
+    let mut recorded = session.record_quietly(vec![Draft::from(drafted).noting(req.note.filter(|n| !n.trim().is_empty()))], None)?;
+    Ok(recorded.pop().expect("one draft, one record"))
+}
+
+/// What a note states, before its scope and evidence are known.
+enum Rule {
+    Observe(Subject),
+    Correct(Correction, Option<Subject>),
 }
 
 fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Record, ContextError> {
     let ledger = session.ledger()?;
     let ids = ledger.ids();
     let id = resolve(target, &ids)?;
-    let target = ledger.get(id.as_str()).expect("resolved ids are held");
-    let state = ledger.state(id.as_str()).map(|s| (s.status, s.kept));
     // What no longer answers has nothing to take back, whoever asks (and
-    // no one can drop it either, so no drop is offered).
-    match state {
-        Some((status @ (Status::Withdrawn | Status::Dropped), _)) => {
+    // no one can drop it either, so no drop is offered). Whether this
+    // actor may take it back, and whether it is still a suggestion, the
+    // door decides.
+    match ledger.state(id.as_str()).map(|s| s.status) {
+        Some(status @ (Status::Withdrawn | Status::Dropped)) => {
             return Err(ContextError::Refused(format!(
                 "refusing to withdraw #{}: it is already {}; there is nothing to withdraw",
                 id.short(),
                 status.as_str()
             )));
         }
-        Some((Status::Reset, _)) => {
+        Some(Status::Reset) => {
             return Err(ContextError::Refused(format!(
                 "refusing to withdraw #{}: a reset set it aside; there is nothing to withdraw",
                 id.short()
@@ -208,40 +225,9 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
         }
         _ => {}
     }
-    person_decides(&Transition::new(
-        session.actor(),
-        Kind::Withdraw,
-        Some(target),
-    ))?;
-    match state {
-        // Kept, or established: a rule in force, which a person drops.
-        Some((_, true)) => {
-            return Err(ContextError::Refused(format!(
-                "refusing to withdraw #{}: a person kept it, so it is no longer a suggestion; a person drops it with `kapi context review --drop {}`",
-                id.short(),
-                id.short()
-            )));
-        }
-        Some((Status::Suggested | Status::Contested, false)) => {}
-        Some((status, false)) => {
-            return Err(ContextError::Refused(format!(
-                "refusing to withdraw #{}: it is {} and no longer a suggestion; a person drops it with `kapi context review --drop {}`",
-                id.short(),
-                status.as_str(),
-                id.short()
-            )));
-        }
-        None => {
-            return Err(ContextError::Refused(format!(
-                "refusing to withdraw #{}: it states no rule or note",
-                id.short()
-            )));
-        }
-    }
-    let mut record = session.record(Kind::Withdraw);
-    record.target = Some(id.to_string().into());
-    record.note = note;
-    session.append(record)
+    let draft = Draft::from(Drafted::Withdraw { target: *id }).noting(note);
+    let mut recorded = session.record_quietly(vec![draft], Some(&ledger))?;
+    Ok(recorded.pop().expect("one draft, one record"))
 }
 
 /// The scope of a submission: the evidence's point, narrowed by `--point`,

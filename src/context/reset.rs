@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::review::describe;
 use super::{ContextError, Session};
 use crate::ops::id::{OpId, resolve};
-use crate::ops::policy::{Transition, person_decides};
+use crate::ops::{Draft, Drafted};
 use crate::ops::record::{Kind, Record};
 use crate::ops::scope::parse_bound;
 use crate::ops::{Ledger, Status};
@@ -83,13 +83,15 @@ pub struct ResetReport {
 
 /// Reset the context to before a point (or report what that would do).
 pub fn reset(session: &Session, req: &ResetRequest) -> Result<ResetReport, ContextError> {
-    person_decides(&Transition::new(session.actor(), Kind::Reset, None))?;
+    session.permits(Kind::Reset)?;
     let ledger = session.ledger()?;
     let (point, before) = resolve_point(&ledger, &req.before)?;
-    let mut record = session.record(Kind::Reset);
-    record.before = Some(before.to_string().into());
-    record.note.clone_from(&req.note);
+    let draft = Draft::from(Drafted::Reset { before }).noting(req.note.clone());
     let (ledger, record, recorded) = if req.dry_run {
+        let mut record = session
+            .admit_all(vec![draft], Some(&ledger))?
+            .pop()
+            .expect("one draft, one record");
         // A stand-in id past every one the log holds, as the real one will be.
         let newest = ledger.records().last().map(Record::op_id);
         let id = OpId::mint(session.now_ms()?, session.env().random(), newest.as_ref())
@@ -98,7 +100,10 @@ pub fn reset(session: &Session, req: &ResetRequest) -> Result<ResetReport, Conte
         record.at = id.instant().into();
         (ledger, record, None)
     } else {
-        let appended = session.append(record)?;
+        let appended = session
+            .record_quietly(vec![draft], Some(&ledger))?
+            .pop()
+            .expect("one draft, one record");
         // Fold what the log held before the reset, then apply it: another
         // writer may have appended in between.
         let loaded = session.ledger()?;

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::{ContextError, Session};
 use crate::ops::group::Groups;
 use crate::ops::id::{OpId, resolve};
-use crate::ops::policy::{Transition, person_decides};
+use crate::ops::{Draft, Drafted};
 use crate::ops::record::{ActorKind, Kind, Record, Scope, Subject};
 use crate::ops::scope::check_window;
 use crate::ops::widen::{WidenError, WidenTo, widenable, widened};
@@ -523,7 +523,7 @@ impl<'l> Round<'l> {
         }
         let mut out = Vec::new();
         for id in targets {
-            let record = self.ledger.get(id.as_str()).expect("resolved ids are held");
+            let record = held(self.ledger, &id)?;
             let state = subject_state(self.ledger, &id, "widen")?;
             if !matches!(
                 record.subject,
@@ -615,15 +615,15 @@ type Decided = (Vec<Record>, Vec<Left>, Vec<String>);
 
 fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextError> {
     req.check_shape()?;
-    // The policy first: an agent is refused before the log is read.
-    let actor = session.actor();
+    // The policy first: an agent is refused before the log is read (the
+    // door asks it again of every operation the round records).
     let kinds = [
         (req.choose.is_some() || !req.keep.is_empty()).then_some(Kind::Keep),
         (!req.drop.is_empty()).then_some(Kind::Drop),
         (req.widen_to.is_some()).then_some(Kind::Widen),
     ];
     for kind in kinds.into_iter().flatten() {
-        person_decides(&Transition::new(actor, kind, None))?;
+        session.permits(kind)?;
     }
     let ledger = session.ledger()?;
     let ids = ledger.ids();
@@ -657,7 +657,7 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
     // Check every step before recording anything.
     let drops = round.dropped();
     for (kind, id, _) in &round.steps {
-        admissible(session, &ledger, req, id, *kind, &drops)?;
+        admissible(&ledger, req, id, *kind, &drops)?;
     }
     for id in &round.kept {
         // The window the keep leaves: the bounds given, the others kept.
@@ -670,8 +670,6 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
     // Then the widenings.
     if let Some(to) = &req.widen_to {
         for (id, scope) in round.widenings(to, &resolved(&req.widen)?)? {
-            let record = ledger.get(id.as_str()).expect("resolved ids are held");
-            person_decides(&Transition::new(actor, Kind::Widen, Some(record)))?;
             round.steps.push((Kind::Widen, id, Some(scope)));
         }
     }
@@ -682,23 +680,27 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
         .filter(|id| ledger.get(id.as_str()).is_some_and(is_note))
         .map(|id| id.to_string())
         .collect();
-    let mut records = Vec::new();
-    for (kind, id, scope) in round.steps {
-        let mut record = session.record(kind);
-        record.target = Some(id.to_string().into());
-        record.note.clone_from(&req.note);
-        match kind {
-            Kind::Keep => {
-                record.scope.valid_from.clone_from(&req.valid_from);
-                record.scope.valid_to.clone_from(&req.valid_to);
-                record.advisory = req.advisory;
-            }
-            Kind::Widen => record.scope = scope.expect("a widen carries its scope"),
-            _ => {}
-        }
-        records.push(record);
-    }
-    if records.is_empty() {
+    let drafts: Vec<Draft> = round
+        .steps
+        .into_iter()
+        .map(|(kind, target, scope)| {
+            let what = match (kind, scope) {
+                (Kind::Widen, Some(scope)) => Drafted::Widen { target, scope },
+                (Kind::Drop, _) => Drafted::Drop { target },
+                _ => Drafted::Keep {
+                    target,
+                    window: Scope {
+                        valid_from: req.valid_from.clone(),
+                        valid_to: req.valid_to.clone(),
+                        ..Scope::default()
+                    },
+                    advisory: req.advisory,
+                },
+            };
+            Draft::from(what).noting(req.note.clone())
+        })
+        .collect();
+    if drafts.is_empty() {
         let s = req.session.as_deref().unwrap_or_default();
         return Err(ContextError::Refused(if left.is_empty() {
             format!("session {s} left nothing to keep")
@@ -709,7 +711,8 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
             )
         }));
     }
-    Ok((session.append_all(records)?, left, notes_kept))
+    let recorded = session.record_quietly(drafts, Some(&ledger))?;
+    Ok((recorded, left, notes_kept))
 }
 
 /// `#a is contested by #b; choose a side with ...`
@@ -734,7 +737,7 @@ pub fn left_text(left: &[Left]) -> String {
 
 /// The folded state of a subject a decision names.
 fn subject_state<'l>(ledger: &'l Ledger, id: &OpId, verb: &str) -> Result<&'l State, ContextError> {
-    let target = ledger.get(id.as_str()).expect("resolved ids are held");
+    let target = held(ledger, id)?;
     ledger.state(id.as_str()).ok_or_else(|| {
         ContextError::Refused(format!(
             "refusing to {verb} #{}: it is a {} and states no rule or note",
@@ -744,17 +747,22 @@ fn subject_state<'l>(ledger: &'l Ledger, id: &OpId, verb: &str) -> Result<&'l St
     })
 }
 
+/// The operation `id` names, which a prefix resolved against this ledger.
+fn held<'l>(ledger: &'l Ledger, id: &OpId) -> Result<&'l Record, ContextError> {
+    ledger.get(id.as_str()).ok_or_else(|| {
+        ContextError::Refused(format!("#{} is not an operation this log holds", id.short()))
+    })
+}
+
 fn admissible(
-    session: &Session,
     ledger: &Ledger,
     req: &ReviewRequest,
     id: &OpId,
     kind: Kind,
     drops: &[OpId],
 ) -> Result<(), ContextError> {
-    let target = ledger.get(id.as_str()).expect("resolved ids are held");
-    person_decides(&Transition::new(session.actor(), kind, Some(target)))?;
     let short = id.short();
+    let target = held(ledger, id)?;
     let state = subject_state(ledger, id, kind.as_str())?;
     match (kind, state.status) {
         (_, Status::Reset) => Err(ContextError::Refused(format!(

@@ -42,7 +42,7 @@ pub fn due(session: &Session, ledger: &Ledger) -> Vec<Record> {
     crate::ops::settle::due(ledger)
         .into_iter()
         .map(|d| {
-            let mut establish = session.record(Kind::Establish);
+            let mut establish = session.blank(Kind::Establish);
             establish.actor = settler();
             establish.target = Some(d.target.to_string().into());
             establish.because = d.because.iter().map(|b| b.to_string()).collect();
@@ -371,7 +371,7 @@ pub fn merge_signals_in(
                     format!("merge\n{target}\n{commit_id}\n{preferred}\n{avoided}\n").as_bytes()
                 )
             );
-            let mut r = session.record(Kind::Signal);
+            let mut r = session.blank(Kind::Signal);
             r.actor = merge_actor(session.actor());
             r.target = Some(target.clone().into());
             r.address = Some(address);

@@ -18,7 +18,7 @@ use super::axes::Axes;
 use super::forms::{case_key, form_matches, is_case_only};
 use super::id::OpId;
 use super::op::{Op, Stated};
-use super::policy::{Transition, person_decides};
+use super::policy::person_decides;
 use super::record::{ActorKind, Kind, Record, Scope, SignalSource};
 use super::settle::Settling;
 
@@ -616,7 +616,7 @@ impl Folding {
             None => None,
         };
         let target = target_at.map(|t| &records[t]);
-        person_decides(&Transition::of(&r.actor, &op, target)).map_err(|e| e.to_string())?;
+        person_decides(&r.actor, &op, target).map_err(|e| e.to_string())?;
         Ok((op, target_at))
     }
 
@@ -1529,8 +1529,15 @@ pub(crate) mod tests {
             let mut imported: BTreeMap<&str, usize> = BTreeMap::new();
             for (i, r) in records.iter().enumerate() {
                 let target_at = r.target.as_deref().and_then(|t| position_by_key(&keys, t));
-                let transition = Transition::new(&r.actor, r.kind, target_at.map(|t| &records[t]));
-                if let Err(e) = person_decides(&transition) {
+                let decided = match crate::ops::op::Op::of(r) {
+                    Ok(op) => person_decides(&r.actor, &op, target_at.map(|t| &records[t])),
+                    Err(e) => Err(crate::ops::policy::PolicyError {
+                        actor: r.actor.label(),
+                        what: "record it".into(),
+                        why: e.to_string(),
+                    }),
+                };
+                if let Err(e) = decided {
                     ignored.push(Ignored {
                         id: r.id.to_string(),
                         reason: e.to_string(),

@@ -3,6 +3,7 @@
 
 pub mod actor;
 pub mod axes;
+pub mod draft;
 pub mod fold;
 pub mod forms;
 pub mod group;
@@ -18,6 +19,7 @@ pub mod widen;
 
 pub use fold::{Ledger, State, Status, fold};
 pub use id::OpId;
+pub use draft::{Draft, Drafted};
 pub use op::Op;
 pub use record::{Actor, ActorKind, Kind, Record, Subject};
 pub use rules::TermRule;

@@ -12,57 +12,6 @@
 use super::op::Op;
 use super::record::{Actor, ActorKind, Kind, Record};
 
-/// One proposed change, as the policy sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct Transition<'a> {
-    pub actor: &'a Actor,
-    pub kind: Kind,
-    /// The operation acted on, for kinds that name one.
-    pub target: Option<&'a Record>,
-    /// The change applies a rule more widely than its evidence (a widen, or a
-    /// keep or note that widens its scope).
-    pub widening: bool,
-    /// The change edits what another actor suggested.
-    pub editing: bool,
-}
-
-impl Transition<'_> {
-    /// Kinds only a person records whatever else they do: their refusal
-    /// names the review command rather than the widening.
-    fn kind_is_person_only(&self) -> bool {
-        matches!(
-            self.kind,
-            Kind::Import | Kind::Edit | Kind::Keep | Kind::Drop | Kind::Widen | Kind::Reset
-        )
-    }
-}
-
-impl<'a> Transition<'a> {
-    /// The transition a recorded operation makes, with widening and editing
-    /// derived from the operation itself (callers pass no flags).
-    pub fn of(actor: &'a Actor, op: &Op<'_>, target: Option<&'a Record>) -> Self {
-        Self {
-            actor,
-            kind: op.kind(),
-            target,
-            widening: op.widens(),
-            editing: false,
-        }
-    }
-
-    /// The transition of an operation of `kind` not yet built (a writer
-    /// asking before it records): widening and editing follow from the kind.
-    pub fn new(actor: &'a Actor, kind: Kind, target: Option<&'a Record>) -> Self {
-        Self {
-            actor,
-            kind,
-            target,
-            widening: kind == Kind::Widen,
-            editing: false,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{actor} may not {what}: {why}")]
 pub struct PolicyError {
@@ -71,61 +20,68 @@ pub struct PolicyError {
     pub why: String,
 }
 
-/// The policy kapi ships.
-pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
+/// The policy kapi ships: whether `actor` may record `op`, which acts on
+/// `target` (for kinds that name one). The door asks it of every draft
+/// before anything is appended, and the fold asks it again of every
+/// operation it reads: the same call, on the same [`Op`], so the writer and
+/// the reader cannot disagree.
+pub fn person_decides(
+    actor: &Actor,
+    op: &Op<'_>,
+    target: Option<&Record>,
+) -> Result<(), PolicyError> {
+    let kind = op.kind();
+    if kind != Kind::Withdraw {
+        return permits(actor, kind);
+    }
+    let refuse = |what: String, why: String| Err(PolicyError {
+        actor: actor.label(),
+        what,
+        why,
+    });
+    match target {
+        Some(target) if target.actor.same_party(actor) => Ok(()),
+        Some(target) if target.actor.kind == actor.kind && target.actor.name == actor.name => {
+            refuse(
+                format!("withdraw #{}", target.short()),
+                format!(
+                    "it was recorded in another session; a person drops it in review: `kapi context review --drop {}`",
+                    target.short()
+                ),
+            )
+        }
+        Some(target) => refuse(
+            format!("withdraw #{}", target.short()),
+            format!(
+                "it was recorded by {}; only its author withdraws it, and a person drops it: `kapi context review --drop {}`",
+                target.actor.label(),
+                target.short()
+            ),
+        ),
+        None => refuse("withdraw".into(), "a withdraw names the operation it takes back".into()),
+    }
+}
+
+/// The part of the policy that depends on the kind alone: whether `actor`
+/// may record operations of `kind` at all (a withdraw depends on whose
+/// suggestion it takes back, which [`person_decides`] asks). A writer asks
+/// it before doing work a refusal would waste.
+pub fn permits(actor: &Actor, kind: Kind) -> Result<(), PolicyError> {
     let refuse = |what: &str, why: &str| {
         Err(PolicyError {
-            actor: t.actor.label(),
+            actor: actor.label(),
             what: what.to_owned(),
             why: why.to_owned(),
         })
     };
-    let person = t.actor.kind == ActorKind::Person;
-    if t.kind == Kind::Check {
-        return Ok(());
-    }
-    if t.widening && !person && !t.kind_is_person_only() {
-        return refuse(
-            "apply a rule more widely than where it was seen",
-            "only a person widens, in review: `kapi context review --keep <id> --widen-to <where>`",
-        );
-    }
-    if t.editing && !person {
-        return refuse(
-            "edit what another actor suggested",
-            "record a note of your own instead (`kapi context note \"<text>\"`)",
-        );
-    }
-    match t.kind {
-        Kind::Observe | Kind::Correct | Kind::Check => Ok(()),
-        Kind::Signal | Kind::Establish if t.actor.kind == ActorKind::Tool => Ok(()),
+    let person = actor.kind == ActorKind::Person;
+    match kind {
+        Kind::Observe | Kind::Correct | Kind::Check | Kind::Withdraw => Ok(()),
+        Kind::Signal | Kind::Establish if actor.kind == ActorKind::Tool => Ok(()),
         Kind::Signal | Kind::Establish => refuse(
-            &format!("record a {}", t.kind.as_str()),
+            &format!("record a {}", kind.as_str()),
             "evidence and the establishments it settles are recorded by kapi's own tools; a statement is a suggestion, never evidence for one",
         ),
-        Kind::Withdraw => match t.target {
-            Some(target) if target.actor.same_party(t.actor) => Ok(()),
-            Some(target)
-                if target.actor.kind == t.actor.kind && target.actor.name == t.actor.name =>
-            {
-                refuse(
-                    &format!("withdraw #{}", target.short()),
-                    &format!(
-                        "it was recorded in another session; a person drops it in review: `kapi context review --drop {}`",
-                        target.short()
-                    ),
-                )
-            }
-            Some(target) => refuse(
-                &format!("withdraw #{}", target.short()),
-                &format!(
-                    "it was recorded by {}; only its author withdraws it, and a person drops it: `kapi context review --drop {}`",
-                    target.actor.label(),
-                    target.short()
-                ),
-            ),
-            None => refuse("withdraw", "a withdraw names the operation it takes back"),
-        },
         Kind::Import | Kind::Edit | Kind::Keep | Kind::Drop | Kind::Widen | Kind::Reset
             if person =>
         {
@@ -136,11 +92,11 @@ pub fn person_decides(t: &Transition<'_>) -> Result<(), PolicyError> {
             "reading a checkout's files puts them in force for everyone; ask a person to run `kapi store import`",
         ),
         Kind::Keep | Kind::Drop | Kind::Widen => refuse(
-            &format!("{} a rule", t.kind.as_str()),
+            &format!("{} a rule", kind.as_str()),
             "a person decides in review: `kapi context review`",
         ),
         Kind::Edit | Kind::Reset => refuse(
-            &format!("{} the context", t.kind.as_str()),
+            &format!("{} the context", kind.as_str()),
             "only a person writes rules directly or resets the context; record a note instead (`kapi context note \"<text>\"`)",
         ),
     }
@@ -241,6 +197,9 @@ pub fn may_choose_workspace(actor: &Actor, choice: WorkspaceChoice) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::draft::{Draft, Drafted};
+    use crate::ops::id::OpId;
+    use crate::ops::record::{Basis, CheckRun, Correction, Scope, Signal, SignalSource, Subject};
 
     fn actor(kind: ActorKind, name: &str, session: &str) -> Actor {
         Actor {
@@ -257,107 +216,140 @@ mod tests {
         }
     }
 
+    /// A draft of `kind` acting on `target` (for kinds that name one).
+    pub(crate) fn draft_of(kind: Kind, target: OpId) -> Draft {
+        let term = || Subject::Term {
+            preferred: "Quickcast".into(),
+            avoid: vec!["Quick cast".into()],
+        };
+        Draft::from(match kind {
+            Kind::Observe => Drafted::Observe {
+                subject: term(),
+                scope: Scope::default(),
+                evidence: Vec::new(),
+            },
+            Kind::Correct => Drafted::Correct {
+                correction: Correction {
+                    from: "Quick cast".into(),
+                    to: "Quickcast".into(),
+                },
+                rule: None,
+                scope: Scope::default(),
+                evidence: Vec::new(),
+            },
+            Kind::Import => Drafted::Import {
+                subject: None,
+                scope: Scope::default(),
+                evidence: Vec::new(),
+            },
+            Kind::Edit => Drafted::Edit {
+                subject: term(),
+                scope: Scope::default(),
+            },
+            Kind::Keep => Drafted::Keep {
+                target,
+                window: Scope::default(),
+                advisory: false,
+            },
+            Kind::Drop => Drafted::Drop { target },
+            Kind::Withdraw => Drafted::Withdraw { target },
+            Kind::Widen => Drafted::Widen {
+                target,
+                scope: Scope::default(),
+            },
+            Kind::Reset => Drafted::Reset { before: target },
+            Kind::Signal => Drafted::Signal {
+                target,
+                signal: Signal {
+                    source: SignalSource::Usage,
+                    preferred: 1,
+                    avoided: 0,
+                    commit: None,
+                    pr: None,
+                    merger: None,
+                },
+            },
+            Kind::Establish => Drafted::Establish {
+                target,
+                because: vec![target],
+            },
+            Kind::Check => Drafted::Check {
+                run: CheckRun::default(),
+            },
+        })
+    }
+
     /// Every cell of actor kind × operation kind × (own / other's target,
-    /// same / other session, widening). Each string lists eight cells in the
-    /// order: own+same, own+same+widening, own+other-session,
-    /// own+other-session+widening, then the same four for another actor's
-    /// target. `Y` is allowed, `n` refused.
+    /// same / other session). Each string lists four cells in the order:
+    /// own+same, own+other-session, other's+same, other's+other-session.
+    /// `Y` is allowed, `n` refused.
     const MATRIX: &[(ActorKind, Kind, &str)] = &[
-        (ActorKind::Person, Kind::Observe, "YYYYYYYY"),
-        (ActorKind::Person, Kind::Correct, "YYYYYYYY"),
-        (ActorKind::Person, Kind::Import, "YYYYYYYY"),
-        (ActorKind::Person, Kind::Edit, "YYYYYYYY"),
-        (ActorKind::Person, Kind::Keep, "YYYYYYYY"),
-        (ActorKind::Person, Kind::Drop, "YYYYYYYY"),
-        (ActorKind::Person, Kind::Withdraw, "YYYYnnnn"),
-        (ActorKind::Person, Kind::Reset, "YYYYYYYY"),
-        (ActorKind::Person, Kind::Widen, "YYYYYYYY"),
-        (ActorKind::Person, Kind::Signal, "nnnnnnnn"),
-        (ActorKind::Person, Kind::Establish, "nnnnnnnn"),
-        (ActorKind::Person, Kind::Check, "YYYYYYYY"),
-        (ActorKind::Agent, Kind::Observe, "YnYnYnYn"),
-        (ActorKind::Agent, Kind::Correct, "YnYnYnYn"),
-        (ActorKind::Agent, Kind::Import, "nnnnnnnn"),
-        (ActorKind::Agent, Kind::Edit, "nnnnnnnn"),
-        (ActorKind::Agent, Kind::Keep, "nnnnnnnn"),
-        (ActorKind::Agent, Kind::Drop, "nnnnnnnn"),
-        (ActorKind::Agent, Kind::Withdraw, "Ynnnnnnn"),
-        (ActorKind::Agent, Kind::Reset, "nnnnnnnn"),
-        (ActorKind::Agent, Kind::Widen, "nnnnnnnn"),
-        (ActorKind::Agent, Kind::Signal, "nnnnnnnn"),
-        (ActorKind::Agent, Kind::Establish, "nnnnnnnn"),
-        (ActorKind::Agent, Kind::Check, "YYYYYYYY"),
-        (ActorKind::Tool, Kind::Observe, "YnYnYnYn"),
-        (ActorKind::Tool, Kind::Correct, "YnYnYnYn"),
-        (ActorKind::Tool, Kind::Import, "nnnnnnnn"),
-        (ActorKind::Tool, Kind::Edit, "nnnnnnnn"),
-        (ActorKind::Tool, Kind::Keep, "nnnnnnnn"),
-        (ActorKind::Tool, Kind::Drop, "nnnnnnnn"),
-        (ActorKind::Tool, Kind::Withdraw, "Ynnnnnnn"),
-        (ActorKind::Tool, Kind::Reset, "nnnnnnnn"),
-        (ActorKind::Tool, Kind::Widen, "nnnnnnnn"),
-        (ActorKind::Tool, Kind::Signal, "YnYnYnYn"),
-        (ActorKind::Tool, Kind::Establish, "YnYnYnYn"),
-        (ActorKind::Tool, Kind::Check, "YYYYYYYY"),
+        (ActorKind::Person, Kind::Observe, "YYYY"),
+        (ActorKind::Person, Kind::Correct, "YYYY"),
+        (ActorKind::Person, Kind::Import, "YYYY"),
+        (ActorKind::Person, Kind::Edit, "YYYY"),
+        (ActorKind::Person, Kind::Keep, "YYYY"),
+        (ActorKind::Person, Kind::Drop, "YYYY"),
+        (ActorKind::Person, Kind::Withdraw, "YYnn"),
+        (ActorKind::Person, Kind::Reset, "YYYY"),
+        (ActorKind::Person, Kind::Widen, "YYYY"),
+        (ActorKind::Person, Kind::Signal, "nnnn"),
+        (ActorKind::Person, Kind::Establish, "nnnn"),
+        (ActorKind::Person, Kind::Check, "YYYY"),
+        (ActorKind::Agent, Kind::Observe, "YYYY"),
+        (ActorKind::Agent, Kind::Correct, "YYYY"),
+        (ActorKind::Agent, Kind::Import, "nnnn"),
+        (ActorKind::Agent, Kind::Edit, "nnnn"),
+        (ActorKind::Agent, Kind::Keep, "nnnn"),
+        (ActorKind::Agent, Kind::Drop, "nnnn"),
+        (ActorKind::Agent, Kind::Withdraw, "Ynnn"),
+        (ActorKind::Agent, Kind::Reset, "nnnn"),
+        (ActorKind::Agent, Kind::Widen, "nnnn"),
+        (ActorKind::Agent, Kind::Signal, "nnnn"),
+        (ActorKind::Agent, Kind::Establish, "nnnn"),
+        (ActorKind::Agent, Kind::Check, "YYYY"),
+        (ActorKind::Tool, Kind::Observe, "YYYY"),
+        (ActorKind::Tool, Kind::Correct, "YYYY"),
+        (ActorKind::Tool, Kind::Import, "nnnn"),
+        (ActorKind::Tool, Kind::Edit, "nnnn"),
+        (ActorKind::Tool, Kind::Keep, "nnnn"),
+        (ActorKind::Tool, Kind::Drop, "nnnn"),
+        (ActorKind::Tool, Kind::Withdraw, "Ynnn"),
+        (ActorKind::Tool, Kind::Reset, "nnnn"),
+        (ActorKind::Tool, Kind::Widen, "nnnn"),
+        (ActorKind::Tool, Kind::Signal, "YYYY"),
+        (ActorKind::Tool, Kind::Establish, "YYYY"),
+        (ActorKind::Tool, Kind::Check, "YYYY"),
     ];
 
     #[test]
     fn every_cell_of_the_matrix() {
         assert_eq!(MATRIX.len(), 3 * Kind::ALL.len());
+        let target_id = OpId::parse("0n79tw5k9s00000000000000").unwrap();
         for &(actor_kind, kind, cells) in MATRIX {
             let me = actor(actor_kind, "me", "s1");
+            let record = draft_of(kind, target_id).into_record("p", me.clone(), Basis::default());
+            let op = crate::ops::op::Op::of(&record).unwrap();
             let mut i = 0;
             for own in [true, false] {
                 for same_session in [true, false] {
-                    for widening in [false, true] {
-                        let author = actor(
-                            actor_kind,
-                            if own { "me" } else { "someone-else" },
-                            if same_session { "s1" } else { "s2" },
-                        );
-                        let target = target_by(author);
-                        let t = Transition {
-                            actor: &me,
-                            kind,
-                            target: Some(&target),
-                            widening,
-                            editing: false,
-                        };
-                        let expected = cells.as_bytes()[i] == b'Y';
-                        assert_eq!(
-                            person_decides(&t).is_ok(),
-                            expected,
-                            "{actor_kind:?} {kind:?} own={own} same_session={same_session} widening={widening}: {:?}",
-                            person_decides(&t)
-                        );
-                        i += 1;
-                    }
+                    let author = actor(
+                        actor_kind,
+                        if own { "me" } else { "someone-else" },
+                        if same_session { "s1" } else { "s2" },
+                    );
+                    let target = target_by(author);
+                    let expected = cells.as_bytes()[i] == b'Y';
+                    let decided = person_decides(&me, &op, Some(&target));
+                    assert_eq!(
+                        decided.is_ok(),
+                        expected,
+                        "{actor_kind:?} {kind:?} own={own} same_session={same_session}: {decided:?}"
+                    );
+                    i += 1;
                 }
             }
         }
-    }
-
-    #[test]
-    fn editing_another_actors_suggestion_is_for_a_person() {
-        let agent = actor(ActorKind::Agent, "a", "s");
-        let t = Transition {
-            actor: &agent,
-            kind: Kind::Observe,
-            target: None,
-            widening: false,
-            editing: true,
-        };
-        assert!(person_decides(&t).is_err());
-        let person = Actor {
-            kind: ActorKind::Person,
-            name: "p@x".into(),
-            session: None,
-        };
-        let t = Transition {
-            actor: &person,
-            ..t
-        };
-        assert!(person_decides(&t).is_ok());
     }
 
     #[test]
@@ -386,14 +378,10 @@ mod tests {
     #[test]
     fn refusals_name_the_command_for_a_person() {
         let agent = actor(ActorKind::Agent, "claude-code", "s");
-        let t = Transition {
-            actor: &agent,
-            kind: Kind::Import,
-            target: None,
-            widening: false,
-            editing: false,
-        };
-        let err = person_decides(&t).unwrap_err().to_string();
+        let target_id = OpId::parse("0n79tw5k9s00000000000000").unwrap();
+        let record = draft_of(Kind::Import, target_id).into_record("p", agent.clone(), Basis::default());
+        let op = crate::ops::op::Op::of(&record).unwrap();
+        let err = person_decides(&agent, &op, None).unwrap_err().to_string();
         assert!(err.contains("kapi store import"), "{err}");
     }
 }

@@ -1,0 +1,227 @@
+//! The one door every write goes through. A writer states what it asks
+//! to record as [`Draft`]s; the door turns each into a record (in one
+//! place, `Draft::into_record`), checks it against the documented limits,
+//! and admits it only where the fold would apply it: the operation parses,
+//! the policy allows it for this actor ([`person_decides`], the same call
+//! on the same `Op` the fold makes for every operation it reads), the
+//! operation it acts on holds a subject in the log, a withdraw takes back
+//! a suggestion, and no operation the log holds has its content address.
+//! Then it appends them (one commit per log), registers the checkout, and
+//! refreshes the rules files when what is in force changed. Nothing else
+//! appends.
+//!
+//! Later, a surface's allow-list of kinds (the MCP server's: no person
+//! verbs) and the signature of a person's decision attach here.
+
+use std::path::PathBuf;
+
+use super::{ContextError, Session};
+use crate::store::StoreError;
+use crate::ops::policy::person_decides;
+use crate::ops::record::{Actor, ActorKind, Kind, SignalSource};
+use crate::ops::{Draft, Ledger, Op, Record, Status};
+
+/// What the door recorded.
+#[derive(Debug)]
+pub struct Recorded {
+    /// The records, with the ids and instants the store minted, in the
+    /// order of the drafts.
+    pub records: Vec<Record>,
+    /// Rules files rewritten because what is in force changed.
+    pub refreshed: Vec<PathBuf>,
+    /// Why refreshing them failed; the records stand either way.
+    pub refresh_error: Option<ContextError>,
+}
+
+/// Whether the fold would apply `record`, appended now to the log `view`
+/// holds (when no draft acts on another operation or carries an address,
+/// no view is needed): `Ok`, or the reason the fold would ignore it.
+pub fn admit(view: Option<&Ledger>, record: &Record) -> Result<(), ContextError> {
+    let invalid = |e| ContextError::Store(StoreError::Invalid(e));
+    record.validate().map_err(invalid)?;
+    let op = Op::of(record).map_err(invalid)?;
+    let target = match (op.target(), view) {
+        (Some(id), Some(view)) => Some(view.get(id.as_str()).ok_or_else(|| {
+            ContextError::Refused(format!(
+                "#{} is not an operation this log holds",
+                id.short()
+            ))
+        })?),
+        _ => None,
+    };
+    person_decides(&record.actor, &op, target)?;
+    let Some(view) = view else {
+        return Ok(());
+    };
+    if let Some(address) = &record.address
+        && view.holds_address(address)
+    {
+        return Err(ContextError::Refused(format!(
+            "the log already holds an operation with content address {address}"
+        )));
+    }
+    // A reset's `before` may be any operation; everything else it names
+    // must hold a subject.
+    let Some(id) = op.target().filter(|_| !matches!(op, Op::Reset { .. })) else {
+        return Ok(());
+    };
+    let state = view.state(id.as_str());
+    if let Op::Withdraw { .. } = op {
+        // Only a suggestion is taken back: the fold ignores a withdraw of
+        // anything else, and one evidence settled is a rule a person drops.
+        let refused = |why: String| {
+            Err(ContextError::Refused(format!(
+                "refusing to withdraw #{}: {why}",
+                id.short()
+            )))
+        };
+        let drop = format!("a person drops it with `kapi context review --drop {}`", id.short());
+        return match state.map(|s| (s.status, s.kept)) {
+            Some((_, true)) => refused(format!(
+                "a person kept it, so it is no longer a suggestion; {drop}"
+            )),
+            Some((Status::Suggested | Status::Contested, false)) => Ok(()),
+            Some((status, false)) => refused(format!(
+                "it is {} and no longer a suggestion; {drop}",
+                status.as_str()
+            )),
+            None => refused("it states no rule or note".into()),
+        };
+    }
+    if state.is_none() {
+        return Err(ContextError::Refused(format!(
+            "#{} holds no rule or note to act on",
+            id.short()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether recording `record` can change what is in force (and so the
+/// rules files): a person's decision, an import or edit, an
+/// establishment, a person's correction, or a merge signal (a person
+/// signal, which settling reads).
+fn changes_in_force(record: &Record) -> bool {
+    match record.kind {
+        Kind::Keep
+        | Kind::Drop
+        | Kind::Widen
+        | Kind::Reset
+        | Kind::Import
+        | Kind::Edit
+        | Kind::Establish => true,
+        Kind::Correct => record.actor.kind == ActorKind::Person,
+        Kind::Signal => record
+            .signal
+            .as_ref()
+            .is_some_and(|s| s.source == SignalSource::Merge),
+        Kind::Observe | Kind::Withdraw | Kind::Check => false,
+    }
+}
+
+impl Session {
+    /// Whether this session's actor may record operations of `kind` at
+    /// all: asked before work a refusal would waste (the door asks the
+    /// whole policy again of every draft).
+    pub fn permits(&self, kind: Kind) -> Result<(), ContextError> {
+        Ok(crate::ops::policy::permits(self.actor(), kind)?)
+    }
+
+    /// The records `drafts` would be, admitted as [`Session::record`]
+    /// admits them, without appending anything (a dry run).
+    pub fn admit_all(
+        &self,
+        drafts: Vec<Draft>,
+        view: Option<&Ledger>,
+    ) -> Result<Vec<Record>, ContextError> {
+        self.admit_by(self.actor(), drafts, view)
+    }
+
+    fn admit_by(
+        &self,
+        actor: &Actor,
+        drafts: Vec<Draft>,
+        view: Option<&Ledger>,
+    ) -> Result<Vec<Record>, ContextError> {
+        let records: Vec<Record> = drafts
+            .into_iter()
+            .map(|d| d.into_record(&self.project, actor.clone(), self.basis()))
+            .collect();
+        for record in &records {
+            admit(view, record)?;
+        }
+        Ok(records)
+    }
+
+    /// Record `drafts` (one commit per log, in the order given) by this
+    /// session's actor, each admitted first ([`admit`]) against `view`
+    /// (the log as the writer read it; read here when a draft needs it
+    /// and none is given). A refused draft refuses the whole batch and
+    /// nothing is appended.
+    pub fn record(&self, drafts: Vec<Draft>, view: Option<&Ledger>) -> Result<Recorded, ContextError> {
+        self.record_by(self.actor(), drafts, view, true)
+    }
+
+    /// [`Session::record`], leaving the rules files to the caller (a
+    /// command that records in several steps refreshes once, at its end).
+    pub fn record_quietly(
+        &self,
+        drafts: Vec<Draft>,
+        view: Option<&Ledger>,
+    ) -> Result<Vec<Record>, ContextError> {
+        Ok(self.record_by(self.actor(), drafts, view, false)?.records)
+    }
+
+    /// [`Session::record_quietly`] by one of kapi's own tools acting in
+    /// this session (the checker's usage counts, settling, a merge's
+    /// signals, a hook's check run), which the policy judges as that actor.
+    pub fn record_as(
+        &self,
+        actor: &Actor,
+        drafts: Vec<Draft>,
+        view: Option<&Ledger>,
+    ) -> Result<Vec<Record>, ContextError> {
+        Ok(self.record_by(actor, drafts, view, false)?.records)
+    }
+
+    fn record_by(
+        &self,
+        actor: &Actor,
+        drafts: Vec<Draft>,
+        view: Option<&Ledger>,
+        refresh: bool,
+    ) -> Result<Recorded, ContextError> {
+        if drafts.is_empty() {
+            return Ok(Recorded {
+                records: Vec::new(),
+                refreshed: Vec::new(),
+                refresh_error: None,
+            });
+        }
+        let needs_view = drafts
+            .iter()
+            .any(|d| d.target().is_some() || d.address.is_some());
+        let read;
+        let view = match view {
+            Some(view) => Some(view),
+            None if needs_view => {
+                read = self.rules_ledger()?;
+                Some(&read)
+            }
+            None => None,
+        };
+        let records = self.admit_by(actor, drafts, view)?;
+        let in_force = records.iter().any(changes_in_force);
+        let recorded = self.append_all(records)?;
+        let (refreshed, refresh_error) = if refresh && in_force {
+            super::rulesfiles::refresh_after_change(self)
+        } else {
+            (Vec::new(), None)
+        };
+        Ok(Recorded {
+            records: recorded,
+            refreshed,
+            refresh_error,
+        })
+    }
+}
