@@ -20,8 +20,8 @@ use crate::check::{
 };
 use crate::config::Config;
 use crate::formats::{self, RuleStatus};
-use crate::ops::{Draft, Drafted, OpId};
 use crate::ops::record::{Actor, Scope, Signal, SignalSource};
+use crate::ops::{Draft, Drafted, OpId};
 use crate::ops::{Ledger, TermRule};
 
 /// What to check.

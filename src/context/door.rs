@@ -16,10 +16,10 @@
 use std::path::PathBuf;
 
 use super::{ContextError, Session};
-use crate::store::StoreError;
 use crate::ops::policy::person_decides;
 use crate::ops::record::{Actor, ActorKind, Kind, SignalSource};
 use crate::ops::{Draft, Ledger, Op, Record, Status};
+use crate::store::StoreError;
 
 /// What the door recorded.
 #[derive(Debug)]
@@ -38,7 +38,7 @@ pub struct Recorded {
 /// no view is needed): `Ok`, or the reason the fold would ignore it.
 pub fn admit(view: Option<&Ledger>, record: &Record) -> Result<(), ContextError> {
     let invalid = |e| ContextError::Store(StoreError::Invalid(e));
-    record.validate().map_err(invalid)?;
+    record.validate_unminted().map_err(invalid)?;
     let op = Op::of(record).map_err(invalid)?;
     let target = match (op.target(), view) {
         (Some(id), Some(view)) => Some(view.get(id.as_str()).ok_or_else(|| {
@@ -75,7 +75,10 @@ pub fn admit(view: Option<&Ledger>, record: &Record) -> Result<(), ContextError>
                 id.short()
             )))
         };
-        let drop = format!("a person drops it with `kapi context review --drop {}`", id.short());
+        let drop = format!(
+            "a person drops it with `kapi context review --drop {}`",
+            id.short()
+        );
         return match state.map(|s| (s.status, s.kept)) {
             Some((_, true)) => refused(format!(
                 "a person kept it, so it is no longer a suggestion; {drop}"
@@ -158,7 +161,11 @@ impl Session {
     /// (the log as the writer read it; read here when a draft needs it
     /// and none is given). A refused draft refuses the whole batch and
     /// nothing is appended.
-    pub fn record(&self, drafts: Vec<Draft>, view: Option<&Ledger>) -> Result<Recorded, ContextError> {
+    pub fn record(
+        &self,
+        drafts: Vec<Draft>,
+        view: Option<&Ledger>,
+    ) -> Result<Recorded, ContextError> {
         self.record_by(self.actor(), drafts, view, true)
     }
 
@@ -182,6 +189,33 @@ impl Session {
         view: Option<&Ledger>,
     ) -> Result<Vec<Record>, ContextError> {
         Ok(self.record_by(actor, drafts, view, false)?.records)
+    }
+
+    /// The instant a write by an actor of `kind` is dated at: the call's
+    /// clock, except that an agent never dates its own operation by
+    /// `KAPI_NOW` in the kapi people install ([`super::write_clock`]).
+    fn write_ms(&self, kind: ActorKind) -> Result<u64, ContextError> {
+        Ok(super::write_clock(
+            kind,
+            self.now_ms()?,
+            self.env().wall_ms(),
+            cfg!(debug_assertions),
+        ))
+    }
+
+    /// Append admitted records as one commit per log, in the order given
+    /// (the store mints their ids and instants), and register the checkout.
+    fn append(&self, kind: ActorKind, records: Vec<Record>) -> Result<Vec<Record>, ContextError> {
+        let recorded = self
+            .store
+            .append_all(self.write_ms(kind)?, self.env().random(), records)?;
+        // A whole-project check appends its usage signals, most often
+        // none: nothing recorded, nothing to register (and no registry to
+        // read a second time).
+        if !recorded.is_empty() {
+            self.register();
+        }
+        Ok(recorded)
     }
 
     fn record_by(
@@ -212,7 +246,7 @@ impl Session {
         };
         let records = self.admit_by(actor, drafts, view)?;
         let in_force = records.iter().any(changes_in_force);
-        let recorded = self.append_all(records)?;
+        let recorded = self.append(actor.kind, records)?;
         let (refreshed, refresh_error) = if refresh && in_force {
             super::rulesfiles::refresh_after_change(self)
         } else {

@@ -16,8 +16,8 @@ use crate::formats::vale::{BUILTIN_STYLE, Enabled, Level, VOCABULARY_RULES, Vale
 use crate::formats::{self, ImportedFile, RuleStatus, Vocabulary};
 use crate::git::walk::Walk;
 use crate::ops::Ledger;
-use crate::ops::policy::{Transition, person_decides};
-use crate::ops::record::{Evidence, Kind, MAX_TERMS, Record, Subject, TermEntry};
+use crate::ops::record::{Evidence, Kind, MAX_TERMS, Scope, Subject, TermEntry};
+use crate::ops::{Draft, Drafted};
 
 /// The largest context file read.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -374,13 +374,13 @@ pub fn import_context_files(
     session: &Session,
     force: bool,
 ) -> Result<Vec<(ContextFile, ImportOutcome)>, ContextError> {
-    person_decides(&Transition::new(session.actor(), Kind::Import, None))?;
+    session.permits(Kind::Import)?;
     let files = context_files(&session.root, &session.config.context)?;
     let ini = vale_ini(&session.root)?;
     let ledger = session.ledger()?;
     let digests = imported_digests(&ledger);
     let mut outcomes = Vec::new();
-    let mut records: Vec<(usize, Record)> = Vec::new();
+    let mut records: Vec<(usize, Draft)> = Vec::new();
     for file in files {
         let bytes = match read_capped(&session.root.join(&file.path)) {
             Ok(b) => b,
@@ -424,21 +424,25 @@ pub fn import_context_files(
             outcomes.push((file, ImportOutcome::Failed { message }));
             continue;
         }
-        let mut record = session.blank(Kind::Import);
-        record.note = Some(format!(
+        let note = format!(
             "imported {} from {}",
             crate::wording::count(terms.len(), "term rule", "term rules"),
             file.path
-        ));
-        record.evidence = vec![Evidence {
+        );
+        let evidence = vec![Evidence {
             path: Some(file.path.clone()),
             unit: None,
             quote: None,
             sha256: Some(sha),
         }];
         let count = terms.len();
-        record.subject = Some(Subject::Terms { terms, blob: None });
-        records.push((outcomes.len(), record));
+        let draft = Draft::from(Drafted::Import {
+            subject: Some(Subject::Terms { terms, blob: None }),
+            scope: Scope::default(),
+            evidence,
+        })
+        .noting(Some(note));
+        records.push((outcomes.len(), draft));
         outcomes.push((
             file,
             ImportOutcome::Imported {
@@ -448,8 +452,8 @@ pub fn import_context_files(
             },
         ));
     }
-    let (slots, templates): (Vec<usize>, Vec<Record>) = records.into_iter().unzip();
-    for (slot, record) in slots.into_iter().zip(session.append_all(templates)?) {
+    let (slots, drafts): (Vec<usize>, Vec<Draft>) = records.into_iter().unzip();
+    for (slot, record) in slots.into_iter().zip(session.record_quietly(drafts, None)?) {
         if let ImportOutcome::Imported { id, .. } = &mut outcomes[slot].1 {
             *id = record.id.to_string();
         }

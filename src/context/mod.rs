@@ -6,8 +6,8 @@ pub mod atlas;
 pub mod check;
 pub mod checkpointed;
 pub mod corroborate;
-pub mod door;
 pub mod doctor;
+pub mod door;
 pub mod env;
 mod here;
 pub mod hook;
@@ -48,7 +48,7 @@ use crate::ops::forms::FormsError;
 use crate::ops::history::Histories;
 use crate::ops::id::ResolveError;
 use crate::ops::policy::PolicyError;
-use crate::ops::record::{Actor, Basis, Kind, Record};
+use crate::ops::record::{Actor, Basis, Record};
 use crate::ops::scope::ScopeError;
 use crate::ops::settle::Settling;
 use crate::store::{Store, StoreError};
@@ -322,49 +322,6 @@ impl Session {
     fn basis(&self) -> Basis {
         let commit = self.store.repo().head_id().ok().map(|id| id.to_string());
         Basis { commit }
-    }
-
-    /// A record with the common fields filled in; the store fills id and at.
-    pub fn blank(&self, kind: Kind) -> Record {
-        Record {
-            basis: self.basis(),
-            ..Record::new(self.project.clone(), self.call.actor.clone(), kind)
-        }
-    }
-
-    /// The instant a write is dated at: the call's clock, except that an
-    /// agent never dates its own operation by `KAPI_NOW` in the kapi people
-    /// install ([`write_clock`]).
-    fn write_ms(&self) -> Result<u64, ContextError> {
-        Ok(write_clock(
-            self.call.actor.kind,
-            self.now_ms()?,
-            self.call.env.wall_ms(),
-            cfg!(debug_assertions),
-        ))
-    }
-
-    /// Append several records as one commit, in the order given.
-    pub fn append_all(&self, records: Vec<Record>) -> Result<Vec<Record>, ContextError> {
-        let recorded = self
-            .store
-            .append_all(self.write_ms()?, self.call.env.random(), records)?;
-        // A whole-project check appends its usage signals, most often
-        // none: nothing recorded, nothing to register (and no registry to
-        // read a second time).
-        if !recorded.is_empty() {
-            self.register();
-        }
-        Ok(recorded)
-    }
-
-    /// Append `record` (its id and instant are minted under the store lock).
-    pub fn append(&self, record: Record) -> Result<Record, ContextError> {
-        let recorded = self
-            .store
-            .append(self.write_ms()?, self.call.env.random(), record)?;
-        self.register();
-        Ok(recorded)
     }
 
     /// Recording from a checkout (or merging operations into its log, by

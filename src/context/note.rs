@@ -11,9 +11,9 @@ use crate::ops::Status;
 use crate::ops::axes::Space;
 use crate::ops::forms::avoided_forms;
 use crate::ops::id::resolve;
-use crate::ops::{Draft, Drafted};
 use crate::ops::record::{ActorKind, Correction, Evidence, Kind, Record, Scope, Subject};
 use crate::ops::scope::{Point, check_window, parse_point};
+use crate::ops::{Draft, Drafted};
 
 /// What is being recorded.
 #[derive(Debug, Clone)]
@@ -191,7 +191,10 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextErr
             evidence,
         },
     };
-    let mut recorded = session.record_quietly(vec![Draft::from(drafted).noting(req.note.filter(|n| !n.trim().is_empty()))], None)?;
+    let mut recorded = session.record_quietly(
+        vec![Draft::from(drafted).noting(req.note.filter(|n| !n.trim().is_empty()))],
+        None,
+    )?;
     Ok(recorded.pop().expect("one draft, one record"))
 }
 

@@ -17,9 +17,9 @@ use serde::Serialize;
 use super::review::describe;
 use super::{ContextError, Session};
 use crate::ops::id::{OpId, resolve};
-use crate::ops::{Draft, Drafted};
 use crate::ops::record::{Kind, Record};
 use crate::ops::scope::parse_bound;
+use crate::ops::{Draft, Drafted};
 use crate::ops::{Ledger, Status};
 
 #[derive(Debug, Clone, Default)]

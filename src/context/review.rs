@@ -15,10 +15,10 @@ use serde::Serialize;
 use super::{ContextError, Session};
 use crate::ops::group::Groups;
 use crate::ops::id::{OpId, resolve};
-use crate::ops::{Draft, Drafted};
 use crate::ops::record::{ActorKind, Kind, Record, Scope, Subject};
 use crate::ops::scope::check_window;
 use crate::ops::widen::{WidenError, WidenTo, widenable, widened};
+use crate::ops::{Draft, Drafted};
 use crate::ops::{Ledger, State, Status};
 
 /// One round of decisions. Ids are operation ids or unambiguous prefixes.
@@ -750,7 +750,10 @@ fn subject_state<'l>(ledger: &'l Ledger, id: &OpId, verb: &str) -> Result<&'l St
 /// The operation `id` names, which a prefix resolved against this ledger.
 fn held<'l>(ledger: &'l Ledger, id: &OpId) -> Result<&'l Record, ContextError> {
     ledger.get(id.as_str()).ok_or_else(|| {
-        ContextError::Refused(format!("#{} is not an operation this log holds", id.short()))
+        ContextError::Refused(format!(
+            "#{} is not an operation this log holds",
+            id.short()
+        ))
     })
 }
 

@@ -17,8 +17,9 @@ use crate::digest::sha256_hex;
 use crate::git::MergedRange;
 use crate::ops::Ledger;
 use crate::ops::Status;
-use crate::ops::policy::{Sharing, Transition, may_share, person_decides};
-use crate::ops::record::{Actor, ActorKind, Kind, MAX_NAME, Record, Scope, Signal, SignalSource};
+use crate::ops::policy::{Sharing, may_share};
+use crate::ops::record::{Actor, ActorKind, MAX_NAME, Scope, Signal, SignalSource};
+use crate::ops::{Draft, Drafted, OpId};
 
 /// The actor settling records establishments as.
 pub fn settler() -> Actor {
@@ -37,17 +38,16 @@ pub struct Establishment {
 }
 
 /// The establishments the log supports that no binding establish names
-/// yet, as records ready to append.
-pub fn due(session: &Session, ledger: &Ledger) -> Vec<Record> {
+/// yet, as drafts for the settler to record.
+pub fn due(ledger: &Ledger) -> Vec<Draft> {
     crate::ops::settle::due(ledger)
         .into_iter()
         .map(|d| {
-            let mut establish = session.blank(Kind::Establish);
-            establish.actor = settler();
-            establish.target = Some(d.target.to_string().into());
-            establish.because = d.because.iter().map(|b| b.to_string()).collect();
-            establish.address = Some(d.address);
-            establish
+            Draft::from(Drafted::Establish {
+                target: d.target,
+                because: d.because,
+            })
+            .addressed(d.address)
         })
         .collect()
 }
@@ -59,16 +59,9 @@ pub fn settle(session: &Session) -> Result<Vec<Establishment>, ContextError> {
 
 /// [`settle`] over a ledger the caller already folded.
 pub fn settle_in(session: &Session, ledger: Ledger) -> Result<Vec<Establishment>, ContextError> {
-    let due = due(session, &ledger);
-    for r in &due {
-        person_decides(&Transition::new(
-            &r.actor,
-            r.kind,
-            r.target.as_deref().and_then(|t| ledger.get(t)),
-        ))?;
-    }
+    let due = due(&ledger);
+    let recorded = session.record_as(&settler(), due, Some(&ledger))?;
     session.release(ledger);
-    let recorded = session.append_all(due)?;
     Ok(recorded
         .into_iter()
         .map(|r| Establishment {
@@ -297,7 +290,7 @@ pub fn merge_signals_in(
     report.commits = commits.len();
 
     let mut matchers: BTreeMap<Vec<usize>, Matcher> = BTreeMap::new();
-    let mut wanted_signals: Vec<Record> = Vec::new();
+    let mut wanted_signals: Vec<(OpId, String, Signal)> = Vec::new();
     // One group per pull request the range merged (from --pr or the merge
     // or squash commit's subject), and one for the commits that name none:
     // each suggestion gets one signal per group, naming the group's newest
@@ -371,27 +364,28 @@ pub fn merge_signals_in(
                     format!("merge\n{target}\n{commit_id}\n{preferred}\n{avoided}\n").as_bytes()
                 )
             );
-            let mut r = session.blank(Kind::Signal);
-            r.actor = merge_actor(session.actor());
-            r.target = Some(target.clone().into());
-            r.address = Some(address);
-            r.signal = Some(Box::new(Signal {
-                source: SignalSource::Merge,
-                preferred,
-                avoided,
-                commit: Some(commit_id),
-                pr: group.pr.clone(),
-                merger,
-            }));
-            wanted_signals.push(r);
+            let Ok(target) = OpId::parse(target) else {
+                continue;
+            };
+            wanted_signals.push((
+                target,
+                address,
+                Signal {
+                    source: SignalSource::Merge,
+                    preferred,
+                    avoided,
+                    commit: Some(commit_id),
+                    pr: group.pr.clone(),
+                    merger,
+                },
+            ));
         }
     }
     let mut to_record = Vec::new();
-    for r in wanted_signals {
-        let recorded = !ledger.holds_address(r.address.as_deref().unwrap_or_default());
-        let signal = r.signal.as_deref().expect("built with a signal");
+    for (target, address, signal) in wanted_signals {
+        let recorded = !ledger.holds_address(&address);
         report.signals.push(MergeSignal {
-            target: r.target.clone().unwrap_or_default().to_string(),
+            target: target.to_string(),
             commit: signal.commit.clone().unwrap_or_default(),
             pr: signal.pr.clone(),
             preferred: signal.preferred,
@@ -399,15 +393,11 @@ pub fn merge_signals_in(
             recorded,
         });
         if recorded {
-            person_decides(&Transition::new(
-                &r.actor,
-                r.kind,
-                r.target.as_deref().and_then(|t| ledger.get(t)),
-            ))?;
-            to_record.push(r);
+            to_record.push(Draft::from(Drafted::Signal { target, signal }).addressed(address));
         }
     }
-    for r in session.append_all(to_record)? {
+    let merger = merge_actor(session.actor());
+    for r in session.record_as(&merger, to_record, Some(&*ledger))? {
         // A line another writer journaled meanwhile may sort after ours:
         // then fold afresh.
         if ledger.apply(r).is_err() {

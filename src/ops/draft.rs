@@ -35,7 +35,10 @@ pub enum Drafted {
         evidence: Vec<Evidence>,
     },
     /// A person wrote a rule directly.
-    Edit { subject: Subject, scope: Scope },
+    Edit {
+        subject: Subject,
+        scope: Scope,
+    },
     /// A person kept a suggestion, optionally for a window, optionally as
     /// advice only.
     Keep {
@@ -50,15 +53,28 @@ pub enum Drafted {
         target: OpId,
     },
     /// A person applied a rule at a wider scope.
-    Widen { target: OpId, scope: Scope },
+    Widen {
+        target: OpId,
+        scope: Scope,
+    },
     /// A person set aside everything from `before` on.
-    Reset { before: OpId },
+    Reset {
+        before: OpId,
+    },
     /// Evidence a tool counted.
-    Signal { target: OpId, signal: Signal },
+    Signal {
+        target: OpId,
+        signal: Signal,
+    },
     /// Settling established a suggestion on this evidence.
-    Establish { target: OpId, because: Vec<OpId> },
+    Establish {
+        target: OpId,
+        because: Vec<OpId>,
+    },
     /// One run of the checks.
-    Check { run: CheckRun },
+    Check {
+        run: CheckRun,
+    },
 }
 
 /// One operation to record: its kind's fields, why (in the recorder's

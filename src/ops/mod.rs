@@ -17,9 +17,9 @@ pub mod scope;
 pub mod settle;
 pub mod widen;
 
+pub use draft::{Draft, Drafted};
 pub use fold::{Ledger, State, Status, fold};
 pub use id::OpId;
-pub use draft::{Draft, Drafted};
 pub use op::Op;
 pub use record::{Actor, ActorKind, Kind, Record, Subject};
 pub use rules::TermRule;

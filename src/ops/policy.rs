@@ -34,11 +34,13 @@ pub fn person_decides(
     if kind != Kind::Withdraw {
         return permits(actor, kind);
     }
-    let refuse = |what: String, why: String| Err(PolicyError {
-        actor: actor.label(),
-        what,
-        why,
-    });
+    let refuse = |what: String, why: String| {
+        Err(PolicyError {
+            actor: actor.label(),
+            what,
+            why,
+        })
+    };
     match target {
         Some(target) if target.actor.same_party(actor) => Ok(()),
         Some(target) if target.actor.kind == actor.kind && target.actor.name == actor.name => {
@@ -58,7 +60,10 @@ pub fn person_decides(
                 target.short()
             ),
         ),
-        None => refuse("withdraw".into(), "a withdraw names the operation it takes back".into()),
+        None => refuse(
+            "withdraw".into(),
+            "a withdraw names the operation it takes back".into(),
+        ),
     }
 }
 
@@ -379,7 +384,8 @@ mod tests {
     fn refusals_name_the_command_for_a_person() {
         let agent = actor(ActorKind::Agent, "claude-code", "s");
         let target_id = OpId::parse("0n79tw5k9s00000000000000").unwrap();
-        let record = draft_of(Kind::Import, target_id).into_record("p", agent.clone(), Basis::default());
+        let record =
+            draft_of(Kind::Import, target_id).into_record("p", agent.clone(), Basis::default());
         let op = crate::ops::op::Op::of(&record).unwrap();
         let err = person_decides(&agent, &op, None).unwrap_err().to_string();
         assert!(err.contains("kapi store import"), "{err}");
