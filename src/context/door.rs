@@ -259,3 +259,195 @@ impl Session {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The law that guards the door: every record the door admits, the
+    //! fold applies (it is never `ignored`), and every draft the door
+    //! refuses is one the fold would ignore, but for one refusal on
+    //! purpose: the door does not let an author withdraw a suggestion that
+    //! evidence already settled (a rule in force, which a person drops),
+    //! where the fold, reading in order, still sees a suggestion.
+    use proptest::prelude::*;
+
+    use super::admit;
+    use crate::ops::id::{EPOCH_MS, OpId};
+    use crate::ops::record::{
+        Actor, ActorKind, Basis, Correction, Kind, Scope, Signal, SignalSource, Subject,
+    };
+    use crate::ops::{Draft, Drafted, Ledger, Record, Status};
+
+    /// Who acts: a person, an agent in one of two sessions, a tool.
+    fn actor(who: u8) -> Actor {
+        match who % 4 {
+            0 => Actor {
+                kind: ActorKind::Person,
+                name: "ada@example.com".into(),
+                session: None,
+            },
+            1 | 2 => Actor {
+                kind: ActorKind::Agent,
+                name: "claude-code".into(),
+                session: Some(format!("s{}", who % 4).into()),
+            },
+            _ => Actor::tool("check"),
+        }
+    }
+
+    /// One operation: its kind, its actor, the earlier operation it names
+    /// (an index into what came before) and a few bits of content.
+    #[derive(Debug, Clone)]
+    struct Gen {
+        kind: Kind,
+        who: u8,
+        target: usize,
+        term: u8,
+        address: Option<u8>,
+    }
+
+    fn operation() -> impl Strategy<Value = Gen> {
+        (
+            proptest::sample::select(Kind::ALL.to_vec()),
+            any::<u8>(),
+            any::<usize>(),
+            0u8..3,
+            proptest::option::weighted(0.2, 0u8..3),
+        )
+            .prop_map(|(kind, who, target, term, address)| Gen {
+                kind,
+                who,
+                target,
+                term,
+                address,
+            })
+    }
+
+    fn draft(g: &Gen, ids: &[OpId]) -> Option<Draft> {
+        let named = || ids.get(g.target % ids.len().max(1)).copied();
+        let needs_target = !matches!(
+            g.kind,
+            Kind::Observe | Kind::Correct | Kind::Import | Kind::Edit | Kind::Check
+        );
+        let target = match needs_target {
+            true => named()?,
+            // Not used by these kinds.
+            false => OpId::mint(EPOCH_MS, 0, None).ok()?,
+        };
+        let term = || Subject::Term {
+            preferred: format!("Term{}", g.term),
+            avoid: vec![format!("Term {}", g.term)],
+        };
+        let what = match g.kind {
+            Kind::Observe => Drafted::Observe {
+                subject: term(),
+                scope: Scope::default(),
+                evidence: Vec::new(),
+            },
+            Kind::Correct => Drafted::Correct {
+                correction: Correction {
+                    from: format!("Term {}", g.term),
+                    to: format!("Term{}", g.term),
+                },
+                rule: None,
+                scope: Scope::default(),
+                evidence: Vec::new(),
+            },
+            Kind::Import => Drafted::Import {
+                subject: None,
+                scope: Scope::default(),
+                evidence: Vec::new(),
+            },
+            Kind::Edit => Drafted::Edit {
+                subject: term(),
+                scope: Scope::default(),
+            },
+            Kind::Keep => Drafted::Keep {
+                target,
+                window: Scope::default(),
+                advisory: false,
+            },
+            Kind::Drop => Drafted::Drop { target },
+            Kind::Withdraw => Drafted::Withdraw { target },
+            Kind::Widen => Drafted::Widen {
+                target,
+                scope: Scope::default(),
+            },
+            Kind::Reset => Drafted::Reset { before: target },
+            Kind::Signal => Drafted::Signal {
+                target,
+                signal: Signal {
+                    source: SignalSource::Usage,
+                    preferred: 1,
+                    avoided: u64::from(g.term),
+                    commit: None,
+                    pr: None,
+                    merger: None,
+                },
+            },
+            Kind::Establish => Drafted::Establish {
+                target,
+                because: vec![target],
+            },
+            Kind::Check => Drafted::Check {
+                run: Default::default(),
+            },
+        };
+        let draft = Draft::from(what);
+        Some(match g.address {
+            Some(a) => draft.addressed(format!("sha256:{a}")),
+            None => draft,
+        })
+    }
+
+    /// The record of `g` at position `n`, its id minted in order.
+    fn record(n: usize, g: &Gen, ids: &[OpId]) -> Option<Record> {
+        let mut r = draft(g, ids)?.into_record("p", actor(g.who), Basis::default());
+        let id = OpId::mint(EPOCH_MS + 1000 * n as u64, n as u128 + 1, None).ok()?;
+        r.id = id.as_str().into();
+        r.at = id.instant().into();
+        Some(r)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_door_admits_exactly_what_the_fold_applies(
+            log in proptest::collection::vec(operation(), 0..16),
+            last in operation(),
+        ) {
+            let mut records = Vec::new();
+            let mut ids = Vec::new();
+            for (n, g) in log.iter().enumerate() {
+                // The log is any log a remote could push: what the door
+                // would refuse is in it too.
+                if let Some(r) = record(n, g, &ids) {
+                    ids.push(r.op_id());
+                    records.push(r);
+                }
+            }
+            let Some(new) = record(log.len(), &last, &ids) else {
+                return Ok(());
+            };
+            let view = Ledger::new(records.clone()).folded();
+            let admitted = admit(Some(&view), &new);
+            let mut all = records;
+            all.push(new.clone());
+            let folded = Ledger::new(all).folded();
+            let ignored = folded.ignored.iter().find(|i| i.id == new.id.as_str());
+            match (&admitted, ignored) {
+                (Ok(()), Some(i)) => prop_assert!(false, "the door admitted {new:?}, the fold ignored it: {}", i.reason),
+                (Err(e), None) => {
+                    // The one refusal on purpose: a withdraw of what
+                    // evidence settled.
+                    let settled = new.kind == Kind::Withdraw
+                        && new.target.as_deref().and_then(|t| view.state(t)).is_some_and(|s| {
+                            !s.kept && !matches!(s.status, Status::Suggested | Status::Contested)
+                        });
+                    prop_assert!(settled, "the door refused {new:?} ({e}), the fold applied it");
+                }
+                _ => {}
+            }
+        }
+    }
+}
