@@ -30,7 +30,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::axes::Axes;
-use super::fold::{State, Status, TermView, disagree, term_views};
+use super::fold::disagree::{TermView, disagree, meet, term_views};
+use super::fold::state::{State, Status};
 use super::forms::{case_key, writes_avoided, writes_preferred};
 use super::id::OpId;
 use super::op::{Op, Stated};
@@ -266,7 +267,7 @@ pub(super) fn settle(
     for m in &members {
         let state = states[m.at].as_ref().expect("members have states");
         let scope = state.scope.clone();
-        let overlaps = |at: usize| super::fold::meet(records, states, axes, m.at, at);
+        let overlaps = |at: usize| meet(records, states, axes, m.at, at);
         // Evidence counts where the rule holds: on its project's axes (a
         // correction at market: no counts for a rule at market: nordics).
         let project = &records[m.at].project;

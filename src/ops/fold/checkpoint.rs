@@ -28,6 +28,8 @@ pub const FORMAT: u32 = 3;
 /// checkpoint stale.
 const SOURCES: &[&str] = &[
     include_str!("../fold.rs"),
+    include_str!("state.rs"),
+    include_str!("disagree.rs"),
     include_str!("checkpoint.rs"),
     include_str!("../settle.rs"),
     include_str!("../policy.rs"),
