@@ -35,7 +35,7 @@ use super::fold::state::{State, Status};
 use super::forms::{case_key, writes_avoided, writes_preferred};
 use super::id::OpId;
 use super::op::{Op, Stated};
-use super::record::{ActorKind, Record, SignalSource};
+use super::record::{ActorKind, Record, Scope, SignalSource};
 
 /// The most person signals an establishment names.
 pub const MAX_BECAUSE: usize = 16;
@@ -180,7 +180,11 @@ fn mark_drift(
 
 /// Settle the suggestions over the applied records. `evidence` holds the
 /// positions of the signals, establishes and widenings the fold applied,
-/// in order.
+/// in order: indexed by the rule each names ([`Applied`]), they mark drift;
+/// then settling goes in three steps: the groups ([`Groups::of`]: which
+/// suggestions settle, and what each is compared with), the evidence for
+/// and against each member ([`Groups::evidence`]), and its verdict
+/// ([`verdict`], written by [`record_verdict`]).
 pub(super) fn settle(
     records: &[Record],
     keys: &[u128],
@@ -189,100 +193,250 @@ pub(super) fn settle(
     kept_at: &mut [Option<usize>],
     axes: &Axes,
 ) -> Vec<Settled> {
-    let status = |states: &[Option<Box<State>>], at: usize| states[at].as_ref().map(|s| s.status);
-    let members: Vec<Member<'_>> = (0..states.len())
-        .filter(|&at| {
-            states[at]
-                .as_ref()
-                .is_some_and(|s| s.status == Status::Suggested && !s.kept)
-        })
-        .filter_map(|at| member(records, at))
-        .collect();
-    let position = |id: &OpId| keys.binary_search(&id.key()).ok();
-
-    // Signals and establishes by the position they name; each rule's
-    // latest widening.
-    let mut signals: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    let mut establishes: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    let mut widened: BTreeMap<usize, usize> = BTreeMap::new();
-    for &at in evidence {
-        match Op::of(&records[at]) {
-            Ok(Op::Widen { target, .. }) => {
-                if let Some(t) = position(&target) {
-                    widened.insert(t, at);
-                }
-            }
-            Ok(Op::Signal { target, .. }) => {
-                if let Some(t) = position(&target) {
-                    signals.entry(t).or_default().push(at);
-                }
-            }
-            Ok(Op::Establish { target, .. }) => {
-                if let Some(t) = position(&target) {
-                    establishes.entry(t).or_default().push(at);
-                }
-            }
-            _ => {}
-        }
-    }
-    mark_drift(records, &signals, &widened, states, kept_at);
-    if members.is_empty() {
+    let applied = Applied::index(records, keys, evidence);
+    mark_drift(records, &applied.signals, &applied.widened, states, kept_at);
+    let Some(groups) = Groups::of(records, keys, states) else {
         return Vec::new();
+    };
+    let mut changed = Vec::new();
+    for m in &groups.members {
+        let found = groups.evidence(m, records, states, axes, &applied.signals);
+        let outcome = verdict(&found, &records[m.at], || {
+            groups.rival(m, |at| meet(records, states, axes, m.at, at))
+        });
+        changed.extend(record_verdict(
+            m,
+            found,
+            outcome,
+            &applied.establishes,
+            records,
+            states,
+            kept_at,
+        ));
     }
-    // Corrections that still answer, by a person or an agent recording what
-    // a person changed.
-    let corrections: Vec<usize> = (0..states.len())
-        .filter(|&at| {
-            let r = &records[at];
-            r.kind == super::record::Kind::Correct
-                && matches!(r.actor.kind, ActorKind::Person | ActorKind::Agent)
-                && status(states, at).is_some_and(Status::answers)
-        })
-        .collect();
-    // Rules a person dropped or an author withdrew, with where that happened.
-    let set_aside: Vec<(Member<'_>, usize, Status)> = (0..states.len())
-        .filter_map(|at| {
-            let s = states[at].as_ref()?;
-            if !matches!(s.status, Status::Dropped | Status::Withdrawn) {
-                return None;
+    changed
+}
+
+/// The evidence the fold applied, by the position of the rule it names.
+struct Applied {
+    /// Signals naming each rule, in log order.
+    signals: BTreeMap<usize, Vec<usize>>,
+    /// Establishes naming each rule, in log order.
+    establishes: BTreeMap<usize, Vec<usize>>,
+    /// Each rule's latest widening.
+    widened: BTreeMap<usize, usize>,
+}
+
+impl Applied {
+    /// Index the signals, establishes and widenings at `evidence` by the
+    /// rule each names (one the log does not hold is passed over).
+    fn index(records: &[Record], keys: &[u128], evidence: &[usize]) -> Applied {
+        let position = |id: &OpId| keys.binary_search(&id.key()).ok();
+        let mut applied = Applied {
+            signals: BTreeMap::new(),
+            establishes: BTreeMap::new(),
+            widened: BTreeMap::new(),
+        };
+        for &at in evidence {
+            match Op::of(&records[at]) {
+                Ok(Op::Widen { target, .. }) => {
+                    if let Some(t) = position(&target) {
+                        applied.widened.insert(t, at);
+                    }
+                }
+                Ok(Op::Signal { target, .. }) => {
+                    if let Some(t) = position(&target) {
+                        applied.signals.entry(t).or_default().push(at);
+                    }
+                }
+                Ok(Op::Establish { target, .. }) => {
+                    if let Some(t) = position(&target) {
+                        applied.establishes.entry(t).or_default().push(at);
+                    }
+                }
+                _ => {}
             }
-            let by = position(s.decided_by.as_ref()?)?;
-            Some((member(records, at)?, by, s.status))
-        })
-        .collect();
-    let rules = term_views(records, states);
-    let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (i, rule) in rules.iter().enumerate() {
-        for key in rule
-            .avoid
-            .iter()
-            .map(|a| case_key(a))
-            .chain([case_key(rule.preferred)])
-        {
-            by_form.entry(key).or_default().push(i);
         }
+        applied
+    }
+}
+
+/// The first step: the suggestions to settle, and what each is compared
+/// with.
+struct Groups<'r> {
+    /// Suggestions no person kept that state a term rule.
+    members: Vec<Member<'r>>,
+    /// Corrections that still answer, by a person or an agent recording
+    /// what a person changed.
+    corrections: Vec<usize>,
+    /// Rules a person dropped or an author withdrew, with where that
+    /// happened: the members of a group that were set aside.
+    set_aside: Vec<(Member<'r>, usize, Status)>,
+    /// The rules that answer ([`term_views`], in log order), and each
+    /// form's rules (by case key): the rivals a member may disagree with.
+    rules: Vec<TermView<'r>>,
+    by_form: BTreeMap<String, Vec<usize>>,
+}
+
+impl<'r> Groups<'r> {
+    /// Gather the members and what they are compared with; `None` when no
+    /// suggestion is left to settle.
+    fn of(records: &'r [Record], keys: &[u128], states: &[Option<Box<State>>]) -> Option<Self> {
+        let status = |at: usize| states[at].as_ref().map(|s| s.status);
+        let position = |id: &OpId| keys.binary_search(&id.key()).ok();
+        let members: Vec<Member<'_>> = (0..states.len())
+            .filter(|&at| {
+                states[at]
+                    .as_ref()
+                    .is_some_and(|s| s.status == Status::Suggested && !s.kept)
+            })
+            .filter_map(|at| member(records, at))
+            .collect();
+        if members.is_empty() {
+            return None;
+        }
+        let corrections: Vec<usize> = (0..states.len())
+            .filter(|&at| {
+                let r = &records[at];
+                r.kind == super::record::Kind::Correct
+                    && matches!(r.actor.kind, ActorKind::Person | ActorKind::Agent)
+                    && status(at).is_some_and(Status::answers)
+            })
+            .collect();
+        let set_aside: Vec<(Member<'_>, usize, Status)> = (0..states.len())
+            .filter_map(|at| {
+                let s = states[at].as_ref()?;
+                if !matches!(s.status, Status::Dropped | Status::Withdrawn) {
+                    return None;
+                }
+                let by = position(s.decided_by.as_ref()?)?;
+                Some((member(records, at)?, by, s.status))
+            })
+            .collect();
+        let rules = term_views(records, states);
+        let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, rule) in rules.iter().enumerate() {
+            for key in rule
+                .avoid
+                .iter()
+                .map(|a| case_key(a))
+                .chain([case_key(rule.preferred)])
+            {
+                by_form.entry(key).or_default().push(i);
+            }
+        }
+        Some(Groups {
+            members,
+            corrections,
+            set_aside,
+            rules,
+            by_form,
+        })
     }
 
-    let mut changed = Vec::new();
-    for m in &members {
-        let state = states[m.at].as_ref().expect("members have states");
-        let scope = state.scope.clone();
+    /// The second step: the evidence for and against `m`, since a person
+    /// last dropped a rule of its group (a drop sets aside what came
+    /// before it).
+    fn evidence(
+        &self,
+        m: &Member<'_>,
+        records: &[Record],
+        states: &[Option<Box<State>>],
+        axes: &Axes,
+        signals: &BTreeMap<usize, Vec<usize>>,
+    ) -> Evidence {
         let overlaps = |at: usize| meet(records, states, axes, m.at, at);
-        // Evidence counts where the rule holds: on its project's axes (a
-        // correction at market: no counts for a rule at market: nordics).
-        let project = &records[m.at].project;
-        let space = axes.space(project);
-        // A person's drop of the rule sets aside what came before it.
-        let since = set_aside
+        let since = self
+            .set_aside
             .iter()
             .filter(|(o, _, st)| *st == Status::Dropped && o.same_rule(m) && overlaps(o.at))
             .map(|&(_, by, _)| by + 1)
             .max()
             .unwrap_or(0);
-        let mut toward: Vec<usize> = Vec::new();
-        let mut against: Vec<usize> = Vec::new();
-        let mut merged_in: Vec<String> = Vec::new();
-        for &c in corrections.iter().filter(|&&c| c >= since && c != m.at) {
+        let mut found = Evidence {
+            toward: Vec::new(),
+            against: Vec::new(),
+            merged_in: Vec::new(),
+        };
+        let scope = &states[m.at].as_ref().expect("members have states").scope;
+        let corrections = self.corrections.iter().copied();
+        found.corrections(
+            m,
+            records,
+            scope,
+            axes,
+            corrections.filter(|&c| c >= since && c != m.at),
+        );
+        let signals = signals.get(&m.at).into_iter().flatten().copied();
+        found.signals(records, signals.filter(|&s| s >= since));
+        // Its author withdrawing a member of its group.
+        for (o, by, st) in &self.set_aside {
+            if *st == Status::Withdrawn && *by >= since && o.same_rule(m) && overlaps(o.at) {
+                found.against.push(*by);
+            }
+        }
+        found.toward.sort_unstable();
+        found.toward.dedup();
+        found.against.sort_unstable();
+        found.against.dedup();
+        found
+    }
+
+    /// Whether a rule that answers disagrees with `m` where it holds
+    /// (`overlaps`: whether the rule at a position meets `m`).
+    fn rival(&self, m: &Member<'_>, overlaps: impl Fn(usize) -> bool) -> bool {
+        let rules = &self.rules;
+        // `rules` is in log order: find the member's own by position.
+        let Some(mine) = rules
+            .get(rules.partition_point(|r| r.at < m.at))
+            .filter(|r| r.at == m.at)
+        else {
+            return false;
+        };
+        let candidates: BTreeSet<usize> = m
+            .avoid
+            .iter()
+            .map(|a| case_key(a))
+            .chain([case_key(m.preferred)])
+            .filter_map(|k| self.by_form.get(&k))
+            .flatten()
+            .copied()
+            .collect();
+        candidates.into_iter().any(|i| {
+            let other: &TermView<'_> = &rules[i];
+            other.at != m.at && disagree(mine, other) && overlaps(other.at)
+        })
+    }
+}
+
+/// The second step's answer for one member: positions in the log.
+struct Evidence {
+    /// Person signals for it: corrections toward it, merges that wrote it.
+    toward: Vec<usize>,
+    /// Evidence against it: corrections away from it, its group's
+    /// withdrawals, usage moving to an avoided form.
+    against: Vec<usize>,
+    /// The pull requests (or commits) whose merges wrote it.
+    merged_in: Vec<String>,
+}
+
+impl Evidence {
+    /// The corrections at `at` that write toward `m` (person signals, but
+    /// for an agent's account of its own session's change) or away from it,
+    /// where it holds: in its project, at a point its `scope` covers on the
+    /// project's axes (a correction at market: no counts for a rule at
+    /// market: nordics).
+    fn corrections(
+        &mut self,
+        m: &Member<'_>,
+        records: &[Record],
+        scope: &Scope,
+        axes: &Axes,
+        at: impl Iterator<Item = usize>,
+    ) {
+        let project = &records[m.at].project;
+        let space = axes.space(project);
+        for c in at {
             let r = &records[c];
             let Some(correction) = r.correction.as_deref() else {
                 continue;
@@ -296,28 +450,31 @@ pub(super) fn settle(
                 && !writes_avoided(to, m.preferred, m.avoid)
             {
                 if !vouches_for_itself(r, &records[m.at]) {
-                    toward.push(c);
+                    self.toward.push(c);
                 }
             } else if writes_preferred(from, m.preferred, m.avoid)
                 && writes_avoided(to, m.preferred, m.avoid)
                 && !writes_preferred(to, m.preferred, m.avoid)
             {
-                against.push(c);
+                self.against.push(c);
             }
         }
+    }
+
+    /// The signals at `at` (naming the member, in log order): a merge that
+    /// wrote it is a person signal; usage counts that write an avoided form
+    /// more often than the first did are evidence against it.
+    fn signals(&mut self, records: &[Record], at: impl Iterator<Item = usize>) {
         let mut first_usage: Option<u64> = None;
         let mut latest_usage: Option<(usize, u64)> = None;
-        for &s in signals.get(&m.at).into_iter().flatten() {
-            if s < since {
-                continue;
-            }
+        for s in at {
             let Some(signal) = records[s].signal.as_deref() else {
                 continue;
             };
             match signal.source {
                 SignalSource::Merge if signal.preferred > 0 || signal.avoided > 0 => {
-                    toward.push(s);
-                    merged_in.push(match (&signal.pr, &signal.commit) {
+                    self.toward.push(s);
+                    self.merged_in.push(match (&signal.pr, &signal.commit) {
                         (Some(pr), _) => format!("#{}", pr.trim_start_matches('#')),
                         (None, Some(commit)) => commit.chars().take(7).collect(),
                         (None, None) => "a merge".into(),
@@ -333,85 +490,79 @@ pub(super) fn settle(
         if let (Some(first), Some((at, latest))) = (first_usage, latest_usage)
             && latest > first
         {
-            against.push(at);
+            self.against.push(at);
         }
-        for (o, by, st) in &set_aside {
-            if *st == Status::Withdrawn && *by >= since && o.same_rule(m) && overlaps(o.at) {
-                against.push(*by);
-            }
-        }
-        toward.sort_unstable();
-        toward.dedup();
-        against.sort_unstable();
-        against.dedup();
-
-        let has_place = records[m.at].evidence.iter().any(|e| e.path.is_some());
-        let rival = || {
-            // `rules` is in log order: find the member's own by position.
-            let Some(mine) = rules
-                .get(rules.partition_point(|r| r.at < m.at))
-                .filter(|r| r.at == m.at)
-            else {
-                return false;
-            };
-            let candidates: BTreeSet<usize> = m
-                .avoid
-                .iter()
-                .map(|a| case_key(a))
-                .chain([case_key(m.preferred)])
-                .filter_map(|k| by_form.get(&k))
-                .flatten()
-                .copied()
-                .collect();
-            candidates.into_iter().any(|i| {
-                let other: &TermView<'_> = &rules[i];
-                other.at != m.at && disagree(mine, other) && overlaps(other.at)
-            })
-        };
-        let ids = |at: &[usize]| -> Vec<OpId> { at.iter().map(|&a| records[a].op_id()).collect() };
-        let outcome = if toward.is_empty() {
-            None
-        } else if !against.is_empty() {
-            Some(Status::Contested)
-        } else if has_place && !rival() {
-            Some(Status::Established)
-        } else {
-            None
-        };
-        let because = ids(&toward);
-        let binding = outcome
-            .filter(|&s| s == Status::Established)
-            .and_then(|_| {
-                establishes.get(&m.at).into_iter().flatten().find(|&&e| {
-                    records[e]
-                        .because
-                        .iter()
-                        .all(|b| because.iter().any(|t| t.as_str() == b))
-                })
-            })
-            .copied();
-        // An establishment names the oldest of the signals it rests on (an
-        // operation names at most 256 others; one signal suffices).
-        let because: Vec<OpId> = because.into_iter().take(MAX_BECAUSE).collect();
-        let state = states[m.at].as_mut().expect("members have states");
-        state.standing.toward = toward.len();
-        state.standing.against = against.len();
-        state.standing.merged_in = merged_in;
-        let Some(to) = outcome else {
-            continue;
-        };
-        let by = toward.iter().chain(&against).copied().max().unwrap_or(m.at);
-        state.status = to;
-        if to == Status::Contested {
-            state.contested_by = ids(&against);
-        } else {
-            state.because = because;
-            state.decided_by = binding.map(|e| records[e].op_id());
-            kept_at[m.at] = Some(toward.iter().copied().max().unwrap_or(m.at));
-        }
-        changed.push((m.at, binding.unwrap_or(by).max(by), to));
     }
-    changed
+}
+
+/// The third step: what `found` makes of the suggestion `suggested`. No
+/// person signal: nothing. Evidence against as well: contested. Otherwise
+/// established, when it names a file (a suggestion without one has no
+/// place) and no rival rule disagrees with it (`rival`, asked only then:
+/// the disagreement pass contests it instead).
+fn verdict(found: &Evidence, suggested: &Record, rival: impl FnOnce() -> bool) -> Option<Status> {
+    let has_place = suggested.evidence.iter().any(|e| e.path.is_some());
+    if found.toward.is_empty() {
+        None
+    } else if !found.against.is_empty() {
+        Some(Status::Contested)
+    } else if has_place && !rival() {
+        Some(Status::Established)
+    } else {
+        None
+    }
+}
+
+/// Write the verdict on `m` into its state: its standing always; for an
+/// outcome, its status and what decided it (the evidence against a
+/// contested rule; the person signals an established one rests on, and
+/// the `establish` that names them, if the log holds one). Returns the
+/// change, by the operation whose evidence decided it.
+fn record_verdict(
+    m: &Member<'_>,
+    found: Evidence,
+    outcome: Option<Status>,
+    establishes: &BTreeMap<usize, Vec<usize>>,
+    records: &[Record],
+    states: &mut [Option<Box<State>>],
+    kept_at: &mut [Option<usize>],
+) -> Option<Settled> {
+    let Evidence {
+        toward,
+        against,
+        merged_in,
+    } = found;
+    let ids = |at: &[usize]| -> Vec<OpId> { at.iter().map(|&a| records[a].op_id()).collect() };
+    let because = ids(&toward);
+    let binding = outcome
+        .filter(|&s| s == Status::Established)
+        .and_then(|_| {
+            establishes.get(&m.at).into_iter().flatten().find(|&&e| {
+                records[e]
+                    .because
+                    .iter()
+                    .all(|b| because.iter().any(|t| t.as_str() == b))
+            })
+        })
+        .copied();
+    // An establishment names the oldest of the signals it rests on (an
+    // operation names at most 256 others; one signal suffices).
+    let because: Vec<OpId> = because.into_iter().take(MAX_BECAUSE).collect();
+    let state = states[m.at].as_mut().expect("members have states");
+    state.standing.toward = toward.len();
+    state.standing.against = against.len();
+    state.standing.merged_in = merged_in;
+    let to = outcome?;
+    let by = toward.iter().chain(&against).copied().max().unwrap_or(m.at);
+    state.status = to;
+    if to == Status::Contested {
+        state.contested_by = ids(&against);
+    } else {
+        state.because = because;
+        state.decided_by = binding.map(|e| records[e].op_id());
+        kept_at[m.at] = Some(toward.iter().copied().max().unwrap_or(m.at));
+    }
+    Some((m.at, binding.unwrap_or(by).max(by), to))
 }
 
 #[cfg(test)]
