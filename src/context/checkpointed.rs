@@ -73,15 +73,32 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     Ok((answer(session, ledger, &held, want), unreadable))
 }
 
-/// What folds this project's log: the code ([`checkpoint::fingerprint`])
-/// and the typed axes the fold compares scopes on (`[axes]` in kapi.toml
-/// and the gazetteers it names), so a checkpoint folded before either
+/// The sources of how a reader reads the log and what it holds back,
+/// beside the fold's own ([`checkpoint::fingerprint`]): a change to any of
+/// them makes every existing checkpoint stale.
+const READER_SOURCES: &[&str] = &[
+    include_str!("../store/read.rs"),
+    include_str!("../store/segment.rs"),
+    // What is held back as dated ahead, and how a reader folds.
+    include_str!("../store/newest.rs"),
+    include_str!("checkpointed.rs"),
+];
+
+/// What folds this project's log: the code (the fold's,
+/// [`checkpoint::fingerprint`], and the reader's, [`READER_SOURCES`]) and
+/// the typed axes the fold compares scopes on (`[axes]` in kapi.toml and
+/// the gazetteers it names), so a checkpoint folded before any of them
 /// changed is not read. Made once per workspace: a gazetteer can be long.
 fn fingerprint(session: &Session) -> &str {
     session.fold_fingerprint.get_or_init(|| {
         let mut crc = crc32fast::Hasher::new();
         crc.update(format!("{:?}", session.axes()).as_bytes());
-        format!("{} axes {:08x}", checkpoint::fingerprint(), crc.finalize())
+        format!(
+            "{} reader {:08x} axes {:08x}",
+            checkpoint::fingerprint(),
+            checkpoint::checksum(READER_SOURCES),
+            crc.finalize()
+        )
     })
 }
 
