@@ -5,7 +5,7 @@
 //! remote can push anything: what the policy refuses is ignored and
 //! listed), and emits an [`Event`] for every status it changes; a reset
 //! replays the prefix before its point. The end-of-log passes then settle
-//! suggestions by evidence (`ops/settle.rs`), mark disagreements and count
+//! suggestions by evidence (`fold/settle.rs`), mark disagreements and count
 //! standing (`fold/disagree.rs`). What the fold says of each subject
 //! ([`State`], [`Status`], [`Event`]) is in `fold/state.rs`. `fold` is a
 //! pure function of the records it is given, and every reader calls it,
@@ -24,6 +24,7 @@ use super::record::{Kind, Record, Scope, SignalSource};
 
 pub mod checkpoint;
 pub(super) mod disagree;
+mod settle;
 pub mod state;
 
 use disagree::{count_sessions, mark_disagreements};
@@ -645,7 +646,7 @@ impl Folding {
             .enumerate()
             .filter_map(|(at, s)| s.as_ref().map(|s| (at, s.clone(), self.kept_at[at])))
             .collect();
-        let settled = super::settle::settle(
+        let settled = settle::settle(
             &records[..n],
             &self.keys[..n],
             &self.evidence,

@@ -4,7 +4,7 @@
 //! other's preferred form, or when, preferring different forms, they avoid
 //! one form; each is then contested by the other, but for the exceptions
 //! [`mark_disagreements`] names. Standing: how many parties recorded the
-//! same rule ([`count_sessions`]). Settling (`ops/settle.rs`) and the
+//! same rule ([`count_sessions`]). Settling (`fold/settle.rs`) and the
 //! readers' rules (`ops/rules.rs`) tell a disagreement by the same
 //! [`disagree`].
 
