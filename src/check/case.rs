@@ -1,8 +1,8 @@
 //! Case folding that keeps byte lengths, for the checker: a character
 //! whose lower case has another length in UTF-8 is left as it is, so
 //! offsets in folded text are those of the file. The matcher finds forms
-//! in folded text, and a masker's loosened text ([`super::prose::Masker`])
-//! is folded the same way.
+//! in folded text, and a masker's loosened text (`prose.rs`) is folded the
+//! same way.
 
 /// Lower-case each character whose lower case has the same UTF-8 length.
 /// The checker's own case key, beside `ops::forms::case_key` (full Unicode
