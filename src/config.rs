@@ -201,6 +201,12 @@ pub struct ContextConfig {
     /// here, a file is created when missing; by default `AGENTS.md` and
     /// `CLAUDE.md` are refreshed only where they exist; `[]` for none.
     pub rules_files: Option<Vec<String>>,
+    /// What establishes a suggestion besides a person's keep: `"evidence"`
+    /// (the default: a person's correction toward it, or the change
+    /// reaching the default branch) or `"keep-only"` (every rule is kept
+    /// by hand; settling establishes nothing and records no `establish`).
+    #[serde(default)]
+    pub settle: crate::ops::settle::Settling,
 }
 
 impl ContextConfig {

@@ -49,7 +49,9 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     let loaded = store.load_all()?;
     let unreadable = crate::store::segment::unreadable(&loaded.problems);
     let (records, held) = hold_back(loaded.records, now);
-    let ledger = Ledger::new(records).with_axes(session.axes());
+    let ledger = Ledger::new(records)
+        .with_axes(session.axes())
+        .with_settling(session.settling());
     if !pending.is_empty() {
         let ledger = ledger.folded();
         return Ok((answer(session, ledger, &held, want), unreadable));
@@ -79,25 +81,29 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
 const READER_SOURCES: &[&str] = &[
     include_str!("../store/read.rs"),
     include_str!("../store/segment.rs"),
+    // Which records a large import's content lets through, read back.
+    include_str!("../store/content.rs"),
     // What is held back as dated ahead, and how a reader folds.
     include_str!("../store/newest.rs"),
     include_str!("checkpointed.rs"),
 ];
 
 /// What folds this project's log: the code (the fold's,
-/// [`checkpoint::fingerprint`], and the reader's, [`READER_SOURCES`]) and
+/// [`checkpoint::fingerprint`], and the reader's, [`READER_SOURCES`]),
 /// the typed axes the fold compares scopes on (`[axes]` in kapi.toml and
-/// the gazetteers it names), so a checkpoint folded before any of them
-/// changed is not read. Made once per workspace: a gazetteer can be long.
+/// the gazetteers it names) and how it settles suggestions (`[context]
+/// settle`), so a checkpoint folded before any of them changed is not
+/// read. Made once per workspace: a gazetteer can be long.
 fn fingerprint(session: &Session) -> &str {
     session.fold_fingerprint.get_or_init(|| {
         let mut crc = crc32fast::Hasher::new();
         crc.update(format!("{:?}", session.axes()).as_bytes());
         format!(
-            "{} reader {:08x} axes {:08x}",
+            "{} reader {:08x} axes {:08x} settle {}",
             checkpoint::fingerprint(),
             checkpoint::checksum(READER_SOURCES),
-            crc.finalize()
+            crc.finalize(),
+            session.settling().as_str()
         )
     })
 }
@@ -143,7 +149,7 @@ fn from_checkpoint(
         let (held, unreadable) = (found.header.held.clone(), found.header.unreadable);
         if let Some(mut view) = found
             .bytes()
-            .and_then(|b| Ledger::from_checkpoint(&b, session.axes()))
+            .and_then(|b| Ledger::from_checkpoint(&b, session.axes(), session.settling()))
             .filter(Ledger::is_view)
             && (&at == tips || only_check_runs_since(store, &mut view, at, now)?)
         {
@@ -174,7 +180,7 @@ fn from_checkpoint(
     let (mut held, unreadable) = (base.header.held.clone(), base.header.unreadable);
     let Some(mut ledger) = base
         .bytes()
-        .and_then(|b| Ledger::from_checkpoint(&b, session.axes()))
+        .and_then(|b| Ledger::from_checkpoint(&b, session.axes(), session.settling()))
         .filter(|l| !l.is_view())
     else {
         return Ok(None);

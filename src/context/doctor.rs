@@ -8,12 +8,13 @@ use serde::Serialize;
 use super::{ContextError, Session};
 use crate::ops::id::OpId;
 use crate::store::newest::is_ahead;
-use crate::store::{RefLock, segment};
+use crate::store::{RefLock, SetAside};
 
 /// One finding.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// `unreadable`, `ignored`, `ahead`, `claim`, `lock`, `leftover`.
+    /// `unreadable`, `ignored`, `ahead`, `claim`, `lock`, `leftover`, or
+    /// `repeat` (nothing to do: see [`Diagnosis::clean`]).
     pub class: &'static str,
     /// Where: an operation, a segment line, a file.
     pub location: String,
@@ -25,18 +26,28 @@ pub struct Finding {
 pub struct Diagnosis {
     pub operations: usize,
     pub unreadable: usize,
+    /// Operations the fold ignored, repeats of a content address aside.
     pub ignored: usize,
+    /// Younger operations repeating an older one's content address: what
+    /// two machines that recorded one thing each (a merge signal, the
+    /// establishment resting on it) leave once they sync. The older stands;
+    /// nothing to do.
+    pub repeats: usize,
     pub findings: Vec<Finding>,
     /// Files `--repair` removed.
     pub repaired: Vec<PathBuf>,
 }
 
 impl Diagnosis {
-    /// Whether anything needs attention.
+    /// Whether anything needs attention (a repeat of a content address
+    /// does not: it is how one operation recorded on two machines reads).
     pub fn clean(&self) -> bool {
-        self.findings.is_empty()
+        self.findings.iter().all(|f| f.class == REPEAT)
     }
 }
+
+/// The class of a finding that needs nothing done.
+const REPEAT: &str = "repeat";
 
 /// Read both logs whole and look at the store; with `repair`, first remove
 /// kapi's abandoned ref locks and the temporary files killed writers left.
@@ -63,11 +74,11 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
     }
     for (n, line) in rejected.iter().enumerate() {
         let shown: String = String::from_utf8_lossy(line).chars().take(80).collect();
-        let message = match segment::line_id(line) {
-            Some(id) if crate::ops::record::Record::from_untrusted(line).is_ok() => format!(
-                "{id} was set aside from the journal: its segment had no room; its writer reported it not recorded"
-            ),
-            _ => format!("a line a crash tore, set aside from the journal: {shown}"),
+        let message = match store.why_set_aside(line) {
+            SetAside::Torn => format!("a line a crash tore, set aside from the journal: {shown}"),
+            why => {
+                format!("set aside from the journal: {why}; its writer reported it not recorded")
+            }
         };
         add(
             "unreadable",
@@ -141,15 +152,35 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
             "a temporary file a killed writer left; the next write removes it, or run `kapi store doctor --repair`".to_owned(),
         );
     }
-    let ledger = crate::ops::Ledger::new(loaded.records)
-        .with_axes(session.axes())
-        .folded();
-    d.ignored = ledger.ignored.len();
+    // Ids that repeat an older operation's content address (records are
+    // in id order).
+    let mut addresses = std::collections::HashSet::new();
+    let repeats: std::collections::HashSet<String> = loaded
+        .records
+        .iter()
+        .filter(|r| r.address.as_ref().is_some_and(|a| !addresses.insert(a)))
+        .map(|r| r.id.to_string())
+        .collect();
+    drop(addresses);
+    let ledger = session.unfolded(loaded.records).folded();
     for i in &ledger.ignored {
+        let repeat = repeats.contains(&i.id);
+        if repeat {
+            d.repeats += 1;
+        } else {
+            d.ignored += 1;
+        }
         d.findings.push(Finding {
-            class: "ignored",
+            class: if repeat { REPEAT } else { "ignored" },
             location: i.id.clone(),
-            message: i.reason.clone(),
+            message: if repeat {
+                format!(
+                    "{}: recorded on two machines (or twice), the older stands; nothing to do",
+                    i.reason
+                )
+            } else {
+                i.reason.clone()
+            },
         });
     }
     session.release(ledger);

@@ -17,7 +17,7 @@ use crate::formats::{self, ImportedFile, RuleStatus, Vocabulary};
 use crate::git::walk::Walk;
 use crate::ops::Ledger;
 use crate::ops::policy::{Transition, person_decides};
-use crate::ops::record::{Evidence, Kind, Record, Subject, TermEntry};
+use crate::ops::record::{Evidence, Kind, MAX_TERMS, Record, Subject, TermEntry};
 
 /// The largest context file read.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -414,6 +414,16 @@ pub fn import_context_files(
             }
         };
         let terms = entries(&parsed);
+        if terms.len() > MAX_TERMS {
+            // Refused before anything is written: nothing of it is journaled.
+            let message = format!(
+                "{} holds {} term rules, over the {MAX_TERMS} one import may carry (docs/operations.md, \"Limits\"); split it into several term lists",
+                file.path,
+                terms.len()
+            );
+            outcomes.push((file, ImportOutcome::Failed { message }));
+            continue;
+        }
         let mut record = session.record(Kind::Import);
         record.note = Some(format!(
             "imported {} from {}",
@@ -427,7 +437,7 @@ pub fn import_context_files(
             sha256: Some(sha),
         }];
         let count = terms.len();
-        record.subject = Some(Subject::Terms { terms });
+        record.subject = Some(Subject::Terms { terms, blob: None });
         records.push((outcomes.len(), record));
         outcomes.push((
             file,

@@ -49,6 +49,7 @@ use crate::ops::id::ResolveError;
 use crate::ops::policy::PolicyError;
 use crate::ops::record::{Actor, Basis, Kind, Record};
 use crate::ops::scope::ScopeError;
+use crate::ops::settle::Settling;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -129,11 +130,23 @@ impl Workspace {
         Axes::of(&self.project, Arc::clone(&self.space))
     }
 
+    /// How the fold settles this project's suggestions (`[context]
+    /// settle` in kapi.toml).
+    pub fn settling(&self) -> Settling {
+        self.config.context.settle
+    }
+
+    /// A ledger over `records` that folds as this project says: its typed
+    /// axes and how it settles suggestions.
+    pub fn unfolded(&self, records: Vec<Record>) -> Ledger {
+        Ledger::new(records)
+            .with_axes(self.axes())
+            .with_settling(self.settling())
+    }
+
     /// Read and fold the whole log.
     pub fn ledger(&self) -> Result<Ledger, ContextError> {
-        Ok(Ledger::new(self.store.load_all()?.records)
-            .with_axes(self.axes())
-            .folded())
+        Ok(self.unfolded(self.store.load_all()?.records).folded())
     }
 }
 
@@ -299,7 +312,7 @@ impl Session {
         let loaded = self.store.load_all()?;
         let unreadable = crate::store::segment::unreadable(&loaded.problems);
         let (records, held) = checkpointed::hold_back(loaded.records, now);
-        let mut folded = fold(Ledger::new(records).with_axes(self.axes()));
+        let mut folded = fold(self.unfolded(records));
         checkpointed::name_held(ledger(&mut folded), &held);
         Ok((folded, unreadable))
     }

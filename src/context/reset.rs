@@ -105,7 +105,11 @@ pub fn reset(session: &Session, req: &ResetRequest) -> Result<ResetReport, Conte
         let mut records: Vec<Record> = loaded.records().to_vec();
         session.release(loaded);
         records.retain(|r| r.id != appended.id);
-        (crate::ops::fold(records), appended.clone(), Some(appended))
+        (
+            session.unfolded(records).folded(),
+            appended.clone(),
+            Some(appended),
+        )
     };
     let mut report = report_of(ledger, record, point, before)?;
     report.dry_run = req.dry_run;

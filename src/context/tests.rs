@@ -280,8 +280,9 @@ mod checkpoint {
         Damage(bool),
         /// kapi.toml types the market axis (nordics contains no and se),
         /// or leaves it untyped: scopes compare otherwise, so the fold
-        /// answers otherwise.
-        Axes(bool),
+        /// answers otherwise; and settles by evidence or by keeps only
+        /// (`[context] settle`): a merge signal establishes or does not.
+        Config(bool, bool),
     }
 
     #[derive(Debug, Clone)]
@@ -292,6 +293,9 @@ mod checkpoint {
         Drop(usize),
         Withdraw(usize),
         Usage(usize, u8),
+        /// A merge signal for a suggestion: a person signal, unless the
+        /// project keeps every rule by hand.
+        Merge(usize),
         /// A check run, with a content address (0: none) that may repeat,
         /// as a hook's runs carry one.
         Check(u8),
@@ -305,6 +309,7 @@ mod checkpoint {
             1 => (0usize..64).prop_map(Gen::Drop),
             1 => (0usize..64).prop_map(Gen::Withdraw),
             2 => (0usize..64, 0u8..4).prop_map(|(t, n)| Gen::Usage(t, n)),
+            1 => (0usize..64).prop_map(Gen::Merge),
             2 => (0u8..4).prop_map(Gen::Check),
         ]
     }
@@ -317,14 +322,20 @@ mod checkpoint {
             1 => (0usize..64).prop_map(Step::Reset),
             1 => Just(Step::Rewind),
             1 => any::<bool>().prop_map(Step::Damage),
-            1 => any::<bool>().prop_map(Step::Axes),
+            1 => (any::<bool>(), any::<bool>()).prop_map(|(t, k)| Step::Config(t, k)),
         ]
     }
 
-    /// kapi.toml with the market axis typed or not.
-    fn config(typed: bool) -> String {
+    /// kapi.toml with the market axis typed or not, settling by evidence
+    /// or by keeps only.
+    fn config(typed: bool, keep_only: bool) -> String {
         let axes = "[axes.market]\nkind = \"enum\"\ncontains = { nordics = [\"no\", \"se\"] }\n";
-        format!("project = \"p\"\n{}", if typed { axes } else { "" })
+        let settle = "[context]\nsettle = \"keep-only\"\n";
+        format!(
+            "project = \"p\"\n{}{}",
+            if typed { axes } else { "" },
+            if keep_only { settle } else { "" }
+        )
     }
 
     fn record(g: &Gen, ms: u64, n: u64, log: &[Record]) -> Record {
@@ -342,7 +353,7 @@ mod checkpoint {
             ),
             Gen::Term(_, false) | Gen::Note => (Kind::Observe, ActorKind::Agent),
             Gen::Withdraw(_) => (Kind::Withdraw, ActorKind::Agent),
-            Gen::Usage(..) => (Kind::Signal, ActorKind::Tool),
+            Gen::Usage(..) | Gen::Merge(_) => (Kind::Signal, ActorKind::Tool),
             Gen::Check(_) => (Kind::Check, ActorKind::Tool),
         };
         let actor = Actor {
@@ -372,6 +383,11 @@ mod checkpoint {
                     preferred: forms[*a as usize].into(),
                     avoid: vec![forms[*a as usize + 1].into()],
                 });
+                // Seen in a file: settling may establish it.
+                r.evidence = vec![crate::ops::record::Evidence {
+                    path: Some("docs/a.md".into()),
+                    ..Default::default()
+                }];
                 // Rules at points that meet only when the axis is typed.
                 if let Some(market) = ["nordics", "no", "se"].get((n % 4) as usize) {
                     r.scope.point.insert("market".into(), (*market).into());
@@ -383,6 +399,17 @@ mod checkpoint {
                 })
             }
             Gen::Keep(t) | Gen::Drop(t) | Gen::Withdraw(t) => r.target = pick(*t),
+            Gen::Merge(t) => {
+                r.target = pick(*t);
+                r.signal = Some(Box::new(Signal {
+                    source: SignalSource::Merge,
+                    preferred: 1,
+                    avoided: 0,
+                    commit: Some(format!("{n:040x}")),
+                    pr: None,
+                    merger: None,
+                }));
+            }
             Gen::Usage(t, k) => {
                 r.target = pick(*t);
                 r.signal = Some(Box::new(Signal {
@@ -427,15 +454,15 @@ mod checkpoint {
     }
 
     fn fresh(session: &Session) -> Ledger {
-        Ledger::new(session.store.load_all().unwrap().records)
-            .with_axes(session.axes())
+        session
+            .unfolded(session.store.load_all().unwrap().records)
             .folded()
     }
 
     /// Read the log after each step, both ways, against a fresh fold.
     fn reads_match_a_fresh_fold(steps: &[Step]) -> Result<(), TestCaseError> {
         let repo = Repo::new();
-        repo.write("kapi.toml", &config(true));
+        repo.write("kapi.toml", &config(true, false));
         let open = || Session::open(Arc::new(FixedEnv::new(NOW, 5)), repo.path()).unwrap();
         let mut session = open();
         let start = NOW - 3_600_000;
@@ -506,8 +533,8 @@ mod checkpoint {
                         std::fs::write(&file, bytes).unwrap();
                     }
                 }
-                Step::Axes(typed) => {
-                    repo.write("kapi.toml", &config(*typed));
+                Step::Config(typed, keep_only) => {
+                    repo.write("kapi.toml", &config(*typed, *keep_only));
                     session = open();
                 }
             }

@@ -24,10 +24,11 @@ use super::record::{Kind, Record, Scope, SignalSource};
 
 pub mod checkpoint;
 pub(super) mod disagree;
-mod settle;
+pub(super) mod settle;
 pub mod state;
 
 use disagree::{count_sessions, mark_disagreements};
+use settle::Settling;
 pub use state::{Event, Ignored, Standing, State, Status};
 
 /// The folded log: the records in id order and the reducer's state over
@@ -92,6 +93,11 @@ struct Folding {
     /// scopes on them (given again when a checkpoint is read).
     #[serde(skip)]
     axes: Axes,
+    /// What establishes a suggestion besides a keep (`[context] settle`).
+    /// Kept in the checkpoint, whose fingerprint covers it, and given
+    /// again when one is read.
+    #[serde(default)]
+    settling: Settling,
 }
 
 /// A subject's state and where it was last kept, before the end-of-log
@@ -248,6 +254,7 @@ impl Ledger {
                 replaying: false,
                 undo: None,
                 axes: Axes::default(),
+                settling: Settling::default(),
             },
             records,
             ignored,
@@ -266,6 +273,19 @@ impl Ledger {
     /// The typed axes the fold compares scopes on.
     pub fn axes(&self) -> &Axes {
         &self.fold.axes
+    }
+
+    /// Settle suggestions as the project says (`[context] settle`; before
+    /// anything is applied, as [`Ledger::with_axes`]).
+    pub fn with_settling(mut self, settling: Settling) -> Ledger {
+        debug_assert_eq!(self.fold.applied, 0, "settling is set before the fold");
+        self.fold.settling = settling;
+        self
+    }
+
+    /// How the fold settles suggestions.
+    pub fn settling(&self) -> Settling {
+        self.fold.settling
     }
 
     /// Whether `record`'s `scope` covers `point` on its project's axes.
@@ -653,6 +673,7 @@ impl Folding {
             &mut self.states[..n],
             &mut self.kept_at[..n],
             &self.axes,
+            self.settling,
         );
         for (at, by, to) in settled {
             self.emit(records, at, by, to);

@@ -29,7 +29,7 @@ pub enum Stated<'r> {
 fn stated_by(subject: &Subject) -> Stated<'_> {
     match subject {
         Subject::Term { preferred, avoid } => Stated::Term { preferred, avoid },
-        Subject::Terms { terms } => Stated::Terms(terms),
+        Subject::Terms { terms, .. } => Stated::Terms(terms),
         Subject::Note { .. } | Subject::Pair { .. } => Stated::Nothing,
     }
 }

@@ -34,7 +34,10 @@ pub const MAX_STAMP: usize = 64;
 /// Files one check run lists.
 const MAX_CHECK_FILES: usize = 100_000;
 /// The most term rules one imported file carries.
-const MAX_TERMS: usize = 20_000;
+pub const MAX_TERMS: usize = 20_000;
+/// The largest content blob a record names (`subject.blob`): the parsed
+/// rules of an import too large to carry inline.
+pub const MAX_CONTENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One recorded change to a project's context. Its short texts (ids, the
 /// instant, project, actor, session) are [`CompactString`]s, held inline
@@ -243,8 +246,61 @@ pub enum Subject {
     Note { text: String },
     /// A content-memory pair: a source segment and the target wording kept for it.
     Pair { source: String, target: String },
-    /// The term rules one context file held (an `import`).
-    Terms { terms: Vec<TermEntry> },
+    /// The term rules one context file held (an `import`): inline, or,
+    /// when they are large, in a git blob the record names (`blob`; the
+    /// store reads it back into `terms`, and the canonical bytes then
+    /// leave `terms` out).
+    Terms {
+        #[serde(default)]
+        terms: Vec<TermEntry>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blob: Option<ContentBlob>,
+    },
+}
+
+/// Large parsed content kept beside the record, in a git blob: the
+/// canonical JSON of the field it stands for (`subject.terms`). A reader
+/// fetches it, checks its size and SHA-256 before it parses it, and names
+/// a blob that is missing or does not match; the log's commits keep it
+/// reachable, so a push or a fetch of the log carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContentBlob {
+    /// The git object id of the blob (hex).
+    pub id: String,
+    /// The SHA-256 of its bytes (hex).
+    pub sha256: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+impl ContentBlob {
+    /// Whether its fields are well formed: a hex object id (SHA-1 or
+    /// SHA-256 repositories), a hex SHA-256, a size within the limit.
+    fn check(&self) -> Result<(), RecordError> {
+        let hex = |s: &str| {
+            s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        };
+        if !(matches!(self.id.len(), 40 | 64) && hex(&self.id)) {
+            return Err(RecordError::Invalid(
+                "a content blob's id is 40 or 64 lower-case hex digits".into(),
+            ));
+        }
+        if !(self.sha256.len() == 64 && hex(&self.sha256)) {
+            return Err(RecordError::Invalid(
+                "a content blob's sha256 is 64 lower-case hex digits".into(),
+            ));
+        }
+        if self.bytes > MAX_CONTENT_BYTES {
+            return Err(RecordError::TooLong {
+                what: "a content blob",
+                bytes: self.bytes as usize,
+                limit: MAX_CONTENT_BYTES as usize,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// One term rule of an imported file.
@@ -326,7 +382,7 @@ impl Subject {
             }
             Subject::Note { text } => text.clone(),
             Subject::Pair { source, target } => format!("\"{source}\" → \"{target}\""),
-            Subject::Terms { terms } => format!(
+            Subject::Terms { terms, .. } => format!(
                 "{} term rule{}",
                 terms.len(),
                 if terms.len() == 1 { "" } else { "s" }
@@ -529,10 +585,41 @@ impl Record {
     }
 
     /// The canonical bytes: compact JSON, keys sorted, UTF-8, no newline.
+    /// Content kept in a blob (`subject.blob`) is named, not repeated: its
+    /// `terms` are left out, whether or not they were read back.
     pub fn to_canonical_json(&self) -> String {
         // serde_json's Value keeps object keys in a BTreeMap: sorted.
-        let value = serde_json::to_value(self).expect("a record always serializes");
+        let mut value = serde_json::to_value(self).expect("a record always serializes");
+        if let Some(Subject::Terms { blob: Some(_), .. }) = &self.subject
+            && let Some(subject) = value.get_mut("subject").and_then(|s| s.as_object_mut())
+        {
+            subject.remove("terms");
+        }
         serde_json::to_string(&value).expect("a value always serializes")
+    }
+
+    /// The canonical line, when it is within the limit of one record: what
+    /// a writer checks before anything reaches the journal (a reader
+    /// refuses a longer line, so it must never be written).
+    pub fn to_checked_line(&self) -> Result<String, RecordError> {
+        let line = self.to_canonical_json();
+        if line.len() > MAX_RECORD_BYTES {
+            return Err(RecordError::Oversized { bytes: line.len() });
+        }
+        Ok(line)
+    }
+
+    /// The content blob the record names, if any.
+    pub fn content_blob(&self) -> Option<&ContentBlob> {
+        match &self.subject {
+            Some(Subject::Terms { blob, .. }) => blob.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether the record names a content blob it has not read back yet.
+    pub fn content_unread(&self) -> bool {
+        matches!(&self.subject, Some(Subject::Terms { terms, blob: Some(_) }) if terms.is_empty())
     }
 
     /// Parse and check one untrusted record.
@@ -553,6 +640,17 @@ impl Record {
                 });
             }
         };
+        // As stored, content in a blob is named, never repeated inline.
+        if let Some(Subject::Terms {
+            terms,
+            blob: Some(_),
+        }) = &record.subject
+            && !terms.is_empty()
+        {
+            return Err(RecordError::Invalid(
+                "an import carries its rules inline or in a content blob, not both".into(),
+            ));
+        }
         record.validate()?;
         Ok(record)
     }
@@ -619,9 +717,12 @@ impl Record {
                 return invalid("an avoided form is empty or the same as the form to use".into());
             }
         }
-        if let Some(Subject::Terms { terms }) = &self.subject {
+        if let Some(Subject::Terms { terms, .. }) = &self.subject {
             if terms.len() > MAX_TERMS {
-                return invalid(format!("an import carries at most {MAX_TERMS} term rules"));
+                return invalid(format!(
+                    "an import carries at most {MAX_TERMS} term rules; this one carries {}",
+                    terms.len()
+                ));
             }
             let bad = terms.iter().any(|t| {
                 (t.avoid.is_empty()
@@ -671,7 +772,10 @@ impl Record {
                 within("the pair's source", source, MAX_TEXT)?;
                 within("the pair's target", target, MAX_TEXT)?;
             }
-            Some(Subject::Terms { terms }) => {
+            Some(Subject::Terms { terms, blob }) => {
+                if let Some(blob) = blob {
+                    blob.check()?;
+                }
                 for t in terms {
                     within_opt("an imported form to use", &t.preferred, MAX_FORM)?;
                     for a in &t.avoid {
@@ -728,5 +832,109 @@ impl Record {
     /// Whether the record states something a status belongs to.
     pub fn has_subject(&self) -> bool {
         self.subject.is_some() || self.kind == Kind::Correct
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn import(terms: Vec<TermEntry>, blob: Option<ContentBlob>) -> Record {
+        let id = OpId::mint(super::super::id::EPOCH_MS + 1000, 7, None).unwrap();
+        Record {
+            id: id.to_string().into(),
+            at: id.instant().into(),
+            subject: Some(Subject::Terms { terms, blob }),
+            ..Record::new(
+                "p",
+                Actor {
+                    kind: ActorKind::Person,
+                    name: "ada".into(),
+                    session: None,
+                },
+                Kind::Import,
+            )
+        }
+    }
+
+    fn rule() -> TermEntry {
+        TermEntry {
+            preferred: Some("GitHub".into()),
+            avoid: vec!["Github".into()],
+            pattern: None,
+            level: None,
+            paths: Vec::new(),
+            advisory: false,
+            suggested: false,
+            exact: false,
+            bounds: Bounds::Words,
+        }
+    }
+
+    fn blob() -> ContentBlob {
+        ContentBlob {
+            id: "41cce8a4f12766f4ee4647b7d104a3a8131e8e69".into(),
+            sha256: "17ddc13dbcaf577976491523937169e486f1bc494e91e3de33705d1a4efade3a".into(),
+            bytes: 37,
+        }
+    }
+
+    #[test]
+    fn content_in_a_blob_is_named_not_repeated_and_never_read_inline_too() {
+        // Read back, the rules are in memory; the canonical bytes name the
+        // blob and leave them out, and parse back to the stored form.
+        let read_back = import(vec![rule()], Some(blob()));
+        let line = read_back.to_canonical_json();
+        assert!(!line.contains("\"terms\":"), "{line}");
+        assert!(
+            line.contains("\"subject\":{\"blob\":{\"bytes\":37,\"id\":\"41cc"),
+            "{line}"
+        );
+        let stored = Record::from_untrusted(line.as_bytes()).unwrap();
+        assert!(stored.content_unread());
+        assert_eq!(stored.to_canonical_json(), line);
+        // Inline rules are unchanged, `"terms":[]` included.
+        let inline = import(Vec::new(), None).to_canonical_json();
+        assert!(inline.contains("\"subject\":{\"terms\":[],\"type\":\"terms\"}"));
+        // Both on one stored line is refused.
+        let mut both: serde_json::Value = serde_json::from_str(&line).unwrap();
+        both["subject"]["terms"] = serde_json::to_value(vec![rule()]).unwrap();
+        let both = serde_json::to_string(&both).unwrap();
+        assert!(matches!(
+            Record::from_untrusted(both.as_bytes()),
+            Err(RecordError::Invalid(_))
+        ));
+        // A blob's fields are checked: its id, its digest, its size.
+        for bad in [
+            ContentBlob {
+                id: "nope".into(),
+                ..blob()
+            },
+            ContentBlob {
+                sha256: "ABC".into(),
+                ..blob()
+            },
+            ContentBlob {
+                bytes: MAX_CONTENT_BYTES + 1,
+                ..blob()
+            },
+        ] {
+            assert!(import(Vec::new(), Some(bad)).validate().is_err());
+        }
+    }
+
+    #[test]
+    fn a_record_over_the_limit_is_refused_where_it_is_built() {
+        let mut big = import(Vec::new(), None);
+        big.note = Some("x".repeat(MAX_TEXT));
+        assert!(big.to_checked_line().is_ok());
+        big.subject = Some(Subject::Terms {
+            terms: vec![rule(); 30_000],
+            blob: None,
+        });
+        assert!(matches!(
+            big.to_checked_line(),
+            Err(RecordError::Oversized { .. })
+        ));
     }
 }

@@ -74,7 +74,7 @@ impl Ledger {
                     paths: Vec::new(),
                     scope: state.scope.clone(),
                 }),
-                Some(Subject::Terms { terms }) => {
+                Some(Subject::Terms { terms, .. }) => {
                     for (n, t) in terms.iter().enumerate() {
                         out.push(TermRule {
                             id: format!("{}:{}", record.id, n + 1),

@@ -5,15 +5,17 @@
 //! it has found them on the ref; a writer that gives up waiting has its
 //! lines synced to disk in the journal and says so.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use gix::ObjectId;
 
+use super::content::{self, ContentError};
 use super::newest::{self, AHEAD_BOUND_MS};
 use super::reflock::Moved;
 use super::{LogRef, Store, StoreError, fault, journal, lock, segment, sweep, tree};
 use crate::ops::id::OpId;
-use crate::ops::record::Record;
+use crate::ops::record::{MAX_RECORD_BYTES, Record, RecordError};
 
 /// What a commit of the journal did for the caller's lines.
 pub(super) enum Committed {
@@ -116,9 +118,10 @@ impl Store {
             roots[slot] = root;
         }
         let mut records = Vec::with_capacity(templates.len());
-        for (n, template) in templates.into_iter().enumerate() {
+        for (n, mut template) in templates.into_iter().enumerate() {
             let root = roots[usize::from(LogRef::for_record(&template) == LogRef::Local)];
             let mut tries = 0;
+            let mut externalized = false;
             let record = loop {
                 let tail = random.rotate_left(17 * n as u32 + 29 * tries)
                     ^ (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -131,12 +134,21 @@ impl Store {
                         clock,
                     });
                 }
-                let record = Record {
+                let mut record = Record {
                     id: id.to_string().into(),
                     at: crate::ops::id::rfc3339_ms(id.unix_ms()).into(),
                     ..template.clone()
                 };
                 record.validate()?;
+                // Large content goes to a blob the record names, once; then
+                // the record itself must be within the limit a reader
+                // takes, or nothing is journaled.
+                if !externalized {
+                    content::externalize(self.repo.gix(), &mut record)?;
+                    template.subject = record.subject.clone();
+                    externalized = true;
+                }
+                record.to_checked_line()?;
                 // Past the first tails, a full segment is read to see what
                 // room leaving its junk behind would make (a remote can
                 // fill every segment near the limit).
@@ -242,10 +254,53 @@ impl Store {
         if missing.is_empty() {
             return Ok(records);
         }
+        // Say why, from the lines set aside.
+        let mut reasons: Vec<String> = Vec::new();
+        for line in self.rejected_journal_lines() {
+            if segment::line_id(&line).is_some_and(|id| missing.iter().any(|m| m == id)) {
+                let reason = self.why_set_aside(&line).to_string();
+                if !reasons.contains(&reason) {
+                    reasons.push(reason);
+                }
+            }
+        }
+        if reasons.is_empty() {
+            reasons.push("torn by a crash or without room in its segment".to_owned());
+        }
         Err(StoreError::NotRecorded {
             ids: missing,
-            reason: "set aside in .git/kapi/journal.rejected, torn by a crash or without room in its segment".to_owned(),
+            reason: format!(
+                "set aside in .git/kapi/journal.rejected: {}",
+                reasons.join("; ")
+            ),
         })
+    }
+
+    /// Why a line was set aside from the journal (`kapi store doctor` and
+    /// a writer's "not recorded" say it).
+    pub fn why_set_aside(&self, line: &[u8]) -> SetAside {
+        let whole = line.first() == Some(&b'{') && line.last() == Some(&b'}');
+        let id = segment::line_id(line).filter(|_| whole).map(str::to_owned);
+        match (Record::from_untrusted(line), id) {
+            (Ok(record), _) => match record.content_blob() {
+                Some(c) => match content::present(self.repo.gix(), c) {
+                    Err(error) => SetAside::Content {
+                        id: record.id.to_string(),
+                        blob: c.id.clone(),
+                        error,
+                    },
+                    Ok(_) => SetAside::NoRoom {
+                        id: record.id.to_string(),
+                    },
+                },
+                None => SetAside::NoRoom {
+                    id: record.id.to_string(),
+                },
+            },
+            (Err(RecordError::Oversized { bytes }), Some(id)) => SetAside::Oversized { id, bytes },
+            (Err(error), Some(id)) => SetAside::Invalid { id, error },
+            (Err(_), None) => SetAside::Torn,
+        }
     }
 
     /// Move every line the journal holds onto the refs, in one commit per
@@ -276,15 +331,30 @@ impl Store {
         let mut unlanded: Vec<Vec<u8>> = Vec::new();
         let mut advanced = Vec::new();
         for which in [LogRef::Shared, LogRef::Local] {
-            let lines: Vec<String> = records
-                .iter()
-                .filter(|r| LogRef::for_record(r) == which)
-                .map(Record::to_canonical_json)
-                .collect();
+            // The content blobs the lines name travel with them; a line
+            // whose blob is gone (lost in a crash) cannot land.
+            let (mut lines, mut blobs) = (Vec::new(), BTreeSet::new());
+            for r in records.iter().filter(|r| LogRef::for_record(r) == which) {
+                let line = r.to_canonical_json();
+                match r
+                    .content_blob()
+                    .map(|c| content::present(self.repo.gix(), c))
+                {
+                    Some(Err(_)) => {
+                        unlanded.push(line.into_bytes());
+                        continue;
+                    }
+                    Some(Ok(blob)) => {
+                        blobs.insert(blob);
+                    }
+                    None => {}
+                }
+                lines.push(line);
+            }
             if lines.is_empty() {
                 continue;
             }
-            let (moved, refused) = self.commit_lines(which, &lines)?;
+            let (moved, refused) = self.commit_lines(which, &lines, &blobs)?;
             unlanded.extend(refused);
             advanced.extend(moved.map(|m| (which, m)));
         }
@@ -308,15 +378,19 @@ impl Store {
         Ok(outcome)
     }
 
-    /// Commit canonical lines onto one ref; returns how the ref moved (if
-    /// any line landed) and the lines no segment had room for.
+    /// Commit canonical lines onto one ref, with the content blobs they
+    /// name (under a content commit, the second parent); returns how the
+    /// ref moved (if any line landed) and the lines no segment had room
+    /// for.
     fn commit_lines(
         &self,
         which: LogRef,
         lines: &[String],
+        blobs: &BTreeSet<gix::ObjectId>,
     ) -> Result<(Option<RefMove>, Vec<Vec<u8>>), StoreError> {
         let bytes: Vec<&[u8]> = lines.iter().map(String::as_bytes).collect();
         let mut why = String::new();
+        let mut content: Option<ObjectId> = None;
         for _ in 0..ATTEMPTS {
             let state = self.ref_state(which)?;
             let tip = state.as_ref().and_then(|s| s.commit);
@@ -345,7 +419,17 @@ impl Store {
                 format!("kapi: {} operations, last {}\n", landed.len(), last.short())
             };
             let seconds = (last.unix_ms() / 1000) as i64;
-            let commit = self.commit(new_root, tip.into_iter().collect(), seconds, &message)?;
+            let mut parents: Vec<ObjectId> = tip.into_iter().collect();
+            if !blobs.is_empty() {
+                // Written once, whatever the attempt.
+                let id = match content {
+                    Some(id) => id,
+                    None => self.content_commit(blobs, seconds)?,
+                };
+                content = Some(id);
+                parents.push(id);
+            }
+            let commit = self.commit(new_root, parents, seconds, &message)?;
             fault::point("objects-written");
             match self.move_ref(which, state.as_ref(), commit)? {
                 Moved::Done => {
@@ -394,9 +478,13 @@ impl Store {
             Some(end) => &bytes[..=end],
             None => return Ok(Vec::new()),
         };
-        Ok(segment::lines(complete)
+        let mut records: Vec<Record> = segment::lines(complete)
             .filter_map(|l| Record::from_untrusted(l).ok())
-            .collect())
+            .collect();
+        // A line whose content cannot be read back is not a record a
+        // reader can use; the committer sets it aside, named.
+        self.read_content(&mut records, &mut Vec::new());
+        Ok(records)
     }
 
     /// Lines set aside from the journal: torn by a crash, or with no room
@@ -405,5 +493,42 @@ impl Store {
         std::fs::read(self.kapi_dir().join("journal.rejected"))
             .map(|bytes| segment::lines(&bytes).map(<[u8]>::to_vec).collect())
             .unwrap_or_default()
+    }
+}
+
+/// Why a line left the journal without reaching a ref.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetAside {
+    /// Not a whole line: a crash tore it while it was written.
+    Torn,
+    /// A whole operation over the limit one record may have (a kapi that
+    /// did not check sizes before journaling wrote it).
+    Oversized { id: String, bytes: usize },
+    /// A whole line that is not a valid operation.
+    Invalid { id: String, error: RecordError },
+    /// A valid operation whose segment had no room for it.
+    NoRoom { id: String },
+    /// A valid operation whose content blob this repository does not hold.
+    Content {
+        id: String,
+        blob: String,
+        error: ContentError,
+    },
+}
+
+impl std::fmt::Display for SetAside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetAside::Torn => f.write_str("a line a crash tore"),
+            SetAside::Oversized { id, bytes } => write!(
+                f,
+                "{id} has {bytes} bytes, over the {MAX_RECORD_BYTES} one record may have (docs/operations.md, \"Limits\")"
+            ),
+            SetAside::Invalid { id, error } => write!(f, "{id} is not a valid operation: {error}"),
+            SetAside::NoRoom { id } => write!(f, "{id} found no room in its segment"),
+            SetAside::Content { id, blob, error } => {
+                write!(f, "{id} names the content blob {blob}, {error}")
+            }
+        }
     }
 }

@@ -253,6 +253,13 @@ impl Store {
                 return Ok(None);
             }
         }
+        // Content read back; a record whose content cannot be is named by
+        // a full read.
+        let mut problems = Vec::new();
+        self.read_content(&mut added, &mut problems);
+        if !problems.is_empty() {
+            return Ok(None);
+        }
         Ok(Some(added))
     }
 

@@ -8,7 +8,11 @@
 //! - junk, misplaced and invalid lines, entries that are not shards and
 //!   segments over the size limit are left behind and named (the first
 //!   [`segment::MAX_NAMED`] of a segment, the rest counted);
-//! - where theirs holds an id ours holds with other bytes, ours stands.
+//! - where theirs holds an id ours holds with other bytes, ours stands;
+//! - a line naming a content blob (docs/operations.md, `subject.blob`) is
+//!   carried only when the fetch brought that blob (a log's commits keep
+//!   its content blobs reachable, through content commits: the merge
+//!   commit that takes theirs as a parent keeps them reachable here).
 //!
 //! Both sides of a segment that differs are sorted the same way, so the
 //! union is the same whichever machine computes it (sync converges), and
@@ -22,7 +26,7 @@ use gix::objs::tree::{Entry, EntryKind};
 
 use super::segment::{self, EntryError, Problem, Problems};
 use super::tree::{self, Entries};
-use super::{StoreError, newest};
+use super::{StoreError, content, newest};
 
 /// What taking in a fetched tree found.
 #[derive(Debug, Default)]
@@ -207,6 +211,10 @@ fn union_segment(
                     let id = segment::line_id(line).expect("a keepable line has an id");
                     if held_ids.contains(id) {
                         refused.line(n + 1, || EntryError::Conflict { id: id.to_owned() });
+                    } else if let Some(e) = content::problem_of_line(repo, line) {
+                        // It names a content blob the fetch did not bring
+                        // (the fetched log's history carries kapi's own).
+                        refused.line(n + 1, || e);
                     } else {
                         fresh.push(line);
                     }

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::content;
 use super::newest;
 use super::reflock::Moved;
 use super::{EntryError, LogRef, Merged, Problem, Store, StoreError, lock, segment, tree};
@@ -57,7 +58,7 @@ impl Store {
                 .into_iter()
                 .map(|r| (r.id.clone(), r.to_canonical_json()))
                 .collect();
-            let mut lines = Vec::new();
+            let (mut lines, mut blobs) = (Vec::new(), std::collections::BTreeSet::new());
             for r in records.iter().filter(|r| LogRef::for_record(r) == which) {
                 let line = r.to_canonical_json();
                 let problem = |error| Problem {
@@ -75,7 +76,22 @@ impl Store {
                             at: r.at.to_string(),
                         }))
                     }
-                    None => lines.push(line),
+                    None => match r.content_blob() {
+                        // Its content travels with it only when this
+                        // repository holds the blob it names.
+                        Some(c) => match content::present(self.repo.gix(), c) {
+                            Ok(blob) => {
+                                blobs.insert(blob);
+                                lines.push(line);
+                            }
+                            Err(error) => report.refused.push(problem(EntryError::Content {
+                                id: r.id.to_string(),
+                                blob: c.id.clone(),
+                                error,
+                            })),
+                        },
+                        None => lines.push(line),
+                    },
                 }
             }
             lines.sort();
@@ -104,12 +120,9 @@ impl Store {
                     "kapi: merge {}\n",
                     crate::wording::count(fit.len(), "operation", "operations")
                 );
-                let commit = self.commit(
-                    merged,
-                    tip.into_iter().collect(),
-                    (now_ms / 1000) as i64,
-                    &message,
-                )?;
+                let seconds = (now_ms / 1000) as i64;
+                let parents = self.parents(tip, &blobs, seconds)?;
+                let commit = self.commit(merged, parents, seconds, &message)?;
                 match self.move_ref(which, state.as_ref(), commit)? {
                     Moved::Done => {
                         self.forget_project();

@@ -15,6 +15,7 @@
 mod append;
 mod cache;
 pub mod checkpoint;
+pub mod content;
 pub mod fault;
 mod intake;
 mod journal;
@@ -37,6 +38,7 @@ use gix::ObjectId;
 
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
+pub use append::SetAside;
 pub use journal::{Parsed as JournalLines, holds_any as journal_holds_any, parse as parse_journal};
 pub use merge::JsonlImport;
 pub use reflock::RefLock;
@@ -331,6 +333,7 @@ impl Store {
         if !conflicts.is_empty() {
             self.settle_conflicts(refs, conflicts, &mut loaded)?;
         }
+        self.read_content(&mut loaded.records, &mut loaded.problems);
         self.refresh_cache(&segments, &cache, fresh);
         Ok(loaded)
     }
@@ -381,7 +384,10 @@ impl Store {
                         let loaded = self.load(which)?;
                         return Ok(loaded.records.into_iter().find(|r| r.id == id.as_str()));
                     }
-                    return Ok(Some(first));
+                    // With its content read back (none when it cannot be).
+                    let mut found = vec![first];
+                    self.read_content(&mut found, &mut Vec::new());
+                    return Ok(found.pop());
                 }
             }
         }

@@ -129,6 +129,12 @@ pub enum EntryError {
     OversizedSegment { bytes: usize },
     #[error("unexpected entry: the log's tree holds `{0}`, which is not a shard")]
     UnexpectedEntry(String),
+    #[error("content: operation {id} names the content blob {blob}, {error}; it is not read")]
+    Content {
+        id: String,
+        blob: String,
+        error: super::content::ContentError,
+    },
     #[error(
         "and {} that cannot be read (only the first {MAX_NAMED} of a segment or file are named)",
         crate::wording::count(*count, "more line", "more lines")

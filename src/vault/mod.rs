@@ -218,7 +218,14 @@ fn read_entry(root: &Path, path: &str, grant: &Grant) -> Result<Entry, VaultErro
     let file_name = path.rsplit('/').next().unwrap_or(path);
     let (meta, body_offset) = match frontmatter::parse(&bytes) {
         Ok(fm) => (Meta::from_front_matter(&fm, file_name), fm.body_offset),
-        Err(_) => (Meta::unreadable(), 0),
+        // No front matter at all: not a note (a README beside the notes),
+        // restricted and of no type, so never a context by id.
+        Err(frontmatter::FrontMatterError::Missing) => (Meta::unreadable(), 0),
+        // Front matter that opens and cannot be read (it does not close
+        // within the limit, is not UTF-8, breaks the subset): a note the
+        // vault cannot read. It must not vanish from what a grant that
+        // would permit it compiles.
+        Err(_) => return unreadable(),
     };
     if !grant.permits(meta.sensitivity) {
         return Ok(Entry::Denied);
@@ -422,6 +429,53 @@ mod tests {
         write(dir.path(), &[("review-log.md", "---\ntype: note\n---\n")]);
         let v = load(dir.path(), &Grant::public(), &Narrowing::default()).unwrap();
         assert!(v.review_log.unavailable && !v.review_log.present);
+    }
+
+    #[test]
+    fn front_matter_that_cannot_be_read_fails_closed_where_the_grant_would_permit_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!(
+            "---\nid: D-009\nsensitivity: public\n# {}\n---\nbody\n",
+            "x".repeat(FRONT_MATTER_LIMIT)
+        );
+        write(
+            dir.path(),
+            &[
+                ("a.md", NOTE),
+                ("long.md", &long),
+                ("broken.md", "---\nid: [D-010\n---\nbody\n"),
+                ("README.md", "No front matter: not a note.\n"),
+            ],
+        );
+        let restricted = Grant::up_to(Sensitivity::Restricted);
+        for path in ["long.md", "broken.md"] {
+            assert!(matches!(
+                read_entry(dir.path(), path, &Grant::public()),
+                Ok(Entry::Denied)
+            ));
+            assert!(
+                matches!(
+                    read_entry(dir.path(), path, &restricted),
+                    Err(VaultError::Unreadable)
+                ),
+                "{path}"
+            );
+        }
+        assert!(matches!(
+            read_entry(dir.path(), "README.md", &restricted),
+            Ok(Entry::Permitted { .. })
+        ));
+        assert!(matches!(
+            load(dir.path(), &restricted, &Narrowing::default()),
+            Err(VaultError::Unreadable)
+        ));
+        assert_eq!(
+            load(dir.path(), &Grant::public(), &Narrowing::default())
+                .unwrap()
+                .notes
+                .len(),
+            1
+        );
     }
 
     #[test]

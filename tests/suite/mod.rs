@@ -15,6 +15,7 @@ mod hostile_remote;
 mod hostile_text;
 mod new_user;
 mod new_user_check;
+mod new_user_store;
 mod new_user_ux;
 mod oplog;
 mod reset;

@@ -18,6 +18,7 @@ use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
+use super::settle::Settling;
 use super::{Folding, Ignored, Ledger, Record};
 use crate::ops::axes::Axes;
 use crate::ops::record::Kind;
@@ -135,6 +136,7 @@ impl Ledger {
             reported: keep.iter().map(|&i| self.fold.reported[i]).collect(),
             replaying: false,
             axes: self.fold.axes.clone(),
+            settling: self.fold.settling,
             // Finished: `finish` does nothing more.
             undo: Some(Vec::new()),
         };
@@ -240,12 +242,15 @@ impl Ledger {
 
     /// A ledger from checkpoint bytes, comparing scopes on `axes` (those it
     /// was folded with: the checkpoint's fingerprint covers them), or
-    /// `None` when they do not hold a consistent one (the caller folds the
-    /// log again).
-    pub fn from_checkpoint(bytes: &[u8], axes: Axes) -> Option<Ledger> {
+    /// `None` when they do not hold a consistent one, or one folded with
+    /// another `settling` (the caller folds the log again).
+    pub fn from_checkpoint(bytes: &[u8], axes: Axes, settling: Settling) -> Option<Ledger> {
         let mut de = rmp_serde::Deserializer::from_read_ref(bytes);
         let records = Vec::<Record>::deserialize(&mut de).ok()?;
         let state = State::deserialize(&mut de).ok()?;
+        if state.fold.settling != settling {
+            return None;
+        }
         let mut ledger = Ledger {
             records,
             ignored: state.ignored,
@@ -343,7 +348,7 @@ mod tests {
         assert_eq!(answers(&saved), answers(&folded));
         assert_eq!(saved.ignored, folded.ignored);
         assert_eq!(bytes, folded.to_checkpoint());
-        let back = Ledger::from_checkpoint(&bytes, Axes::default()).unwrap();
+        let back = Ledger::from_checkpoint(&bytes, Axes::default(), Settling::default()).unwrap();
         assert_eq!(answers(&back), answers(&folded));
         assert_eq!(back.ignored, folded.ignored);
         // A writer that gives up does not hold the fold back.
@@ -357,7 +362,12 @@ mod tests {
         let keep = on(&a, 2, Kind::Keep, ActorKind::Person);
         let check = op(3, Kind::Check, ActorKind::Tool);
         let ledger = fold(vec![a.clone(), keep.clone(), check]);
-        let mut back = Ledger::from_checkpoint(&ledger.to_checkpoint(), Axes::default()).unwrap();
+        let mut back = Ledger::from_checkpoint(
+            &ledger.to_checkpoint(),
+            Axes::default(),
+            Settling::default(),
+        )
+        .unwrap();
         assert_eq!(answers(&back), answers(&ledger));
         assert_eq!(back.records(), ledger.records());
         let drop = on(&a, 4, Kind::Drop, ActorKind::Person);
@@ -375,7 +385,9 @@ mod tests {
         assert_eq!(view.records().len(), 1);
         assert_eq!(answers(&view), answers(&fresh));
         assert!(view.apply(op(9, Kind::Check, ActorKind::Tool)).is_err());
-        let view_back = Ledger::from_checkpoint(&view.to_checkpoint(), Axes::default()).unwrap();
+        let view_back =
+            Ledger::from_checkpoint(&view.to_checkpoint(), Axes::default(), Settling::default())
+                .unwrap();
         assert!(view_back.is_view());
         assert_eq!(answers(&view_back), answers(&fresh));
         // An operation named before the log held it is handed back when it
@@ -385,7 +397,9 @@ mod tests {
             ..op(10, Kind::Withdraw, ActorKind::Agent)
         };
         let mut ahead = fold(vec![a.clone(), early]);
-        ahead = Ledger::from_checkpoint(&ahead.to_checkpoint(), Axes::default()).unwrap();
+        ahead =
+            Ledger::from_checkpoint(&ahead.to_checkpoint(), Axes::default(), Settling::default())
+                .unwrap();
         assert!(ahead.apply(op(11, Kind::Check, ActorKind::Tool)).is_ok());
         assert!(
             ahead
@@ -404,8 +418,20 @@ mod tests {
         assert!(view.take_check_runs(&[run(21, "run-2")]));
         assert!(!view.take_check_runs(&[run(22, "run-2")]));
         assert!(!view.take_check_runs(&[op(23, Kind::Signal, ActorKind::Tool)]));
+        // A checkpoint folded with another way of settling is not read.
+        assert!(
+            Ledger::from_checkpoint(&ledger.to_checkpoint(), Axes::default(), Settling::KeepOnly)
+                .is_none()
+        );
         // Damaged bytes are no ledger.
         let bytes = ledger.to_checkpoint();
-        assert!(Ledger::from_checkpoint(&bytes[..bytes.len() - 1], Axes::default()).is_none());
+        assert!(
+            Ledger::from_checkpoint(
+                &bytes[..bytes.len() - 1],
+                Axes::default(),
+                Settling::default()
+            )
+            .is_none()
+        );
     }
 }

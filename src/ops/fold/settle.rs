@@ -43,6 +43,31 @@ use crate::ops::record::{ActorKind, Kind, Record, Scope, SignalSource};
 /// The most person signals an establishment names.
 pub const MAX_BECAUSE: usize = 16;
 
+/// What establishes a suggestion besides a person's keep: `[context]
+/// settle` in kapi.toml. Every reader folds with the project's setting
+/// (`Ledger::with_settling`), so they agree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Settling {
+    /// A person's signal settles it: a correction toward it where it holds,
+    /// or the change reaching the default branch (a merge signal).
+    #[default]
+    Evidence,
+    /// Only a person's keep: every suggestion stays a suggestion until a
+    /// person keeps it, whatever the evidence (its standing still counts
+    /// it), and settling records no `establish`.
+    KeepOnly,
+}
+
+impl Settling {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Settling::Evidence => "evidence",
+            Settling::KeepOnly => "keep-only",
+        }
+    }
+}
+
 /// A status settling changed: the member, the operation whose evidence
 /// decided it, and the new status.
 pub(super) type Settled = (usize, usize, Status);
@@ -73,6 +98,30 @@ fn member<'r>(records: &'r [Record], at: usize) -> Option<Member<'r>> {
         }),
         _ => None,
     }
+}
+
+/// The content address of an establishment: its target and its evidence,
+/// each piece of evidence by what it is: its own content address when it
+/// has one (a merge signal's covers the suggestion, the commit and the
+/// counts), else its id. Two machines that each counted one merge record
+/// two signals with one address under two ids (the fold takes the older);
+/// an establishment resting on either is then one operation too, whichever
+/// machine settled first.
+pub fn establish_address(target: &OpId, evidence: &[&str]) -> String {
+    let mut text = format!("establish\n{}\n", target.as_str());
+    let mut keys: Vec<&str> = evidence.to_vec();
+    keys.sort_unstable();
+    for key in keys {
+        text.push_str(key);
+        text.push('\n');
+    }
+    format!("sha256:{}", crate::digest::sha256_hex(text.as_bytes()))
+}
+
+/// What one piece of evidence is, for an establishment's address: its
+/// content address, else its id.
+pub(in crate::ops) fn evidence_key(record: &Record) -> &str {
+    record.address.as_deref().unwrap_or(&record.id)
 }
 
 /// Whether `correction` is an agent's account of a change made in the
@@ -146,7 +195,9 @@ fn mark_drift(
 /// then settling goes in three steps: the groups ([`Groups::of`]: which
 /// suggestions settle, and what each is compared with), the evidence for
 /// and against each member ([`Groups::evidence`]), and its verdict
-/// ([`verdict`], written by [`record_verdict`]).
+/// ([`verdict`], written by [`record_verdict`]). With
+/// [`Settling::KeepOnly`] the evidence is counted (standing, drift) and no
+/// status changes.
 pub(super) fn settle(
     records: &[Record],
     keys: &[u128],
@@ -154,6 +205,7 @@ pub(super) fn settle(
     states: &mut [Option<Box<State>>],
     kept_at: &mut [Option<usize>],
     axes: &Axes,
+    settling: Settling,
 ) -> Vec<Settled> {
     let applied = Applied::index(records, keys, evidence);
     mark_drift(records, &applied.signals, &applied.widened, states, kept_at);
@@ -163,7 +215,7 @@ pub(super) fn settle(
     let mut changed = Vec::new();
     for m in &groups.members {
         let found = groups.evidence(m, records, states, axes, &applied.signals);
-        let outcome = verdict(&found, &records[m.at], || {
+        let outcome = verdict(&found, &records[m.at], settling, || {
             groups.rival(m, |at| meet(records, states, axes, m.at, at))
         });
         changed.extend(record_verdict(
@@ -458,13 +510,19 @@ impl Evidence {
 }
 
 /// The third step: what `found` makes of the suggestion `suggested`. No
-/// person signal: nothing. Evidence against as well: contested. Otherwise
-/// established, when it names a file (a suggestion without one has no
-/// place) and no rival rule disagrees with it (`rival`, asked only then:
-/// the disagreement pass contests it instead).
-fn verdict(found: &Evidence, suggested: &Record, rival: impl FnOnce() -> bool) -> Option<Status> {
+/// person signal (or a project that keeps every rule by hand): nothing.
+/// Evidence against as well: contested. Otherwise established, when it
+/// names a file (a suggestion without one has no place) and no rival rule
+/// disagrees with it (`rival`, asked only then: the disagreement pass
+/// contests it instead).
+fn verdict(
+    found: &Evidence,
+    suggested: &Record,
+    settling: Settling,
+    rival: impl FnOnce() -> bool,
+) -> Option<Status> {
     let has_place = suggested.evidence.iter().any(|e| e.path.is_some());
-    if found.toward.is_empty() {
+    if found.toward.is_empty() || settling == Settling::KeepOnly {
         None
     } else if !found.against.is_empty() {
         Some(Status::Contested)
@@ -478,8 +536,8 @@ fn verdict(found: &Evidence, suggested: &Record, rival: impl FnOnce() -> bool) -
 /// Write the verdict on `m` into its state: its standing always; for an
 /// outcome, its status and what decided it (the evidence against a
 /// contested rule; the person signals an established one rests on, and
-/// the `establish` that names them, if the log holds one). Returns the
-/// change, by the operation whose evidence decided it.
+/// the `establish` that binds, if the log holds one). Returns the change,
+/// by the operation whose evidence decided it.
 fn record_verdict(
     m: &Member<'_>,
     found: Evidence,
@@ -496,14 +554,28 @@ fn record_verdict(
     } = found;
     let ids = |at: &[usize]| -> Vec<OpId> { at.iter().map(|&a| records[a].op_id()).collect() };
     let because = ids(&toward);
+    // An establish binds when the evidence it names still holds, or when
+    // it is the establishment this evidence gives (its content address):
+    // another machine's, resting on its own copy of a signal the fold
+    // took from this one (one address, two ids).
+    let address = || {
+        let keys: Vec<&str> = toward
+            .iter()
+            .take(MAX_BECAUSE)
+            .map(|&a| evidence_key(&records[a]))
+            .collect();
+        establish_address(&records[m.at].op_id(), &keys)
+    };
     let binding = outcome
         .filter(|&s| s == Status::Established)
         .and_then(|_| {
+            let address = address();
             establishes.get(&m.at).into_iter().flatten().find(|&&e| {
-                records[e]
-                    .because
-                    .iter()
-                    .all(|b| because.iter().any(|t| t.as_str() == b))
+                records[e].address.as_deref() == Some(address.as_str())
+                    || records[e]
+                        .because
+                        .iter()
+                        .all(|b| because.iter().any(|t| t.as_str() == b))
             })
         })
         .copied();
@@ -525,431 +597,4 @@ fn record_verdict(
         kept_at[m.at] = Some(toward.iter().copied().max().unwrap_or(m.at));
     }
     Some((m.at, binding.unwrap_or(by).max(by), to))
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::ops::fold::{Status, fold};
-    use crate::ops::id::{EPOCH_MS, OpId};
-    use crate::ops::record::{
-        Actor, ActorKind, Correction, Evidence, Kind, Record, Scope, Signal, SignalSource, Subject,
-    };
-
-    fn op(n: u64, kind: Kind, actor: ActorKind, session: &str) -> Record {
-        let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();
-        Record {
-            id: id.to_string().into(),
-            at: id.instant().into(),
-            ..Record::new(
-                "p",
-                Actor {
-                    kind: actor,
-                    name: "x".into(),
-                    session: Some(session.into()),
-                },
-                kind,
-            )
-        }
-    }
-
-    fn at(section: &str) -> Scope {
-        Scope {
-            point: [("section".to_string(), section.to_string())].into(),
-            ..Scope::default()
-        }
-    }
-
-    /// An agent's suggestion of Quickcast over "Quick cast", seen in a file
-    /// of `section`.
-    fn suggestion(n: u64, section: &str) -> Record {
-        Record {
-            subject: Some(Subject::Term {
-                preferred: "Quickcast".into(),
-                avoid: vec!["Quick cast".into(), "Quick-cast".into()],
-            }),
-            evidence: vec![Evidence {
-                path: Some(format!("docs/{section}/a.md")),
-                ..Evidence::default()
-            }],
-            scope: at(section),
-            ..op(n, Kind::Observe, ActorKind::Agent, "s1")
-        }
-    }
-
-    fn correction(n: u64, from: &str, to: &str, section: &str, who: ActorKind) -> Record {
-        Record {
-            correction: Some(Box::new(Correction {
-                from: from.into(),
-                to: to.into(),
-            })),
-            evidence: vec![Evidence {
-                path: Some(format!("docs/{section}/b.md")),
-                ..Evidence::default()
-            }],
-            scope: at(section),
-            ..op(n, Kind::Correct, who, "s2")
-        }
-    }
-
-    fn merge(n: u64, target: &Record, preferred: u64) -> Record {
-        Record {
-            target: Some(target.id.clone()),
-            signal: Some(Box::new(Signal {
-                source: SignalSource::Merge,
-                preferred,
-                avoided: 0,
-                commit: Some("0123456789abcdef".into()),
-                pr: Some("412".into()),
-                merger: Some("ada".into()),
-            })),
-            ..op(n, Kind::Signal, ActorKind::Tool, "ci")
-        }
-    }
-
-    fn status(records: &[Record], of: &Record) -> Status {
-        fold(records.to_vec()).state(&of.id).unwrap().status
-    }
-
-    #[test]
-    fn a_correction_in_the_help_pages_settles_only_the_help_pages_suggestion() {
-        let help = suggestion(1, "help");
-        let legal = suggestion(2, "legal");
-        let fix = correction(
-            3,
-            "Open Quick cast",
-            "Open Quickcast",
-            "help",
-            ActorKind::Person,
-        );
-        let log = vec![help.clone(), legal.clone(), fix.clone()];
-        assert_eq!(status(&log, &help), Status::Established);
-        assert_eq!(status(&log, &legal), Status::Suggested);
-        let ledger = fold(log);
-        let state = ledger.state(&help.id).unwrap();
-        assert_eq!(state.because, vec![fix.op_id()]);
-        assert_eq!(state.standing.toward, 1);
-        assert!(state.decided_by.is_none(), "no establish recorded yet");
-        // The correction is not evidence for the rule it carries itself.
-        let implied = Record {
-            subject: help.subject.clone(),
-            ..fix.clone()
-        };
-        assert_eq!(
-            status(std::slice::from_ref(&implied), &implied),
-            Status::Suggested
-        );
-    }
-
-    #[test]
-    fn a_session_does_not_vouch_for_its_own_suggestion() {
-        // The suggestion is the agent x's in session s1.
-        let a = suggestion(1, "help");
-        let by = |n: u64, name: &str, session: Option<&str>| Record {
-            actor: Actor {
-                kind: ActorKind::Agent,
-                name: name.into(),
-                session: session.map(Into::into),
-            },
-            ..correction(n, "Quick cast", "Quickcast", "help", ActorKind::Agent)
-        };
-        // Its own session, or the same session under another name.
-        for own in [by(2, "x", Some("s1")), by(2, "y", Some("s1"))] {
-            let ledger = fold(vec![a.clone(), own]);
-            let state = ledger.state(&a.id).unwrap();
-            assert_eq!(state.status, Status::Suggested);
-            assert_eq!(state.standing.toward, 0);
-        }
-        // The same agent naming no session cannot show it is another one.
-        assert_eq!(
-            status(&[a.clone(), by(2, "x", None)], &a),
-            Status::Suggested
-        );
-        let nameless = Record {
-            actor: Actor {
-                session: None,
-                ..a.actor.clone()
-            },
-            ..a.clone()
-        };
-        assert_eq!(
-            status(&[nameless.clone(), by(2, "x", Some("s2"))], &nameless),
-            Status::Suggested
-        );
-        // Another session of the same agent, or another agent, is another party.
-        assert_eq!(
-            status(&[a.clone(), by(2, "x", Some("s2"))], &a),
-            Status::Established
-        );
-        assert_eq!(
-            status(&[nameless.clone(), by(2, "y", None)], &nameless),
-            Status::Established
-        );
-        // Its own correction away from it still counts against it.
-        let toward = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
-        let away = Record {
-            actor: a.actor.clone(),
-            ..correction(3, "Quickcast", "Quick-cast", "help", ActorKind::Agent)
-        };
-        assert_eq!(status(&[a.clone(), toward, away], &a), Status::Contested);
-    }
-
-    #[test]
-    fn time_alone_and_standing_alone_settle_nothing() {
-        let a = suggestion(1, "help");
-        let again = Record {
-            actor: Actor {
-                session: Some("s9".into()),
-                ..a.actor.clone()
-            },
-            ..suggestion(50, "help")
-        };
-        let log = vec![a.clone(), again];
-        assert_eq!(status(&log, &a), Status::Suggested);
-        assert_eq!(fold(log).state(&a.id).unwrap().standing.sessions, 2);
-    }
-
-    #[test]
-    fn evidence_for_and_against_contests_and_names_what_stands_against() {
-        let a = suggestion(1, "help");
-        let toward = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
-        let away = correction(3, "Quickcast", "Quick-cast", "help", ActorKind::Agent);
-        let ledger = fold(vec![a.clone(), toward, away.clone()]);
-        let state = ledger.state(&a.id).unwrap();
-        assert_eq!(state.status, Status::Contested);
-        assert_eq!(state.contested_by, vec![away.op_id()]);
-    }
-
-    #[test]
-    fn a_merge_signal_establishes_the_suggestion_it_names_and_shows_the_pull_request() {
-        let a = suggestion(1, "help");
-        let b = suggestion(2, "legal");
-        let signal = merge(3, &a, 2);
-        let ledger = fold(vec![a.clone(), b.clone(), signal]);
-        assert_eq!(ledger.state(&a.id).unwrap().status, Status::Established);
-        assert_eq!(ledger.state(&b.id).unwrap().status, Status::Suggested);
-        let standing = ledger.state(&a.id).unwrap().standing.describe();
-        assert!(standing.contains("merged in #412"), "{standing}");
-        // A merge that wrote none of it is no signal.
-        assert_eq!(status(&[a.clone(), merge(4, &a, 0)], &a), Status::Suggested);
-    }
-
-    #[test]
-    fn a_suggestion_with_no_place_is_never_settled() {
-        let a = Record {
-            evidence: vec![Evidence {
-                quote: Some("Quick cast".into()),
-                ..Evidence::default()
-            }],
-            ..suggestion(1, "help")
-        };
-        let log = vec![a.clone(), merge(2, &a, 1)];
-        assert_eq!(status(&log, &a), Status::Suggested);
-    }
-
-    #[test]
-    fn a_drop_sets_aside_the_evidence_gathered_before_it() {
-        let a = suggestion(1, "help");
-        let fix = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
-        let drop = Record {
-            target: Some(a.id.clone()),
-            ..op(3, Kind::Drop, ActorKind::Person, "p")
-        };
-        let b = suggestion(4, "help");
-        let log = vec![a.clone(), fix, drop, b.clone()];
-        assert_eq!(status(&log, &a), Status::Dropped);
-        assert_eq!(status(&log, &b), Status::Suggested);
-        let later = correction(5, "Quick-cast", "Quickcast", "help", ActorKind::Person);
-        let mut log = log;
-        log.push(later);
-        assert_eq!(status(&log, &b), Status::Established);
-    }
-
-    #[test]
-    fn an_establish_binds_only_while_its_evidence_holds() {
-        let a = suggestion(1, "help");
-        let fix = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
-        let establish = Record {
-            target: Some(a.id.clone()),
-            because: vec![fix.id.to_string()],
-            address: Some("sha256:e".into()),
-            ..op(3, Kind::Establish, ActorKind::Tool, "settle")
-        };
-        let ledger = fold(vec![a.clone(), fix.clone(), establish.clone()]);
-        let state = ledger.state(&a.id).unwrap();
-        assert_eq!(state.status, Status::Established);
-        assert_eq!(state.decided_by, Some(establish.op_id()));
-        // The correction dropped: the establish no longer binds.
-        let drop_fix = Record {
-            target: Some(fix.id.clone()),
-            ..op(4, Kind::Drop, ActorKind::Person, "p")
-        };
-        let log = vec![a.clone(), fix, establish, drop_fix];
-        assert_eq!(status(&log, &a), Status::Suggested);
-        // An agent's establish is refused by the policy.
-        let forged = Record {
-            target: Some(a.id.clone()),
-            ..op(5, Kind::Establish, ActorKind::Agent, "s1")
-        };
-        let ledger = fold(vec![a.clone(), forged.clone()]);
-        assert!(ledger.ignored.iter().any(|i| i.id == forged.id));
-        assert_eq!(ledger.state(&a.id).unwrap().status, Status::Suggested);
-    }
-
-    #[test]
-    fn a_rival_rule_leaves_both_contested_for_a_person() {
-        let a = suggestion(1, "help");
-        let rival = Record {
-            subject: Some(Subject::Term {
-                preferred: "QuickCast".into(),
-                avoid: vec!["Quick cast".into()],
-            }),
-            ..suggestion(2, "help")
-        };
-        let fix = correction(3, "Quick cast", "Quickcast", "help", ActorKind::Person);
-        let ledger = fold(vec![a.clone(), rival.clone(), fix]);
-        assert_eq!(ledger.state(&a.id).unwrap().status, Status::Contested);
-        assert_eq!(
-            ledger.state(&a.id).unwrap().contested_by,
-            vec![rival.op_id()]
-        );
-    }
-
-    mod merge_order {
-        use super::*;
-        use crate::ops::fold::Ledger;
-        use proptest::prelude::*;
-
-        #[derive(Debug, Clone)]
-        enum Gen {
-            Suggest(bool),
-            Toward(bool, bool),
-            Away(bool),
-            Merge(usize, u64),
-            Drop(usize),
-        }
-
-        fn operation() -> impl Strategy<Value = Gen> {
-            prop_oneof![
-                3 => any::<bool>().prop_map(Gen::Suggest),
-                2 => (any::<bool>(), any::<bool>()).prop_map(|(h, p)| Gen::Toward(h, p)),
-                1 => any::<bool>().prop_map(Gen::Away),
-                1 => (0usize..16, 0u64..2).prop_map(|(t, n)| Gen::Merge(t, n)),
-                1 => (0usize..16).prop_map(Gen::Drop),
-            ]
-        }
-
-        fn build(gens: &[Gen]) -> Vec<Record> {
-            let mut out: Vec<Record> = Vec::new();
-            for (n, g) in gens.iter().enumerate() {
-                let n = n as u64 + 1;
-                let section = |help: bool| if help { "help" } else { "legal" };
-                let pick = |t: usize, out: &[Record]| {
-                    let rules: Vec<&Record> =
-                        out.iter().filter(|r| r.kind == Kind::Observe).collect();
-                    (!rules.is_empty()).then(|| rules[t % rules.len()].clone())
-                };
-                let r = match g {
-                    Gen::Suggest(help) => suggestion(n, section(*help)),
-                    Gen::Toward(help, person) => correction(
-                        n,
-                        "Quick cast",
-                        "Quickcast",
-                        section(*help),
-                        if *person {
-                            ActorKind::Person
-                        } else {
-                            ActorKind::Agent
-                        },
-                    ),
-                    Gen::Away(help) => correction(
-                        n,
-                        "Quickcast",
-                        "Quick-cast",
-                        section(*help),
-                        ActorKind::Person,
-                    ),
-                    Gen::Merge(t, p) => match pick(*t, &out) {
-                        Some(target) => merge(n, &target, *p),
-                        None => suggestion(n, "help"),
-                    },
-                    Gen::Drop(t) => match pick(*t, &out) {
-                        Some(target) => Record {
-                            target: Some(target.id.clone()),
-                            ..op(n, Kind::Drop, ActorKind::Person, "p")
-                        },
-                        None => suggestion(n, "legal"),
-                    },
-                };
-                out.push(r);
-            }
-            out
-        }
-
-        /// The establish records one machine's settling adds, minted after
-        /// everything it holds.
-        fn settled(records: &[Record], machine: u64) -> Vec<Record> {
-            crate::ops::settle::due(&fold(records.to_vec()))
-                .into_iter()
-                .enumerate()
-                .map(|(k, d)| Record {
-                    target: Some(d.target.to_string().into()),
-                    because: d.because.iter().map(|b| b.to_string()).collect(),
-                    address: Some(d.address),
-                    ..op(
-                        1000 + 10 * k as u64 + machine,
-                        Kind::Establish,
-                        ActorKind::Tool,
-                        "settle",
-                    )
-                })
-                .collect()
-        }
-
-        fn statuses(ledger: &Ledger) -> Vec<(String, Status)> {
-            ledger
-                .iter()
-                .filter_map(|(r, s)| Some((r.id.to_string(), s?.status)))
-                .collect()
-        }
-
-        proptest! {
-            #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
-
-            /// Two machines each hold part of a log and settle it; merged in
-            /// either order, with either machine's establishes, the fold
-            /// answers as the union's evidence says, and settling the merged
-            /// log again records nothing new for what already binds.
-            #[test]
-            fn settling_does_not_depend_on_merge_order(
-                gens in proptest::collection::vec(operation(), 1..24),
-                split in proptest::collection::vec(any::<bool>(), 24),
-            ) {
-                let records = build(&gens);
-                let (mut a, mut b) = (Vec::new(), Vec::new());
-                for (i, r) in records.iter().enumerate() {
-                    if split[i] { a.push(r.clone()) } else { b.push(r.clone()) }
-                }
-                let (ea, eb) = (settled(&a, 1), settled(&b, 2));
-                let evidence_alone = statuses(&fold(records.clone()));
-                let mut ab: Vec<Record> = a.iter().chain(&ea).chain(&b).chain(&eb).cloned().collect();
-                let ab_fold = fold(ab.clone());
-                ab.reverse();
-                let ba_fold = fold(ab);
-                let subjects = |s: Vec<(String, Status)>| -> Vec<(String, Status)> {
-                    s.into_iter().filter(|(id, _)| records.iter().any(|r| r.id == id)).collect()
-                };
-                prop_assert_eq!(subjects(statuses(&ab_fold)), subjects(statuses(&ba_fold)));
-                prop_assert_eq!(subjects(statuses(&ab_fold)), evidence_alone);
-                // What is due after merging: only establishments whose
-                // evidence neither side's establish named.
-                for d in crate::ops::settle::due(&ab_fold) {
-                    let named = ea.iter().chain(&eb).any(|e| {
-                        e.target.as_deref() == Some(d.target.as_str())
-                            && e.because.iter().all(|x| d.because.iter().any(|y| y.as_str() == x))
-                    });
-                    prop_assert!(!named, "{:?} is due though an establish names it", d);
-                }
-            }
-        }
-    }
 }

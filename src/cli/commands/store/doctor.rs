@@ -11,7 +11,9 @@ use crate::wording::count;
 /// later copy of a held id), every operation dated more than 10 minutes
 /// past this machine's clock, every operation the fold ignores (refused by
 /// the policy, acting on nothing), ref locks and temporary files killed
-/// writers left. Exits 1 when it finds any.
+/// writers left. Exits 1 when it finds any. A younger operation repeating
+/// an older one's content address (one merge counted on two machines) is
+/// listed as a `repeat` and needs nothing done.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// First remove what killed kapi writers left behind: their ref locks
@@ -36,8 +38,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         for f in &diagnosis.findings {
             out.line(format!("{}: {}: {}", f.class, f.location, f.message))?;
         }
+        let repeats = match diagnosis.repeats {
+            0 => String::new(),
+            n => format!(", {n} repeating an older operation (nothing to do)"),
+        };
         out.line(format!(
-            "{} read, {} unreadable, {} ignored by the fold",
+            "{} read, {} unreadable, {} ignored by the fold{repeats}",
             count(diagnosis.operations, "operation", "operations"),
             diagnosis.unreadable,
             diagnosis.ignored
