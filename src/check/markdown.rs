@@ -1,6 +1,7 @@
-//! What in a file is prose. Everything else is masked: replaced by spaces,
-//! byte for byte, so offsets, lines and columns in the masked text are those
-//! of the file. Newlines are kept.
+//! What in a file is prose: the masker of Markdown and plain text
+//! ([`TextKind`] is the matcher's [`Masker`] for both). Everything else is
+//! masked: replaced by spaces, byte for byte, so offsets, lines and columns
+//! in the masked text are those of the file. Newlines are kept.
 //!
 //! Markdown is read by a CommonMark parser (`pulldown-cmark`, with tables,
 //! footnotes, strikethrough, task lists and heading attributes): prose is
@@ -21,6 +22,9 @@
 
 use std::path::Path;
 
+use super::case::fold_same_len;
+use super::prose::{Masker, Prose, Switch, is_markup};
+
 /// How a file is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextKind {
@@ -39,21 +43,16 @@ impl TextKind {
     }
 }
 
-/// A passage where some rules are switched off.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Switch {
-    /// Preferred forms or id prefixes, as written in the comment.
-    pub selectors: Vec<String>,
-    /// Byte span of the passage.
-    pub start: usize,
-    pub end: usize,
-}
+/// The masker of each kind of text: Markdown is scanned, loosened, before
+/// it is parsed; plain text is masked first (only its URLs are, cheaply).
+impl Masker for TextKind {
+    fn prose(&self, text: &str) -> Prose {
+        prose(text, *self)
+    }
 
-/// The prose of a file: the masked text and the per-rule switches.
-#[derive(Debug, Clone)]
-pub struct Prose {
-    pub text: String,
-    pub switches: Vec<Switch>,
+    fn loosened(&self, text: &str) -> Option<String> {
+        (*self == TextKind::Markdown).then(|| loosened(text))
+    }
 }
 
 /// Mask what is not prose.
@@ -577,17 +576,12 @@ fn urls(m: &mut [u8]) {
     urls_ending(m, false);
 }
 
-/// ASCII punctuation that masking may blank on its own beside or between
-/// words of prose (everything but the joiners `.`, `/` and `-`), and tabs.
-pub(crate) const fn is_markup(b: u8) -> bool {
-    (b.is_ascii_punctuation() && !matches!(b, b'.' | b'/' | b'-')) || b == b'\t'
-}
-
 /// The text of a Markdown file with its markup characters ([`is_markup`])
 /// and its bare URLs (each up to its first markup character) blanked:
 /// every byte that masking keeps is kept here too, so a form that the
 /// masked text holds on word boundaries is found here on word boundaries.
-/// Case-folded as [`crate::check::matcher::case_key_same_len`] folds.
+/// Case-folded as [`super::case::case_key_same_len`] folds. This is the
+/// Markdown masker's [`Masker::loosened`].
 pub(crate) fn loosened(text: &str) -> String {
     const LOOSE: [u8; 256] = {
         let mut t = [0u8; 256];
@@ -607,7 +601,7 @@ pub(crate) fn loosened(text: &str) -> String {
     urls_ending(&mut m, true);
     if !text.is_ascii() {
         // URLs were blanked at ASCII bytes only: still UTF-8.
-        crate::check::matcher::fold_same_len(&mut m);
+        fold_same_len(&mut m);
     }
     for b in &mut m {
         *b = LOOSE[*b as usize];

@@ -7,12 +7,15 @@
 //! avoiding "opentelemetry" fires on "opentelemetry" only, never on
 //! "OpenTelemetry" or "Opentelemetry" (unless that is listed too).
 //!
-//! Case folding keeps byte lengths (a character whose lower case has another
-//! length in UTF-8 is left as it is), so offsets in the folded text are those
-//! of the file. Preferred forms are in the automaton as well: where a
-//! preferred form and an avoided form compete for the same text, the text as
-//! the preferred form is written wins, so the preferred form is never
-//! reported, nor is an avoided form inside a longer preferred form.
+//! Case folding keeps byte lengths (`case.rs`: a character whose lower case
+//! has another length in UTF-8 is left as it is), so offsets in the folded
+//! text are those of the file. Preferred forms are in the automaton as well:
+//! where a preferred form and an avoided form compete for the same text, the
+//! text as the preferred form is written wins, so the preferred form is
+//! never reported, nor is an avoided form inside a longer preferred form.
+//!
+//! The matcher knows no file format: it finds forms in prose a [`Masker`]
+//! hands it (`prose.rs`), and skips the passages its switches name.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
@@ -20,8 +23,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
+use super::case::{case_key_same_len, folds_to};
 use super::finding::{Finding, Severity, message};
-use super::markdown::{Prose, TextKind, is_markup, loosened, prose};
+use super::prose::{Masker, Prose, Switch, is_markup};
 use super::rule::Bounds;
 use super::rule::CheckRule;
 
@@ -69,75 +73,9 @@ pub struct Matcher {
     /// Vale style form one expression; every other rule is its own.
     groups: Vec<u32>,
     /// Every avoided form is free of markup characters ([`is_markup`]) and
-    /// of runs of blanks, so a Markdown file can be scanned before it is
-    /// parsed (see [`Matcher::check`]).
+    /// of runs of blanks, so a file whose masker loosens it can be scanned
+    /// before it is masked (see [`Matcher::check`]).
     scan_first: bool,
-}
-
-/// Lower-case each character whose lower case has the same UTF-8 length.
-/// The checker's own case key, beside `ops::forms::case_key` (full Unicode
-/// lower case, for comparing forms): matches are found in the folded text
-/// and reported at the same byte offsets in the original, so folding here
-/// must never change a character's length.
-pub fn case_key_same_len(text: &str) -> String {
-    if text.is_ascii() {
-        return text.to_ascii_lowercase();
-    }
-    let mut out = text.as_bytes().to_vec();
-    fold_same_len(&mut out);
-    // Only whole characters were replaced by characters of the same length.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// [`case_key_same_len`] in place, over UTF-8 bytes: ASCII runs are
-/// lower-cased at once, other characters one by one.
-pub(crate) fn fold_same_len(buf: &mut [u8]) {
-    let mut i = 0;
-    while i < buf.len() {
-        let run = buf[i..]
-            .iter()
-            .position(|b| !b.is_ascii())
-            .unwrap_or(buf.len() - i);
-        buf[i..i + run].make_ascii_lowercase();
-        i += run;
-        if i >= buf.len() {
-            break;
-        }
-        let n = match buf[i] {
-            0xF0..=0xFF => 4,
-            0xE0..=0xEF => 3,
-            _ => 2,
-        }
-        .min(buf.len() - i);
-        let Some(c) = std::str::from_utf8(&buf[i..i + n])
-            .ok()
-            .and_then(|s| s.chars().next())
-        else {
-            i += 1;
-            continue;
-        };
-        let mut lower = c.to_lowercase();
-        if let (Some(l), None) = (lower.next(), lower.next())
-            && l != c
-            && l.len_utf8() == n
-        {
-            l.encode_utf8(&mut buf[i..i + n]);
-        }
-        i += n;
-    }
-}
-
-/// Whether `span` folds ([`case_key_same_len`]) to `key`.
-fn folds_to(span: &str, key: &str) -> bool {
-    if span.is_ascii() {
-        span.len() == key.len()
-            && span
-                .bytes()
-                .zip(key.bytes())
-                .all(|(a, b)| a.to_ascii_lowercase() == b)
-    } else {
-        case_key_same_len(span) == key
-    }
 }
 
 fn is_word(c: char) -> bool {
@@ -567,21 +505,26 @@ impl Matcher {
         }
     }
 
-    /// The hits of a Markdown file, scanning its text before parsing it:
-    /// `None` when no avoided form can be found in its prose (the file is
-    /// then never parsed). Masking only blanks bytes, and what it blanks
-    /// beside or between words is markup ([`is_markup`]); so every
-    /// occurrence of a form in the masked text is one in the file's text
-    /// with markup blanked, where the scan looks, and a finding needs an
-    /// avoided form there on loosened word boundaries (and, for an exact
-    /// form, written as is). The occurrences found are then checked
-    /// against the masked text, as a scan of it would find them.
-    fn markdown_hits(&self, text: &str) -> Option<(Prose, Vec<Hit>)> {
+    /// The hits of a file, scanning `loose` (its text as `masker` loosens
+    /// it, [`Masker::loosened`]) before masking it: `None` when no avoided
+    /// form can be found in its prose (the file is then never masked).
+    /// Masking only blanks bytes, and what it blanks beside or between
+    /// words is markup ([`is_markup`]); so every occurrence of a form in
+    /// the masked text is one in the file's text with markup blanked, where
+    /// the scan looks, and a finding needs an avoided form there on
+    /// loosened word boundaries (and, for an exact form, written as is).
+    /// The occurrences found are then checked against the masked text, as
+    /// a scan of it would find them.
+    fn scanned_hits(
+        &self,
+        text: &str,
+        loose: &str,
+        masker: &impl Masker,
+    ) -> Option<(Prose, Vec<Hit>)> {
         let automaton = self.automaton.as_ref()?;
-        let loose = loosened(text);
         let found: Vec<(usize, usize, usize)> = automaton
             .for_scan(loose.len(), &self.keys)
-            .find_overlapping_iter(&loose)
+            .find_overlapping_iter(loose)
             .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
             .collect();
         // Loosened text may stand a form on other boundaries than the
@@ -593,13 +536,13 @@ impl Matcher {
                     !en.preferred
                         && (!en.exact || text[s..e] == *en.form)
                         && (self.rules[en.rule as usize].bounds != Bounds::Words
-                            || on_boundaries(&loose, s, e))
+                            || on_boundaries(loose, s, e))
                 })
         });
         if !possible {
             return None;
         }
-        let p = prose(text, TextKind::Markdown);
+        let p = masker.prose(text);
         let masked = &p.text;
         let in_masked = found.into_iter().filter(|&(k, s, e)| {
             masked.is_char_boundary(s)
@@ -737,10 +680,10 @@ impl Matcher {
         if !prose.switches.is_empty() {
             // One sweep over hits and switches, both by start: each hit
             // meets only the switches open where it starts.
-            let mut order: Vec<&crate::check::markdown::Switch> = prose.switches.iter().collect();
+            let mut order: Vec<&Switch> = prose.switches.iter().collect();
             order.sort_by_key(|sw| sw.start);
             let mut next = 0;
-            let mut open: Vec<&crate::check::markdown::Switch> = Vec::new();
+            let mut open: Vec<&Switch> = Vec::new();
             hits.retain(|h| {
                 while next < order.len() && order[next].start <= h.start {
                     open.push(order[next]);
@@ -757,21 +700,24 @@ impl Matcher {
         hits
     }
 
-    /// Check one file's text; `path` is only carried into the findings.
-    pub fn check(&self, path: &str, text: &str, kind: TextKind) -> Vec<Finding> {
+    /// Check one file's text, masked by `masker` (the file's format);
+    /// `path` is only carried into the findings.
+    pub fn check(&self, path: &str, text: &str, masker: impl Masker) -> Vec<Finding> {
         if self.automaton.is_none() && self.patterns.is_empty() {
             return Vec::new();
         }
-        let hits: Vec<Hit> =
-            if kind == TextKind::Markdown && self.patterns.is_empty() && self.scan_first {
-                match self.markdown_hits(text) {
-                    Some((_, hits)) => hits,
-                    None => return Vec::new(),
-                }
-            } else {
-                let p = prose(text, kind);
-                self.hits(text, &p)
-            };
+        let hits: Vec<Hit> = if self.patterns.is_empty()
+            && self.scan_first
+            && let Some(loose) = masker.loosened(text)
+        {
+            match self.scanned_hits(text, &loose, &masker) {
+                Some((_, hits)) => hits,
+                None => return Vec::new(),
+            }
+        } else {
+            let p = masker.prose(text);
+            self.hits(text, &p)
+        };
         let hits: Vec<Hit> = hits.into_iter().filter(|h| !h.preferred).collect();
         if hits.is_empty() {
             return Vec::new();
@@ -903,6 +849,7 @@ impl<'a> LineIndex<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::markdown::{TextKind, loosened, prose};
 
     pub(crate) fn rule(id: &str, preferred: &str, avoided: &[&str]) -> CheckRule {
         CheckRule {
@@ -1198,26 +1145,9 @@ mod tests {
             proptest::prop_assert!(m.scan_first);
             let p = prose(&t, TextKind::Markdown);
             let full: Vec<Hit> = m.hits(&t, &p);
-            let first = m.markdown_hits(&t).map(|(_, h)| h).unwrap_or_default();
+            let first = m.scanned_hits(&t, &loosened(&t), &TextKind::Markdown).map(|(_, h)| h).unwrap_or_default();
             let avoided = |h: &Vec<Hit>| h.iter().filter(|h| !h.preferred).copied().collect::<Vec<_>>();
             proptest::prop_assert_eq!(avoided(&full), avoided(&first));
-        }
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn folding_keeps_lengths_and_folds_each_character(t in "[a-zA-ZÜüßẞİıΣσςДдĲǅ☃ \u{301}]{0,40}") {
-            let char_wise: String = t
-                .chars()
-                .map(|c| {
-                    let mut l = c.to_lowercase();
-                    match (l.next(), l.next()) {
-                        (Some(x), None) if x.len_utf8() == c.len_utf8() => x,
-                        _ => c,
-                    }
-                })
-                .collect();
-            proptest::prop_assert_eq!(case_key_same_len(&t), char_wise);
         }
     }
 

@@ -5,11 +5,13 @@
 //! distinct rule set, and hands the files to [`check_files`], which reads
 //! and checks them in parallel.
 
+pub mod case;
 pub mod files;
 pub mod finding;
 pub mod format;
 pub mod markdown;
 pub mod matcher;
+pub mod prose;
 pub mod rule;
 pub mod usage;
 

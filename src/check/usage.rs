@@ -1,9 +1,9 @@
 //! Usage counts for settling suggestions: how often the prose writes each
 //! rule's preferred form and its avoided forms, with the checker's own
-//! boundaries, case logic, Markdown masking and switches.
+//! boundaries, case logic, masking and switches.
 
-use super::markdown::{TextKind, prose};
 use super::matcher::Matcher;
+use super::prose::Masker;
 
 /// Occurrences of one rule's forms in one text.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -15,9 +15,9 @@ pub struct Usage {
 /// One count per rule of `matcher.rules()`, in the same order. Build the
 /// matcher with [`Matcher::for_usage`]: a checking matcher keeps only the
 /// preferred forms that compete with avoided ones, so it would undercount.
-pub fn count(matcher: &Matcher, text: &str, kind: TextKind) -> Vec<Usage> {
+pub fn count(matcher: &Matcher, text: &str, masker: impl Masker) -> Vec<Usage> {
     let mut out = vec![Usage::default(); matcher.rules().len()];
-    let p = prose(text, kind);
+    let p = masker.prose(text);
     for hit in matcher.hits(text, &p) {
         let u = &mut out[hit.rule];
         if hit.preferred {
@@ -33,6 +33,7 @@ pub fn count(matcher: &Matcher, text: &str, kind: TextKind) -> Vec<Usage> {
 mod tests {
     use super::*;
     use crate::check::CheckRule;
+    use crate::check::markdown::TextKind;
     use crate::check::rule::Bounds;
 
     #[test]

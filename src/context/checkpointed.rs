@@ -75,7 +75,21 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     Ok((answer(session, ledger, &held, want), unreadable))
 }
 
-/// What folds this project's log: the code ([`checkpoint::fingerprint`]),
+/// The sources of how a reader reads the log and what it holds back,
+/// beside the fold's own ([`checkpoint::fingerprint`]): a change to any of
+/// them makes every existing checkpoint stale.
+const READER_SOURCES: &[&str] = &[
+    include_str!("../store/read.rs"),
+    include_str!("../store/segment.rs"),
+    // Which records a large import's content lets through, read back.
+    include_str!("../store/content.rs"),
+    // What is held back as dated ahead, and how a reader folds.
+    include_str!("../store/newest.rs"),
+    include_str!("checkpointed.rs"),
+];
+
+/// What folds this project's log: the code (the fold's,
+/// [`checkpoint::fingerprint`], and the reader's, [`READER_SOURCES`]),
 /// the typed axes the fold compares scopes on (`[axes]` in kapi.toml and
 /// the gazetteers it names) and how it settles suggestions (`[context]
 /// settle`), so a checkpoint folded before any of them changed is not
@@ -85,8 +99,9 @@ fn fingerprint(session: &Session) -> &str {
         let mut crc = crc32fast::Hasher::new();
         crc.update(format!("{:?}", session.axes()).as_bytes());
         format!(
-            "{} axes {:08x} settle {}",
+            "{} reader {:08x} axes {:08x} settle {}",
             checkpoint::fingerprint(),
+            checkpoint::checksum(READER_SOURCES),
             crc.finalize(),
             session.settling().as_str()
         )

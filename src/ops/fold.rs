@@ -4,213 +4,32 @@
 //! operation ([`Op`]) in id order, re-checking it against the policy (a
 //! remote can push anything: what the policy refuses is ignored and
 //! listed), and emits an [`Event`] for every status it changes; a reset
-//! replays the prefix before its point. The end-of-log passes then mark
-//! disagreements and count standing. `fold` is a pure function of the
-//! records it is given, and every reader calls it, so they agree; the same
-//! pass gives per-subject histories ([`fold_with_history`]) and the log as
-//! of an instant ([`fold_as_of`]).
+//! replays the prefix before its point. The end-of-log passes then settle
+//! suggestions by evidence (`fold/settle.rs`), mark disagreements and count
+//! standing (`fold/disagree.rs`). What the fold says of each subject
+//! ([`State`], [`Status`], [`Event`]) is in `fold/state.rs`. `fold` is a
+//! pure function of the records it is given, and every reader calls it,
+//! so they agree; the same pass gives per-subject histories
+//! ([`fold_with_history`]) and the log as of an instant ([`fold_as_of`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use super::axes::Axes;
-use super::forms::{case_key, form_matches, is_case_only};
 use super::id::OpId;
-use super::op::{Op, Stated};
+use super::op::Op;
 use super::policy::person_decides;
-use super::record::{ActorKind, Kind, Record, Scope, SignalSource};
-use super::settle::Settling;
+use super::record::{Kind, Record, Scope, SignalSource};
 
 pub mod checkpoint;
+pub(super) mod disagree;
+pub(super) mod settle;
+pub mod state;
 
-/// What became of a subject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Nothing has acted on it: it advises.
-    Suggested,
-    /// A person kept, imported or wrote it, or settling established it: it binds.
-    Established,
-    /// It disagrees with another rule, named in `contested_by`: it advises.
-    Contested,
-    /// Its author took it back in the session that recorded it.
-    Withdrawn,
-    /// A person set it aside.
-    Dropped,
-    /// A reset set it aside.
-    Reset,
-}
-
-impl Status {
-    pub const ALL: [Status; 6] = [
-        Status::Suggested,
-        Status::Established,
-        Status::Contested,
-        Status::Withdrawn,
-        Status::Dropped,
-        Status::Reset,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Suggested => "suggested",
-            Status::Established => "established",
-            Status::Contested => "contested",
-            Status::Withdrawn => "withdrawn",
-            Status::Dropped => "dropped",
-            Status::Reset => "reset",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Status> {
-        Status::ALL.into_iter().find(|s| s.as_str() == text)
-    }
-
-    /// Whether a rule with this status answers (binds or advises).
-    pub fn answers(self) -> bool {
-        matches!(
-            self,
-            Status::Suggested | Status::Established | Status::Contested
-        )
-    }
-}
-
-/// The counts behind a suggestion, shown as counts, never as a score.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Standing {
-    /// Sessions (or people) that recorded the same rule.
-    pub sessions: usize,
-    /// The latest usage counts: uses of the preferred and of avoided forms.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<(u64, u64)>,
-    /// Merge signals recorded for it.
-    pub merges: usize,
-    /// Person signals settling read for it: corrections toward it seen
-    /// where it holds, and merges that wrote it.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub toward: usize,
-    /// Evidence against it: corrections away, its group's withdrawals,
-    /// usage moving to an avoided form.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub against: usize,
-    /// The pull requests (or commits) whose merges wrote it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub merged_in: Vec<String>,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-impl Standing {
-    /// `seen in 2 sessions · 14 of 15 uses · merged 1×`
-    pub fn describe(&self) -> String {
-        let mut parts = vec![format!(
-            "seen in {} session{}",
-            self.sessions,
-            if self.sessions == 1 { "" } else { "s" }
-        )];
-        if let Some((preferred, avoided)) = self.usage {
-            let uses = crate::wording::count(preferred + avoided, "use", "uses");
-            parts.push(format!("{preferred} of {uses}"));
-        }
-        if !self.merged_in.is_empty() {
-            parts.push(format!("merged in {}", self.merged_in.join(", ")));
-        } else if self.merges > 0 {
-            parts.push(format!("merged {}×", self.merges));
-        }
-        let corrections = self.toward.saturating_sub(self.merged_in.len());
-        if corrections > 0 {
-            parts.push(format!(
-                "{corrections} correction{} toward it",
-                if corrections == 1 { "" } else { "s" }
-            ));
-        }
-        if self.against > 0 {
-            parts.push(format!("{} against", self.against));
-        }
-        parts.join(" · ")
-    }
-}
-
-/// The folded state of one subject-bearing operation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct State {
-    pub status: Status,
-    pub contested_by: Vec<OpId>,
-    /// The scope in force: the record's, or the one a later keep or widen set.
-    pub scope: Scope,
-    pub advisory: bool,
-    pub standing: Standing,
-    /// A person kept, imported or wrote it (or settling established it) at
-    /// some point: it is no longer only a suggestion, even while contested.
-    pub kept: bool,
-    /// The operation that last decided it (keep, drop, withdraw, establish, reset).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decided_by: Option<OpId>,
-    /// The person signals settling established it on (empty unless
-    /// settled): an `establish` naming them is `decided_by`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub because: Vec<OpId>,
-    /// An established rule whose avoided forms are written more often than
-    /// when it came into force: (uses then, uses now).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub drift: Option<(u64, u64)>,
-}
-
-impl State {
-    /// The counts every surface shows beside a subject, never a score: a
-    /// suggestion's standing (`seen in 2 sessions · merged in #412 · 1
-    /// against`), a settled rule's evidence, an established rule's drift.
-    pub fn standing_text(&self) -> Option<String> {
-        let mut parts = Vec::new();
-        match self.status {
-            Status::Suggested | Status::Contested if self.standing.sessions > 0 => {
-                parts.push(self.standing.describe())
-            }
-            Status::Established if !self.because.is_empty() => parts.push(format!(
-                "settled on {} · {}",
-                self.because
-                    .iter()
-                    .map(|b| format!("#{}", b.short()))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                self.standing.describe()
-            )),
-            _ => {}
-        }
-        if let Some((then, now)) = self.drift {
-            parts.push(format!(
-                "drift: avoided forms written {now}× now, {then}× when it came into force"
-            ));
-        }
-        (!parts.is_empty()).then(|| parts.join(" · "))
-    }
-}
-
-/// An operation the fold read but did not apply, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Ignored {
-    pub id: String,
-    pub reason: String,
-}
-
-/// A subject's status changed: which subject, by which operation, from
-/// what to what. The reducer emits one per change, so histories and the
-/// atlas read the log once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Event {
-    /// The operation that states the subject.
-    pub subject: OpId,
-    /// The operation whose arrival changed it (for a disagreement, the
-    /// later of the two rules).
-    pub by: OpId,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from: Option<Status>,
-    pub to: Status,
-}
+use disagree::{count_sessions, mark_disagreements};
+use settle::Settling;
+pub use state::{Event, Ignored, Standing, State, Status};
 
 /// The folded log: the records in id order and the reducer's state over
 /// them, so more operations can be applied.
@@ -847,7 +666,7 @@ impl Folding {
             .enumerate()
             .filter_map(|(at, s)| s.as_ref().map(|s| (at, s.clone(), self.kept_at[at])))
             .collect();
-        let settled = super::settle::settle(
+        let settled = settle::settle(
             &records[..n],
             &self.keys[..n],
             &self.evidence,
@@ -955,263 +774,11 @@ fn new_state(r: &Record, status: Status) -> State {
     }
 }
 
-/// Whether the rules at `a` and `b` can apply at one point and instant:
-/// rules of one project compare on its typed axes; rules of two projects
-/// never meet (a rule widened to the workspace is compared by its
-/// widening, not here).
-pub(super) fn meet(
-    records: &[Record],
-    states: &[Option<Box<State>>],
-    axes: &Axes,
-    a: usize,
-    b: usize,
-) -> bool {
-    let (Some(sa), Some(sb)) = (states[a].as_ref(), states[b].as_ref()) else {
-        return false;
-    };
-    let project = &records[a].project;
-    project == records[b].project && sa.scope.overlaps_in(axes.space(project), &sb.scope)
-}
-
-/// A term rule's forms, for disagreement checks.
-pub(super) struct TermView<'a> {
-    pub(super) at: usize,
-    pub(super) preferred: &'a str,
-    pub(super) avoid: &'a [String],
-    /// An entry of an imported file: its import is never contested by it.
-    pub(super) imported: bool,
-}
-
-fn avoids(rule: &TermView<'_>, text: &str) -> bool {
-    rule.avoid
-        .iter()
-        .any(|a| form_matches(a, rule.preferred, text))
-}
-
-pub(super) fn disagree(a: &TermView<'_>, b: &TermView<'_>) -> bool {
-    if avoids(a, b.preferred) || avoids(b, a.preferred) {
-        return true;
-    }
-    if a.preferred == b.preferred {
-        return false;
-    }
-    a.avoid.iter().any(|x| {
-        b.avoid.iter().any(|y| {
-            let exact = is_case_only(x, a.preferred) || is_case_only(y, b.preferred);
-            if exact {
-                x == y
-            } else {
-                case_key(x) == case_key(y)
-            }
-        })
-    })
-}
-
-/// The term rules that answer (suggested or established), each entry of an
-/// imported file its own rule, and a correction that states no rule as the
-/// wording it prefers.
-pub(super) fn term_views<'r>(
-    records: &'r [Record],
-    states: &[Option<Box<State>>],
-) -> Vec<TermView<'r>> {
-    let mut rules: Vec<TermView<'_>> = Vec::new();
-    for (at, r) in records.iter().enumerate() {
-        let live = states[at]
-            .as_ref()
-            .is_some_and(|s| matches!(s.status, Status::Suggested | Status::Established));
-        if !live {
-            continue;
-        }
-        match Op::of(r).map_or(Stated::Nothing, |op| op.stated()) {
-            Stated::Term { preferred, avoid } => rules.push(TermView {
-                at,
-                preferred,
-                avoid,
-                imported: false,
-            }),
-            Stated::Terms(terms) => {
-                for t in terms.iter().filter(|t| !t.suggested) {
-                    let preferred = t.preferred.as_deref().unwrap_or("");
-                    rules.push(TermView {
-                        at,
-                        preferred,
-                        avoid: &t.avoid,
-                        imported: true,
-                    });
-                }
-            }
-            Stated::Wording(c) => rules.push(TermView {
-                at,
-                preferred: &c.to,
-                avoid: std::slice::from_ref(&c.from),
-                imported: false,
-            }),
-            Stated::Nothing => {}
-        }
-    }
-    rules
-}
-
-/// Mark disagreements between rules that answer and can apply at one point
-/// and instant. Only rules sharing a form are compared.
-fn mark_disagreements(
-    records: &[Record],
-    states: &mut [Option<Box<State>>],
-    kept_at: &[Option<usize>],
-    axes: &Axes,
-) {
-    let rules = term_views(records, states);
-    // Rules that state one term (the same form to use and the same forms to
-    // avoid) never disagree with one another, and disagree with any other
-    // rule alike: terms are compared once each, so a log where thousands
-    // of sessions suggested one rule costs their number, not its square.
-    let mut term_of: std::collections::HashMap<(&str, &[String]), usize> =
-        std::collections::HashMap::new();
-    let mut terms: Vec<Vec<usize>> = Vec::new();
-    for (i, rule) in rules.iter().enumerate() {
-        let t = *term_of
-            .entry((rule.preferred, rule.avoid))
-            .or_insert_with(|| {
-                terms.push(Vec::new());
-                terms.len() - 1
-            });
-        terms[t].push(i);
-    }
-    let mut by_form: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (t, members) in terms.iter().enumerate() {
-        let rule = &rules[members[0]];
-        let mut keys: BTreeSet<String> = rule.avoid.iter().map(|a| case_key(a)).collect();
-        keys.insert(case_key(rule.preferred));
-        for key in keys {
-            by_form.entry(key).or_default().push(t);
-        }
-    }
-    let mut term_pairs = BTreeSet::new();
-    for members in by_form.values() {
-        for (x, &s) in members.iter().enumerate() {
-            for &t in &members[x + 1..] {
-                term_pairs.insert((s.min(t), s.max(t)));
-            }
-        }
-    }
-    let mut pairs = Vec::new();
-    for (s, t) in term_pairs {
-        if !disagree(&rules[terms[s][0]], &rules[terms[t][0]]) {
-            continue;
-        }
-        for &i in &terms[s] {
-            for &j in &terms[t] {
-                pairs.push((i.min(j), i.max(j)));
-            }
-        }
-    }
-    // Statuses before any contest is marked, so the result does not depend
-    // on the order pairs are visited in.
-    let established: Vec<bool> = rules
-        .iter()
-        .map(|r| {
-            states[r.at]
-                .as_ref()
-                .is_some_and(|s| s.status == Status::Established)
-        })
-        .collect();
-    let mut named: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
-    for (i, j) in pairs {
-        let (a, b) = (&rules[i], &rules[j]);
-        if a.at == b.at {
-            continue;
-        }
-        if !disagree(a, b) || !meet(records, states, axes, a.at, b.at) {
-            continue;
-        }
-        // A person's correction reverses an established rule unless a person
-        // kept the rule again after it.
-        let reverses = |rule: usize, other: usize| {
-            let o = &records[other];
-            o.kind == Kind::Correct
-                && o.actor.kind == ActorKind::Person
-                && kept_at[rule].unwrap_or(0) < other
-        };
-        let (contest_a, contest_b) = match (established[i], established[j]) {
-            (true, false) => (reverses(a.at, b.at), true),
-            (false, true) => (true, reverses(b.at, a.at)),
-            _ => (true, true),
-        };
-        // A file a person imported stays in force as a whole; what disagrees
-        // with one of its rules is contested by it.
-        let (contest_a, contest_b) = (contest_a && !a.imported, contest_b && !b.imported);
-        if contest_a {
-            named.entry(a.at).or_default().insert(b.at);
-        }
-        if contest_b {
-            named.entry(b.at).or_default().insert(a.at);
-        }
-    }
-    for (at, others) in named {
-        let s = states[at].as_mut().expect("rules have states");
-        s.contested_by = others.into_iter().map(|o| records[o].op_id()).collect();
-        s.status = Status::Contested;
-    }
-}
-
-/// Standing: how many parties recorded the same rule (same form to use and
-/// a form to avoid in common) while it answers.
-fn count_sessions(records: &[Record], states: &mut [Option<Box<State>>]) {
-    fn term(r: &Record) -> Option<(&str, &[String])> {
-        match Op::of(r).map_or(Stated::Nothing, |op| op.stated()) {
-            Stated::Term { preferred, avoid } => Some((preferred, avoid)),
-            Stated::Terms(_) | Stated::Wording(_) | Stated::Nothing => None,
-        }
-    }
-    let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (at, r) in records.iter().enumerate() {
-        if let (Some((preferred, _)), Some(s)) = (term(r), &states[at])
-            && s.status.answers()
-        {
-            groups.entry(preferred).or_default().push(at);
-        }
-    }
-    for (preferred, members) in &groups {
-        // Members with the same forms to avoid count the same parties:
-        // each set of forms is compared with each other set once, so many
-        // sessions suggesting one rule cost their number, not its square.
-        let mut by_avoid: BTreeMap<&[String], Vec<usize>> = BTreeMap::new();
-        for &at in members {
-            if let Some((_, avoid)) = term(&records[at]) {
-                by_avoid.entry(avoid).or_default().push(at);
-            }
-        }
-        for (avoid, ats) in &by_avoid {
-            let mut parties: BTreeSet<(ActorKind, &str, Option<&str>)> = BTreeSet::new();
-            for (other, others) in &by_avoid {
-                let shares = other
-                    .iter()
-                    .any(|x| avoid.iter().any(|y| form_matches(y, preferred, x)));
-                if shares {
-                    parties.extend(others.iter().map(|&o| {
-                        let o = &records[o];
-                        (
-                            o.actor.kind,
-                            o.actor.name.as_str(),
-                            o.actor.session.as_deref(),
-                        )
-                    }));
-                }
-            }
-            for &at in ats {
-                if let Some(s) = states[at].as_mut() {
-                    s.standing.sessions = parties.len().max(1);
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::ops::id::{EPOCH_MS, OpId};
-    use crate::ops::record::{Actor, Subject};
+    use crate::ops::record::{Actor, ActorKind, Subject};
 
     fn op(n: u64, kind: Kind, actor: ActorKind) -> Record {
         let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();

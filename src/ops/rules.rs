@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::fold::{Ledger, Status, TermView, disagree};
+use super::fold::disagree::{TermView, disagree};
+use super::fold::{Ledger, Status};
 use super::forms::case_key;
 use super::record::{Bounds, Scope, Subject};
 use super::scope::Point;

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use gix::ObjectId;
 
-use super::content::{self, ContentError};
+use super::content;
 use super::newest::{self, AHEAD_BOUND_MS};
 use super::reflock::Moved;
+use super::segment::ContentError;
 use super::{LogRef, Store, StoreError, fault, journal, lock, segment, sweep, tree};
 use crate::ops::id::OpId;
 use crate::ops::record::{MAX_RECORD_BYTES, Record, RecordError};

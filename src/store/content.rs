@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use gix::ObjectId;
 use gix::objs::tree::{Entry, EntryKind};
 
-use super::segment::{EntryError, Problem};
+use super::segment::{ContentError, EntryError, Problem};
 use super::{Store, StoreError, tree};
 use crate::ops::record::{ContentBlob, MAX_CONTENT_BYTES, Record, RecordError, Subject, TermEntry};
 
@@ -31,23 +31,6 @@ use crate::ops::record::{ContentBlob, MAX_CONTENT_BYTES, Record, RecordError, Su
 /// a content blob: segments hold small lines, and a read of a segment never
 /// inflates a large import it does not need.
 pub const INLINE_MAX: usize = 64 * 1024;
-
-/// Why a record's content blob cannot be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ContentError {
-    #[error(
-        "which this repository does not hold (fetch the log again with `kapi context sync`; a file `kapi store export` wrote carries no content blobs)"
-    )]
-    Missing,
-    #[error("which is not a blob")]
-    NotABlob,
-    #[error("which has {found} bytes, not the {stated} the operation states")]
-    Size { stated: u64, found: u64 },
-    #[error("whose bytes do not match the SHA-256 the operation states")]
-    Digest,
-    #[error("whose bytes are not the term rules of an import: {0}")]
-    Unparsable(String),
-}
 
 /// Move `record`'s term rules into a content blob when the record would
 /// pass [`INLINE_MAX`] bytes (a writer's side; the rules stay in memory).

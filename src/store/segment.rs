@@ -133,7 +133,7 @@ pub enum EntryError {
     Content {
         id: String,
         blob: String,
-        error: super::content::ContentError,
+        error: ContentError,
     },
     #[error(
         "and {} that cannot be read (only the first {MAX_NAMED} of a segment or file are named)",
@@ -146,6 +146,23 @@ pub enum EntryError {
     /// a segment can hold millions).
     #[error("malformed: {0}")]
     Junk(&'static str),
+}
+
+/// Why a record's content blob (`content.rs`) cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContentError {
+    #[error(
+        "which this repository does not hold (fetch the log again with `kapi context sync`; a file `kapi store export` wrote carries no content blobs)"
+    )]
+    Missing,
+    #[error("which is not a blob")]
+    NotABlob,
+    #[error("which has {found} bytes, not the {stated} the operation states")]
+    Size { stated: u64, found: u64 },
+    #[error("whose bytes do not match the SHA-256 the operation states")]
+    Digest,
+    #[error("whose bytes are not the term rules of an import: {0}")]
+    Unparsable(String),
 }
 
 /// A problem found while reading, with where it was found.

@@ -13,7 +13,7 @@
 //! | `sensitivity` (missing: restricted) | sensitivity |
 
 use super::frontmatter::FrontMatter;
-use super::note::{Kind, Meta, Status};
+use super::meta::{Kind, Meta, Status};
 use super::sensitivity::Sensitivity;
 
 pub fn map(fm: &FrontMatter, file_name: &str, sensitivity: Sensitivity) -> Meta {

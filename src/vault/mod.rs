@@ -9,6 +9,7 @@ pub mod date;
 pub mod evidence;
 pub mod frontmatter;
 pub mod madr;
+pub mod meta;
 pub mod note;
 pub mod review;
 pub mod scan;
@@ -22,7 +23,7 @@ use std::path::Path;
 use crate::digest::sha256_hex;
 
 pub use evidence::EvidenceRow;
-pub use note::{Kind, Meta, Status};
+pub use meta::{Kind, Meta, Status};
 pub use sensitivity::{Grant, Sensitivity};
 
 use crate::fsutil::{self, FileError, Links};

@@ -1,13 +1,15 @@
 //! The folded ledger as bytes, for the checkpoint the store keeps beside
-//! the log (`.git/kapi/fold.checkpoint`, see `store::checkpoint`): the
-//! records and the reducer's whole state, serialized by serde's derive (a
-//! field added to [`Ledger`] or its state is in the checkpoint with no code
-//! here), and a reader's view that holds only what states a subject or
-//! imports a file.
+//! the log (`.git/kapi/fold.checkpoint`, see `store::checkpoint`): this
+//! file writes two MessagePack values, the records and then the reducer's
+//! state (`ignored`, `Folding` through serde's derive, and `view`), so a
+//! field added to [`Ledger`] is written here by hand, and one added to
+//! `Folding` is in the checkpoint with no code here; and a reader's view
+//! that holds only what states a subject or imports a file.
 //!
 //! A checkpoint is derived: [`fingerprint`] names the code that folded it
 //! (kapi's version, the checkpoint's format and the text of every source
-//! the fold's answer depends on), and a checkpoint written by other code is
+//! of the fold), `context::checkpointed` adds the sources of how a reader
+//! reads the log and the axes, and a checkpoint written by other code is
 //! not read: the log is folded again, silently.
 
 use std::sync::OnceLock;
@@ -16,21 +18,24 @@ use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
+use super::settle::Settling;
 use super::{Folding, Ignored, Ledger, Record};
 use crate::ops::axes::Axes;
 use crate::ops::record::Kind;
-use crate::ops::settle::Settling;
 
 /// The layout of the checkpoint; raise it when the bytes change meaning.
 pub const FORMAT: u32 = 3;
 
-/// The sources the fold's answer depends on. A change to any of them (a
-/// new rule of the reducer, a new field of a record) makes every existing
-/// checkpoint stale.
+/// The sources of the fold: a change to any of them (a new rule of the
+/// reducer, a new field of a record) makes every existing checkpoint
+/// stale. The sources of how a reader reads the log are named where it
+/// reads it (`context::checkpointed`).
 const SOURCES: &[&str] = &[
     include_str!("../fold.rs"),
+    include_str!("state.rs"),
+    include_str!("disagree.rs"),
+    include_str!("settle.rs"),
     include_str!("checkpoint.rs"),
-    include_str!("../settle.rs"),
     include_str!("../policy.rs"),
     include_str!("../op.rs"),
     include_str!("../forms.rs"),
@@ -38,13 +43,6 @@ const SOURCES: &[&str] = &[
     include_str!("../id.rs"),
     include_str!("../scope.rs"),
     include_str!("../axes.rs"),
-    include_str!("../../store/read.rs"),
-    include_str!("../../store/segment.rs"),
-    // Which records a large import's content lets through, read back.
-    include_str!("../../store/content.rs"),
-    // What is held back as dated ahead, and how a reader folds.
-    include_str!("../../store/newest.rs"),
-    include_str!("../../context/checkpointed.rs"),
 ];
 
 /// What folded a checkpoint: kapi's version, the format and a checksum of
@@ -52,17 +50,23 @@ const SOURCES: &[&str] = &[
 pub fn fingerprint() -> &'static str {
     static FINGERPRINT: OnceLock<String> = OnceLock::new();
     FINGERPRINT.get_or_init(|| {
-        let mut crc = crc32fast::Hasher::new();
-        for source in SOURCES {
-            crc.update(&(source.len() as u64).to_le_bytes());
-            crc.update(source.as_bytes());
-        }
         format!(
             "kapi {} fold {FORMAT} sources {:08x}",
             env!("CARGO_PKG_VERSION"),
-            crc.finalize()
+            checksum(SOURCES)
         )
     })
+}
+
+/// A CRC-32 of source texts, each after its length: what a fingerprint
+/// names them by.
+pub fn checksum(sources: &[&str]) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    for source in sources {
+        crc.update(&(source.len() as u64).to_le_bytes());
+        crc.update(source.as_bytes());
+    }
+    crc.finalize()
 }
 
 /// The reducer's state as the checkpoint holds it, after the records.
