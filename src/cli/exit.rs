@@ -174,6 +174,20 @@ impl From<crate::config::ConfigError> for CliError {
     }
 }
 
+impl From<crate::compile::RequestError> for CliError {
+    fn from(err: crate::compile::RequestError) -> Self {
+        use crate::compile::RequestError;
+        match err {
+            RequestError::Config(e) => e.into(),
+            e @ (RequestError::Today(_)
+            | RequestError::Clock(_)
+            | RequestError::OutOfRange(_)
+            | RequestError::Grant(_)
+            | RequestError::Ranking(_)) => CliError::usage(e.to_string()),
+        }
+    }
+}
+
 impl From<crate::compile::artifacts::GrantError> for CliError {
     fn from(err: crate::compile::artifacts::GrantError) -> Self {
         CliError::usage(err.to_string())
