@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod env;
 mod here;
 pub mod hook;
+pub mod hook_run;
 mod import;
 pub mod log;
 mod note;

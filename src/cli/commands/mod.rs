@@ -50,12 +50,8 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn from_env(dir: Option<&Path>) -> Result<Self, CliError> {
-        let base = std::env::current_dir().map_err(|e| {
-            CliError::new(
-                Exit::Usage,
-                format!("cannot read the current directory: {e}"),
-            )
-        })?;
+        let base = std::env::current_dir()
+            .map_err(|e| CliError::io("cannot read the current directory", &e))?;
         let cwd = match dir {
             Some(d) => base.join(d),
             None => base,

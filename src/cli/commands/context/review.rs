@@ -87,8 +87,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             || args.widen_to.is_some();
         if for_keeps {
             return Err(CliError::usage(
-                "--valid-from, --valid-to, --advisory and --widen-to go with a decision: --keep <id>, --choose <id> or --widen <id>",
-            ));
+                "--valid-from, --valid-to, --advisory and --widen-to go with a decision",
+            )
+            .with_hint("add --keep <id>, --choose <id> or --widen <id>"));
         }
         let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
         if args.interactive || (terminal && !args.json) {
@@ -111,7 +112,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let reviewed = review(&session, request)?;
     let mut out = Out::new();
     if args.json {
-        out.exact(serde_json::to_string(&reviewed).expect("a review serializes"))?;
+        out.json(&reviewed)?;
         report_rules_files(&session, &[], reviewed.refresh_error, &mut out)?;
         return Ok(Exit::Ok);
     }
@@ -406,7 +407,7 @@ fn walk(session: &Session, of: Option<&str>) -> Result<Exit, CliError> {
                         return Err(e);
                     }
                     // A refused or impossible decision: say why and ask again.
-                    stderr_text(format!("error: {e}"));
+                    stderr_text(e.render());
                 }
             }
         }
@@ -433,6 +434,6 @@ fn ask(input: &mut impl BufRead, prompt: &str) -> Result<Option<String>, CliErro
     match input.read_line(&mut answer) {
         Ok(0) => Ok(None),
         Ok(_) => Ok(Some(answer.trim().to_owned())),
-        Err(e) => Err(CliError::usage(format!("cannot read the answer: {e}"))),
+        Err(e) => Err(CliError::io("cannot read the answer", &e)),
     }
 }

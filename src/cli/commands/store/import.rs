@@ -47,11 +47,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         std::fs::File::open(ctx.cwd.join(&file))
             .and_then(|f| f.take(MAX_IMPORT_BYTES + 1).read_to_end(&mut bytes))
     };
-    read.map_err(|e| CliError::usage(format!("cannot read {file}: {e}")))?;
+    read.map_err(|e| CliError::io(format!("cannot read {file}"), &e))?;
     if bytes.len() as u64 > MAX_IMPORT_BYTES {
-        return Err(CliError::usage(format!(
-            "{file} is larger than 1 GiB; split it"
-        )));
+        return Err(CliError::usage(format!("{file} is larger than 1 GiB"))
+            .with_hint("split it into files of at most 1 GiB and import each"));
     }
     let mut imported = import_log(&session, &bytes, &file)?;
     stderr_line(format!(
