@@ -6,6 +6,7 @@ pub mod atlas;
 pub mod check;
 pub mod checkpointed;
 pub mod corroborate;
+pub mod decisions;
 pub mod doctor;
 pub mod env;
 mod here;

@@ -90,6 +90,16 @@ pub(crate) fn contested_by(ids: &[crate::ops::OpId]) -> Option<String> {
     Some(format!("[contested by {}]", names.join(", ")))
 }
 
+/// Imported rules that disagree, as `kapi store import` and `kapi context
+/// review` name them: `styles/A.yml: "GitHub", not "Github" and styles/B.yml: "Github", not "GitHub"`.
+pub(crate) fn disagreement(d: &crate::context::Disagreement) -> String {
+    let side = |r: &crate::context::DisagreeingRule| match &r.file {
+        Some(file) => format!("{file}: {}", r.rule),
+        None => format!("#{}: {}", crate::ops::id::short(&r.id), r.rule),
+    };
+    format!("{} and {}", side(&d.first), side(&d.second))
+}
+
 /// Say which rules files a refresh wrote (nothing when none).
 pub(crate) fn report_rules_files(
     session: &Session,
