@@ -185,7 +185,10 @@ mod tests {
     fn the_digest_offers_only_what_some_awaiting_item_takes() {
         use Decision::*;
         let drifting = item(false, true, true, false);
-        assert_eq!(Decision::offered(&[drifting.clone()]), [Drop, Widen]);
+        assert_eq!(
+            Decision::offered(std::slice::from_ref(&drifting)),
+            [Drop, Widen]
+        );
         let contested = item(true, true, false, true);
         assert_eq!(
             Decision::offered(&[contested, drifting]),
@@ -199,15 +202,15 @@ mod tests {
         let suggestion = item(true, true, false, false);
         let to = Some(WidenTo::Project);
         let kept_wider = Decision::Widen.round(&suggestion, to.clone());
-        assert_eq!(kept_wider.keep, [suggestion.id.clone()]);
+        assert_eq!(kept_wider.keep, [suggestion.id.as_str()]);
         assert!(kept_wider.widen.is_empty());
         assert_eq!(kept_wider.widen_to, to);
         let rule = item(false, true, true, false);
         let widened = Decision::Widen.round(&rule, to.clone());
-        assert_eq!(widened.widen, [rule.id.clone()]);
+        assert_eq!(widened.widen, [rule.id.as_str()]);
         assert!(widened.keep.is_empty());
         let chosen = Decision::Choose.round(&suggestion, None);
         assert_eq!(chosen.choose.as_deref(), Some(suggestion.id.as_str()));
-        assert_eq!(Decision::Drop.round(&rule, None).drop, [rule.id.clone()]);
+        assert_eq!(Decision::Drop.round(&rule, None).drop, [rule.id.as_str()]);
     }
 }
