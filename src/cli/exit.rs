@@ -1,7 +1,7 @@
 //! The exit-code table (docs/exit-codes.md) and the one CLI error type.
 
 use std::fmt;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -53,11 +53,15 @@ impl From<Exit> for ExitCode {
     }
 }
 
-/// An error the CLI reports on stderr before exiting with its code.
+/// An error the CLI reports on stderr before exiting with its code: what
+/// was wrong, and where it helps, what to do about it (a hint).
 #[derive(Debug)]
 pub struct CliError {
     pub exit: Exit,
     pub message: String,
+    /// What to do, said on a line of its own after the message (`hint:
+    /// …`), as git and cargo say it.
+    pub hint: Option<String>,
 }
 
 impl CliError {
@@ -65,6 +69,7 @@ impl CliError {
         Self {
             exit,
             message: message.into(),
+            hint: None,
         }
     }
 
@@ -76,16 +81,36 @@ impl CliError {
         Self::new(Exit::Store, message)
     }
 
-    /// Print `error: ...` to stderr and turn the error into its exit code.
-    /// What a message quotes (an id, a range, git's words) never steers the
-    /// terminal; the lines of git's words stay lines.
+    /// The same error, with what to do about it.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// An I/O error met while doing `what` (`cannot read notes.jsonl`),
+    /// with the code its kind has in the table ([`io_exit`]).
+    pub fn io(what: impl fmt::Display, err: &io::Error) -> Self {
+        Self::new(io_exit(err.kind()), format!("{what}: {err}"))
+    }
+
+    /// The lines stderr gets: `error: …`, then `hint: …` if there is one
+    /// (not yet escaped: see [`CliError::report`]).
+    pub fn render(&self) -> String {
+        match &self.hint {
+            Some(hint) => format!("error: {}\nhint: {hint}", self.message),
+            None => format!("error: {}", self.message),
+        }
+    }
+
+    /// Print the error to stderr and turn it into its exit code. What a
+    /// message quotes (an id, a range, git's words) never steers the
+    /// terminal; the lines of git's words stay lines. An error whose code
+    /// is success (a reader that went away: a broken pipe) is not printed.
     pub fn report(self) -> ExitCode {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
-            "error: {}",
-            crate::terminal::escape_lines(&self.message)
-        );
+        if self.exit != Exit::Ok {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{}", crate::terminal::escape_lines(&self.render()));
+        }
         self.exit.into()
     }
 }
@@ -96,9 +121,30 @@ impl fmt::Display for CliError {
     }
 }
 
-impl From<std::io::Error> for CliError {
-    fn from(err: std::io::Error) -> Self {
-        CliError::new(Exit::Internal, format!("I/O error: {err}"))
+/// The code of an I/O error the command line meets itself (reading stdin
+/// or a file it was named, writing output), by its kind. None is a bug in
+/// kapi: a reader that went away is success (`kapi context log | head`); a
+/// file that is not there, is not kapi's to read, or is no file of the
+/// kind asked for is bad usage; anything else (a full disk, a device
+/// error) is a store's failure to read or write.
+pub fn io_exit(kind: io::ErrorKind) -> Exit {
+    use io::ErrorKind as K;
+    match kind {
+        K::BrokenPipe => Exit::Ok,
+        K::NotFound
+        | K::PermissionDenied
+        | K::IsADirectory
+        | K::NotADirectory
+        | K::InvalidInput
+        | K::InvalidData
+        | K::InvalidFilename => Exit::Usage,
+        _ => Exit::Store,
+    }
+}
+
+impl From<io::Error> for CliError {
+    fn from(err: io::Error) -> Self {
+        CliError::io("I/O error", &err)
     }
 }
 
@@ -168,9 +214,66 @@ impl From<crate::context::workspace::WorkspaceError> for CliError {
     }
 }
 
+/// A repository that is not there or has no work tree is bad usage; git
+/// failing to read or write is the store's code.
+fn git_exit(err: &crate::git::GitError) -> Exit {
+    use crate::git::GitError;
+    match err {
+        GitError::NotARepository(_) | GitError::Bare(_) => Exit::Usage,
+        GitError::Git { .. } | GitError::Command { .. } | GitError::TimedOut { .. } => Exit::Store,
+    }
+}
+
+impl From<crate::git::GitError> for CliError {
+    fn from(err: crate::git::GitError) -> Self {
+        CliError::new(git_exit(&err), err.to_string())
+    }
+}
+
+impl From<crate::hooks::HooksError> for CliError {
+    fn from(err: crate::hooks::HooksError) -> Self {
+        use crate::hooks::HooksError;
+        let exit = match &err {
+            HooksError::Git(e) => git_exit(e),
+            HooksError::Settings { .. }
+            | HooksError::Crowded { .. }
+            | HooksError::Unreadable { .. } => Exit::Usage,
+            HooksError::Io { .. } => Exit::Store,
+        };
+        CliError::new(exit, err.to_string())
+    }
+}
+
+impl From<crate::context::hook::HookError> for CliError {
+    fn from(err: crate::context::hook::HookError) -> Self {
+        use crate::context::hook::HookError;
+        match err {
+            HookError::Context(e) => e.into(),
+            HookError::Check(e) => e.into(),
+            HookError::Artifact(e) => e.into(),
+            HookError::Git(e) => e.into(),
+            e @ HookError::Input(_) => CliError::usage(e.to_string()),
+        }
+    }
+}
+
 impl From<crate::config::ConfigError> for CliError {
     fn from(err: crate::config::ConfigError) -> Self {
         ContextError::Config(err).into()
+    }
+}
+
+impl From<crate::compile::RequestError> for CliError {
+    fn from(err: crate::compile::RequestError) -> Self {
+        use crate::compile::RequestError;
+        match err {
+            RequestError::Config(e) => e.into(),
+            e @ (RequestError::Today(_)
+            | RequestError::Clock(_)
+            | RequestError::OutOfRange(_)
+            | RequestError::Grant(_)
+            | RequestError::Ranking(_)) => CliError::usage(e.to_string()),
+        }
     }
 }
 
@@ -233,9 +336,10 @@ pub(crate) fn compile_error(err: CompileError, root: &Path) -> CliError {
     match err {
         // Where the vault is, is configuration: a usage error, not a store's.
         CompileError::Vault(crate::vault::VaultError::NotFound) => CliError::usage(format!(
-            "vault_not_found: {} is not a directory; set `[vault] root` in kapi.toml or pass --root",
+            "vault_not_found: {} is not a directory",
             root.display()
-        )),
+        ))
+        .with_hint("set `[vault] root` in kapi.toml or pass --root"),
         CompileError::Vault(e) => CliError::store(e.to_string()),
         e @ (CompileError::Rank(_) | CompileError::ViewMismatch) => {
             CliError::new(Exit::Internal, e.to_string())
@@ -255,5 +359,39 @@ impl From<ArtifactError> for CliError {
             | ArtifactError::Entry { .. }
             | ArtifactError::Read { .. }) => CliError::usage(e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_take_their_code_from_their_kind() {
+        use io::ErrorKind as K;
+        assert_eq!(io_exit(K::BrokenPipe), Exit::Ok);
+        for kind in [
+            K::NotFound,
+            K::PermissionDenied,
+            K::IsADirectory,
+            K::InvalidData,
+        ] {
+            assert_eq!(io_exit(kind), Exit::Usage, "{kind:?}");
+        }
+        for kind in [K::StorageFull, K::WriteZero, K::Interrupted, K::Other] {
+            assert_eq!(io_exit(kind), Exit::Store, "{kind:?}");
+        }
+        let e = CliError::io("cannot read x", &io::Error::from(K::NotFound));
+        assert_eq!(e.exit, Exit::Usage);
+        assert!(e.message.starts_with("cannot read x: "), "{}", e.message);
+    }
+
+    #[test]
+    fn a_hint_follows_the_message_on_its_own_line() {
+        let e = CliError::usage("nothing to record");
+        assert_eq!(e.render(), "error: nothing to record");
+        let e = e.with_hint("say what");
+        assert_eq!(e.render(), "error: nothing to record\nhint: say what");
+        assert_eq!(e.to_string(), "nothing to record");
     }
 }

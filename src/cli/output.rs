@@ -34,6 +34,18 @@ impl Out {
         map_pipe(r)
     }
 
+    /// One value as one line of JSON (a `--json` document). A value that
+    /// does not serialize is a bug in kapi (exit 70).
+    pub fn json(&mut self, value: &impl serde::Serialize) -> Result<(), CliError> {
+        let text = serde_json::to_string(value).map_err(|e| {
+            CliError::new(
+                Exit::Internal,
+                format!("cannot write the JSON document: {e}"),
+            )
+        })?;
+        self.exact(text)
+    }
+
     pub fn raw(&mut self, bytes: &[u8]) -> Result<(), CliError> {
         map_pipe(self.inner.write_all(bytes))
     }
@@ -86,9 +98,8 @@ fn map_pipe(r: io::Result<()>) -> Result<(), CliError> {
     match r {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(0),
-        Err(e) => Err(CliError::new(
-            Exit::Store,
-            format!("cannot write output: {e}"),
-        )),
+        // Output that cannot be written is the store's code, whatever its
+        // kind (docs/exit-codes.md).
+        Err(e) => Err(CliError::store(format!("cannot write output: {e}"))),
     }
 }

@@ -83,8 +83,6 @@ pub struct Declared {
 /// Why a `[[compile]]` entry cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum DeclaredError {
-    #[error("unknown ranking `{0}`")]
-    Ranking(String),
     #[error(transparent)]
     Recipe(#[from] CompileError),
     #[error(transparent)]
@@ -112,7 +110,7 @@ pub fn declared(
 ) -> Result<Declared, DeclaredError> {
     let ranking = match entry.ranking.as_deref() {
         None => Ranking::Substring,
-        Some(r) => Ranking::parse(r).ok_or_else(|| DeclaredError::Ranking(r.to_owned()))?,
+        Some(r) => Ranking::requested(r)?,
     };
     let defaults = Recipe::default();
     let recipe = Recipe {

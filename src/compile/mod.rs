@@ -15,6 +15,7 @@ pub mod history;
 pub mod manifest;
 pub mod rank;
 pub mod report;
+pub mod request;
 pub mod select;
 pub mod verify;
 
@@ -29,6 +30,7 @@ use time::Date;
 
 pub use budget::serialize;
 pub use rank::Ranking;
+pub use request::{Request, RequestError, Resolved, VaultChoice, day_of};
 pub use verify::{Expected, Verification, VerifyStatus, verify_compiled};
 
 use crate::vault::{self, Grant, Layout, Narrowing, Vault, VaultError};
@@ -63,6 +65,8 @@ pub enum CompileError {
     EmptyRecipe,
     #[error("ranking_unavailable: the hybrid ranking is not available yet; use substring or bm25")]
     HybridUnavailable,
+    #[error("unknown ranking {0:?}: use substring or bm25")]
+    UnknownRanking(String),
     #[error("{0}")]
     Vault(#[from] VaultError),
     #[error("{0}")]
@@ -137,9 +141,7 @@ impl Recipe {
         if self.targets.is_empty() && self.query.as_ref().is_none_or(|q| q.trim().is_empty()) {
             return Err(CompileError::EmptyRecipe);
         }
-        if self.ranking == Ranking::Hybrid {
-            return Err(CompileError::HybridUnavailable);
-        }
+        self.ranking.available()?;
         Ok(())
     }
 }

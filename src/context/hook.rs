@@ -147,10 +147,7 @@ fn state_of(verified: ArtifactVerified) -> ArtifactState {
 /// The evaluation day for unpinned artifacts: today in UTC by the clock
 /// the session reads (`KAPI_NOW` pins it in tests).
 pub fn today(session: &Session) -> Result<time::Date, ContextError> {
-    let ms = session.now_ms()?;
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .map(|t| t.date())
-        .map_err(|_| ContextError::Usage(format!("the clock ({ms} ms) is outside dates")))
+    crate::compile::day_of(session.now_ms()?).map_err(|e| ContextError::Usage(e.to_string()))
 }
 
 /// Verify every declared artifact; with `regenerate`, recompile the stale

@@ -1,9 +1,11 @@
 //! What the hooks ask of git: where the hooks folder is (as `git rev-parse
 //! --git-path hooks` says, so `core.hooksPath`, husky and linked worktrees
-//! are respected) and which files changed since a commit (tracked changes
-//! and untracked files). Both through the `git` program: gix resolves
-//! neither `core.hooksPath` nor a work-tree status without features kapi
-//! does not build.
+//! are respected), which tracked files changed since a commit, and staging
+//! a regenerated artifact. All three through the `git` program
+//! ([`super::remote`] spawns it): gix resolves neither `core.hooksPath`
+//! nor a diff of the work tree against a commit without features kapi
+//! does not build, and it does not stage. The untracked files come from
+//! the gix directory walk ([`Repo::untracked`]), as the checker's do.
 
 use std::path::PathBuf;
 
@@ -70,18 +72,6 @@ impl Repo {
         .collect();
         all.sort();
         all.dedup();
-        Ok(all)
-    }
-
-    /// The untracked files git does not ignore, sorted.
-    pub fn untracked(&self) -> Result<Vec<String>, GitError> {
-        self.require_work_tree()?;
-        let mut all: Vec<String> = paths(&output(
-            self,
-            &["ls-files", "-z", "--others", "--exclude-standard"],
-        )?)
-        .collect();
-        all.sort();
         Ok(all)
     }
 }

@@ -1,9 +1,9 @@
 //! The one way into the repository: discovery (worktrees, `GIT_DIR`, bare
 //! repositories refused where a work tree is needed), the work tree and
-//! index listing, staged blobs, commit ranges and their line diffs, and the
-//! `git` child processes for fetch and push (gix cannot push; see
-//! [`remote`]), and the plain walk of folders git does not list
-//! ([`walk`]). The store, the checker, the vault lock and the compiler's
+//! index listing (tracked and untracked files through gix), staged blobs,
+//! commit ranges and their line diffs, the `git` child processes for fetch
+//! and push (gix cannot push; see [`remote`]) and for the hooks' questions
+//! ([`hooks`]), and the plain walk of folders git does not list ([`walk`]). The store, the checker, the vault lock and the compiler's
 //! project discovery all open the repository through [`Repo`].
 
 pub mod hooks;
@@ -27,10 +27,11 @@ pub enum GitError {
         "{0} is a bare repository: this command needs a work tree; run it in a clone or a `git worktree`"
     )]
     Bare(PathBuf),
-    #[error("git: {context}: {message}")]
+    #[error("git: {context}: {source}")]
     Git {
         context: &'static str,
-        message: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error("cannot run git {args}: {message}")]
     Command { args: String, message: String },
@@ -44,10 +45,12 @@ pub enum GitError {
     },
 }
 
-pub(crate) fn git<E: std::fmt::Display>(context: &'static str) -> impl FnOnce(E) -> GitError {
+pub(crate) fn git<E: std::error::Error + Send + Sync + 'static>(
+    context: &'static str,
+) -> impl FnOnce(E) -> GitError {
     move |e| GitError::Git {
         context,
-        message: e.to_string(),
+        source: Box::new(e),
     }
 }
 

@@ -121,7 +121,8 @@ impl Repo {
         if spec.contains("...") {
             return Err(GitError::Git {
                 context: "reading a commit range",
-                message: format!("{spec:?}: symmetric ranges (A...B) are not supported; use A..B"),
+                source: format!("{spec:?}: symmetric ranges (A...B) are not supported; use A..B")
+                    .into(),
             });
         }
         let resolve = |rev: &str| {

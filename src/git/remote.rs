@@ -1,8 +1,11 @@
-//! Talking to other repositories through the `git` program, the one place
-//! kapi spawns it. gix cannot push (gitoxide issue 306); fetching through
-//! gix needs its `blocking-network-client` feature (the protocol and
-//! transport clients, credentials, negotiation), a heavy build for one
-//! call, so fetch goes through the same child process for now.
+//! Talking to other repositories through the `git` program, and the one
+//! function that spawns it (`run`, and `run_bounded` with a time limit):
+//! the hooks' questions (`git/hooks.rs`: the hooks folder, a diff against a
+//! commit, staging) are asked through `run` too. gix cannot push
+//! (gitoxide issue 306); fetching through gix needs its
+//! `blocking-network-client` feature (the protocol and transport clients,
+//! credentials, negotiation), a heavy build for one call, so fetch goes
+//! through the same child process for now.
 
 use std::io::Read;
 use std::path::Path;

@@ -206,6 +206,37 @@ fn files_are_tracked_and_untracked_but_not_ignored() {
             "tracked.log"
         ]
     );
+    // The untracked ones alone, as `git ls-files --others` lists them (the
+    // nested repository's `nested/` entry is no file).
+    let others = sh(
+        dir,
+        &[
+            "-c",
+            "core.quotePath=false",
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+        ],
+    );
+    let mut others: Vec<String> = others
+        .lines()
+        .map(str::to_owned)
+        .filter(|l| !l.ends_with('/'))
+        .collect();
+    others.sort();
+    let untracked = repo.untracked().unwrap();
+    assert_eq!(untracked, others);
+    assert_eq!(
+        untracked,
+        [
+            "deep/er/e.txt",
+            "docs/new.md",
+            "sp ace/ä.md",
+            "sub/.gitignore",
+            "sub/deeper/keep.md",
+            "sub/keep.md",
+        ]
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The work tree and the index: the files `git ls-files --cached --others
-//! --exclude-standard` lists, the blobs staged in the index, and one file
-//! as HEAD, the index and the work tree hold it.
+//! --exclude-standard` lists (and the untracked ones alone), the blobs
+//! staged in the index, and one file as HEAD, the index and the work tree
+//! hold it.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
@@ -66,6 +67,28 @@ impl Repo {
             .iter()
             .filter_map(|e| std::str::from_utf8(e.path(&index)).ok().map(str::to_owned))
             .collect();
+        out.extend(self.untracked_beside(&index)?);
+        Ok(out.into_iter().collect())
+    }
+
+    /// The untracked files git does not ignore: what `git ls-files
+    /// --others --exclude-standard` lists, sorted (the one way kapi lists
+    /// them: the hooks' "what the session changed" and the checker's files
+    /// both come from this walk). Refuses a bare repository.
+    pub fn untracked(&self) -> Result<Vec<String>, GitError> {
+        self.require_work_tree()?;
+        let index = self
+            .repo
+            .index_or_empty()
+            .map_err(git("reading the index"))?;
+        let mut out = self.untracked_beside(&index)?;
+        out.sort();
+        Ok(out)
+    }
+
+    /// The gix directory walk of the work tree against `index`: untracked
+    /// files and symbolic links that are not ignored, in walk order.
+    fn untracked_beside(&self, index: &gix::index::State) -> Result<Vec<String>, GitError> {
         let options = self
             .repo
             .dirwalk_options()
@@ -77,10 +100,9 @@ impl Repo {
         let mut untracked = Untracked::default();
         let interrupt = AtomicBool::new(false);
         self.repo
-            .dirwalk(&index, None::<&str>, &interrupt, options, &mut untracked)
+            .dirwalk(index, None::<&str>, &interrupt, options, &mut untracked)
             .map_err(git("listing the work tree"))?;
-        out.extend(untracked.0);
-        Ok(out.into_iter().collect())
+        Ok(untracked.0)
     }
 
     /// The index's stage-0 regular files (mode 100644 or 100755): path and

@@ -7,7 +7,6 @@
 //! entry is read from git instead, and the file is always safe to delete.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::Path;
 
 use gix::ObjectId;
@@ -68,32 +67,25 @@ fn index(bytes: &[u8]) -> Option<HashMap<ObjectId, (usize, usize, u32)>> {
     Some(index)
 }
 
-/// Replace the cache with these segments (written whole, then renamed),
-/// streamed to the file: a log's bytes are not copied into one buffer.
+/// Replace the cache with these segments (written whole, then renamed:
+/// `atomic::replace_derived`), streamed to the file: a log's bytes are not
+/// copied into one buffer.
 pub fn write(kapi_dir: &Path, segments: &[(ObjectId, &[u8])]) -> std::io::Result<()> {
     std::fs::create_dir_all(kapi_dir)?;
-    let tmp = kapi_dir.join(format!("{NAME}.tmp.{}", std::process::id()));
-    let result = std::fs::File::create(&tmp)
-        .and_then(|f| {
-            let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
-            out.write_all(MAGIC)?;
-            for (id, bytes) in segments {
-                writeln!(
-                    out,
-                    "{} {} {}",
-                    id.to_hex(),
-                    bytes.len(),
-                    crc32fast::hash(bytes)
-                )?;
-                out.write_all(bytes)?;
-            }
-            out.flush()
-        })
-        .and_then(|()| std::fs::rename(&tmp, kapi_dir.join(NAME)));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::atomic::replace_derived(&kapi_dir.join(NAME), |out| {
+        out.write_all(MAGIC)?;
+        for (id, bytes) in segments {
+            writeln!(
+                out,
+                "{} {} {}",
+                id.to_hex(),
+                bytes.len(),
+                crc32fast::hash(bytes)
+            )?;
+            out.write_all(bytes)?;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]

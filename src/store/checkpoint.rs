@@ -12,7 +12,7 @@
 //! length (8 bytes, little-endian).
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use gix::ObjectId;
@@ -166,8 +166,8 @@ impl<W: Write> Write for Summing<W> {
 /// Replace a checkpoint file: `ledger` writes the ledger's bytes, streamed
 /// to a temporary file (a large log's ledger is never held whole in memory
 /// as bytes) and followed by the header; the file is then renamed over the
-/// old one. A reader sees the old one or the new one; a torn file fails its
-/// checksum and is folded again.
+/// old one (`atomic::replace_derived`). A reader sees the old one or the
+/// new one; a torn file fails its checksum and is folded again.
 pub fn write(
     kapi_dir: &Path,
     part: Part,
@@ -176,35 +176,21 @@ pub fn write(
     ledger: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(kapi_dir)?;
-    let name = part.name();
-    let tmp = kapi_dir.join(format!("{name}.tmp.{}", std::process::id()));
-    let result = File::create(&tmp)
-        .and_then(|f| {
-            let mut out = BufWriter::with_capacity(1 << 16, f);
-            out.write_all(MAGIC)?;
-            let mut summing = Summing {
-                inner: out,
-                len: 0,
-                crc: crc32fast::Hasher::new(),
-            };
-            ledger(&mut summing)?;
-            let Summing {
-                mut inner,
-                len,
-                crc,
-            } = summing;
-            header.fingerprint = fingerprint.to_owned();
-            header.bytes = (len, crc.finalize());
-            let head = serde_json::to_vec(&header)?;
-            inner.write_all(&head)?;
-            inner.write_all(&(head.len() as u64).to_le_bytes())?;
-            inner.flush()
-        })
-        .and_then(|()| std::fs::rename(&tmp, kapi_dir.join(name)));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::atomic::replace_derived(&kapi_dir.join(part.name()), |out| {
+        out.write_all(MAGIC)?;
+        let mut summing = Summing {
+            inner: out,
+            len: 0,
+            crc: crc32fast::Hasher::new(),
+        };
+        ledger(&mut summing)?;
+        let Summing { inner, len, crc } = summing;
+        header.fingerprint = fingerprint.to_owned();
+        header.bytes = (len, crc.finalize());
+        let head = serde_json::to_vec(&header)?;
+        inner.write_all(&head)?;
+        inner.write_all(&(head.len() as u64).to_le_bytes())
+    })
 }
 
 impl Store {

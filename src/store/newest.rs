@@ -176,10 +176,12 @@ fn read_cache(kapi_dir: &Path) -> BTreeMap<String, Entry> {
     out
 }
 
-/// Write the cache in place (call under the journal lock, which every
-/// writer of the cache holds; best effort: the cache is derived, and a
-/// write a crash tore fails its checksum and is rebuilt). In place, not by
-/// rename: creating a file costs an append more than the rest of it.
+/// Write the cache (call under the journal lock, which every writer of the
+/// cache holds; best effort: the cache is derived). Renamed in whole, not
+/// synced (`atomic::replace_derived`): a writer killed while writing leaves
+/// the cache it found, which the next writer brings up to date from the
+/// segments that changed, where a torn cache would cost a read of every
+/// segment; a crash that tears it all the same fails its checksum.
 fn write_cache(kapi_dir: &Path, entries: &BTreeMap<String, Entry>) {
     let mut text = format!("{MAGIC}\n");
     for (name, e) in entries {
@@ -199,7 +201,9 @@ fn write_cache(kapi_dir: &Path, entries: &BTreeMap<String, Entry>) {
     }
     let crc = crc32fast::hash(text.trim_end_matches('\n').as_bytes());
     text.push_str(&format!("crc {crc}\n"));
-    let _ = std::fs::write(kapi_dir.join(NAME), text);
+    let _ = crate::atomic::replace_derived(&kapi_dir.join(NAME), |out| {
+        std::io::Write::write_all(out, text.as_bytes())
+    });
 }
 
 /// The newest ids of the log `which` whose tip tree is `root`, as of

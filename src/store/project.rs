@@ -68,7 +68,8 @@ fn write_cache(dir: &Path, id: &OpId, project: &str) {
     }
     let _ = std::fs::create_dir_all(dir);
     let text = format!("{MAGIC}\n{} {project}\n", id.as_str());
-    let _ = crate::atomic::replace(&dir.join(NAME), text.as_bytes(), None);
+    // Derived, so not synced: a torn cache fails the check against the log.
+    let _ = crate::atomic::replace_derived(&dir.join(NAME), |out| out.write_all(text.as_bytes()));
 }
 
 /// The oldest readable operation under `root`, with its project: each

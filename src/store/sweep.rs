@@ -1,7 +1,8 @@
 //! Temporary files a killed writer left behind: loose objects it had not
 //! finished (`.git/objects/.tmp*`, gix's temporary names; git's own
 //! `tmp_obj_*` are git's to clean) and kapi's own half-written files under
-//! `.git/kapi/` (`*.tmp.<pid>`, `journal.new`). They are removed only by a
+//! `.git/kapi/` (`.<name>.kapi-tmp.<pid>` of `crate::atomic`, the
+//! `<name>.tmp.<pid>` earlier versions wrote, `journal.new`). They are removed only by a
 //! writer that holds the commit lock (every kapi writer writes objects under
 //! it) and only when older than [`MIN_AGE`], so no live writer can still be
 //! using one. The committing writer sweeps at most once per [`MIN_AGE`]
@@ -42,7 +43,7 @@ pub fn leftovers(objects_dir: &Path, kapi_dir: &Path) -> Vec<PathBuf> {
     named(objects_dir, &|n| n.starts_with(".tmp"), &mut out);
     named(
         kapi_dir,
-        &|n| n.contains(".tmp.") || n == "journal.new",
+        &|n| n.contains(".kapi-tmp.") || n.contains(".tmp.") || n == "journal.new",
         &mut out,
     );
     out

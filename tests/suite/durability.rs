@@ -342,19 +342,29 @@ fn temporary_files_of_killed_writers_are_swept_and_fresh_ones_kept() {
     let objects = repo.path().join(".git/objects");
     let old = objects.join(".tmpKILLED");
     let fresh = objects.join(".tmpLIVE");
+    // A derived cache a killed writer was replacing (`crate::atomic`).
+    let cache = repo.path().join(".git/kapi/.newest.kapi-tmp.99999");
     std::fs::write(&old, b"half an object").unwrap();
     std::fs::write(&fresh, b"a live writer's object").unwrap();
-    Command::new("touch")
-        .args(["-d", "1 hour ago"])
-        .arg(&old)
-        .status()
-        .unwrap();
+    std::fs::write(&cache, b"half a cache").unwrap();
+    for f in [&old, &cache] {
+        Command::new("touch")
+            .args(["-d", "1 hour ago"])
+            .arg(f)
+            .status()
+            .unwrap();
+    }
     let doctor = repo.kapi(&["store", "doctor"]).code(1);
     assert!(doctor.stdout.contains(".tmpKILLED"), "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains(".newest.kapi-tmp."),
+        "{}",
+        doctor.stdout
+    );
     assert!(!doctor.stdout.contains(".tmpLIVE"), "{}", doctor.stdout);
     let repaired = repo.kapi(&["store", "doctor", "--repair"]).ok();
     assert!(repaired.stdout.contains("removed"), "{}", repaired.stdout);
-    assert!(!old.exists() && fresh.exists());
+    assert!(!old.exists() && !cache.exists() && fresh.exists());
     // The next committing writer sweeps too (once the last sweep is old).
     std::fs::write(&old, b"again").unwrap();
     for f in [&old, &repo.path().join(".git/kapi/swept")] {

@@ -7,6 +7,7 @@ mod check;
 mod compiled_context;
 mod context;
 mod durability;
+mod errors;
 mod fuzz_corpus;
 mod hardening;
 mod harness;

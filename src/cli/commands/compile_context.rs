@@ -1,12 +1,9 @@
-use std::path::Path;
-
 use super::Ctx;
-use super::vault_args::{VaultArgs, grant, project, ranking, today, vault_root};
+use super::vault_args::VaultArgs;
 use crate::cli::exit::{CliError, Exit, compile_error};
 use crate::cli::output::Out;
 use crate::compile::artifacts::{self, ArtifactCompiled};
-use crate::compile::{self, Options, Recipe};
-use crate::config::Config;
+use crate::compile::{self, Options, Ranking, Recipe, RequestError, Resolved};
 
 /// Compile decision records into a bounded JSON context for an agent.
 ///
@@ -51,17 +48,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
-    let today = today(args.vault.today.as_deref(), ctx)?;
-    let (project, config) = project(ctx)?;
+    let request = args.vault.request(&ctx.cwd);
+    let resolved = request.resolve(|| ctx.env.now_ms())?;
     if args.all {
-        return compile_all(&project, &config, today);
+        return compile_all(&resolved);
     }
-    let ranking = ranking(&args.ranking)?;
-    let grant = grant(
-        args.vault.max_sensitivity.as_deref(),
-        args.vault.allow.as_deref(),
-    )?;
-    let root = vault_root(ctx, &project, &config, args.vault.root.as_deref());
+    let ranking = Ranking::requested(&args.ranking).map_err(RequestError::from)?;
+    let vault = request.vault(&resolved)?;
     let query = args.query.filter(|q| !q.trim().is_empty());
     let options = Options {
         recipe: Recipe {
@@ -72,13 +65,13 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             max_bytes: args.max_bytes,
             agent: args.agent,
         },
-        today,
-        grant,
+        today: resolved.today,
+        grant: vault.grant,
         scope: Default::default(),
-        layout: crate::vault::Layout::from_config(&config.vault),
+        layout: vault.layout,
     };
-    let compiled =
-        compile::compile_context(&root, &options).map_err(|e| compile_error(e, &root))?;
+    let compiled = compile::compile_context(&vault.root, &options)
+        .map_err(|e| compile_error(e, &vault.root))?;
     let mut out = Out::new();
     out.raw(&compile::serialize_compiled(&compiled))?;
     out.flush()?;
@@ -89,10 +82,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     })
 }
 
-fn compile_all(project: &Path, config: &Config, today: time::Date) -> Result<Exit, CliError> {
+fn compile_all(resolved: &Resolved) -> Result<Exit, CliError> {
     let mut out = Out::new();
     let mut exit = Exit::Ok;
-    for done in artifacts::compile_declared(project, config, today)? {
+    let Resolved {
+        project,
+        config,
+        today,
+    } = resolved;
+    for done in artifacts::compile_declared(project, config, *today)? {
         match done? {
             ArtifactCompiled::Refused { output } => {
                 out.line(format!(

@@ -76,15 +76,15 @@ pub struct InstallArgs {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
-    let hooks = Hooks::open(&ctx.cwd).map_err(error)?;
+    let hooks = Hooks::open(&ctx.cwd)?;
     let mut out = Out::new();
     match args.command {
         HooksCommand::Install(a) => {
             let targets = a.which.targets(&Target::DEFAULT);
-            let mut changes = hooks.install(&targets, a.which.dry_run).map_err(error)?;
+            let mut changes = hooks.install(&targets, a.which.dry_run)?;
             let claude = targets.contains(&Target::Claude);
             if claude && a.claude_md {
-                changes.extend(hooks.create_claude_md(a.which.dry_run).map_err(error)?);
+                changes.extend(hooks.create_claude_md(a.which.dry_run)?);
             }
             report(&hooks, &changes, a.which.dry_run, &mut out)?;
             if claude && !a.claude_md && hooks.claude_md().is_none() {
@@ -96,11 +96,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         }
         HooksCommand::Uninstall(w) => {
             let targets = w.targets(&[Target::Git, Target::Claude, Target::Codex]);
-            let changes = hooks.uninstall(&targets, w.dry_run).map_err(error)?;
+            let changes = hooks.uninstall(&targets, w.dry_run)?;
             report(&hooks, &changes, w.dry_run, &mut out)?;
         }
         HooksCommand::Status => {
-            for s in hooks.status().map_err(error)? {
+            for s in hooks.status()? {
                 let state = match &s.state {
                     State::Installed { chained: None } => "installed".to_owned(),
                     State::Installed { chained: Some(k) } => format!(
@@ -124,19 +124,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     }
     out.flush()?;
     Ok(Exit::Ok)
-}
-
-fn error(e: crate::hooks::HooksError) -> CliError {
-    use crate::hooks::HooksError;
-    match e {
-        HooksError::Git(
-            crate::git::GitError::NotARepository(_) | crate::git::GitError::Bare(_),
-        ) => CliError::usage(e.to_string()),
-        HooksError::Settings { .. }
-        | HooksError::Crowded { .. }
-        | HooksError::Unreadable { .. } => CliError::usage(e.to_string()),
-        HooksError::Git(_) | HooksError::Io { .. } => CliError::store(e.to_string()),
-    }
 }
 
 /// A path relative to the work tree when it is inside it.

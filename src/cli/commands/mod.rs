@@ -50,12 +50,8 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn from_env(dir: Option<&Path>) -> Result<Self, CliError> {
-        let base = std::env::current_dir().map_err(|e| {
-            CliError::new(
-                Exit::Usage,
-                format!("cannot read the current directory: {e}"),
-            )
-        })?;
+        let base = std::env::current_dir()
+            .map_err(|e| CliError::io("cannot read the current directory", &e))?;
         let cwd = match dir {
             Some(d) => base.join(d),
             None => base,
@@ -92,6 +88,16 @@ pub(crate) fn contested_by(ids: &[crate::ops::OpId]) -> Option<String> {
     }
     let names: Vec<String> = ids.iter().map(|c| format!("#{}", c.short())).collect();
     Some(format!("[contested by {}]", names.join(", ")))
+}
+
+/// Imported rules that disagree, as `kapi store import` and `kapi context
+/// review` name them: `styles/A.yml: "GitHub", not "Github" and styles/B.yml: "Github", not "GitHub"`.
+pub(crate) fn disagreement(d: &crate::context::Disagreement) -> String {
+    let side = |r: &crate::context::DisagreeingRule| match &r.file {
+        Some(file) => format!("{file}: {}", r.rule),
+        None => format!("#{}: {}", crate::ops::id::short(&r.id), r.rule),
+    };
+    format!("{} and {}", side(&d.first), side(&d.second))
 }
 
 /// Say which rules files a refresh wrote (nothing when none).

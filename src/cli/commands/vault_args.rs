@@ -1,13 +1,9 @@
 //! The flags `compile-context` and `verify-context` share (the day, the
-//! vault, the grant, the ranking) and what they turn into.
+//! vault, the grant), turned into the library's `compile::Request`.
 
 use std::path::{Path, PathBuf};
 
-use super::Ctx;
-use crate::cli::exit::CliError;
-use crate::compile::{Ranking, artifacts};
-use crate::config::Config;
-use crate::vault::{Grant, date};
+use crate::compile::Request;
 
 /// The day, the vault and the grant: what compile-context and
 /// verify-context both read the vault with.
@@ -28,54 +24,15 @@ pub struct VaultArgs {
     pub allow: Option<String>,
 }
 
-/// The evaluation day: `--today`, else the UTC date of the clock, which
-/// `KAPI_NOW` (RFC 3339 or Unix milliseconds) pins for tests.
-pub(crate) fn today(text: Option<&str>, ctx: &Ctx) -> Result<time::Date, CliError> {
-    if let Some(t) = text {
-        return date::parse(t)
-            .ok_or_else(|| CliError::usage(format!("--today {t:?} is not a YYYY-MM-DD date")));
-    }
-    let ms = ctx.env.now_ms()?;
-    let now = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).map_err(
-        |_| CliError::usage(format!("the clock ({ms} ms) is outside the range of dates")),
-    )?;
-    Ok(now.date())
-}
-
-pub(crate) fn ranking(text: &str) -> Result<Ranking, CliError> {
-    match Ranking::parse(text) {
-        Some(Ranking::Hybrid) => Err(CliError::usage(
-            "ranking_unavailable: --ranking hybrid is not available yet; use substring or bm25",
-        )),
-        Some(r) => Ok(r),
-        None => Err(CliError::usage(format!(
-            "unknown --ranking {text:?}: use substring or bm25"
-        ))),
-    }
-}
-
-pub(crate) fn grant(max: Option<&str>, allow: Option<&str>) -> Result<Grant, CliError> {
-    let list: Option<Vec<String>> =
-        allow.map(|a| a.split(',').map(|s| s.trim().to_string()).collect());
-    Ok(artifacts::grant_from(max, list.as_deref())?)
-}
-
-/// The project directory (top of the git work tree, found as the store
-/// finds it, else the current directory) and its `kapi.toml`.
-pub(crate) fn project(ctx: &Ctx) -> Result<(PathBuf, Config), CliError> {
-    let project = crate::git::Repo::project_root(&ctx.cwd).unwrap_or_else(|| ctx.cwd.clone());
-    let config = Config::load(&project)?;
-    Ok((project, config))
-}
-
-pub(crate) fn vault_root(
-    ctx: &Ctx,
-    project: &Path,
-    config: &Config,
-    root: Option<&Path>,
-) -> PathBuf {
-    match root {
-        Some(r) => ctx.cwd.join(r),
-        None => project.join(config.vault_root()),
+impl VaultArgs {
+    /// The request these flags make, run in `cwd`.
+    pub(crate) fn request<'a>(&'a self, cwd: &'a Path) -> Request<'a> {
+        Request {
+            cwd,
+            today: self.today.as_deref(),
+            root: self.root.as_deref(),
+            max_sensitivity: self.max_sensitivity.as_deref(),
+            allow: self.allow.as_deref(),
+        }
     }
 }

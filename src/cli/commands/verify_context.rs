@@ -1,13 +1,12 @@
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::Ctx;
-use super::vault_args::{VaultArgs, grant, project, ranking, today, vault_root};
+use super::vault_args::VaultArgs;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::compile::verify::{Expected, VerifyOptions};
-use crate::compile::{self, MAX_MAX_BYTES, artifacts};
-use crate::config::Config;
+use crate::compile::{self, MAX_MAX_BYTES, Ranking, RequestError, Resolved, artifacts};
 
 /// Say whether a compiled context is current, stale or refused.
 ///
@@ -56,10 +55,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
-    let today = today(args.vault.today.as_deref(), ctx)?;
-    let (project, config) = project(ctx)?;
+    let request = args.vault.request(&ctx.cwd);
+    let resolved = request.resolve(|| ctx.env.now_ms())?;
     if args.all {
-        return verify_all(&project, &config, today);
+        return verify_all(&resolved);
     }
     let none_if_empty = |s: String| Some(s).filter(|s| !s.trim().is_empty());
     let expected = Expected {
@@ -71,22 +70,23 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
                 .collect()
         }),
         query: args.expect_query.map(none_if_empty),
-        ranking: args.expect_ranking.as_deref().map(ranking).transpose()?,
+        ranking: (args.expect_ranking.as_deref())
+            .map(Ranking::requested)
+            .transpose()
+            .map_err(RequestError::from)?,
         max_docs: args.expect_max_docs,
         max_bytes: args.expect_max_bytes,
         agent: args.expect_agent.map(none_if_empty),
     };
+    let vault = request.vault(&resolved)?;
     let options = VerifyOptions {
-        today,
-        grant: grant(
-            args.vault.max_sensitivity.as_deref(),
-            args.vault.allow.as_deref(),
-        )?,
+        today: resolved.today,
+        grant: vault.grant,
         expected,
         scope: Default::default(),
-        layout: crate::vault::Layout::from_config(&config.vault),
+        layout: vault.layout,
     };
-    let root = vault_root(ctx, &project, &config, args.vault.root.as_deref());
+    let root = vault.root;
     let path = args.artifact.unwrap_or_default();
     let verdict = if path.as_os_str() == "-" {
         let mut buf = Vec::new();
@@ -104,10 +104,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     Ok(verdict.status.into())
 }
 
-fn verify_all(project: &Path, config: &Config, today: time::Date) -> Result<Exit, CliError> {
+fn verify_all(resolved: &Resolved) -> Result<Exit, CliError> {
     let mut out = Out::new();
     let mut worst = Exit::Ok;
-    for verified in artifacts::verify_declared(project, config, today)? {
+    let Resolved {
+        project,
+        config,
+        today,
+    } = resolved;
+    for verified in artifacts::verify_declared(project, config, *today)? {
         let verified = verified?;
         out.raw(&compile::serialize(&verified.to_json()))?;
         worst = match (worst, verified.verification.status.into()) {

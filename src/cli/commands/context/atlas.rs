@@ -22,9 +22,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let doc = atlas(&session)?;
     let mut out = Out::new();
     if args.json {
-        let text = serde_json::to_string(&doc)
-            .map_err(|e| CliError::new(Exit::Internal, format!("cannot write the atlas: {e}")))?;
-        out.exact(text)?;
+        out.json(&doc)?;
         return Ok(Exit::Ok);
     }
     let of = |family: &str| doc.subjects.iter().filter(|s| s.family == family).count();

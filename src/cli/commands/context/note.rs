@@ -83,8 +83,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     } else if let Some(text) = args.text {
         NoteWhat::Prose { text }
     } else {
-        return Err(CliError::usage(
-            "say what to record: a note in prose, --term with --instead-of, --from with --to, or --withdraw <id>",
+        return Err(CliError::usage("nothing to record").with_hint(
+            "say what: a note in prose, --term with --instead-of, --from with --to, or --withdraw <id>",
         ));
     };
     let session = ctx.session()?;

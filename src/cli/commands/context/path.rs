@@ -25,9 +25,11 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let Some(path) = args.path else {
-        return Err(CliError::usage(
-            "name a file or folder (`kapi context <path>`) or a subcommand: note, log, review (see `kapi context --help`)",
-        ));
+        return Err(
+            CliError::usage("no file, folder or subcommand given").with_hint(
+                "`kapi context <path>` says what applies there; the subcommands (note, log, review, …) are in `kapi context --help`",
+            ),
+        );
     };
     misspelt_subcommand(&path, ctx)?;
     let session = ctx.session()?;
@@ -84,8 +86,9 @@ fn misspelt_subcommand(path: &str, ctx: &Ctx) -> Result<(), CliError> {
     let names = commands.get_subcommands().map(|c| c.get_name());
     match crate::wording::closest(path, names) {
         Some(name) => Err(CliError::usage(format!(
-            "`{path}` is neither a file here nor a subcommand of kapi context; did you mean `kapi context {name}`?"
-        ))),
+            "`{path}` is neither a file here nor a subcommand of kapi context"
+        ))
+        .with_hint(format!("did you mean `kapi context {name}`?"))),
         None => Ok(()),
     }
 }

@@ -42,7 +42,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut out = Out::new();
     let failed = report.refresh_error.take();
     if args.json {
-        out.exact(serde_json::to_string(&report).expect("a report serializes"))?;
+        out.json(&report)?;
         return report_rules_files(&session, &[], failed, &mut out).map(|()| Exit::Ok);
     }
     let point = match &report.point {

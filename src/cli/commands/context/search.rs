@@ -24,7 +24,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let found = search(&session, &args.text)?;
     let mut out = Out::new();
     if args.json {
-        out.exact(serde_json::to_string(&found).expect("a search serializes"))?;
+        out.json(&found)?;
         return Ok(Exit::Ok);
     }
     for item in found.rules.iter().chain(&found.notes) {

@@ -30,7 +30,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             .var("KAPI_SESSION")
             .filter(|s| !s.trim().is_empty())
             .ok_or_else(|| {
-                CliError::usage("`this` reads KAPI_SESSION, which is not set; name the session")
+                CliError::usage("`this` reads KAPI_SESSION, which is not set")
+                    .with_hint("name the session: `kapi context session <id>`")
             })?
     } else {
         args.session
@@ -40,10 +41,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     session.release(ledger);
     let mut out = Out::new();
     if args.json {
-        out.exact(
-            serde_json::to_string(&out_of)
-                .map_err(|e| CliError::new(Exit::Internal, e.to_string()))?,
-        )?;
+        out.json(&out_of)?;
         out.flush()?;
         return Ok(Exit::Ok);
     }

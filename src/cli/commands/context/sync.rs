@@ -63,10 +63,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut synced = sync(&session, &req)?;
     let mut out = Out::new();
     if args.json {
-        out.exact(
-            serde_json::to_string(&synced)
-                .map_err(|e| CliError::new(Exit::Internal, e.to_string()))?,
-        )?;
+        out.json(&synced)?;
     } else {
         describe(&synced, &mut out)?;
     }

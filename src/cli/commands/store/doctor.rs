@@ -30,7 +30,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let diagnosis = doctor(&session, args.repair)?;
     let mut out = Out::new();
     if args.json {
-        out.exact(serde_json::to_string(&diagnosis).expect("a diagnosis serializes"))?;
+        out.json(&diagnosis)?;
     } else {
         for path in &diagnosis.repaired {
             out.line(format!("repaired: removed {}", path.display()))?;

@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use crate::cli::commands::{Ctx, report_rules_files};
+use crate::cli::commands::{Ctx, disagreement, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
 use crate::context::transfer::{FileImported, import_files, import_log};
@@ -47,11 +47,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         std::fs::File::open(ctx.cwd.join(&file))
             .and_then(|f| f.take(MAX_IMPORT_BYTES + 1).read_to_end(&mut bytes))
     };
-    read.map_err(|e| CliError::usage(format!("cannot read {file}: {e}")))?;
+    read.map_err(|e| CliError::io(format!("cannot read {file}"), &e))?;
     if bytes.len() as u64 > MAX_IMPORT_BYTES {
-        return Err(CliError::usage(format!(
-            "{file} is larger than 1 GiB; split it"
-        )));
+        return Err(CliError::usage(format!("{file} is larger than 1 GiB"))
+            .with_hint("split it into files of at most 1 GiB and import each"));
     }
     let mut imported = import_log(&session, &bytes, &file)?;
     stderr_line(format!(
@@ -123,7 +122,10 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
         }
     }
     for d in &imported.disagreements {
-        stderr_line(format!("warning: imported rules disagree: {}", said(d)));
+        stderr_line(format!(
+            "warning: imported rules disagree: {}",
+            disagreement(d)
+        ));
     }
     if !imported.disagreements.is_empty() {
         stderr_line(
@@ -137,13 +139,4 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
         &mut out,
     )?;
     Ok(if failed > 0 { Exit::Usage } else { Exit::Ok })
-}
-
-/// `styles/A.yml: "GitHub", not "Github" and styles/B.yml: "Github", not "GitHub"`.
-pub fn said(d: &crate::context::Disagreement) -> String {
-    let side = |r: &crate::context::DisagreeingRule| match &r.file {
-        Some(file) => format!("{file}: {}", r.rule),
-        None => format!("#{}: {}", crate::ops::id::short(&r.id), r.rule),
-    };
-    format!("{} and {}", side(&d.first), side(&d.second))
 }

@@ -30,7 +30,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let added = add(&session)?;
     let mut out = Out::new();
     if args.json {
-        out.exact(serde_json::to_string(&added).expect("an addition serializes"))?;
+        out.json(&added)?;
     } else if added.already {
         out.line(format!(
             "{} ({}) already shares its workspace rules",

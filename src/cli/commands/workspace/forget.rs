@@ -37,7 +37,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let forgotten = forget(&*ctx.env, &what)?;
     let mut out = Out::new();
     if args.json {
-        out.exact(serde_json::to_string(&forgotten).expect("a result serializes"))?;
+        out.json(&forgotten)?;
         return Ok(Exit::Ok);
     }
     for r in &forgotten.forgotten {

@@ -23,7 +23,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let listing = list(&*ctx.env);
     let mut out = Out::new();
     if args.json {
-        out.exact(serde_json::to_string(&listing).expect("a listing serializes"))?;
+        out.json(&listing)?;
         return Ok(Exit::Ok);
     }
     let Some(file) = &listing.registry else {

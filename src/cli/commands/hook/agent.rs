@@ -1,0 +1,83 @@
+//! `kapi hook claude-session-start`, `claude-post-edit`, `claude-stop` and
+//! `codex-stop`: the agent hosts' hooks, answered in each host's terms.
+
+use std::sync::Arc;
+
+use crate::cli::commands::Ctx;
+use crate::cli::exit::{CliError, Exit};
+use crate::cli::output::{stderr_line, stderr_text};
+use crate::context::hook::{ArtifactState, CheckRunOutcome, Host};
+use crate::context::hook_run::{self, AgentEvent};
+
+/// SessionStart: whatever happens, say it on stderr and exit 0 (a failing
+/// SessionStart hook can block the session).
+pub(super) fn session_start(ctx: &Ctx) -> Exit {
+    let done = hook_run::session_start(Arc::clone(&ctx.env), &ctx.cwd, std::io::stdin().lock());
+    for problem in &done.problems {
+        stderr_text(format!("kapi: {problem}"));
+    }
+    if !done.context.is_empty() {
+        let answer = serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": done.context,
+            }
+        });
+        println!("{answer}");
+    }
+    Exit::Ok
+}
+
+/// Stop and PostToolUse: a failing rule blocks in the host's terms; an
+/// error is never 2, so it never blocks the agent.
+pub(super) fn run(ctx: &Ctx, host: Host, event: AgentEvent) -> Exit {
+    let ran = hook_run::agent(
+        Arc::clone(&ctx.env),
+        &ctx.cwd,
+        host,
+        event,
+        std::io::stdin().lock(),
+    );
+    match ran {
+        // Outside a work tree there is nothing to check.
+        Ok(None) => Exit::Ok,
+        Ok(Some(outcome)) => answer(host, &outcome),
+        Err(e) => {
+            stderr_text(format!("kapi: {}", CliError::from(e).message));
+            // Never 2: an error is not the agent's to fix.
+            Exit::Failed
+        }
+    }
+}
+
+fn answer(host: Host, outcome: &CheckRunOutcome) -> Exit {
+    for problem in &outcome.problems {
+        eprintln!("kapi: {problem}");
+    }
+    for state in &outcome.artifacts {
+        if let ArtifactState::Stale(p, _) | ArtifactState::Refused(p, _) = state {
+            stderr_line(format!(
+                "kapi: {} is not current: `kapi compile-context --all` regenerates it",
+                p.display()
+            ));
+        }
+    }
+    let Some(reason) = &outcome.block else {
+        return Exit::Ok;
+    };
+    match host {
+        Host::ClaudeCode => {
+            // Built with every path and form escaped; kapi's own lines stay.
+            eprint!("{}", crate::terminal::escape_lines(reason));
+            // Claude Code reads exit 2 as "block, and show the agent stderr".
+            Exit::Usage
+        }
+        Host::Codex => {
+            println!(
+                "{}",
+                serde_json::json!({ "decision": "block", "reason": reason })
+            );
+            Exit::Ok
+        }
+    }
+}
