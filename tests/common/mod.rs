@@ -465,6 +465,16 @@ impl Transcript {
         self.step(env, &line, run)
     }
 
+    /// `kapi ARGS` as a person in `env` with `input` on stdin, recorded.
+    pub fn kapi_stdin(&mut self, env: &TestEnv, args: &[&str], input: &[u8]) -> Run {
+        let run = env.kapi_stdin(args, input);
+        self.step(
+            env,
+            &fed(input, &format!("kapi {}", shell_words(args))),
+            run,
+        )
+    }
+
     /// A run made some other way, recorded under the command line `line`
     /// (what follows the `$`); given back.
     pub fn step(&mut self, env: &TestEnv, line: &str, run: Run) -> Run {
@@ -523,6 +533,17 @@ pub fn shell_words(args: &[&str]) -> String {
         }
     };
     args.iter().map(word).collect::<Vec<_>>().join(" ")
+}
+
+/// The command line `line` with `input` on its stdin: `printf "a\nb\n" |
+/// line`, or `printf %s '{"json":1}' | line` for an input on one line.
+pub fn fed(input: &[u8], line: &str) -> String {
+    let input = String::from_utf8_lossy(input);
+    if input.contains('\n') {
+        format!("printf {input:?} | {line}")
+    } else {
+        format!("printf %s {} | {line}", shell_words(&[&input]))
+    }
 }
 
 /// Longer than any command of the suites takes on a loaded machine,

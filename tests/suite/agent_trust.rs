@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::{
-    NOW, Run, SEED, TestEnv, Transcript, is_fifo, kapi_bin, mkfifo, shell_words, within_deadline,
+    NOW, Run, SEED, TestEnv, Transcript, fed, is_fifo, kapi_bin, mkfifo, shell_words,
+    within_deadline,
 };
 
 /// A kapi command as the agent `claude-code` in `session`, run through a
@@ -262,9 +263,10 @@ fn a_fifo_as_claude_env_file_is_refused_and_the_session_starts() {
     let run = within_deadline(cmd, input.as_bytes());
     let mut t = Transcript::new();
     let line = format!(
-        "CLAUDECODE=1 CLAUDE_ENV_FILE={} kapi hook claude-session-start <<< '{input}'",
+        "CLAUDECODE=1 CLAUDE_ENV_FILE={} kapi hook claude-session-start",
         fifo.display()
     );
+    let line = fed(input.as_bytes(), &line);
     t.step(&repo, &line, run).code(0);
     insta::assert_snapshot!(t.text());
     assert!(is_fifo(&fifo));
@@ -296,8 +298,9 @@ fn a_transcript_that_is_a_fifo_or_dev_zero_is_not_read() {
         let cmd = capped_agent(&repo, session, &["hook", "claude-stop"]);
         let run = within_deadline(cmd, input.as_bytes());
         let line = format!(
-            "ulimit -v 4194304; CLAUDECODE=1 KAPI_SESSION={session} kapi hook claude-stop <<< '{input}'"
+            "(ulimit -v 4194304; CLAUDECODE=1 KAPI_SESSION={session} kapi hook claude-stop)"
         );
+        let line = fed(input.as_bytes(), &line);
         t.step(&repo, &line, run).code(0);
     }
     insta::assert_snapshot!(t.text());
