@@ -427,6 +427,9 @@ pub struct Transcript {
     envs: Vec<TestEnv>,
     /// The first environment's work folder.
     home_work: Option<PathBuf>,
+    /// What [`Transcript::text`] replaces besides the roots: a pid, a
+    /// real clock's id.
+    redactions: Vec<(String, String)>,
     text: String,
 }
 
@@ -492,6 +495,13 @@ impl Transcript {
         run
     }
 
+    /// Write `token` for `text` (a pid, an id minted on the real clock)
+    /// wherever it appears, so the snapshot holds what does not change.
+    pub fn redact(&mut self, text: impl Into<String>, token: &str) -> &mut Self {
+        self.redactions.push((text.into(), token.to_owned()));
+        self
+    }
+
     /// A line saying what happened between two steps.
     pub fn comment(&mut self, text: &str) -> &mut Self {
         if !self.text.is_empty() {
@@ -510,6 +520,9 @@ impl Transcript {
                 n => format!("[ROOT{}]", n + 1),
             };
             text = env.normalize_as(&text, &token);
+        }
+        for (from, to) in &self.redactions {
+            text = text.replace(from, to);
         }
         text
     }
