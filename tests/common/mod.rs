@@ -533,7 +533,7 @@ impl Transcript {
 /// not show (a control or a bidi one).
 pub fn shell_words(args: &[&str]) -> String {
     let word = |a: &&str| -> String {
-        let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,#*^~".contains(c);
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
         if !a.is_empty() && a.chars().all(plain) {
             (*a).to_owned()
         } else if a
