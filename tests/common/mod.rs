@@ -9,7 +9,8 @@
 //! - drops every `KAPI_*` and `GIT_*` variable of the test process (so
 //!   `GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`,
 //!   `GIT_COMMON_DIR`, `GIT_CONFIG_*`… of a hook or of the shell running
-//!   `cargo test` never leak in), `CLAUDECODE` and `EMAIL`;
+//!   `cargo test` never leak in), `CLAUDECODE`, `EMAIL` and `COLUMNS` (help
+//!   wraps to it);
 //! - sets `GIT_CEILING_DIRECTORIES` to the root, so neither git nor kapi
 //!   walks up into the checkout holding `TMPDIR`;
 //! - isolates HOME, XDG_CONFIG_HOME and the system git config, and pins
@@ -77,6 +78,9 @@ const CLEARED: &[&str] = &[
     "KAPI",
     "XDG_DATA_HOME",
     "XDG_CACHE_HOME",
+    // clap wraps help to it: a snapshot of --help must not follow the
+    // terminal of whoever runs the tests.
+    "COLUMNS",
 ];
 
 /// True for a variable of the test process no command may inherit.
