@@ -312,16 +312,29 @@ impl TestEnv {
     /// The agent `claude-code` in `session` notes a term rule:
     /// `kapi context note --term TERM --instead-of FORM ...extra`.
     pub fn agent_term(&self, session: &str, term: &str, instead_of: &str, extra: &[&str]) -> Run {
-        let mut args = vec![
-            "context",
-            "note",
-            "--term",
-            term,
-            "--instead-of",
-            instead_of,
-        ];
-        args.extend_from_slice(extra);
-        self.agent(session, &args)
+        self.agent(session, &term_args(term, instead_of, extra))
+    }
+
+    /// The log as `kapi context log --json` gives it, one value per
+    /// operation.
+    pub fn log(&self) -> Vec<serde_json::Value> {
+        self.kapi(&["context", "log", "--json"]).ok().json_lines()
+    }
+
+    /// A person notes the term rule `term`, not `avoided`, quoting
+    /// `avoided` as evidence: a suggestion. Its short id.
+    pub fn suggested_rule(&self, term: &str, avoided: &str) -> String {
+        let args = term_args(term, avoided, &["--quote", avoided, "--json"]);
+        let op = self.kapi(&args).ok().json();
+        op["id"].as_str().unwrap()[..10].to_owned()
+    }
+
+    /// [`TestEnv::suggested_rule`], kept by the person: it fails checks.
+    /// Its short id.
+    pub fn kept_rule(&self, term: &str, avoided: &str) -> String {
+        let short = self.suggested_rule(term, avoided);
+        self.kapi(&["context", "review", "--keep", &short]).ok();
+        short
     }
 
     /// A hermetic git command in the work folder.
@@ -470,6 +483,30 @@ impl Transcript {
             shell_words(args)
         );
         self.step(env, &line, run)
+    }
+
+    /// [`TestEnv::agent_term`], recorded.
+    pub fn agent_term(
+        &mut self,
+        env: &TestEnv,
+        session: &str,
+        term: &str,
+        instead_of: &str,
+        extra: &[&str],
+    ) -> Run {
+        self.agent(env, session, &term_args(term, instead_of, extra))
+    }
+
+    /// A person notes a term rule (`kapi context note --term TERM
+    /// --instead-of FORM ...extra`), recorded.
+    pub fn kapi_term(
+        &mut self,
+        env: &TestEnv,
+        term: &str,
+        instead_of: &str,
+        extra: &[&str],
+    ) -> Run {
+        self.kapi(env, &term_args(term, instead_of, extra))
     }
 
     /// `kapi ARGS` as a person in `env` with `input` on stdin, recorded.
@@ -641,6 +678,20 @@ pub fn mkfifo(path: &Path) {
 pub fn is_fifo(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+/// `context note --term TERM --instead-of FORM ...extra`.
+pub fn term_args<'a>(term: &'a str, instead_of: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "context",
+        "note",
+        "--term",
+        term,
+        "--instead-of",
+        instead_of,
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// Run `cmd` with `input` on stdin and both outputs captured.

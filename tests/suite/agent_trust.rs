@@ -36,9 +36,7 @@ fn id_of(run: &Run) -> String {
 }
 
 fn status_of(repo: &TestEnv, id: &str) -> String {
-    repo.kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
+    repo.log()
         .into_iter()
         .find(|l| l["id"] == id)
         .and_then(|l| l["status"].as_str().map(str::to_owned))

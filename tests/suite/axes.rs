@@ -327,13 +327,7 @@ fn a_point_can_only_narrow_to_a_legal_value_within_the_evidence() {
     note(&["--path", "docs/app/a.md", "--point", "product=other"]).code(2);
     insta::assert_snapshot!(t.text());
     // Nothing was recorded but the one narrowed note.
-    assert_eq!(
-        repo.kapi(&["context", "log", "--json"])
-            .ok()
-            .json_lines()
-            .len(),
-        1
-    );
+    assert_eq!(repo.log().len(), 1);
 }
 
 #[test]

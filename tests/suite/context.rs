@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// Keep the newest operation that states a rule or a note.
 fn keep_last(repo: &TestEnv) -> String {
-    let lines = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let lines = repo.log();
     let last = lines
         .iter()
         .rev()
@@ -99,7 +99,7 @@ fn context_files_are_imported_once_by_a_person() {
     t.agent(&repo, "s1", &["store", "import"]).code(4);
     // The term list, the Vale style and both vocabulary files.
     t.kapi(&repo, &["store", "import"]).ok();
-    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = repo.log();
     assert_eq!(log.len(), 4);
     for op in &log {
         assert_eq!(op["kind"], "import");
@@ -117,24 +117,12 @@ fn context_files_are_imported_once_by_a_person() {
     // Unchanged bytes record nothing; --force reads regardless; a change re-imports.
     t.kapi(&repo, &["store", "import"]).ok();
     insta::assert_snapshot!(t.text());
-    assert_eq!(
-        repo.kapi(&["context", "log", "--json"])
-            .ok()
-            .json_lines()
-            .len(),
-        4
-    );
+    assert_eq!(repo.log().len(), 4);
     repo.kapi(&["store", "import", "--force"]).ok();
-    assert_eq!(
-        repo.kapi(&["context", "log", "--json"])
-            .ok()
-            .json_lines()
-            .len(),
-        8
-    );
+    assert_eq!(repo.log().len(), 8);
     repo.write("terms.tsv", "1\testablished\tQuickcast\tQuick cast\n");
     repo.kapi(&["store", "import"]).ok();
-    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = repo.log();
     let term_imports: Vec<&Value> = log
         .iter()
         .filter(|o| o["evidence"][0]["path"] == "terms.tsv")

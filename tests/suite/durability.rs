@@ -38,6 +38,34 @@ fn acknowledged(child: Child) -> (Option<String>, Run) {
     (id, run)
 }
 
+/// The note `text` started with `KAPI_FAULT=fault`, once it has stopped
+/// at the fault's `:stop` point.
+fn stopped_writer(repo: &TestEnv, text: &str, fault: &str) -> Child {
+    let writer = spawn_note(repo, text, &[("KAPI_FAULT", fault)]);
+    wait_stopped(writer.id());
+    writer
+}
+
+/// Notes started beside a stopped writer, each waiting up to a minute for
+/// the locks it holds.
+fn beside(repo: &TestEnv, texts: impl Iterator<Item = String>) -> Vec<Child> {
+    texts
+        .map(|text| spawn_note(repo, &text, &[("KAPI_LOCK_TIMEOUT_MS", "60000")]))
+        .collect()
+}
+
+/// The ids the writers acknowledged: each must have (a failure is named
+/// with `at`).
+fn all_acknowledged(writers: Vec<Child>, at: &str) -> Vec<String> {
+    writers
+        .into_iter()
+        .map(|child| {
+            let (id, run) = acknowledged(child);
+            id.unwrap_or_else(|| panic!("at {at}: {}", run.stderr))
+        })
+        .collect()
+}
+
 fn signal(pid: u32, sig: &str) {
     Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -46,9 +74,7 @@ fn signal(pid: u32, sig: &str) {
 }
 
 fn ids_in_log(repo: &TestEnv) -> BTreeSet<String> {
-    repo.kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
+    repo.log()
         .iter()
         .map(|l| l["id"].as_str().unwrap().to_owned())
         .collect()
@@ -76,9 +102,7 @@ fn ids_on_ref(repo: &TestEnv) -> BTreeSet<String> {
 /// real clock sorts before or after the pinned ones by the date today).
 fn note_texts(repo: &TestEnv) -> Vec<String> {
     let mut texts: Vec<String> = repo
-        .kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
+        .log()
         .iter()
         .filter_map(|l| l["subject"]["text"].as_str().map(str::to_owned))
         .collect();
@@ -121,30 +145,13 @@ fn a_writer_stopped_then_killed_at_any_step_loses_no_acknowledged_note() {
         repo.kapi(&["context", "note", "A first note"]).ok();
         // The victim stops at the point, holding whatever it holds there;
         // others append meanwhile, then the victim is killed.
-        let victim = spawn_note(
-            &repo,
-            "the victim",
-            &[("KAPI_FAULT", &format!("{point}:stop"))],
-        );
-        wait_stopped(victim.id());
-        let others: Vec<Child> = (0..4)
-            .map(|n| {
-                spawn_note(
-                    &repo,
-                    &format!("note {n} beside {point}"),
-                    &[("KAPI_LOCK_TIMEOUT_MS", "60000")],
-                )
-            })
-            .collect();
+        let victim = stopped_writer(&repo, "the victim", &format!("{point}:stop"));
+        let others = beside(&repo, (0..4).map(|n| format!("note {n} beside {point}")));
         std::thread::sleep(Duration::from_millis(400));
         signal(victim.id(), "-KILL");
         let (victim_id, _) = acknowledged(victim);
         assert_eq!(victim_id, None, "a killed writer acknowledged nothing");
-        let mut acked = Vec::new();
-        for child in others {
-            let (id, run) = acknowledged(child);
-            acked.push(id.unwrap_or_else(|| panic!("at {point}: {}", run.stderr)));
-        }
+        let acked = all_acknowledged(others, point);
         let held = ids_in_log(&repo);
         for id in &acked {
             assert!(
@@ -271,8 +278,7 @@ fn a_stopped_writer_holding_the_journal_lock_makes_others_give_up_within_the_bou
     let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
     // compact-written is reached under the journal lock.
-    let victim = spawn_note(&repo, "victim", &[("KAPI_FAULT", "compact-written:stop")]);
-    wait_stopped(victim.id());
+    let victim = stopped_writer(&repo, "victim", "compact-written:stop");
     let start = Instant::now();
     // The refusal names the lock, the process holding it, and that
     // nothing was recorded.
@@ -297,8 +303,7 @@ fn a_stopped_writer_holding_the_journal_lock_makes_others_give_up_within_the_bou
 fn a_stopped_writer_holding_the_commit_lock_leaves_others_journaled_and_saying_so() {
     let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
-    let victim = spawn_note(&repo, "victim", &[("KAPI_FAULT", "ref-moved:stop")]);
-    wait_stopped(victim.id());
+    let victim = stopped_writer(&repo, "victim", "ref-moved:stop");
     // The note is journaled, must not be recorded again, and waits for
     // the process named.
     let mut t = Transcript::new();
@@ -313,7 +318,7 @@ fn a_stopped_writer_holding_the_commit_lock_leaves_others_journaled_and_saying_s
     // A reader sees the journaled note although it cannot commit it. Its
     // id is minted past the victim's, on the real clock.
     assert_eq!(note_texts(&repo), ["A first note", "victim", "waiting"]);
-    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = repo.log();
     let waiting = log.iter().find(|l| l["subject"]["text"] == "waiting");
     t.redact(
         waiting.unwrap()["short"].as_str().unwrap(),
@@ -523,7 +528,7 @@ fn an_oversized_pushed_segment_is_never_inflated_nor_written_into() {
     for n in 0..4 {
         let op = noted(&repo, &format!("note {n} beside huge segments"));
         let id = op["id"].as_str().unwrap().to_owned();
-        let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+        let log = repo.log();
         assert!(
             log.iter().any(|l| l["id"] == id.as_str()),
             "{id} reads back"
@@ -564,7 +569,7 @@ fn a_segment_near_the_limit_takes_no_line_it_could_not_read_back() {
     let op = noted(&repo, "the note");
     let landed = op["id"].as_str().unwrap();
     assert_ne!(format!("{}/{}", &landed[8..9], &landed[9..10]), path);
-    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = repo.log();
     assert!(log.iter().any(|l| l["id"] == landed), "{landed} reads back");
 }
 
@@ -583,13 +588,11 @@ fn a_pushed_second_copy_of_a_decision_cannot_undo_it() {
     let target = suggestion["id"].as_str().unwrap().to_owned();
     repo.kapi(&["context", "review", "--keep", &target[..10]])
         .ok();
-    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = repo.log();
     let keep = log.iter().find(|l| l["kind"] == "keep").unwrap().clone();
     let keep_id = keep["id"].as_str().unwrap().to_owned();
     let status = |repo: &TestEnv| {
-        repo.kapi(&["context", "log", "--json"])
-            .ok()
-            .json_lines()
+        repo.log()
             .into_iter()
             .find(|l| l["id"] == target.as_str())
             .unwrap()["status"]
@@ -775,21 +778,9 @@ fn a_committer_killed_while_compacting_around_later_lines_loses_none() {
         // The victim stops after moving the ref, before it compacts; others
         // journal behind it; continued, it dies while compacting around
         // their lines (the rename path).
-        let victim = spawn_note(
-            &repo,
-            "the victim",
-            &[("KAPI_FAULT", &format!("ref-moved:stop,{point}"))],
-        );
-        wait_stopped(victim.id());
-        let others: Vec<Child> = (0..3)
-            .map(|n| {
-                spawn_note(
-                    &repo,
-                    &format!("note {n}"),
-                    &[("KAPI_LOCK_TIMEOUT_MS", "60000")],
-                )
-            })
-            .collect();
+        let fault = format!("ref-moved:stop,{point}");
+        let victim = stopped_writer(&repo, "the victim", &fault);
+        let others = beside(&repo, (0..3).map(|n| format!("note {n}")));
         // Wait until all three are journaled.
         let journal = repo.path().join(".git/kapi/journal");
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -805,11 +796,7 @@ fn a_committer_killed_while_compacting_around_later_lines_loses_none() {
         signal(victim.id(), "-CONT");
         let (victim_id, run) = acknowledged(victim);
         assert_eq!(victim_id, None, "at {point}: {}", run.stderr);
-        let mut acked = Vec::new();
-        for child in others {
-            let (id, run) = acknowledged(child);
-            acked.push(id.unwrap_or_else(|| panic!("at {point}: {}", run.stderr)));
-        }
+        let acked = all_acknowledged(others, point);
         let on_ref = ids_on_ref(&repo);
         for id in &acked {
             assert!(on_ref.contains(id), "at {point}: {id} is not on the ref");

@@ -6,10 +6,6 @@ use serde_json::Value;
 
 use super::durability::{blob, push_segments, segment_of};
 
-fn log(repo: &TestEnv) -> Vec<Value> {
-    repo.kapi(&["context", "log", "--json"]).ok().json_lines()
-}
-
 /// The agent's suggestion, then a hand-written file holding a person's
 /// `keep` of it: the agent may not merge that file.
 #[test]
@@ -43,7 +39,8 @@ fn an_agent_may_not_merge_a_file_of_operations() {
         before,
         "nothing was merged"
     );
-    let status = log(&repo)
+    let status = repo
+        .log()
         .into_iter()
         .find(|l| l["id"] == id.as_str())
         .unwrap()["status"]
@@ -200,48 +197,12 @@ fn limits_are_enforced_at_the_door_with_exit_2_naming_the_limit() {
         .redact(long_quote.as_str(), "[QUOTE: q 9000 times]")
         .redact(long_form.as_str(), "[FORM: Quick, a 102400 times]");
     t.kapi(&repo, &["context", "note", &long_note]).code(2);
-    t.kapi(
-        &repo,
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--path",
-            &long_path,
-        ],
-    )
-    .code(2);
-    t.kapi(
-        &repo,
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--quote",
-            &long_quote,
-        ],
-    )
-    .code(2);
-    t.kapi(
-        &repo,
-        &[
-            "context",
-            "note",
-            "--term",
-            &long_form,
-            "--instead-of",
-            "Quick cast",
-            "--quote",
-            "Quick cast",
-        ],
-    )
-    .code(2);
+    t.kapi_term(&repo, "Quickcast", "Quick cast", &["--path", &long_path])
+        .code(2);
+    t.kapi_term(&repo, "Quickcast", "Quick cast", &["--quote", &long_quote])
+        .code(2);
+    t.kapi_term(&repo, &long_form, "Quick cast", &["--quote", "Quick cast"])
+        .code(2);
     insta::assert_snapshot!(t.text());
     assert!(
         repo.git_cmd(&["rev-parse", "-q", "--verify", "refs/kapi/ops"])
@@ -375,7 +336,8 @@ fn a_rules_file_linking_outside_the_work_tree_is_not_written() {
     std::os::unix::fs::symlink(&outside, repo.path().join("AGENTS.md")).unwrap();
     repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
         .ok();
-    let id = log(&repo)
+    let id = repo
+        .log()
         .into_iter()
         .rev()
         .find(|l| l["subject"].is_object())

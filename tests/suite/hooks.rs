@@ -4,9 +4,9 @@
 //! fed the JSON Claude Code and Codex send (fixtures/hooks/).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use crate::common::{Run, TestEnv, Transcript, shell_words};
+use crate::common::{Run, TestEnv, Transcript, piped_output, shell_words};
 
 fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -33,25 +33,6 @@ fn git_hooked(repo: &TestEnv, args: &[&str]) -> Run {
 fn git_step(t: &mut Transcript, repo: &TestEnv, args: &[&str]) -> Run {
     let line = format!("git {}", shell_words(args));
     t.step(repo, &line, git_hooked(repo, args))
-}
-
-/// A person records the term rule and keeps it: it fails checks.
-fn kept_rule(repo: &TestEnv) -> String {
-    repo.kapi(&[
-        "context",
-        "note",
-        "--term",
-        "Quickcast",
-        "--instead-of",
-        "Quick cast",
-        "--quote",
-        "Quick cast",
-    ])
-    .ok();
-    let lines = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
-    let id = lines.last().unwrap()["short"].as_str().unwrap().to_owned();
-    repo.kapi(&["context", "review", "--keep", &id]).ok();
-    id
 }
 
 /// Every file under `dir` with its bytes and mode: what "as it was" means.
@@ -142,7 +123,7 @@ impl<'a> Agent<'a> {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        piped(cmd, input.as_bytes())
+        piped_output(cmd, input.as_bytes()).into()
     }
 
     fn stop(&self, active: bool) -> Run {
@@ -195,19 +176,6 @@ impl<'a> Agent<'a> {
     }
 }
 
-fn piped(mut cmd: Command, input: &[u8]) -> Run {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap().into()
-}
-
 /// The check runs the log holds for `session`.
 fn check_runs(repo: &TestEnv, session: &str) -> Vec<serde_json::Value> {
     repo.kapi(&[
@@ -235,7 +203,7 @@ fn the_done_scenario_commit_refused_stop_fixed_once_and_caught_then_uninstalled(
     let mut t = Transcript::new();
     t.kapi(&repo, &["hooks", "install"]).ok();
     assert!(repo.join(".claude/settings.json").exists());
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
 
     // A commit that violates the kept rule is refused.
     repo.write("docs/guide.md", "Open Quick cast from the menu.\n");
@@ -318,7 +286,7 @@ fn a_foreign_hook_is_chained_kept_and_restored_and_reinstalling_changes_nothing(
     assert_eq!(snapshot(&repo.join(".git/hooks")), installed);
 
     // A commit runs the foreign hook, then kapi's.
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     repo.write("a.md", "Quick cast\n");
     repo.git(&["add", "a.md"]);
     t.comment("a.md says \"Quick cast\"");
@@ -359,7 +327,7 @@ fn core_hooks_path_is_where_the_hooks_go_and_come_back_from() {
     assert!(repo.join(".githooks/post-merge.pre-kapi").exists());
     assert!(!repo.join(".git/hooks/pre-commit").exists());
 
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     repo.write("a.md", "Quick cast\n");
     repo.git(&["add", "a.md"]);
     assert_eq!(git_hooked(&repo, &["commit", "-qm", "a"]).code, 1);
@@ -495,7 +463,7 @@ fn post_merge_regenerates_what_the_merge_made_stale_and_never_fails_the_merge() 
 #[test]
 fn session_start_attributes_the_session_and_hands_the_rules_in_force_to_the_agent() {
     let repo = TestEnv::new();
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     let agent = Agent::new(&repo, "s-start");
     let env_file = repo.root().join("claude-env");
     let env = env_file.display().to_string();
@@ -555,7 +523,7 @@ fn session_start_attributes_the_session_and_hands_the_rules_in_force_to_the_agen
 #[test]
 fn post_edit_checks_the_file_written_once_per_tool_call() {
     let repo = TestEnv::new();
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     let agent = Agent::new(&repo, "s-edit");
     repo.write("docs/a.md", "Quick cast is fast.\n");
     let mut t = Transcript::new();
@@ -594,7 +562,7 @@ fn post_edit_checks_the_file_written_once_per_tool_call() {
 #[test]
 fn codex_stop_answers_with_a_json_decision() {
     let repo = TestEnv::new();
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     repo.write("notes.md", "Quick cast\n");
     let agent = Agent::new(&repo, "s-codex");
     let input = agent.input(
@@ -603,7 +571,7 @@ fn codex_stop_answers_with_a_json_decision() {
     );
     let mut cmd = repo.kapi_cmd(&["hook", "codex-stop"]);
     cmd.env("KAPI_AGENT", "codex");
-    let run = piped(cmd, input.as_bytes()).ok();
+    let run = Run::from(piped_output(cmd, input.as_bytes())).ok();
     let answer = run.json();
     assert_eq!(answer["decision"], "block");
     // The reason names notes.md.
@@ -699,7 +667,7 @@ fn claude_settings_of_the_project_keep_their_own_hooks_and_order() {
         std::fs::read_to_string(repo.join("CLAUDE.md")).unwrap(),
         "@AGENTS.md\n"
     );
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     let claude = std::fs::read_to_string(repo.join("CLAUDE.md")).unwrap();
     assert!(claude.starts_with("@AGENTS.md\n"), "{claude}");
     // The rules refresh writes the kept rule after the import.
@@ -713,7 +681,7 @@ fn stop_checks_what_the_session_changed_since_it_started_even_when_committed() {
     repo.write("README.md", "# Project\n");
     repo.git(&["add", "README.md"]);
     repo.git(&["commit", "-qm", "start"]);
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     // An untracked draft that was there before the session began.
     repo.write("notes/old.md", "Quick cast draft\n");
     let agent = Agent::new(&repo, "s-base");
@@ -844,7 +812,7 @@ fn hook_messages() {
     let snap = |name: &str, run: &Run| insta::assert_snapshot!(name, repo.transcript(run));
     snap("hooks_install", &repo.kapi(&["hooks", "install"]));
     snap("hooks_status", &repo.kapi(&["hooks", "status"]));
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     repo.write(
         "docs/guide.md",
         "# Guide\n\nOpen Quick cast from the menu.\n",
@@ -937,7 +905,7 @@ fn stopped_committer(repo: &TestEnv) -> StoppedCommitter {
 #[test]
 fn a_tool_call_delivered_twice_is_recorded_once_while_its_run_waits_in_the_journal() {
     let repo = TestEnv::new();
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     let agent = Agent::new(&repo, "s-journal");
     let victim = stopped_committer(&repo);
     repo.write("docs/a.md", "Quick cast is fast.\n");

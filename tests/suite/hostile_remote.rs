@@ -47,10 +47,7 @@ fn note(env: &TestEnv, term: &str) -> Run {
 }
 
 fn operations(env: &TestEnv) -> usize {
-    env.kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
-        .len()
+    env.log().len()
 }
 
 /// Push a tree to the remote's refs/kapi/ops, on top of its tip: the
@@ -313,10 +310,7 @@ fn forge_newest(env: &TestEnv, tree: &str, within: &str) {
 fn a_newest_cache_that_does_not_check_out_is_computed_again() {
     let a = TestEnv::new();
     note(&a, "Quickcast").ok();
-    let first_id = a.kapi(&["context", "log", "--json"]).ok().json_lines()[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let first_id = a.log()[0]["id"].as_str().unwrap().to_owned();
     // Naming a tree git does not have (the ref moved back, `git gc`).
     forge_newest(&a, "0123456789abcdef0123456789abcdef01234567", &first_id);
     note(&a, "Fastcast").ok();
@@ -332,9 +326,7 @@ fn a_newest_cache_that_does_not_check_out_is_computed_again() {
     forge_newest(&a, &tree, future.as_str());
     note(&a, "Slowcast").ok();
     let ids: Vec<String> = a
-        .kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
+        .log()
         .iter()
         .map(|l| l["id"].as_str().unwrap().to_owned())
         .collect();

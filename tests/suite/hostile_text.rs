@@ -59,7 +59,7 @@ fn a_note_that_erases_its_line_is_shown_escaped_in_log_review_and_search_and_exa
     }
 
     // JSON is exact: the note reads back byte for byte.
-    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = env.log();
     let texts: Vec<&str> = log
         .iter()
         .filter_map(|l| l["subject"]["text"].as_str())
@@ -104,35 +104,17 @@ fn an_actor_name_from_the_log_cannot_steer_the_terminal() {
     let log = t.kapi(&env, &["context", "log"]).ok();
     assert_inert("log", &log.stdout);
     insta::assert_snapshot!(t.text());
-    let json = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let json = env.log();
     assert_eq!(
         json[0]["actor"]["name"],
         "ada\x1b]0;owned\x07\u{9b}2K@example.com"
     );
 }
 
-/// Quickcast, not "Quick cast", kept by a person: it fails a check.
-fn kept_rule(env: &TestEnv) {
-    env.kapi(&[
-        "context",
-        "note",
-        "--term",
-        "Quickcast",
-        "--instead-of",
-        "Quick cast",
-        "--quote",
-        "Quick cast",
-    ])
-    .ok();
-    let lines = env.kapi(&["context", "log", "--json"]).ok().json_lines();
-    let id = lines[0]["id"].as_str().unwrap().to_owned();
-    env.kapi(&["context", "review", "--keep", &id]).ok();
-}
-
 #[test]
 fn check_shows_a_hostile_line_and_file_name_escaped_for_people_and_exact_for_tools() {
     let env = TestEnv::new();
-    kept_rule(&env);
+    env.kept_rule("Quickcast", "Quick cast");
     let name = "docs/a\r\x1b[2Kfake\n::error file=x::y.md";
     env.write(name, "Open Quick cast \x1b[2K\u{202e}now.\n");
 
@@ -165,7 +147,7 @@ fn check_shows_a_hostile_line_and_file_name_escaped_for_people_and_exact_for_too
 #[test]
 fn the_agent_hook_names_a_hostile_file_escaped_on_stderr() {
     let env = TestEnv::new();
-    kept_rule(&env);
+    env.kept_rule("Quickcast", "Quick cast");
     let name = "docs/b\r\x1b[2K.md";
     env.write(name, "Quick cast is fast.\n");
     let transcript = env.root().join("s-edit.jsonl");

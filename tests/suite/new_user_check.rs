@@ -169,7 +169,7 @@ fn widening_a_rule_is_no_drift_though_it_counts_more_files() {
         &["--path", "docs/app/a.md"],
     )
     .ok();
-    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = env.log();
     let id = log[0]["short"].as_str().unwrap().to_owned();
     env.kapi(&["context", "review", "--keep", &id]).ok();
     // Counted where it holds: one avoided form, in docs/app.
@@ -190,7 +190,7 @@ fn widening_a_rule_is_no_drift_though_it_counts_more_files() {
         now["standing"].is_null(),
         "no text changed, no drift: {now}"
     );
-    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = env.log();
     assert!(log[0]["drift"].is_null(), "{}", log[0]);
 
     // A form written more often where it holds now is drift.
@@ -217,7 +217,7 @@ fn two_agents_suggesting_one_rule_give_one_finding_one_item_and_one_decision() {
         env.agent_term(session, "Quickcast", "Quick cast", &["--path", "docs/a.md"])
             .ok();
     }
-    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = env.log();
     let (first, second) = (
         log[0]["id"].as_str().unwrap().to_owned(),
         log[1]["id"].as_str().unwrap().to_owned(),
@@ -295,7 +295,7 @@ fn two_agents_suggesting_one_rule_give_one_finding_one_item_and_one_decision() {
     // Dropping it drops both: nothing is left in force.
     t.kapi(&env, &["context", "review", "--drop", short1]).ok();
     insta::assert_snapshot!(t.text());
-    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = env.log();
     assert_eq!(log[0]["status"], "dropped");
     assert_eq!(log[1]["status"], "dropped");
     env.kapi(&["check", "docs/a.md"]).ok();

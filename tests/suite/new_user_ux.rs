@@ -6,32 +6,8 @@ use std::process::Command;
 
 use crate::common::{Run, TestEnv, Transcript};
 
-/// A person records a term rule and keeps it: it fails checks. Its short
-/// id.
-fn kept_rule(repo: &TestEnv) -> String {
-    let id = suggested_rule(repo, "Quickcast", "Quick cast");
-    repo.kapi(&["context", "review", "--keep", &id]).ok();
-    id
-}
-
-/// A person records a term rule (a suggestion); its short id.
-fn suggested_rule(repo: &TestEnv, term: &str, avoided: &str) -> String {
-    repo.kapi(&[
-        "context",
-        "note",
-        "--term",
-        term,
-        "--instead-of",
-        avoided,
-        "--quote",
-        avoided,
-    ])
-    .ok();
-    last_short(repo)
-}
-
 fn last_short(repo: &TestEnv) -> String {
-    let lines = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let lines = repo.log();
     lines.last().unwrap()["short"].as_str().unwrap().to_owned()
 }
 
@@ -56,7 +32,7 @@ fn hooks_run_the_binary_under_test() {
         "[[compile]]\noutput = \"ctx/cache.json\"\nquery = \"cache\"\n",
     );
     repo.kapi(&["compile-context", "--all"]).ok();
-    kept_rule(&repo);
+    repo.kept_rule("Quickcast", "Quick cast");
     repo.kapi(&["hooks", "install", "--git"]).ok();
     repo.git(&["add", "-A"]);
     // The pre-commit hook ran (the binary under test, on the pinned clock).
@@ -188,7 +164,7 @@ fn a_count_of_one_takes_the_singular() {
     repo.write("terms.tsv", "t1\testablished\tQuickcast\tQuick cast\n");
     repo.write("kapi.toml", "[context]\nterms = [\"terms.tsv\"]\n");
     t.kapi(&repo, &["store", "import"]).ok();
-    suggested_rule(&repo, "Flowkit", "Flow kit");
+    repo.suggested_rule("Flowkit", "Flow kit");
     repo.write("docs/a.md", "Flowkit.\n");
     repo.kapi(&["check"]).ok();
     t.comment("a person's Flowkit suggestion, and a check of docs/a.md writing it once");
@@ -417,7 +393,7 @@ fn agent_rule(env: &TestEnv, session: &str, term: &str, avoided: &str) -> String
 fn drifting() -> (TestEnv, String) {
     let env = TestEnv::new();
     env.write("docs/a.md", "Open Quick cast.\n");
-    let a = suggested_rule(&env, "Quickcast", "Quick cast");
+    let a = env.suggested_rule("Quickcast", "Quick cast");
     env.kapi(&["check"]).ok();
     env.kapi(&["context", "review", "--keep", &a]).ok();
     env.kapi(&["check"]).code(1);
@@ -680,7 +656,7 @@ const CASES: &[Case] = &[
         name: "a person's suggestion that disagrees with a rule in force",
         state: || {
             let env = TestEnv::new();
-            kept_rule(&env);
+            env.kept_rule("Quickcast", "Quick cast");
             let run = env.kapi(&[
                 "context",
                 "note",
@@ -781,7 +757,7 @@ const CASES: &[Case] = &[
         name: "a pre-commit refusal for a rule",
         state: || {
             let env = with_artifact();
-            kept_rule(&env);
+            env.kept_rule("Quickcast", "Quick cast");
             env.write("docs/a.md", "Open Quick cast.\n");
             env.git(&["add", "-A"]);
             let run = env.kapi(&["hook", "pre-commit"]).code(1);

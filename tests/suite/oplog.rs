@@ -17,12 +17,8 @@ fn note_term(repo: &TestEnv, session: &str, term: &str, instead: &str) -> String
     op["id"].as_str().unwrap().to_owned()
 }
 
-fn log(repo: &TestEnv) -> Vec<Value> {
-    repo.kapi(&["context", "log", "--json"]).ok().json_lines()
-}
-
 fn status_of(repo: &TestEnv, id: &str) -> String {
-    log(repo).into_iter().find(|l| l["id"] == id).unwrap()["status"]
+    repo.log().into_iter().find(|l| l["id"] == id).unwrap()["status"]
         .as_str()
         .unwrap_or("")
         .to_owned()
@@ -34,25 +30,16 @@ fn an_agent_suggests_and_a_person_keeps() {
     // The note says the rule with the forms it avoids; the log, its kind,
     // status and standing.
     let mut t = Transcript::new();
-    t.agent(
+    t.agent_term(
         &repo,
         "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--path",
-            "docs/intro.md",
-            "--quote",
-            "Open Quick cast",
-        ],
+        "Quickcast",
+        "Quick cast",
+        &["--path", "docs/intro.md", "--quote", "Open Quick cast"],
     )
     .ok();
     t.kapi(&repo, &["context", "log"]).ok();
-    let lines = log(&repo);
+    let lines = repo.log();
     assert_eq!(lines.len(), 1);
     let op = &lines[0];
     assert_eq!(op["kind"], "observe");
@@ -71,7 +58,7 @@ fn an_agent_suggests_and_a_person_keeps() {
     assert!(op["id"].as_str().unwrap().starts_with(&short));
 
     t.kapi(&repo, &["context", "review", "--keep", &short]).ok();
-    let lines = log(&repo);
+    let lines = repo.log();
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["status"], "established");
     assert_eq!(lines[0]["established"], true);
@@ -116,19 +103,8 @@ fn the_record_is_canonical_and_versioned() {
 fn a_rule_needs_evidence() {
     let repo = TestEnv::new();
     let mut t = Transcript::new();
-    t.agent(
-        &repo,
-        "s1",
-        &[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-        ],
-    )
-    .code(2);
+    t.agent_term(&repo, "s1", "Quickcast", "Quick cast", &[])
+        .code(2);
     t.kapi(
         &repo,
         &[
@@ -149,7 +125,7 @@ fn a_rule_needs_evidence() {
     )
     .code(2);
     insta::assert_snapshot!(t.text());
-    assert!(log(&repo).is_empty());
+    assert!(repo.log().is_empty());
 }
 
 #[test]
@@ -162,7 +138,7 @@ fn only_a_person_decides() {
     t.agent(&repo, "s1", &["context", "review", "--drop", &id[..10]])
         .code(4);
     insta::assert_snapshot!(t.text());
-    assert_eq!(log(&repo).len(), 1);
+    assert_eq!(repo.log().len(), 1);
 }
 
 #[test]
@@ -233,7 +209,7 @@ fn disagreeing_suggestions_are_contested_until_a_person_chooses() {
     let repo = TestEnv::new();
     let a = note_term(&repo, "s1", "Quickcast", "Quick cast");
     let b = note_term(&repo, "s2", "Quick Cast", "Quickcast");
-    let lines = log(&repo);
+    let lines = repo.log();
     assert_eq!(lines[0]["status"], "contested");
     assert_eq!(lines[0]["contested_by"], serde_json::json!([b]));
     assert_eq!(lines[1]["status"], "contested");
@@ -249,7 +225,8 @@ fn disagreeing_suggestions_are_contested_until_a_person_chooses() {
     assert_eq!(status_of(&repo, &a), "established");
     assert_eq!(status_of(&repo, &b), "dropped");
     // Drops are recorded before keeps.
-    let kinds: Vec<String> = log(&repo)
+    let kinds: Vec<String> = repo
+        .log()
         .iter()
         .map(|l| l["kind"].as_str().unwrap().to_owned())
         .collect();
@@ -292,7 +269,7 @@ fn rules_in_different_windows_or_points_do_not_disagree() {
         &["--quote", "q", "--point", "market=de"],
     )
     .ok();
-    for line in log(&repo) {
+    for line in repo.log() {
         assert_eq!(line["status"], "suggested", "{line}");
     }
     let mut t = Transcript::new();
@@ -397,7 +374,7 @@ fn an_agents_correction_against_a_rule_does_not_unseat_it() {
     )
     .ok();
     assert_eq!(status_of(&repo, &rule), "established");
-    let lines = log(&repo);
+    let lines = repo.log();
     assert_eq!(lines[2]["status"], "contested");
     assert_eq!(lines[2]["subject"]["use"], "Quick cast");
 }
@@ -445,14 +422,14 @@ fn logs_moved_by_file_converge_in_either_order() {
     assert_eq!(tree(&a), tree(&b));
     let fold = |r: &TestEnv| r.kapi(&["context", "log", "--json"]).ok().stdout;
     assert_eq!(fold(&a), fold(&b));
-    assert_eq!(log(&a).len(), 4);
+    assert_eq!(a.log().len(), 4);
     // Importing again changes nothing.
     t.kapi(&a, &["store", "import", b_file.to_str().unwrap()])
         .ok();
     insta::assert_snapshot!(t.text());
     assert_eq!(tree(&a), tree(&b));
     // New ids on either side still sort after everything either holds.
-    let newest = log(&a).last().unwrap()["id"].as_str().unwrap().to_owned();
+    let newest = a.log().last().unwrap()["id"].as_str().unwrap().to_owned();
     let next = note_term(&a, "a1", "Supabase", "Supa base");
     assert!(next > newest);
 }
@@ -494,7 +471,7 @@ fn concurrent_writers_lose_nothing() {
             });
         }
     });
-    let lines = log(&repo);
+    let lines = repo.log();
     assert_eq!(lines.len(), writers * each);
     let mut ids: Vec<&str> = lines.iter().map(|l| l["id"].as_str().unwrap()).collect();
     ids.dedup();
@@ -534,7 +511,7 @@ fn a_corrupted_operation_on_the_ref_is_named_and_skipped() {
     repo.git(&["update-ref", "refs/kapi/ops", &commit]);
 
     // The valid operation still reads, and the rest of kapi keeps working.
-    let lines = log(&repo);
+    let lines = repo.log();
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["id"], id);
     // Lines 2 (malformed), 3 (format version 2) and 4 (oversized) named.
@@ -543,7 +520,7 @@ fn a_corrupted_operation_on_the_ref_is_named_and_skipped() {
     insta::assert_snapshot!(t.text());
     // Appending still works on top of the damaged segment.
     note_term(&repo, "s1", "Supabase", "Supa base");
-    assert_eq!(log(&repo).len(), 2);
+    assert_eq!(repo.log().len(), 2);
 }
 
 #[test]
@@ -556,7 +533,7 @@ fn an_import_reports_bad_lines_and_merges_the_valid_ones() {
     // Lines 1 and 3 named malformed, the valid one merged (1 new).
     let mut t = Transcript::new();
     t.kapi(&b, &["store", "import", "ops.jsonl"]).code(5);
-    assert_eq!(log(&b).len(), 1);
+    assert_eq!(b.log().len(), 1);
     // An agent's import of a log file is a merge, not a reading of context files: but a forged
     // keep by an agent in the file is ignored by the fold.
     let mut forged: Value = serde_json::from_str(exported.trim()).unwrap();
@@ -609,7 +586,7 @@ fn git_kapi_is_a_git_subcommand() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(log(&repo).len(), 1);
+    assert_eq!(repo.log().len(), 1);
 }
 
 mod union_law {
@@ -701,7 +678,7 @@ fn an_import_never_changes_an_operation_the_log_holds() {
     a.write("forged.jsonl", &format!("{forged}\n"));
     let mut t = Transcript::new();
     t.kapi(&a, &["store", "import", "forged.jsonl"]).code(5);
-    let lines = log(&a);
+    let lines = a.log();
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["subject"]["use"], "Quickcast");
     assert_eq!(lines[0]["id"], id);
@@ -716,7 +693,7 @@ fn an_import_never_changes_an_operation_the_log_holds() {
     t.kapi(&a, &["store", "import", "future.jsonl"]).code(5);
     insta::assert_snapshot!(t.text());
     note_term(&a, "s1", "Supabase", "Supa base");
-    assert_eq!(log(&a).len(), 2);
+    assert_eq!(a.log().len(), 2);
 }
 
 #[test]
@@ -770,7 +747,7 @@ fn operations_the_fold_ignores_are_marked_in_the_log() {
     let mut t = Transcript::new();
     t.kapi(&repo, &["context", "log"]).ok();
     insta::assert_snapshot!(t.text());
-    let lines = log(&repo);
+    let lines = repo.log();
     let forged = lines.iter().find(|l| l["kind"] == "keep").unwrap();
     assert_eq!(
         forged["ignored"],
@@ -796,7 +773,7 @@ fn lines_a_crashed_writer_left_in_the_journal_are_committed_by_the_next_reader()
     assert!(out.status.success());
     let journal = b.path().join(".git/kapi/journal");
     std::fs::write(&journal, format!("{}{{\"v\":1,\"id\":\"0tt", line)).unwrap();
-    let lines = log(&b);
+    let lines = b.log();
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines.iter().any(|l| l["subject"]["use"] == "Quickcast"));
     assert_eq!(std::fs::read(&journal).unwrap(), b"");
@@ -906,7 +883,7 @@ fn a_keep_that_gives_one_bound_keeps_the_other() {
         "2027-01-01",
     ])
     .ok();
-    let line = log(&repo).into_iter().find(|l| l["id"] == id).unwrap();
+    let line = repo.log().into_iter().find(|l| l["id"] == id).unwrap();
     assert_eq!(line["scope"]["valid_from"], "2026-01-01", "{line}");
     assert_eq!(line["scope"]["valid_to"], "2027-01-01", "{line}");
     // A bound that would leave the window empty is refused.
@@ -940,7 +917,7 @@ fn reads_through_the_checkpoint_answer_as_a_fresh_fold() {
     assert!(checkpoint.exists(), "a read leaves the checkpoint");
 
     // From elsewhere: a note dated between the observation and the keep.
-    let first = log(&repo).remove(0);
+    let first = repo.log().remove(0);
     let older = serde_json::json!({
         "v": 1, "id": format!("{}zzzzzzzzzzzzzzzz", &id[..8]), "project": "p",
         "actor": {"kind": "agent", "name": "claude-code", "session": "s9"},

@@ -3,14 +3,9 @@
 //! reset of a reset; a dry run that records nothing and says the same.
 
 use crate::common::{TestEnv, Transcript};
-use serde_json::Value;
-
-fn log(repo: &TestEnv) -> Vec<Value> {
-    repo.kapi(&["context", "log", "--json"]).ok().json_lines()
-}
 
 fn status_of(repo: &TestEnv, term: &str) -> String {
-    log(repo)
+    repo.log()
         .iter()
         .find(|o| o["subject"]["use"] == term)
         .unwrap_or_else(|| panic!("no operation states {term}"))["status"]
@@ -20,7 +15,7 @@ fn status_of(repo: &TestEnv, term: &str) -> String {
 }
 
 fn id_of(repo: &TestEnv, term: &str) -> String {
-    log(repo)
+    repo.log()
         .iter()
         .find(|o| o["subject"]["use"] == term)
         .unwrap()["short"]
@@ -31,7 +26,7 @@ fn id_of(repo: &TestEnv, term: &str) -> String {
 
 /// The short id of the newest reset.
 fn last_reset(repo: &TestEnv) -> String {
-    log(repo)
+    repo.log()
         .iter()
         .rev()
         .find(|o| o["kind"] == "reset")
@@ -62,11 +57,11 @@ fn a_reset_before_a_session_sets_its_work_aside_and_a_dry_run_says_the_same() {
 
     // The dry run: Quickcast and Supabase set aside, not Flowkit, and the
     // keep of Supabase with them.
-    let before = log(&repo).len();
+    let before = repo.log().len();
     let dry = t
         .kapi(&repo, &["context", "reset", "--before", "s1", "--dry-run"])
         .ok();
-    assert_eq!(log(&repo).len(), before, "a dry run records nothing");
+    assert_eq!(repo.log().len(), before, "a dry run records nothing");
     assert_eq!(status_of(&repo, "Supabase"), "established");
 
     let real = t.kapi(&repo, &["context", "reset", "--before", "s1"]).ok();

@@ -4,14 +4,9 @@
 use crate::common::{TestEnv, Transcript, kapi_bin};
 use serde_json::Value;
 
-/// The log, one JSON object per operation.
-fn log(repo: &TestEnv) -> Vec<Value> {
-    repo.kapi(&["context", "log", "--json"]).ok().json_lines()
-}
-
 /// The short id of the operation stating `term` (its form to use).
 fn id_of(repo: &TestEnv, term: &str) -> String {
-    log(repo)
+    repo.log()
         .iter()
         .find(|o| o["subject"]["use"] == term || o["subject"]["text"] == term)
         .unwrap_or_else(|| panic!("no operation states {term}"))["short"]
@@ -21,7 +16,7 @@ fn id_of(repo: &TestEnv, term: &str) -> String {
 }
 
 fn status_of(repo: &TestEnv, term: &str) -> String {
-    log(repo)
+    repo.log()
         .iter()
         .find(|o| o["subject"]["use"] == term || o["subject"]["text"] == term)
         .unwrap()["status"]
@@ -32,7 +27,7 @@ fn status_of(repo: &TestEnv, term: &str) -> String {
 
 /// (kind, target short id) of every decision, in log order.
 fn decisions(repo: &TestEnv) -> Vec<(String, String)> {
-    log(repo)
+    repo.log()
         .iter()
         .filter(|o| o["target"].is_string())
         .map(|o| {
@@ -212,7 +207,8 @@ fn the_walk_records_what_the_flags_record() {
         decisions(repo)
             .into_iter()
             .map(|(kind, target)| {
-                let subject = log(repo)
+                let subject = repo
+                    .log()
                     .iter()
                     .find(|o| o["short"] == target.as_str())
                     .unwrap()["subject"]["use"]
@@ -383,11 +379,11 @@ fn a_note_widens_at_most_to_its_project() {
     ])
     .ok();
     let note = id_of(&repo, "The app pages address the administrator");
-    let before = log(&repo).len();
+    let before = repo.log().len();
     let mut t = Transcript::new();
     let keep = |to| ["context", "review", "--keep", &note, "--widen-to", to];
     t.kapi(&repo, &keep("workspace")).code(3);
-    assert_eq!(log(&repo).len(), before, "nothing recorded");
+    assert_eq!(repo.log().len(), before, "nothing recorded");
     t.kapi(&repo, &keep("project")).ok();
     insta::assert_snapshot!(t.text());
     let other = repo
@@ -445,7 +441,8 @@ fn a_rule_widened_to_the_workspace_holds_in_every_registered_repository() {
     .ok();
     // The widened rule is in the deciding project's log, and the other
     // repository's check reads it from there.
-    let widen = log(&deciding)
+    let widen = deciding
+        .log()
         .into_iter()
         .find(|o| o["kind"] == "widen")
         .unwrap();

@@ -84,9 +84,7 @@ fn suggest(env: &TestEnv, session: &str, path: &str) -> String {
 }
 
 fn statuses(env: &TestEnv) -> Vec<(String, String)> {
-    env.kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
+    env.log()
         .into_iter()
         .filter(|l| !l["status"].is_null())
         .map(|l| {
@@ -186,7 +184,7 @@ fn two_clones_converge_in_either_order_and_a_correction_settles_only_where_it_wa
         assert_eq!(status_of(&p.a, legal), "suggested", "{order:?}");
         assert_eq!(status_of(&p.a, flowkit), "suggested", "{order:?}");
         // The establishment is recorded once, by the tool settle.
-        let log = p.a.kapi(&["context", "log", "--json"]).ok().json_lines();
+        let log = p.a.log();
         let establishes: Vec<&Value> = log.iter().filter(|l| l["kind"] == "establish").collect();
         assert_eq!(establishes.len(), 1, "{order:?}: {establishes:?}");
         assert_eq!(establishes[0]["target"], help.as_str());
@@ -265,17 +263,9 @@ fn a_merged_range_establishes_a_scoped_suggestion_and_the_same_range_twice_adds_
     t.kapi(&p.a, &["context", "log"]).ok();
     insta::assert_snapshot!(t.text());
     // The signal is the CI tool's; the same range again records nothing.
-    let before =
-        p.a.kapi(&["context", "log", "--json"])
-            .ok()
-            .json_lines()
-            .len();
+    let before = p.a.log().len();
     let again = ci(&["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--json"]).ok();
-    let after =
-        p.a.kapi(&["context", "log", "--json"])
-            .ok()
-            .json_lines()
-            .len();
+    let after = p.a.log().len();
     assert_eq!(before, after, "{}", again.stdout);
     // The other clone sees the same after one sync.
     on_b(&p, &["context", "sync"]).ok();
@@ -557,7 +547,7 @@ fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
     // The signal is the CI tool's, and both the remote and Ada see the rule.
     p.a.kapi(&["context", "sync"]).ok();
     assert_eq!(status_of(&p.a, &legal), "established");
-    let log = p.a.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = p.a.log();
     let signal = log.iter().find(|l| l["kind"] == "signal").unwrap();
     assert_eq!(signal["actor"]["name"], "ci");
     // A new branch's push only syncs.

@@ -36,10 +36,7 @@ fn upstream_with_a_workspace_rule() -> TestEnv {
     upstream
         .agent_term("s1", "Quickcast", "Quick cast", &["--path", "a.md"])
         .ok();
-    let log = upstream
-        .kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines();
+    let log = upstream.log();
     let id = log
         .iter()
         .find(|o| o["subject"]["use"] == "Quickcast")
@@ -175,7 +172,7 @@ fn a_synced_clone_with_a_persons_workspace_rule_puts_nothing_in_force_elsewhere(
     let upstream = upstream_with_a_workspace_rule();
     let (c, b) = machine_with_a_synced_clone(&upstream);
     // The clone's log holds the widened rule.
-    let log = b.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = b.log();
     assert!(log.iter().any(|o| o["kind"] == "widen"), "the rule arrived");
     // Other repositories are untouched: a check, a commit, what applies.
     let mut t = Transcript::new();
