@@ -5,70 +5,13 @@
 //! files a hook or `kapi hooks install` opens are regular files, read
 //! without blocking and under a cap.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use crate::common::{NOW, Run, SEED, TestEnv, kapi_bin};
-
-/// How long a command that must not hang may take.
-const PATIENCE: Duration = Duration::from_secs(30);
-
-/// A child killed and reaped when dropped: a test that fails while the
-/// child hangs leaves no process behind.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Run `cmd` with `input` on stdin, and fail the test, killing the child,
-/// when it has not finished within [`PATIENCE`].
-fn within(mut cmd: Command, input: &[u8], what: &str) -> Run {
-    let child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = Reaped(child);
-    // A child that never reads its input must not stall the test either.
-    let mut stdin = child.0.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let stdout = drain(Box::new(child.0.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.0.stderr.take().unwrap()));
-    let deadline = Instant::now() + PATIENCE;
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not finish within {PATIENCE:?}: it hangs"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let _ = writer.join();
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr.join().unwrap()).into_owned(),
-    }
-}
+use crate::common::{
+    NOW, Run, SEED, TestEnv, Transcript, fed, is_fifo, kapi_bin, mkfifo, shell_words,
+    within_deadline,
+};
 
 /// A kapi command as the agent `claude-code` in `session`, run through a
 /// shell that caps its address space at 4 GiB: a read that does not stop
@@ -87,25 +30,13 @@ fn capped_agent(repo: &TestEnv, session: &str, args: &[&str]) -> Command {
     cmd
 }
 
-fn mkfifo(path: &Path) {
-    let made = Command::new("mkfifo").arg(path).status().unwrap();
-    assert!(made.success(), "mkfifo {}", path.display());
-}
-
-fn is_fifo(path: &Path) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo())
-}
-
 /// The id of the operation a `--json` note printed.
 fn id_of(run: &Run) -> String {
     run.json()["id"].as_str().unwrap().to_owned()
 }
 
 fn status_of(repo: &TestEnv, id: &str) -> String {
-    repo.kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
+    repo.log()
         .into_iter()
         .find(|l| l["id"] == id)
         .and_then(|l| l["status"].as_str().map(str::to_owned))
@@ -162,8 +93,10 @@ fn a_session_does_not_vouch_for_its_own_suggestion() {
     repo.write("docs/a.md", "Fastcast too.\n");
     correct(&repo, "s1", "Fast cast too", "Fastcast too", "docs/a.md").ok();
     assert_eq!(status_of(&repo, &id), "suggested");
-    let check = repo.kapi(&["check"]).code(0);
-    assert!(check.stdout.contains("Fast cast"), "{}", check.stdout);
+    // Still a suggestion: reported, and no failure.
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["check"]).code(0);
+    insta::assert_snapshot!(t.text());
 
     // An agent that names no session cannot show it is another one.
     let nameless = |args: &[&str]| -> Run {
@@ -219,46 +152,28 @@ fn an_agents_correction_git_does_not_show_is_refused_and_records_nothing() {
     repo.git(&["add", "docs/both.md"]);
     repo.git(&["commit", "-qm", "both"]);
     let tip = ops_tip(&repo);
-    let refused = |args: &[&str], says: &[&str]| {
+    // Each refusal says what git shows instead (the transcript).
+    let mut t = Transcript::new();
+    let mut refused = |args: &[&str]| {
         let mut all = vec!["context", "note", "--from", "Fast cast too"];
         all.extend_from_slice(args);
-        let run = repo.agent("s2", &all).code(2);
-        for s in says {
-            assert!(run.stderr.contains(s), "{s:?} not in {}", run.stderr);
-        }
+        t.agent(&repo, "s2", &all).code(2);
         assert_eq!(ops_tip(&repo), tip, "nothing is recorded: {args:?}");
     };
-    // No file to look at.
-    refused(
-        &["--to", "Fastcast too", "--quote", "Fast cast too"],
-        &["--path", "what git shows"],
-    );
+    // No file to look at: --path, what git shows.
+    refused(&["--to", "Fastcast too", "--quote", "Fast cast too"]);
     // The work tree does not say what the agent claims.
-    refused(
-        &["--to", "Fastcast too", "--path", "docs/a.md"],
-        &["\"Fastcast too\"", "docs/a.md", "work tree"],
-    );
-    // The wording before is neither committed nor staged.
+    refused(&["--to", "Fastcast too", "--path", "docs/a.md"]);
+    // The wording before is neither committed (HEAD) nor staged (index).
     repo.write("docs/a.md", "Fastcast too.\n");
-    refused(
-        &["--to", "Fastcast too", "--path", "docs/b.md"],
-        &["\"Fast cast too\"", "docs/b.md", "HEAD", "index"],
-    );
-    refused(
-        &["--to", "Fastcast too", "--path", "docs/none.md"],
-        &["docs/none.md"],
-    );
+    refused(&["--to", "Fastcast too", "--path", "docs/b.md"]);
+    refused(&["--to", "Fastcast too", "--path", "docs/none.md"]);
     // Both wordings were already there, and nothing changed.
-    refused(
-        &["--to", "Fastcast too", "--path", "docs/both.md"],
-        &["docs/both.md", "no change"],
-    );
+    refused(&["--to", "Fastcast too", "--path", "docs/both.md"]);
     // Committed already: git no longer shows a change to record.
     repo.git(&["commit", "-qam", "fix"]);
-    refused(
-        &["--to", "Fastcast too", "--path", "docs/a.md"],
-        &["\"Fast cast too\"", "HEAD"],
-    );
+    refused(&["--to", "Fastcast too", "--path", "docs/a.md"]);
+    insta::assert_snapshot!(t.text());
     // Staged and not yet committed: the index shows what it was, and the
     // change, recorded by another session, settles the suggestion.
     repo.write("docs/new.md", "Fast cast here.\n");
@@ -293,26 +208,33 @@ fn an_agents_correction_git_does_not_show_is_refused_and_records_nothing() {
 fn any_value_of_an_agent_hosts_variable_names_the_agent() {
     let repo = TestEnv::new();
     let id = suggested(&repo);
-    for value in ["1", "0", "true", "yes", "false"] {
+    // Any value names the agent claude-code (4); an empty one is a usage
+    // error naming the variable (2).
+    let mut t = Transcript::new();
+    for (value, code) in [
+        ("1", 4),
+        ("0", 4),
+        ("true", 4),
+        ("yes", 4),
+        ("false", 4),
+        ("", 2),
+        ("  ", 2),
+    ] {
+        let args = ["context", "review", "--keep", &id];
         let run: Run = repo
-            .kapi_cmd(&["context", "review", "--keep", &id])
+            .kapi_cmd(&args)
             .env("CLAUDECODE", value)
             .output()
             .unwrap()
             .into();
-        let run = run.code(4);
-        assert!(run.stderr.contains("claude-code"), "{}", run.stderr);
+        let line = format!(
+            "CLAUDECODE={} kapi {}",
+            shell_words(&[value]),
+            shell_words(&args)
+        );
+        t.step(&repo, &line, run).code(code);
     }
-    for value in ["", "  "] {
-        let run: Run = repo
-            .kapi_cmd(&["context", "review", "--keep", &id])
-            .env("CLAUDECODE", value)
-            .output()
-            .unwrap()
-            .into();
-        let run = run.code(2);
-        assert!(run.stderr.contains("CLAUDECODE"), "{}", run.stderr);
-    }
+    insta::assert_snapshot!(t.text());
     assert_eq!(status_of(&repo, &id), "suggested");
 }
 
@@ -336,16 +258,22 @@ fn a_fifo_as_claude_env_file_is_refused_and_the_session_starts() {
     let mut cmd = repo.kapi_cmd(&["hook", "claude-session-start"]);
     cmd.env("CLAUDECODE", "1").env("CLAUDE_ENV_FILE", &fifo);
     let input = hook_input(&repo, "s-env", &repo.root().join("none.jsonl"));
-    let run = within(cmd, input.as_bytes(), "SessionStart with a FIFO").code(0);
-    assert!(run.stderr.contains("env.fifo"), "{}", run.stderr);
-    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    let run = within_deadline(cmd, input.as_bytes());
+    let mut t = Transcript::new();
+    let line = format!(
+        "CLAUDECODE=1 CLAUDE_ENV_FILE={} kapi hook claude-session-start",
+        fifo.display()
+    );
+    let line = fed(input.as_bytes(), &line);
+    t.step(&repo, &line, run).code(0);
+    insta::assert_snapshot!(t.text());
     assert!(is_fifo(&fifo));
     // A regular file is appended to.
     let file = repo.root().join("env.sh");
     std::fs::write(&file, "export A=1\n").unwrap();
     let mut cmd = repo.kapi_cmd(&["hook", "claude-session-start"]);
     cmd.env("CLAUDECODE", "1").env("CLAUDE_ENV_FILE", &file);
-    within(cmd, input.as_bytes(), "SessionStart").code(0);
+    within_deadline(cmd, input.as_bytes()).code(0);
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         "export A=1\nexport KAPI_SESSION='s-env'\n"
@@ -358,22 +286,22 @@ fn a_transcript_that_is_a_fifo_or_dev_zero_is_not_read() {
     repo.write("docs/a.md", "Plain words.\n");
     let fifo = repo.root().join("transcript.fifo");
     mkfifo(&fifo);
+    // Each is named, "not a regular file", and the Stop goes on.
+    let mut t = Transcript::new();
     for (session, transcript) in [
         ("s-fifo", fifo.clone()),
         ("s-zero", PathBuf::from("/dev/zero")),
     ] {
         let input = hook_input(&repo, session, &transcript);
         let cmd = capped_agent(&repo, session, &["hook", "claude-stop"]);
-        let run = within(
-            cmd,
-            input.as_bytes(),
-            &format!("Stop reading {transcript:?}"),
-        )
-        .code(0);
-        let named = transcript.display().to_string();
-        assert!(run.stderr.contains(&named), "{}", run.stderr);
-        assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+        let run = within_deadline(cmd, input.as_bytes());
+        let line = format!(
+            "(ulimit -v 4194304; CLAUDECODE=1 KAPI_SESSION={session} kapi hook claude-stop)"
+        );
+        let line = fed(input.as_bytes(), &line);
+        t.step(&repo, &line, run).code(0);
     }
+    insta::assert_snapshot!(t.text());
     assert!(is_fifo(&fifo));
 }
 
@@ -410,16 +338,19 @@ fn a_fifo_where_a_git_hook_is_is_refused_without_hanging() {
     let hook = repo.join(".git/hooks/pre-commit");
     mkfifo(&hook);
     let before = hooks_state(&repo);
+    // Each names pre-commit, "not a regular file".
+    let mut t = Transcript::new();
     for args in [
         &["hooks", "install", "--git"][..],
         &["hooks", "status"][..],
         &["hooks", "uninstall", "--git"][..],
     ] {
-        let run = within(repo.kapi_cmd(args), b"", &format!("kapi {args:?}")).code(2);
-        assert!(run.stderr.contains("pre-commit"), "{}", run.stderr);
-        assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+        let run = within_deadline(repo.kapi_cmd(args), b"");
+        t.step(&repo, &format!("kapi {}", shell_words(args)), run)
+            .code(2);
         assert_eq!(hooks_state(&repo), before, "{args:?} changed nothing");
     }
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -430,8 +361,9 @@ fn a_dangling_kept_hook_is_never_overwritten() {
     std::fs::write(dir.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
     std::os::unix::fs::symlink("gone/pre-commit", dir.join("pre-commit.pre-kapi")).unwrap();
     let before = hooks_state(&repo);
-    let run = repo.kapi(&["hooks", "install", "--git"]).code(2);
-    assert!(run.stderr.contains("pre-commit.pre-kapi"), "{}", run.stderr);
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["hooks", "install", "--git"]).code(2);
+    insta::assert_snapshot!(t.text());
     assert_eq!(hooks_state(&repo), before);
 }
 
@@ -441,15 +373,16 @@ fn claude_settings_that_are_not_utf8_are_refused_and_left_as_they_are() {
     let bytes = b"{\"permissions\": {\"allow\": [\"Bash(\xff)\"]}}\n";
     repo.write_bytes(".claude/settings.json", bytes);
     let before = hooks_state(&repo);
+    // Each names settings.json and UTF-8.
+    let mut t = Transcript::new();
     for args in [
         &["hooks", "install", "--claude"][..],
         &["hooks", "uninstall", "--claude"][..],
     ] {
-        let run = repo.kapi(args).code(2);
-        assert!(run.stderr.contains("settings.json"), "{}", run.stderr);
-        assert!(run.stderr.contains("UTF-8"), "{}", run.stderr);
+        t.kapi(&repo, args).code(2);
         assert_eq!(hooks_state(&repo), before);
     }
+    insta::assert_snapshot!(t.text());
     assert_eq!(
         std::fs::read(repo.join(".claude/settings.json")).unwrap(),
         bytes

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Run, TestEnv, wait_stopped};
+use crate::common::{Run, TestEnv, Transcript, mkfifo, shell_words, wait_stopped};
 use serde_json::Value;
 
 /// The points `KAPI_FAULT` can name, in the order a writer reaches them.
@@ -38,6 +38,34 @@ fn acknowledged(child: Child) -> (Option<String>, Run) {
     (id, run)
 }
 
+/// The note `text` started with `KAPI_FAULT=fault`, once it has stopped
+/// at the fault's `:stop` point.
+fn stopped_writer(repo: &TestEnv, text: &str, fault: &str) -> Child {
+    let writer = spawn_note(repo, text, &[("KAPI_FAULT", fault)]);
+    wait_stopped(writer.id());
+    writer
+}
+
+/// Notes started beside a stopped writer, each waiting up to a minute for
+/// the locks it holds.
+fn beside(repo: &TestEnv, texts: impl Iterator<Item = String>) -> Vec<Child> {
+    texts
+        .map(|text| spawn_note(repo, &text, &[("KAPI_LOCK_TIMEOUT_MS", "60000")]))
+        .collect()
+}
+
+/// The ids the writers acknowledged: each must have (a failure is named
+/// with `at`).
+fn all_acknowledged(writers: Vec<Child>, at: &str) -> Vec<String> {
+    writers
+        .into_iter()
+        .map(|child| {
+            let (id, run) = acknowledged(child);
+            id.unwrap_or_else(|| panic!("at {at}: {}", run.stderr))
+        })
+        .collect()
+}
+
 fn signal(pid: u32, sig: &str) {
     Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -46,9 +74,7 @@ fn signal(pid: u32, sig: &str) {
 }
 
 fn ids_in_log(repo: &TestEnv) -> BTreeSet<String> {
-    repo.kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
+    repo.log()
         .iter()
         .map(|l| l["id"].as_str().unwrap().to_owned())
         .collect()
@@ -72,6 +98,34 @@ fn ids_on_ref(repo: &TestEnv) -> BTreeSet<String> {
     ids
 }
 
+/// The texts of the notes the log holds, sorted (a note written on the
+/// real clock sorts before or after the pinned ones by the date today).
+fn note_texts(repo: &TestEnv) -> Vec<String> {
+    let mut texts: Vec<String> = repo
+        .log()
+        .iter()
+        .filter_map(|l| l["subject"]["text"].as_str().map(str::to_owned))
+        .collect();
+    texts.sort();
+    texts
+}
+
+/// `kapi ARGS` with the environment `vars` set too, recorded as
+/// `VAR=value kapi ARGS`.
+fn with_vars(t: &mut Transcript, repo: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut cmd = repo.kapi_cmd(args);
+    let mut line = String::new();
+    for (k, v) in vars {
+        cmd.env(k, v);
+        line.push_str(&format!("{k}={} ", shell_words(&[v])));
+    }
+    t.step(
+        repo,
+        &format!("{line}kapi {}", shell_words(args)),
+        cmd.output().unwrap().into(),
+    )
+}
+
 fn fsck_clean(repo: &TestEnv) {
     let out = repo
         .git_cmd(&["fsck", "--no-dangling", "--no-progress"])
@@ -91,30 +145,13 @@ fn a_writer_stopped_then_killed_at_any_step_loses_no_acknowledged_note() {
         repo.kapi(&["context", "note", "A first note"]).ok();
         // The victim stops at the point, holding whatever it holds there;
         // others append meanwhile, then the victim is killed.
-        let victim = spawn_note(
-            &repo,
-            "the victim",
-            &[("KAPI_FAULT", &format!("{point}:stop"))],
-        );
-        wait_stopped(victim.id());
-        let others: Vec<Child> = (0..4)
-            .map(|n| {
-                spawn_note(
-                    &repo,
-                    &format!("note {n} beside {point}"),
-                    &[("KAPI_LOCK_TIMEOUT_MS", "60000")],
-                )
-            })
-            .collect();
+        let victim = stopped_writer(&repo, "the victim", &format!("{point}:stop"));
+        let others = beside(&repo, (0..4).map(|n| format!("note {n} beside {point}")));
         std::thread::sleep(Duration::from_millis(400));
         signal(victim.id(), "-KILL");
         let (victim_id, _) = acknowledged(victim);
         assert_eq!(victim_id, None, "a killed writer acknowledged nothing");
-        let mut acked = Vec::new();
-        for child in others {
-            let (id, run) = acknowledged(child);
-            acked.push(id.unwrap_or_else(|| panic!("at {point}: {}", run.stderr)));
-        }
+        let acked = all_acknowledged(others, point);
         let held = ids_in_log(&repo);
         for id in &acked {
             assert!(
@@ -241,35 +278,24 @@ fn a_stopped_writer_holding_the_journal_lock_makes_others_give_up_within_the_bou
     let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
     // compact-written is reached under the journal lock.
-    let victim = spawn_note(&repo, "victim", &[("KAPI_FAULT", "compact-written:stop")]);
-    wait_stopped(victim.id());
+    let victim = stopped_writer(&repo, "victim", "compact-written:stop");
     let start = Instant::now();
-    let run: Run = repo
-        .kapi_cmd(&["context", "note", "blocked"])
-        .env("KAPI_LOCK_TIMEOUT_MS", "300")
-        .output()
-        .unwrap()
-        .into();
+    // The refusal names the lock, the process holding it, and that
+    // nothing was recorded.
+    let mut t = Transcript::new();
+    t.redact(format!("process {}", victim.id()), "process [VICTIM PID]");
+    with_vars(
+        &mut t,
+        &repo,
+        &[("KAPI_LOCK_TIMEOUT_MS", "300")],
+        &["context", "note", "blocked"],
+    )
+    .code(5);
     assert!(start.elapsed() < Duration::from_secs(20));
-    let run = run.code(5);
-    assert!(
-        run.stderr.contains("journal.lock")
-            && run
-                .stderr
-                .contains(&format!("held by process {}", victim.id()))
-            && run.stderr.contains("nothing was recorded"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!(t.text());
     signal(victim.id(), "-KILL");
     acknowledged(victim);
-    assert!(
-        !repo
-            .kapi(&["context", "log"])
-            .ok()
-            .stdout
-            .contains("blocked")
-    );
+    assert_eq!(note_texts(&repo), ["A first note", "victim"]);
     repo.kapi(&["context", "note", "after"]).ok();
 }
 
@@ -277,30 +303,35 @@ fn a_stopped_writer_holding_the_journal_lock_makes_others_give_up_within_the_bou
 fn a_stopped_writer_holding_the_commit_lock_leaves_others_journaled_and_saying_so() {
     let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
-    let victim = spawn_note(&repo, "victim", &[("KAPI_FAULT", "ref-moved:stop")]);
-    wait_stopped(victim.id());
-    let run: Run = repo
-        .kapi_cmd(&["context", "note", "waiting"])
-        .env("KAPI_LOCK_TIMEOUT_MS", "300")
-        .output()
-        .unwrap()
-        .into();
-    let run = run.code(5);
-    assert!(
-        run.stderr.contains("is in the journal")
-            && run.stderr.contains("must not be recorded again")
-            && run.stderr.contains(&format!("by process {}", victim.id())),
-        "{}",
-        run.stderr
+    let victim = stopped_writer(&repo, "victim", "ref-moved:stop");
+    // The note is journaled, must not be recorded again, and waits for
+    // the process named.
+    let mut t = Transcript::new();
+    t.redact(format!("process {}", victim.id()), "process [VICTIM PID]");
+    with_vars(
+        &mut t,
+        &repo,
+        &[("KAPI_LOCK_TIMEOUT_MS", "300")],
+        &["context", "note", "waiting"],
+    )
+    .code(5);
+    // A reader sees the journaled note although it cannot commit it. Its
+    // id is minted past the victim's, on the real clock.
+    assert_eq!(note_texts(&repo), ["A first note", "victim", "waiting"]);
+    let log = repo.log();
+    let waiting = log.iter().find(|l| l["subject"]["text"] == "waiting");
+    t.redact(
+        waiting.unwrap()["short"].as_str().unwrap(),
+        "[ID ON THE REAL CLOCK]",
     );
-    // A reader sees the journaled note although it cannot commit it.
-    let log = repo.kapi(&["context", "log"]).ok().stdout;
-    assert!(log.contains("waiting"), "{log}");
+    insta::assert_snapshot!(t.text());
     signal(victim.id(), "-KILL");
     acknowledged(victim);
     repo.kapi(&["context", "note", "after"]).ok();
-    let log = repo.kapi(&["context", "log"]).ok().stdout;
-    assert!(log.contains("waiting") && log.contains("after"), "{log}");
+    assert_eq!(
+        note_texts(&repo),
+        ["A first note", "after", "victim", "waiting"]
+    );
     let on_ref = repo.git(&["log", "--format=%s", "refs/kapi/ops"]);
     assert!(on_ref.lines().count() >= 2, "{on_ref}");
 }
@@ -311,28 +342,21 @@ fn a_foreign_ref_lock_is_never_removed_and_is_named() {
     repo.kapi(&["context", "note", "A first note"]).ok();
     let lock = repo.path().join(".git/refs/kapi/ops.lock");
     std::fs::write(&lock, "0123456789012345678901234567890123456789\n").unwrap();
-    let run = repo
-        .kapi_cmd(&["context", "note", "second"])
-        .env("KAPI_LOCK_TIMEOUT_MS", "200")
-        .output()
-        .unwrap();
-    let run = Run::from(run).code(5);
-    assert!(
-        run.stderr.contains("ops.lock exists") && run.stderr.contains("is in the journal"),
-        "{}",
-        run.stderr
-    );
+    let mut t = Transcript::new();
+    with_vars(
+        &mut t,
+        &repo,
+        &[("KAPI_LOCK_TIMEOUT_MS", "200")],
+        &["context", "note", "second"],
+    )
+    .code(5);
     assert!(lock.exists(), "another program's lock stays");
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor.stdout.contains("a ref lock kapi did not write"),
-        "{}",
-        doctor.stdout
-    );
+    t.kapi(&repo, &["store", "doctor"]).code(1);
     std::fs::remove_file(&lock).unwrap();
-    repo.kapi(&["context", "note", "third"]).ok();
-    let log = repo.kapi(&["context", "log"]).ok().stdout;
-    assert!(log.contains("second") && log.contains("third"), "{log}");
+    t.comment("the other program's lock removed");
+    t.kapi(&repo, &["context", "note", "third"]).ok();
+    t.kapi(&repo, &["context", "log"]).ok();
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -354,16 +378,11 @@ fn temporary_files_of_killed_writers_are_swept_and_fresh_ones_kept() {
             .status()
             .unwrap();
     }
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    assert!(doctor.stdout.contains(".tmpKILLED"), "{}", doctor.stdout);
-    assert!(
-        doctor.stdout.contains(".newest.kapi-tmp."),
-        "{}",
-        doctor.stdout
-    );
-    assert!(!doctor.stdout.contains(".tmpLIVE"), "{}", doctor.stdout);
-    let repaired = repo.kapi(&["store", "doctor", "--repair"]).ok();
-    assert!(repaired.stdout.contains("removed"), "{}", repaired.stdout);
+    // The killed writers' files are named and removed, the live one never.
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["store", "doctor"]).code(1);
+    t.kapi(&repo, &["store", "doctor", "--repair"]).ok();
+    insta::assert_snapshot!(t.text());
     assert!(!old.exists() && !cache.exists() && fresh.exists());
     // The next committing writer sweeps too (once the last sweep is old).
     std::fs::write(&old, b"again").unwrap();
@@ -453,13 +472,10 @@ fn nothing_pushed_about_the_newest_id_can_stop_or_drag_the_writes_here() {
     let template = first.to_string();
     // A tip whose message claims an operation no one holds.
     push_segments(&repo, &[], "forged\n\nnewest: zzzzzzzzzzzzzzzzzzzzzzzz\n");
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor.stdout.contains("newest: zzzzzzzzzzzzzzzzzzzzzzzz")
-            && doctor.stdout.contains("does not hold"),
-        "{}",
-        doctor.stdout
-    );
+    // The doctor names the claim the log does not hold, then the two
+    // operations dated ahead.
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["store", "doctor"]).code(1);
     let next = noted(&repo, "after a forged claim");
     assert!(
         next["at"].as_str().unwrap().starts_with("2026-11-30T09:00"),
@@ -482,16 +498,8 @@ fn nothing_pushed_about_the_newest_id_can_stop_or_drag_the_writes_here() {
             .starts_with("2026-11-30T09:00"),
         "an id here is not dragged ahead: {after}"
     );
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    for id in [&far, &near] {
-        assert!(
-            doctor
-                .stdout
-                .contains(&format!("ahead: operation {id}: dated ahead")),
-            "{}",
-            doctor.stdout
-        );
-    }
+    t.kapi(&repo, &["store", "doctor"]).code(1);
+    insta::assert_snapshot!(t.text());
     // A tip that understates the newest: ids still sort after what the log holds.
     let (newer, newer_line) = redated(&template, NOW_MS + 60_000, 79);
     let (path, old) = segment_of(&repo, &newer);
@@ -525,18 +533,29 @@ fn an_oversized_pushed_segment_is_never_inflated_nor_written_into() {
     for n in 0..4 {
         let op = noted(&repo, &format!("note {n} beside huge segments"));
         let id = op["id"].as_str().unwrap().to_owned();
-        let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+        let log = repo.log();
         assert!(
             log.iter().any(|l| l["id"] == id.as_str()),
             "{id} reads back"
         );
     }
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor.stdout.contains("oversized segment"),
-        "{}",
-        doctor.stdout
+    // Each oversized segment named (511 lines alike: no snapshot).
+    let doctor = repo.kapi(&["store", "doctor"]).code(1).stdout;
+    let (named, summary) = doctor.trim_end().rsplit_once('\n').unwrap();
+    assert_eq!(
+        summary,
+        "4 operations read, 511 unreadable, 0 ignored by the fold"
     );
+    assert_eq!(named.lines().count(), 511);
+    for line in named.lines() {
+        let (at, said) = line.split_once(": oversized segment: ").unwrap();
+        assert!(at.starts_with("unreadable: refs/kapi/ops:"), "{line}");
+        assert_eq!(
+            said,
+            "68157440 bytes, the limit is 67108864; its operations are not read. \
+             Someone wrote it with another tool: new operations are minted into other segments"
+        );
+    }
 }
 
 #[test]
@@ -555,7 +574,7 @@ fn a_segment_near_the_limit_takes_no_line_it_could_not_read_back() {
     let op = noted(&repo, "the note");
     let landed = op["id"].as_str().unwrap();
     assert_ne!(format!("{}/{}", &landed[8..9], &landed[9..10]), path);
-    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = repo.log();
     assert!(log.iter().any(|l| l["id"] == landed), "{landed} reads back");
 }
 
@@ -574,13 +593,11 @@ fn a_pushed_second_copy_of_a_decision_cannot_undo_it() {
     let target = suggestion["id"].as_str().unwrap().to_owned();
     repo.kapi(&["context", "review", "--keep", &target[..10]])
         .ok();
-    let log = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = repo.log();
     let keep = log.iter().find(|l| l["kind"] == "keep").unwrap().clone();
     let keep_id = keep["id"].as_str().unwrap().to_owned();
     let status = |repo: &TestEnv| {
-        repo.kapi(&["context", "log", "--json"])
-            .ok()
-            .json_lines()
+        repo.log()
             .into_iter()
             .find(|l| l["id"] == target.as_str())
             .unwrap()["status"]
@@ -590,25 +607,22 @@ fn a_pushed_second_copy_of_a_decision_cannot_undo_it() {
     // Someone pushes another copy of the keep's id with other bytes.
     let (path, old) = segment_of(&repo, &keep_id);
     let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
-    let original = exported
+    let mut forged: Value = exported
         .lines()
-        .find(|l| l.contains(&format!("\"id\":\"{keep_id}\"")))
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|op| op["id"] == keep_id.as_str())
         .unwrap();
-    let mut forged: Value = serde_json::from_str(original).unwrap();
     forged["kind"] = Value::from("context.drop");
     let b = blob(&repo, format!("{old}{forged}\n").as_bytes());
     push_segments(&repo, &[(path, b)], "a second copy");
     assert_eq!(status(&repo), "established", "the copy held first stands");
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor.stdout.contains(&format!("later copy: {keep_id}")),
-        "{}",
-        doctor.stdout
-    );
-    // An import of the forged copy is refused the same way.
+    // The doctor names the later copy; an import of it is refused as a
+    // conflict.
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["store", "doctor"]).code(1);
     repo.write("forged.jsonl", &format!("{forged}\n"));
-    let run = repo.kapi(&["store", "import", "forged.jsonl"]).code(5);
-    assert!(run.stderr.contains("conflict"), "{}", run.stderr);
+    t.kapi(&repo, &["store", "import", "forged.jsonl"]).code(5);
+    insta::assert_snapshot!(t.text());
     assert_eq!(status(&repo), "established");
 }
 
@@ -624,16 +638,17 @@ fn a_union_keeps_every_lines_bytes_exactly() {
     bytes.extend_from_slice(b"{\"v\":1,\"note\":\"\xff\xfe\"}\n");
     let b = blob(&repo, &bytes);
     push_segments(&repo, &[(path, b)], "an unreadable line");
-    let before = repo.kapi(&["store", "doctor"]).code(1).stdout;
-    assert!(before.contains("1 unreadable"), "{before}");
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["store", "doctor"]).code(1);
     // Import an operation that lands in the same segment.
     let mut sibling = op.clone();
     let sibling_id = format!("{}{}", &id[..10], "zzzzzzzzzzzzzz");
     sibling["id"] = Value::from(sibling_id.clone());
     repo.write("sibling.jsonl", &format!("{sibling}\n"));
-    repo.kapi(&["store", "import", "sibling.jsonl"]).ok();
-    let after = repo.kapi(&["store", "doctor"]).code(1).stdout;
-    assert!(after.contains("1 unreadable"), "still unreadable: {after}");
+    t.kapi(&repo, &["store", "import", "sibling.jsonl"]).ok();
+    // Still 1 unreadable.
+    t.kapi(&repo, &["store", "doctor"]).code(1);
+    insta::assert_snapshot!(t.text());
     let (_, segment) = {
         let path = format!("{}/{}", &id[8..9], &id[9..10]);
         let raw = repo
@@ -653,15 +668,18 @@ fn a_union_keeps_every_lines_bytes_exactly() {
 fn export_writes_where_it_is_told_and_reports_failure() {
     let repo = TestEnv::new();
     noted(&repo, "A first note");
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    assert_eq!(exported.lines().count(), 1, "{exported}");
     // A regular file is replaced whole.
     repo.write("out.jsonl", "old contents\n");
     repo.kapi(&["store", "export", "out.jsonl"]).ok();
     let text = std::fs::read_to_string(repo.path().join("out.jsonl")).unwrap();
-    assert!(text.contains("A first note") && !text.contains("old contents"));
-    // A symbolic link is refused and left as it is.
+    assert_eq!(text, exported);
+    // A symbolic link is refused and left as it is; a device that fails
+    // writes is named.
     std::os::unix::fs::symlink("out.jsonl", repo.path().join("link.jsonl")).unwrap();
-    let run = repo.kapi(&["store", "export", "link.jsonl"]).code(2);
-    assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["store", "export", "link.jsonl"]).code(2);
     assert!(
         std::fs::symlink_metadata(repo.path().join("link.jsonl"))
             .unwrap()
@@ -669,9 +687,9 @@ fn export_writes_where_it_is_told_and_reports_failure() {
             .is_symlink()
     );
     // A device that fails writes: an error, and the device stays a device.
-    let run = repo.kapi(&["store", "export", "/dev/full"]);
+    let run = t.kapi(&repo, &["store", "export", "/dev/full"]);
     assert_ne!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("/dev/full"), "{}", run.stderr);
+    insta::assert_snapshot!(t.text());
     use std::os::unix::fs::FileTypeExt;
     assert!(
         std::fs::metadata("/dev/full")
@@ -681,13 +699,13 @@ fn export_writes_where_it_is_told_and_reports_failure() {
     );
     // A FIFO is written in place.
     let fifo = repo.path().join("pipe");
-    Command::new("mkfifo").arg(&fifo).status().unwrap();
+    mkfifo(&fifo);
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
     };
     repo.kapi(&["store", "export", "pipe"]).ok();
-    assert!(reader.join().unwrap().contains("A first note"));
+    assert_eq!(reader.join().unwrap(), exported);
     assert!(
         std::fs::metadata(&fifo).unwrap().file_type().is_fifo(),
         "the FIFO is still a FIFO"
@@ -698,20 +716,22 @@ fn export_writes_where_it_is_told_and_reports_failure() {
 fn an_agent_variable_set_to_nothing_readable_is_an_error_never_a_person() {
     use std::os::unix::ffi::OsStrExt;
     let repo = TestEnv::new();
-    for value in [&b""[..], b"   ", b"\xff\xfeagent"] {
+    let mut t = Transcript::new();
+    for (value, shown) in [
+        (&b""[..], "''"),
+        (b"   ", "'   '"),
+        (b"\xff\xfeagent", "$'\\xff\\xfeagent'"),
+    ] {
         let run: Run = repo
             .kapi_cmd(&["context", "note", "who am I"])
             .env("KAPI_AGENT", std::ffi::OsStr::from_bytes(value))
             .output()
             .unwrap()
             .into();
-        let run = run.code(2);
-        assert!(
-            run.stderr.contains("KAPI_AGENT is set but"),
-            "{}",
-            run.stderr
-        );
+        let line = format!("KAPI_AGENT={shown} kapi context note 'who am I'");
+        t.step(&repo, &line, run).code(2);
     }
+    insta::assert_snapshot!(t.text());
     assert!(
         repo.kapi(&["context", "log", "--json"])
             .ok()
@@ -745,20 +765,10 @@ fn doctor_names_an_abandoned_ref_lock_and_repair_removes_it() {
     assert_eq!(run.code, -1, "killed: {}", run.stderr);
     let lock = b.path().join(".git/refs/kapi/ops.lock");
     assert!(lock.exists());
-    let doctor = b.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor
-            .stdout
-            .contains("a ref lock a killed kapi writer left behind"),
-        "{}",
-        doctor.stdout
-    );
-    let repaired = b.kapi(&["store", "doctor", "--repair"]).ok();
-    assert!(
-        repaired.stdout.contains("repaired: removed"),
-        "{}",
-        repaired.stdout
-    );
+    let mut t = Transcript::new();
+    t.kapi(&b, &["store", "doctor"]).code(1);
+    t.kapi(&b, &["store", "doctor", "--repair"]).ok();
+    insta::assert_snapshot!(t.text());
     assert!(!lock.exists());
     b.kapi(&["store", "import", "a.jsonl"]).ok();
     assert_eq!(ids_in_log(&b).len(), 2);
@@ -773,21 +783,9 @@ fn a_committer_killed_while_compacting_around_later_lines_loses_none() {
         // The victim stops after moving the ref, before it compacts; others
         // journal behind it; continued, it dies while compacting around
         // their lines (the rename path).
-        let victim = spawn_note(
-            &repo,
-            "the victim",
-            &[("KAPI_FAULT", &format!("ref-moved:stop,{point}"))],
-        );
-        wait_stopped(victim.id());
-        let others: Vec<Child> = (0..3)
-            .map(|n| {
-                spawn_note(
-                    &repo,
-                    &format!("note {n}"),
-                    &[("KAPI_LOCK_TIMEOUT_MS", "60000")],
-                )
-            })
-            .collect();
+        let fault = format!("ref-moved:stop,{point}");
+        let victim = stopped_writer(&repo, "the victim", &fault);
+        let others = beside(&repo, (0..3).map(|n| format!("note {n}")));
         // Wait until all three are journaled.
         let journal = repo.path().join(".git/kapi/journal");
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -803,11 +801,7 @@ fn a_committer_killed_while_compacting_around_later_lines_loses_none() {
         signal(victim.id(), "-CONT");
         let (victim_id, run) = acknowledged(victim);
         assert_eq!(victim_id, None, "at {point}: {}", run.stderr);
-        let mut acked = Vec::new();
-        for child in others {
-            let (id, run) = acknowledged(child);
-            acked.push(id.unwrap_or_else(|| panic!("at {point}: {}", run.stderr)));
-        }
+        let acked = all_acknowledged(others, point);
         let on_ref = ids_on_ref(&repo);
         for id in &acked {
             assert!(on_ref.contains(id), "at {point}: {id} is not on the ref");
@@ -841,14 +835,9 @@ fn a_killed_import_leaves_no_lock_on_the_local_log_that_wedges_it() {
     repo.kapi(&["context", "note", "shared moves on"]).ok();
     let lock = repo.path().join(".git/refs/kapi/local.lock");
     assert!(lock.exists());
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor
-            .stdout
-            .contains("local.lock: a ref lock a killed kapi writer left behind"),
-        "{}",
-        doctor.stdout
-    );
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["store", "doctor"]).code(1);
+    insta::assert_snapshot!(t.text());
     repo.kapi(&["store", "import", "check.jsonl"]).ok();
     assert!(!lock.exists());
     fsck_clean(&repo);
@@ -867,27 +856,17 @@ fn a_ref_pointed_at_a_tag_or_a_blob_does_not_stop_writes() {
         .as_bytes(),
     );
     repo.git(&["update-ref", "refs/kapi/ops", &tag]);
-    repo.kapi(&["context", "note", "after a tag"]).ok();
-    let log = repo.kapi(&["context", "log"]).ok().stdout;
-    assert!(
-        log.contains("A first note") && log.contains("after a tag"),
-        "{log}"
-    );
+    let mut t = Transcript::new();
+    t.comment("refs/kapi/ops points at a tag of its tip");
+    t.kapi(&repo, &["context", "note", "after a tag"]).ok();
+    t.kapi(&repo, &["context", "log"]).ok();
     let b = blob(&repo, b"not a log");
     repo.git(&["update-ref", "refs/kapi/ops", &b]);
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor.stdout.contains("not a commit of the log"),
-        "{}",
-        doctor.stdout
-    );
-    repo.kapi(&["context", "note", "after a blob"]).ok();
-    assert!(
-        repo.kapi(&["context", "log"])
-            .ok()
-            .stdout
-            .contains("after a blob")
-    );
+    t.comment("refs/kapi/ops points at a blob");
+    t.kapi(&repo, &["store", "doctor"]).code(1);
+    t.kapi(&repo, &["context", "note", "after a blob"]).ok();
+    t.kapi(&repo, &["context", "log"]).ok();
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -900,12 +879,9 @@ fn an_operation_a_few_minutes_ahead_still_counts_as_the_newest() {
     push_segments(&repo, &[(path, b)], "five minutes ahead");
     let next = noted(&repo, "after it");
     assert!(next["id"].as_str().unwrap() > ahead.as_str(), "{next}");
-    assert!(
-        repo.kapi(&["store", "doctor"])
-            .ok()
-            .stdout
-            .contains("0 unreadable")
-    );
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["store", "doctor"]).ok();
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -918,7 +894,7 @@ fn a_forged_copy_pushed_after_deleting_the_original_does_not_stand() {
     forged["subject"]["text"] = Value::from("the forgery");
     let without: String = old
         .lines()
-        .filter(|l| !l.contains(&id))
+        .filter(|l| serde_json::from_str::<Value>(l).unwrap()["id"] != id.as_str())
         .map(|l| format!("{l}\n"))
         .collect();
     // Delete the original, push the forgery alone, then both.
@@ -928,11 +904,10 @@ fn a_forged_copy_pushed_after_deleting_the_original_does_not_stand() {
     push_segments(&repo, &[(path.clone(), alone)], "forgery");
     let both = blob(&repo, format!("{old}{forged}\n").as_bytes());
     push_segments(&repo, &[(path, both)], "both");
-    let log = repo.kapi(&["context", "log"]).ok().stdout;
-    assert!(
-        log.contains("the original") && !log.contains("the forgery"),
-        "{log}"
-    );
+    // The original, not the forgery.
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["context", "log"]).ok();
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -984,17 +959,17 @@ fn a_writer_killed_after_its_intent_never_disowns_an_earlier_abandoned_lock() {
             .into();
         assert_eq!(run.code, -1, "{point}: {}", run.stderr);
     }
-    let run: Run = repo
-        .kapi_cmd(&["context", "note", "survivor"])
-        .env("KAPI_LOCK_TIMEOUT_MS", "2000")
-        .output()
-        .unwrap()
-        .into();
-    run.ok();
-    let log = repo.kapi(&["context", "log"]).ok().stdout;
-    for text in ["first victim", "second victim", "survivor"] {
-        assert!(log.contains(text), "{text}: {log}");
-    }
+    let mut t = Transcript::new();
+    with_vars(
+        &mut t,
+        &repo,
+        &[("KAPI_LOCK_TIMEOUT_MS", "2000")],
+        &["context", "note", "survivor"],
+    )
+    .ok();
+    // Both victims' notes (journaled) and the survivor's.
+    t.kapi(&repo, &["context", "log"]).ok();
+    insta::assert_snapshot!(t.text());
     fsck_clean(&repo);
 }
 
@@ -1012,17 +987,15 @@ fn a_ref_lock_a_killed_writer_left_half_written_is_recognised() {
     // As if the kill came while git was still writing the lock: empty.
     let lock = repo.path().join(".git/refs/kapi/ops.lock");
     std::fs::write(&lock, b"").unwrap();
-    let run: Run = repo
-        .kapi_cmd(&["context", "note", "survivor"])
-        .env("KAPI_LOCK_TIMEOUT_MS", "5000")
-        .output()
-        .unwrap()
-        .into();
-    run.ok();
+    let mut t = Transcript::new();
+    with_vars(
+        &mut t,
+        &repo,
+        &[("KAPI_LOCK_TIMEOUT_MS", "5000")],
+        &["context", "note", "survivor"],
+    )
+    .ok();
     assert!(!lock.exists());
-    let log = repo.kapi(&["context", "log"]).ok().stdout;
-    assert!(
-        log.contains("the victim") && log.contains("survivor"),
-        "{log}"
-    );
+    t.kapi(&repo, &["context", "log"]).ok();
+    insta::assert_snapshot!(t.text());
 }

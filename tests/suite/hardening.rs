@@ -1,14 +1,10 @@
 //! Issue 13: nothing forged through kapi's own doors, nothing oversized,
 //! no clock dragged forward, nothing lost silently.
 
-use crate::common::TestEnv;
+use crate::common::{Run, TestEnv, Transcript, shell_words};
 use serde_json::Value;
 
 use super::durability::{blob, push_segments, segment_of};
-
-fn log(repo: &TestEnv) -> Vec<Value> {
-    repo.kapi(&["context", "log", "--json"]).ok().json_lines()
-}
 
 /// The agent's suggestion, then a hand-written file holding a person's
 /// `keep` of it: the agent may not merge that file.
@@ -34,21 +30,17 @@ fn an_agent_may_not_merge_a_file_of_operations() {
     }
     repo.write("forged.jsonl", &format!("{keep}\n"));
     let before = repo.git(&["rev-parse", "refs/kapi/ops"]);
-    let run = repo
-        .agent("s1", &["store", "import", "forged.jsonl"])
+    let mut t = Transcript::new();
+    t.agent(&repo, "s1", &["store", "import", "forged.jsonl"])
         .code(4);
-    assert!(
-        run.stderr.contains("kapi store import forged.jsonl")
-            && run.stderr.contains("ask a person"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!(t.text());
     assert_eq!(
         repo.git(&["rev-parse", "refs/kapi/ops"]),
         before,
         "nothing was merged"
     );
-    let status = log(&repo)
+    let status = repo
+        .log()
         .into_iter()
         .find(|l| l["id"] == id.as_str())
         .unwrap()["status"]
@@ -69,6 +61,23 @@ fn an_agent_may_not_merge_a_file_of_operations() {
     repo.kapi(&["store", "import", "forged.jsonl"]).ok();
 }
 
+/// `kapi ARGS` with `KAPI_NOW` set to `now`, or on the real clock
+/// (`None`), recorded.
+fn at(t: &mut Transcript, repo: &TestEnv, now: Option<&str>, args: &[&str]) -> Run {
+    let mut cmd = repo.kapi_cmd(args);
+    let line = match now {
+        Some(now) => {
+            cmd.env("KAPI_NOW", now);
+            format!("KAPI_NOW={now} kapi {}", shell_words(args))
+        }
+        None => {
+            cmd.env_remove("KAPI_NOW");
+            format!("env -u KAPI_NOW kapi {}", shell_words(args))
+        }
+    };
+    t.step(repo, &line, cmd.output().unwrap().into())
+}
+
 /// Now as Unix milliseconds.
 fn real_now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -83,19 +92,24 @@ fn no_id_is_minted_more_than_ten_minutes_past_the_system_clock() {
     repo.kapi(&["context", "note", "A first note"]).ok();
     let before = repo.git(&["rev-parse", "refs/kapi/ops"]);
     // 2045, through KAPI_NOW: refused, naming the bound, nothing recorded.
-    let run = repo
-        .kapi_cmd(&["context", "note", "From the future"])
-        .env("KAPI_NOW", "2045-01-01T00:00:00Z")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("2045-01-01T00:00:00.000Z")
-            && stderr.contains("more than 10 minutes past this machine's clock")
-            && stderr.contains("KAPI_NOW"),
-        "{stderr}"
-    );
+    // The refusal names the date, the bound and KAPI_NOW; the machine's
+    // clock it prints reads [SYSTEM CLOCK].
+    let mut t = Transcript::new();
+    let run = at(
+        &mut t,
+        &repo,
+        Some("2045-01-01T00:00:00Z"),
+        &["context", "note", "From the future"],
+    )
+    .code(2);
+    let clock = run
+        .stderr
+        .split_once("machine's clock (")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(clock, _)| clock.to_owned())
+        .expect("the refusal gives the machine's clock");
+    t.redact(clock, "[SYSTEM CLOCK]");
+    insta::assert_snapshot!(t.text());
     assert_eq!(repo.git(&["rev-parse", "refs/kapi/ops"]), before);
     assert!(
         !std::fs::read_to_string(repo.path().join(".git/kapi/journal"))
@@ -132,14 +146,14 @@ fn an_operation_dated_2045_in_the_log_cannot_drag_ids_even_with_the_clock_pinned
     op["subject"] = serde_json::json!({"type": "note", "text": "dated 2045"});
     // A person's import with the clock pinned to 2045 does not admit it.
     repo.write("ahead.jsonl", &format!("{op}\n"));
-    let run = repo
-        .kapi_cmd(&["store", "import", "ahead.jsonl"])
-        .env("KAPI_NOW", "2045-01-01T00:00:01Z")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(5), "{stderr}");
-    assert!(stderr.contains(&id.to_string()), "{stderr}");
+    let mut t = Transcript::new();
+    at(
+        &mut t,
+        &repo,
+        Some("2045-01-01T00:00:01Z"),
+        &["store", "import", "ahead.jsonl"],
+    )
+    .code(5);
     let (path, old) = segment_of(&repo, &id.to_string());
     let b = blob(&repo, format!("{old}{op}\n").as_bytes());
     push_segments(&repo, &[(path, b)], "pushed ahead");
@@ -158,22 +172,13 @@ fn an_operation_dated_2045_in_the_log_cannot_drag_ids_even_with_the_clock_pinned
         .output()
         .unwrap();
     assert!(run.status.success(), "{run:?}");
-    let text = String::from_utf8_lossy(&run.stdout);
-    assert!(!text.contains("\"at\":\"2045"), "{text}");
+    let now: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert!(!now["at"].as_str().unwrap().starts_with("2045"), "{now}");
     // Named by the doctor, even with the clock pinned to 2045.
     for pinned in [None, Some("2045-01-01T00:00:01Z")] {
-        let mut cmd = repo.kapi_cmd(&["store", "doctor"]);
-        if let Some(at) = pinned {
-            cmd.env("KAPI_NOW", at);
-        }
-        let out = cmd.output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(1), "{stdout}");
-        assert!(
-            stdout.contains(&format!("ahead: operation {id}")),
-            "{pinned:?}: {stdout}"
-        );
+        at(&mut t, &repo, pinned, &["store", "doctor"]).code(1);
     }
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -181,62 +186,24 @@ fn limits_are_enforced_at_the_door_with_exit_2_naming_the_limit() {
     let repo = TestEnv::new();
     repo.write("doc.md", "Open Quick cast.\n");
     let long_note = "word ".repeat(120 * 1024 / 5);
-    let run = repo.kapi(&["context", "note", &long_note]).code(2);
-    assert!(
-        run.stderr.contains("the note's text has") && run.stderr.contains("8192-byte limit"),
-        "{}",
-        run.stderr
-    );
     let long_path = "d/".repeat(50 * 1024) + "x.md";
-    let run = repo
-        .kapi(&[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--path",
-            &long_path,
-        ])
-        .code(2);
-    assert!(
-        run.stderr.contains("an evidence path has") && run.stderr.contains("4096-byte limit"),
-        "{}",
-        run.stderr
-    );
     let long_quote = "q".repeat(9000);
-    let run = repo
-        .kapi(&[
-            "context",
-            "note",
-            "--term",
-            "Quickcast",
-            "--instead-of",
-            "Quick cast",
-            "--quote",
-            &long_quote,
-        ])
-        .code(2);
-    assert!(run.stderr.contains("a quote has"), "{}", run.stderr);
     let long_form = format!("Quick{}", "a".repeat(100 * 1024));
-    let run = repo
-        .kapi(&[
-            "context",
-            "note",
-            "--term",
-            &long_form,
-            "--instead-of",
-            "Quick cast",
-            "--quote",
-            "Quick cast",
-        ])
+    // Each refusal names what is over which limit (the values themselves
+    // are written short here).
+    let mut t = Transcript::new();
+    t.redact(long_note.as_str(), "[NOTE: \"word \" 24576 times]")
+        .redact(long_path.as_str(), "[PATH: \"d/\" 51200 times, x.md]")
+        .redact(long_quote.as_str(), "[QUOTE: q 9000 times]")
+        .redact(long_form.as_str(), "[FORM: Quick, a 102400 times]");
+    t.kapi(&repo, &["context", "note", &long_note]).code(2);
+    t.kapi_term(&repo, "Quickcast", "Quick cast", &["--path", &long_path])
         .code(2);
-    assert!(
-        run.stderr.contains("the form to use has") && run.stderr.contains("1024-byte limit"),
-        "{}",
-        run.stderr
-    );
+    t.kapi_term(&repo, "Quickcast", "Quick cast", &["--quote", &long_quote])
+        .code(2);
+    t.kapi_term(&repo, &long_form, "Quick cast", &["--quote", "Quick cast"])
+        .code(2);
+    insta::assert_snapshot!(t.text());
     assert!(
         repo.git_cmd(&["rev-parse", "-q", "--verify", "refs/kapi/ops"])
             .output()
@@ -283,20 +250,11 @@ fn an_oversized_pushed_suggestion_is_named_and_skipped_on_read() {
     let (path, old) = segment_of(&repo, &id.to_string());
     let b = blob(&repo, format!("{old}{op}\n").as_bytes());
     push_segments(&repo, &[(path, b)], "pushed oversized");
-    let doctor = repo.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor.stdout.contains("the form to use has") && doctor.stdout.contains("1024-byte limit"),
-        "{}",
-        doctor.stdout
-    );
-    let logged = repo.kapi(&["context", "log"]).ok();
-    assert!(
-        logged
-            .stderr
-            .contains("1 stored operation could not be read and was skipped"),
-        "{}",
-        logged.stderr
-    );
+    // The doctor names it over the limit; the log says it skipped one.
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["store", "doctor"]).code(1);
+    t.kapi(&repo, &["context", "log"]).ok();
+    insta::assert_snapshot!(t.text());
     let check = repo.kapi(&["check", "--format", "json"]);
     assert!(check.code == 0 || check.code == 1, "{}", check.stderr);
     assert!(
@@ -318,8 +276,10 @@ fn a_note_in_a_bare_repository_cannot_name_a_path_as_evidence() {
     for (k, v) in [("user.email", "ada@example.com"), ("user.name", "Ada")] {
         repo.git(&["-C", bare.to_str().unwrap(), "config", k, v]);
     }
-    let run = repo
-        .kapi(&[
+    let mut t = Transcript::new();
+    t.kapi(
+        &repo,
+        &[
             "-C",
             bare.to_str().unwrap(),
             "context",
@@ -330,13 +290,10 @@ fn a_note_in_a_bare_repository_cannot_name_a_path_as_evidence() {
             "Quick cast",
             "--path",
             "docs/intro.md",
-        ])
-        .code(2);
-    assert!(
-        run.stderr.contains("no work tree") && run.stderr.contains("--quote"),
-        "{}",
-        run.stderr
-    );
+        ],
+    )
+    .code(2);
+    insta::assert_snapshot!(t.text());
     assert!(
         repo.git_cmd(&[
             "-C",
@@ -379,7 +336,8 @@ fn a_rules_file_linking_outside_the_work_tree_is_not_written() {
     std::os::unix::fs::symlink(&outside, repo.path().join("AGENTS.md")).unwrap();
     repo.agent_term("s1", "Quickcast", "Quick cast", &["--quote", "q"])
         .ok();
-    let id = log(&repo)
+    let id = repo
+        .log()
         .into_iter()
         .rev()
         .find(|l| l["subject"].is_object())
@@ -387,20 +345,14 @@ fn a_rules_file_linking_outside_the_work_tree_is_not_written() {
         .as_str()
         .unwrap()
         .to_owned();
-    let run = repo.kapi(&["context", "review", "--keep", &id]);
+    let mut t = Transcript::new();
+    let run = t.kapi(&repo, &["context", "review", "--keep", &id]);
     assert_ne!(
         run.code, 0,
         "the failed refresh is an error: {}",
         run.stderr
     );
-    assert!(
-        run.stderr.contains("AGENTS.md")
-            && run
-                .stderr
-                .contains("not a regular file inside the work tree"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!(t.text());
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside\n");
     assert!(
         std::fs::symlink_metadata(repo.path().join("AGENTS.md"))
@@ -417,6 +369,8 @@ fn a_rules_file_linking_outside_the_work_tree_is_not_written() {
 fn output_that_cannot_be_written_is_an_error_not_success() {
     let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
+    // Each says it cannot write output: no space left.
+    let mut t = Transcript::new();
     for args in [
         &["store", "export", "-"][..],
         &["context", "log"][..],
@@ -427,11 +381,8 @@ fn output_that_cannot_be_written_is_an_error_not_success() {
             .open("/dev/full")
             .unwrap();
         let out = repo.kapi_cmd(args).stdout(full).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(5), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains("cannot write output") && stderr.contains("No space left"),
-            "{args:?}: {stderr}"
-        );
+        let line = format!("kapi {} > /dev/full", shell_words(args));
+        t.step(&repo, &line, out.into()).code(5);
     }
+    insta::assert_snapshot!(t.text());
 }

@@ -54,6 +54,7 @@ fn commands_see_only_the_pinned_kapi_and_git_variables() {
     assert_eq!(seen["HOME"], env.root().join("home").to_str().unwrap());
     assert_eq!(seen["XDG_CONFIG_HOME"], seen["HOME"]);
     assert!(!seen.contains_key("CLAUDECODE") && !seen.contains_key("EMAIL"));
+    assert!(!seen.contains_key("COLUMNS"), "help wraps the same for all");
     // git commands get the same clock and seed, for the hooks they run.
     let seen_by_git = environment_of(&env, &env.git_cmd(&[]));
     for name in ["KAPI_NOW", "KAPI_SEED", "PATH"] {

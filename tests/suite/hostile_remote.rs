@@ -4,28 +4,17 @@
 
 use std::path::PathBuf;
 
-use crate::common::{Run, TestEnv};
+use crate::common::{Run, TestEnv, Transcript};
 
 /// A bare remote beside the checkout `env`, named `origin`, holding the
 /// checkout's first commit.
 fn with_remote(env: &TestEnv) -> PathBuf {
-    let remote = env.root().join("remote.git");
-    env.git(&[
-        "init",
-        "-q",
-        "--bare",
-        "-b",
-        "main",
-        remote.to_str().unwrap(),
-    ]);
+    let remote = env.bare_remote();
     env.write(
         "docs/intro.md",
         "# Intro\n\nOpen Quickcast from the menu.\n",
     );
-    env.git(&["add", "-A"]);
-    env.git(&["commit", "-qm", "Initial docs"]);
-    env.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
-    env.git(&["push", "-q", "origin", "main"]);
+    env.publish(&remote);
     remote
 }
 
@@ -58,10 +47,7 @@ fn note(env: &TestEnv, term: &str) -> Run {
 }
 
 fn operations(env: &TestEnv) -> usize {
-    env.kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
-        .len()
+    env.log().len()
 }
 
 /// Push a tree to the remote's refs/kapi/ops, on top of its tip: the
@@ -174,30 +160,22 @@ fn a_pushed_segment_of_junk_lines_is_not_merged_and_the_union_heals_the_remote()
     let shard = unused_shards(&a, &remote)[0];
     push_segments(&a, &remote, &junk, &[shard]);
 
-    let run = a.kapi(&["context", "sync"]).ok();
-    assert!(
-        run.stdout.contains("1000000 fetched lines were not merged"),
-        "{}",
-        run.stdout
-    );
-    // The first lines are named, the rest counted: not a line per line.
+    // The million lines are counted as not merged; the first are named,
+    // the rest counted: not a line per line.
+    let mut t = Transcript::new();
+    let run = t.kapi(&a, &["context", "sync"]).ok();
     assert!(run.stderr.lines().count() < 40, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("and 999984 more lines that cannot be read"),
-        "{}",
-        run.stderr
-    );
     assert_eq!(operations(&a), 3);
-    let doctor = a.kapi(&["store", "doctor"]).ok();
-    assert!(doctor.stdout.contains("0 unreadable"), "{}", doctor.stdout);
+    // Nothing of them is held here.
+    t.kapi(&a, &["store", "doctor"]).ok();
+    insta::assert_snapshot!(t.text());
     // What this machine pushed back descends from the junk and holds none
     // of it: the remote is healed.
     let listed = in_remote(&a, &remote, &["ls-tree", "-r", "refs/kapi/ops"]);
     assert!(!listed.contains(&junk), "{listed}");
     // A new clone reads a clean log.
     let b = a.sibling("b");
-    b.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    b.add_origin(&remote);
     b.kapi(&["context", "sync", "--no-push"]).ok();
     assert_eq!(operations(&b), 3);
 }
@@ -214,22 +192,12 @@ fn junk_already_on_the_local_ref_is_named_a_few_lines_a_segment_and_counted() {
     // Fetched by git itself, past kapi's door.
     a.git(&["fetch", "-q", "origin", "+refs/kapi/ops:refs/kapi/ops"]);
 
-    let run = a.kapi(&["context", "log", "--json"]).ok();
+    let mut t = Transcript::new();
+    let run = t.kapi(&a, &["context", "log", "--json"]).ok();
     assert_eq!(run.json_lines().len(), 1);
-    assert!(
-        run.stderr.contains("500000 stored operations"),
-        "{}",
-        run.stderr
-    );
-    let doctor = a.kapi(&["store", "doctor"]).code(1);
-    assert!(
-        doctor
-            .stdout
-            .contains("and 499984 more lines that cannot be read"),
-        "{}",
-        doctor.stdout
-    );
+    let doctor = t.kapi(&a, &["store", "doctor"]).code(1);
     assert!(doctor.stdout.lines().count() < 40, "{}", doctor.stdout);
+    insta::assert_snapshot!(t.text());
     // Writing goes on; a write to that shard leaves the junk behind.
     for term in ["Fastcast", "Slowcast", "Mostcast"] {
         note(&a, term).ok();
@@ -251,9 +219,30 @@ fn oversized_segments_under_every_unused_shard_name_stop_no_write() {
 
     // Through kapi's door: named, not merged.
     let b = a.sibling("b");
-    b.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    b.add_origin(&remote);
+    // Each of the 1023 segments named on stderr (alike: no snapshot).
     let run = b.kapi(&["context", "sync", "--no-push"]).ok();
-    assert!(run.stderr.contains("oversized segment"), "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "took origin's log: 1 operation\n  \
+         1023 fetched lines were not merged: not valid operations of their segment, \
+         or other copies of operations this log holds (named on stderr)\n\
+         not pushed (--no-push)\n"
+    );
+    assert_eq!(run.stderr.lines().count(), 1023, "{}", run.stderr);
+    for line in run.stderr.lines() {
+        let (at, said) = line.split_once(": oversized segment: ").unwrap();
+        assert!(
+            at.starts_with("warning: fetched from origin: fetched:"),
+            "{line}"
+        );
+        assert_eq!(
+            said,
+            "67108865 bytes, the limit is 67108864; its operations are not read. \
+             Someone wrote it with another tool: new operations are minted into other segments \
+             (not merged)"
+        );
+    }
     for term in ["Fastcast", "Slowcast", "Mostcast", "Lastcast"] {
         note(&b, term).ok();
     }
@@ -281,22 +270,18 @@ fn a_rewritten_remote_ref_takes_the_union_back() {
     let orphan = in_remote(&a, &remote, &["commit-tree", &empty, "-m", "rewritten"]);
     in_remote(&a, &remote, &["update-ref", "refs/kapi/ops", &orphan]);
 
-    let run = a.kapi(&["context", "sync"]).ok();
-    assert!(run.stdout.contains("pushed"), "{}", run.stdout);
+    let mut t = Transcript::new();
+    t.kapi(&a, &["context", "sync"]).ok();
     // The remote's tip descends from the rewritten commit and holds ours.
     let tip = in_remote(&a, &remote, &["rev-parse", "refs/kapi/ops"]);
     in_remote(&a, &remote, &["merge-base", "--is-ancestor", &orphan, &tip]);
     let b = a.sibling("b");
-    b.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    b.add_origin(&remote);
     b.kapi(&["context", "sync", "--no-push"]).ok();
     assert_eq!(operations(&b), 2);
     // And the next sync finds nothing to do.
-    let again = a.kapi(&["context", "sync"]).ok();
-    assert!(
-        again.stdout.contains("holds nothing new"),
-        "{}",
-        again.stdout
-    );
+    t.kapi(&a, &["context", "sync"]).ok();
+    insta::assert_snapshot!(t.text());
 }
 
 /// CRC-32 (IEEE), as the derived caches checksum themselves.
@@ -325,10 +310,7 @@ fn forge_newest(env: &TestEnv, tree: &str, within: &str) {
 fn a_newest_cache_that_does_not_check_out_is_computed_again() {
     let a = TestEnv::new();
     note(&a, "Quickcast").ok();
-    let first_id = a.kapi(&["context", "log", "--json"]).ok().json_lines()[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let first_id = a.log()[0]["id"].as_str().unwrap().to_owned();
     // Naming a tree git does not have (the ref moved back, `git gc`).
     forge_newest(&a, "0123456789abcdef0123456789abcdef01234567", &first_id);
     note(&a, "Fastcast").ok();
@@ -344,9 +326,7 @@ fn a_newest_cache_that_does_not_check_out_is_computed_again() {
     forge_newest(&a, &tree, future.as_str());
     note(&a, "Slowcast").ok();
     let ids: Vec<String> = a
-        .kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
+        .log()
         .iter()
         .map(|l| l["id"].as_str().unwrap().to_owned())
         .collect();
@@ -395,24 +375,29 @@ fn sync_gives_up_on_a_remote_that_never_answers() {
     });
     let url = format!("git://127.0.0.1:{port}/log.git");
     let start = std::time::Instant::now();
-    let run = a
-        .kapi(&["context", "sync", "--remote", &url, "--timeout", "2"])
+    // Each names the remote and the time it waited.
+    let mut t = Transcript::new();
+    t.redact(format!(":{port}/"), ":[PORT]/");
+    let run = t
+        .kapi(&a, &["context", "sync", "--remote", &url, "--timeout", "2"])
         .code(6);
-    assert!(start.elapsed() < std::time::Duration::from_secs(60));
-    assert!(run.stderr.contains(&url), "{}", run.stderr);
-    assert!(
-        run.stderr.contains("no answer within 2 s"),
-        "{}",
-        run.stderr
+    // The remote-tracking ref is named by a hash of the URL, port included.
+    let tracking = run
+        .stderr
+        .split_once("refs/kapi/remotes/")
+        .and_then(|(_, rest)| rest.split_once("/ops"))
+        .map(|(name, _)| name.to_owned())
+        .expect("the git command is named");
+    t.redact(
+        format!("refs/kapi/remotes/{tracking}/"),
+        "refs/kapi/remotes/[URL HASH]/",
     );
+    assert!(start.elapsed() < std::time::Duration::from_secs(60));
     // The same from kapi.toml.
     a.write("kapi.toml", "[sync]\ntimeout = 1\n");
-    let run = a.kapi(&["context", "sync", "--remote", &url]).code(6);
-    assert!(
-        run.stderr.contains("no answer within 1 s"),
-        "{}",
-        run.stderr
-    );
+    t.comment("kapi.toml: [sync] timeout = 1");
+    t.kapi(&a, &["context", "sync", "--remote", &url]).code(6);
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -442,19 +427,14 @@ fn a_remote_of_another_project_is_refused_unless_a_person_asks() {
     }
     let path = other.path().to_str().unwrap().to_owned();
 
-    let run = a
-        .kapi(&["context", "sync", "--remote", &path, "--no-push"])
+    // Refused naming both projects and --allow-other-project.
+    let mut t = Transcript::new();
+    t.kapi(&a, &["context", "sync", "--remote", &path, "--no-push"])
         .code(6);
-    assert!(run.stderr.contains("\"beta\""), "{}", run.stderr);
-    assert!(run.stderr.contains("\"alpha\""), "{}", run.stderr);
-    assert!(
-        run.stderr.contains("--allow-other-project"),
-        "{}",
-        run.stderr
-    );
     assert_eq!(operations(&a), 1, "nothing was merged");
     // An agent may not decide it.
-    let run = a.agent(
+    t.agent(
+        &a,
         "s1",
         &[
             "context",
@@ -464,8 +444,9 @@ fn a_remote_of_another_project_is_refused_unless_a_person_asks() {
             "--no-push",
             "--allow-other-project",
         ],
-    );
-    assert_eq!(run.code, 4, "{}", run.stderr);
+    )
+    .code(4);
+    insta::assert_snapshot!(t.text());
     assert_eq!(operations(&a), 1);
     // A person may.
     a.kapi(&[
@@ -497,13 +478,13 @@ fn without_kapi_toml_the_project_is_the_one_the_log_already_names() {
     // A remote added later would have renamed the project.
     let remote = a.root().join("renamed.git");
     a.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
-    a.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    a.add_origin(&remote);
     note(&a, "Fastcast").ok();
     assert_eq!(projects(&a), ["work", "work"]);
     // A clone under another folder name keeps it too.
     a.kapi(&["context", "sync"]).ok();
     let b = a.sibling("elsewhere");
-    b.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    b.add_origin(&remote);
     b.kapi(&["context", "sync", "--no-push"]).ok();
     note(&b, "Slowcast").ok();
     assert_eq!(projects(&b), ["work", "work", "work"]);
@@ -526,13 +507,9 @@ fn settling_with_no_push_needs_no_remote() {
     a.write("docs/intro.md", "# Intro\n\nOpen Quickcast.\n");
     a.git(&["commit", "-qam", "Fix wording (#7)"]);
     let range = format!("{base}..HEAD");
-    let run = a
-        .kapi(&["context", "sync", "--no-push", "--merged", &range])
+    // No remote, and the merge signal recorded.
+    let mut t = Transcript::new();
+    t.kapi(&a, &["context", "sync", "--no-push", "--merged", &range])
         .ok();
-    assert!(run.stdout.contains("no remote"), "{}", run.stdout);
-    assert!(
-        run.stdout.contains("1 merge signal recorded"),
-        "{}",
-        run.stdout
-    );
+    insta::assert_snapshot!(t.text());
 }

@@ -6,19 +6,15 @@
 
 use std::path::PathBuf;
 
-use crate::common::{Run, TestEnv};
+use crate::common::{Run, TestEnv, Transcript, fed, shell_words};
 use serde_json::Value;
 
 /// A note that returns to the start of its line, erases it, and prints
 /// what looks like a rule a person established.
 const ERASING: &str =
     "Prefer short titles\r\x1b[2K0ttd83m11q established \"Quickcast\" · person Ada\x1b[1A";
-/// The same note as a terminal is shown it.
-const ERASING_SHOWN: &str =
-    "Prefer short titles\\r\\u{1b}[2K0ttd83m11q established \"Quickcast\" · person Ada\\u{1b}[1A";
 /// A note whose right-to-left override reorders the rest of the line.
 const REORDERING: &str = "Titles stay short\u{202e} ,esolc\u{2066}x\u{2069}";
-const REORDERING_SHOWN: &str = "Titles stay short\\u{202e} ,esolc\\u{2066}x\\u{2069}";
 
 /// No byte a terminal would obey: C0 controls (but the line ends kapi
 /// writes), DEL, C1 controls, bidi overrides and isolates.
@@ -48,77 +44,50 @@ fn a_note_that_erases_its_line_is_shown_escaped_in_log_review_and_search_and_exa
     let erasing = note(&env, "s1", ERASING);
     note(&env, "s1", REORDERING);
 
+    // Every human format shows both notes escaped: `\r`, `\u{1b}[2K`,
+    // `\u{202e}`, `\u{2066}`...
+    let mut t = Transcript::new();
     for args in [
         &["context", "log"][..],
         &["context", "review"],
         &["context", "search", "titles"],
         &["context", "session", "s1"],
     ] {
-        let run = env.kapi(args).ok();
+        let run = t.kapi(&env, args).ok();
         assert_inert(&format!("{args:?}"), &run.stdout);
         assert_inert(&format!("{args:?} stderr"), &run.stderr);
-        assert!(
-            run.stdout.contains(ERASING_SHOWN),
-            "{args:?}:\n{}",
-            run.stdout
-        );
-        assert!(
-            run.stdout.contains(REORDERING_SHOWN),
-            "{args:?}:\n{}",
-            run.stdout
-        );
     }
 
     // JSON is exact: the note reads back byte for byte.
-    let log = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = env.log();
     let texts: Vec<&str> = log
         .iter()
         .filter_map(|l| l["subject"]["text"].as_str())
         .collect();
     assert_eq!(texts, [ERASING, REORDERING]);
     let review = env.kapi(&["context", "review", "--json"]).ok().json();
-    assert!(review.to_string().contains(&erasing[..10]), "{review}");
     let awaiting = review["awaiting"].as_array().unwrap();
-    assert!(
-        awaiting
-            .iter()
-            .any(|p| p["subject"].as_str().is_some_and(|s| s.contains(ERASING))),
-        "{review}"
-    );
-    let search = env.kapi(&["context", "search", "titles", "--json"]).ok();
-    assert!(
-        search
-            .json()
-            .to_string()
-            .contains(&serde_json::to_string(ERASING).unwrap()[1..20]),
-        "{}",
-        search.stdout
-    );
-    let found: Vec<String> = search.json()["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.to_string())
-        .collect();
-    assert!(
-        found
-            .iter()
-            .any(|n| n.contains(&serde_json::to_string(ERASING).unwrap())),
-        "{found:?}"
-    );
+    assert_eq!(awaiting[0]["short"], &erasing[..10], "{review}");
+    assert_eq!(awaiting[0]["subject"], ERASING, "{review}");
+    let search = env
+        .kapi(&["context", "search", "titles", "--json"])
+        .ok()
+        .json();
+    assert_eq!(search["notes"][0]["note"], ERASING, "{search}");
+    assert_eq!(search["notes"][1]["note"], REORDERING, "{search}");
 
     // A person keeps it: `kapi context <path>` shows the note kept, and a
     // dry-run reset the note it would set aside, both escaped.
     env.kapi(&["context", "review", "--keep", &erasing]).ok();
     env.write("README.md", "# Project\n");
-    let here = env.kapi(&["context", "README.md"]).ok();
+    t.comment("the erasing note kept");
+    let here = t.kapi(&env, &["context", "README.md"]).ok();
     assert_inert("context .", &here.stdout);
-    assert!(here.stdout.contains(ERASING_SHOWN), "{}", here.stdout);
-    let reset = env
-        .kapi(&["context", "reset", "--before", "s1", "--dry-run"])
+    let reset = t
+        .kapi(&env, &["context", "reset", "--before", "s1", "--dry-run"])
         .ok();
     assert_inert("reset --dry-run", &reset.stdout);
-    assert!(reset.stdout.contains(ERASING_SHOWN), "{}", reset.stdout);
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -131,62 +100,28 @@ fn an_actor_name_from_the_log_cannot_steer_the_terminal() {
     ]);
     env.kapi(&["context", "note", "Write for administrators"])
         .ok();
-    let log = env.kapi(&["context", "log"]).ok();
+    let mut t = Transcript::new();
+    let log = t.kapi(&env, &["context", "log"]).ok();
     assert_inert("log", &log.stdout);
-    assert!(
-        log.stdout
-            .contains("ada\\u{1b}]0;owned\\u{7}\\u{9b}2K@example.com"),
-        "{}",
-        log.stdout
-    );
-    let json = env.kapi(&["context", "log", "--json"]).ok().json_lines();
+    insta::assert_snapshot!(t.text());
+    let json = env.log();
     assert_eq!(
         json[0]["actor"]["name"],
         "ada\x1b]0;owned\x07\u{9b}2K@example.com"
     );
 }
 
-/// Quickcast, not "Quick cast", kept by a person: it fails a check.
-fn kept_rule(env: &TestEnv) {
-    env.kapi(&[
-        "context",
-        "note",
-        "--term",
-        "Quickcast",
-        "--instead-of",
-        "Quick cast",
-        "--quote",
-        "Quick cast",
-    ])
-    .ok();
-    let lines = env.kapi(&["context", "log", "--json"]).ok().json_lines();
-    let id = lines[0]["id"].as_str().unwrap().to_owned();
-    env.kapi(&["context", "review", "--keep", &id]).ok();
-}
-
 #[test]
 fn check_shows_a_hostile_line_and_file_name_escaped_for_people_and_exact_for_tools() {
     let env = TestEnv::new();
-    kept_rule(&env);
+    env.kept_rule("Quickcast", "Quick cast");
     let name = "docs/a\r\x1b[2Kfake\n::error file=x::y.md";
     env.write(name, "Open Quick cast \x1b[2K\u{202e}now.\n");
 
-    let human = env.kapi(&["check"]).code(1);
+    let mut t = Transcript::new();
+    let human = t.kapi(&env, &["check"]).code(1);
     assert_inert("check", &human.stdout);
-    assert!(
-        human
-            .stdout
-            .contains("docs/a\\r\\u{1b}[2Kfake\\n::error file=x::y.md:1:6"),
-        "{}",
-        human.stdout
-    );
-    assert!(
-        human
-            .stdout
-            .contains("Open Quick cast \\u{1b}[2K\\u{202e}now."),
-        "{}",
-        human.stdout
-    );
+    insta::assert_snapshot!(t.text());
     // The carets still stand under the match.
     let lines: Vec<&str> = human.stdout.lines().collect();
     let at = lines.iter().position(|l| l.contains("Open Quick")).unwrap();
@@ -197,21 +132,22 @@ fn check_shows_a_hostile_line_and_file_name_escaped_for_people_and_exact_for_too
     // workflow command reads (`%`, CR, LF; `:` and `,` in properties).
     let json = env.kapi(&["check", "--format", "json"]).code(1).json();
     assert_eq!(json["findings"][0]["path"], name, "{json}");
+    // Asserted, not snapshotted: the annotation holds a raw ESC (GitHub
+    // reads it as text), which a .snap file would hide.
     let github = env.kapi(&["check", "--format", "github"]).code(1);
-    assert!(
-        github
-            .stdout
-            .contains("file=docs/a%0D\x1b[2Kfake%0A%3A%3Aerror file=x%3A%3Ay.md,line=1"),
-        "{}",
-        github.stdout
+    let lines: Vec<&str> = github.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", github.stdout);
+    assert_eq!(
+        lines[0],
+        "::error file=docs/a%0D\x1b[2Kfake%0A%3A%3Aerror file=x%3A%3Ay.md,line=1,col=6,\
+         endColumn=16,title=kapi%3A term::use \"Quickcast\", not \"Quick cast\"",
     );
-    assert_eq!(github.stdout.lines().count(), 2, "{}", github.stdout);
 }
 
 #[test]
 fn the_agent_hook_names_a_hostile_file_escaped_on_stderr() {
     let env = TestEnv::new();
-    kept_rule(&env);
+    env.kept_rule("Quickcast", "Quick cast");
     let name = "docs/b\r\x1b[2K.md";
     env.write(name, "Quick cast is fast.\n");
     let transcript = env.root().join("s-edit.jsonl");
@@ -228,27 +164,26 @@ fn the_agent_hook_names_a_hostile_file_escaped_on_stderr() {
     });
     let mut cmd = env.kapi_cmd(&["hook", "claude-post-edit"]);
     cmd.env("CLAUDECODE", "1");
-    let run: Run = crate::common::piped_output(cmd, input.to_string().as_bytes()).into();
-    let run = run.code(2);
+    let input = input.to_string();
+    let run: Run = crate::common::piped_output(cmd, input.as_bytes()).into();
+    let mut t = Transcript::new();
+    let line = fed(input.as_bytes(), "CLAUDECODE=1 kapi hook claude-post-edit");
+    let run = t.step(&env, &line, run).code(2);
     assert_inert("claude-post-edit", &run.stderr);
-    assert!(
-        run.stderr.contains("docs/b\\r\\u{1b}[2K.md:1:1"),
-        "{}",
-        run.stderr
-    );
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
 fn sync_names_an_unreadable_fetched_line_escaped() {
-    let (_dir, remote) = bare_remote();
     let env = TestEnv::new();
-    env.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let remote = env.bare_remote();
+    env.add_origin(&remote);
     env.kapi(&["context", "note", "Write for administrators"])
         .ok();
     env.kapi(&["context", "sync"]).ok();
     // Another machine pushes a log holding a line that is no operation.
     let other = env.sibling("other");
-    other.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    other.add_origin(&remote);
     other.git(&["fetch", "-q", "origin", "refs/kapi/ops:refs/kapi/ops"]);
     let tree = other.git(&["ls-tree", "-r", "refs/kapi/ops"]);
     let segment = tree.lines().next().unwrap().split('\t').nth(1).unwrap();
@@ -268,36 +203,17 @@ fn sync_names_an_unreadable_fetched_line_escaped() {
     let commit = other.git(&["commit-tree", &new_tree, "-p", &parent, "-m", "x"]);
     other.git(&["push", "-q", "origin", &format!("{commit}:refs/kapi/ops")]);
 
-    let run = env.kapi(&["context", "sync", "--no-push"]).ok();
+    // The fetched line's kind is named escaped.
+    let mut t = Transcript::new();
+    let run = t.kapi(&env, &["context", "sync", "--no-push"]).ok();
     assert_inert("sync stdout", &run.stdout);
     assert_inert("sync stderr", &run.stderr);
-    assert!(
-        run.stderr.contains("\\u{1b}[2K\\u{202e}fake"),
-        "{}",
-        run.stderr
-    );
     // Past kapi's door (fetched by git itself), doctor names it escaped.
     env.git(&["fetch", "-q", "origin", "+refs/kapi/ops:refs/kapi/ops"]);
-    let doctor = env.kapi(&["store", "doctor"]).code(1);
+    t.comment("git fetch -q origin +refs/kapi/ops:refs/kapi/ops");
+    let doctor = t.kapi(&env, &["store", "doctor"]).code(1);
     assert_inert("doctor", &doctor.stdout);
-    assert!(
-        doctor.stdout.contains("\\u{1b}[2K\\u{202e}fake"),
-        "{}",
-        doctor.stdout
-    );
-}
-
-fn bare_remote() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let remote = dir.path().canonicalize().unwrap().join("remote.git");
-    let status = std::process::Command::new("git")
-        .args(["init", "-q", "--bare", "-b", "main"])
-        .arg(&remote)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .unwrap();
-    assert!(status.success());
-    (dir, remote)
+    insta::assert_snapshot!(t.text());
 }
 
 // ---------------------------------------------------------------------------
@@ -307,7 +223,6 @@ fn bare_remote() -> (tempfile::TempDir, PathBuf) {
 /// three commits on main after `base`: `#7` by Ada, one whose subject ends
 /// in a 300-digit pull request, and `#9` by an author with a 300-byte name.
 struct Merged {
-    _dir: tempfile::TempDir,
     remote: PathBuf,
     env: TestEnv,
     base: String,
@@ -317,12 +232,12 @@ struct Merged {
 }
 
 fn merged() -> Merged {
-    let (dir, remote) = bare_remote();
     let env = TestEnv::new();
+    let remote = env.bare_remote();
     env.write("docs/help/start.md", "# Start\n\nOpen Quick cast.\n");
     env.git(&["add", "-A"]);
     env.git(&["commit", "-qm", "Initial docs"]);
-    env.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    env.add_origin(&remote);
     let base = env.git(&["rev-parse", "HEAD"]);
     let run = env
         .agent_term(
@@ -349,7 +264,6 @@ fn merged() -> Merged {
     assert!(cmd.status().unwrap().success());
     let long_author_commit = env.git(&["rev-parse", "HEAD"]);
     Merged {
-        _dir: dir,
         remote,
         env,
         base,
@@ -367,6 +281,12 @@ fn as_ci(env: &TestEnv, args: &[&str]) -> Run {
         .into()
 }
 
+/// [`as_ci`], recorded.
+fn as_ci_in(t: &mut Transcript, env: &TestEnv, args: &[&str]) -> Run {
+    let line = format!("KAPI_TOOL=ci kapi {}", shell_words(args));
+    t.step(env, &line, as_ci(env, args))
+}
+
 fn remote_tip(remote: &std::path::Path) -> String {
     let out = std::process::Command::new("git")
         .arg("--git-dir")
@@ -381,7 +301,13 @@ fn remote_tip(remote: &std::path::Path) -> String {
 fn an_over_limit_author_or_pull_request_is_left_out_and_the_range_still_gives_its_signals() {
     let m = merged();
     let range = format!("{}..HEAD", m.base);
-    let run = as_ci(&m.env, &["context", "sync", "--merged", &range, "--json"]).ok();
+    let mut t = Transcript::new();
+    let run = as_ci_in(
+        &mut t,
+        &m.env,
+        &["context", "sync", "--merged", &range, "--json"],
+    )
+    .ok();
     let report = run.json();
     let signals = report["merged"]["signals"].as_array().unwrap();
     assert_eq!(signals.len(), 3, "{report}");
@@ -392,20 +318,8 @@ fn an_over_limit_author_or_pull_request_is_left_out_and_the_range_still_gives_it
     let prs: Vec<Option<&str>> = signals.iter().map(|s| s["pr"].as_str()).collect();
     assert_eq!(prs, [Some("9"), None, Some("7")], "{report}");
     assert_eq!(signals[1]["commit"], m.long_pr_commit.as_str());
-    // Both values are named on stderr, by commit, with the limit.
-    let short_pr = &m.long_pr_commit[..7];
-    let short_author = &m.long_author_commit[..7];
-    assert!(
-        run.stderr.contains(&format!("warning: commit {short_pr}"))
-            && run
-                .stderr
-                .contains(&format!("warning: commit {short_author}"))
-            && run.stderr.contains("256"),
-        "{}",
-        run.stderr
-    );
-    assert!(!run.stderr.contains(&"1".repeat(300)), "{}", run.stderr);
-    assert!(!run.stderr.contains(&"M".repeat(300)), "{}", run.stderr);
+    // Both values are named on stderr, by commit, with the limit, and
+    // neither is printed (the transcript).
     let skipped: Vec<(&str, &str, u64)> = report["merged"]["skipped"]
         .as_array()
         .unwrap()
@@ -453,34 +367,17 @@ fn an_over_limit_author_or_pull_request_is_left_out_and_the_range_still_gives_it
     let m = merged();
     let range = format!("{}..HEAD", m.base);
     let pr = "5".repeat(300);
-    let refused = as_ci(
+    t.comment("a second repository scripted the same way; --pr is 300 fives");
+    t.redact(pr.as_str(), "[300 FIVES]");
+    as_ci_in(
+        &mut t,
         &m.env,
         &["context", "sync", "--merged", &range, "--pr", &pr],
     )
     .code(2);
-    assert!(
-        refused.stderr.contains("256-byte limit"),
-        "{}",
-        refused.stderr
-    );
     assert_eq!(remote_tip(&m.remote), "");
-    let human = as_ci(&m.env, &["context", "sync", "--merged", &range]).ok();
-    assert!(
-        human.stdout.contains("3 merge signals recorded"),
-        "{}",
-        human.stdout
-    );
-    let warnings: Vec<&str> = human
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("warning: commit"))
-        .collect();
-    assert_eq!(warnings.len(), 2, "{}", human.stderr);
-    assert!(
-        warnings.iter().all(|w| w.contains("256-byte limit")),
-        "{}",
-        human.stderr
-    );
+    as_ci_in(&mut t, &m.env, &["context", "sync", "--merged", &range]).ok();
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -499,19 +396,11 @@ fn the_post_merge_hook_leaves_out_an_over_limit_value_and_records_the_rest() {
     assert!(cmd.status().unwrap().success());
     env.git(&["checkout", "-q", "main"]);
     env.git(&["merge", "-q", "fix"]);
-    let run = env.kapi(&["hook", "post-merge", "0"]).ok();
-    assert!(
-        run.stderr
-            .contains("recorded 1 merge signal for ORIG_HEAD..HEAD"),
-        "{}",
-        run.stderr
-    );
-    assert!(run.stderr.contains("256-byte limit"), "{}", run.stderr);
-    assert!(
-        !run.stderr.contains("post-merge: merge signals"),
-        "{}",
-        run.stderr
-    );
+    // The signal recorded, the over-limit values named with the limit, no
+    // failure of the hook's merge signals.
+    let mut t = Transcript::new();
+    t.kapi(&env, &["hook", "post-merge", "0"]).ok();
+    insta::assert_snapshot!(t.text());
     let signals = env
         .kapi(&["context", "log", "--kind", "signal", "--json"])
         .ok()
@@ -524,21 +413,18 @@ fn the_post_merge_hook_leaves_out_an_over_limit_value_and_records_the_rest() {
 #[test]
 fn a_merged_range_that_is_not_a_resolvable_a_to_b_range_is_a_usage_error() {
     let m = merged();
-    let bad = |env: &TestEnv, range: &str| {
-        let run = as_ci(env, &["context", "sync", "--merged", range]).code(2);
-        assert!(
-            run.stderr.contains(&format!("`{range}`")) && run.stderr.contains("A..B"),
-            "{range}: {}",
-            run.stderr
-        );
-        assert!(run.stdout.is_empty(), "{range}: {}", run.stdout);
+    // Each names the range given and the A..B it wants, and prints nothing
+    // on stdout.
+    let mut t = Transcript::new();
+    let mut bad = |env: &TestEnv, range: &str| {
+        as_ci_in(&mut t, env, &["context", "sync", "--merged", range]).code(2);
     };
     // With a suggestion awaiting evidence, and (in a fresh project) without.
     let fresh = TestEnv::new();
     fresh.write("a.md", "x\n");
     fresh.git(&["add", "-A"]);
     fresh.git(&["commit", "-qm", "x"]);
-    fresh.git(&["remote", "add", "origin", m.remote.to_str().unwrap()]);
+    fresh.add_origin(&m.remote);
     for env in [&m.env, &fresh] {
         for range in [
             "",
@@ -552,6 +438,7 @@ fn a_merged_range_that_is_not_a_resolvable_a_to_b_range_is_a_usage_error() {
             bad(env, range);
         }
     }
+    insta::assert_snapshot!(t.text());
     // Nothing was recorded or pushed.
     assert_eq!(remote_tip(&m.remote), "");
     let signals = m

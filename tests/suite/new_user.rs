@@ -30,6 +30,6 @@ fn a_clock_pinned_earlier_than_the_log_still_mints_past_every_id_it_holds() {
     let ids = ids(&a);
     assert_eq!(ids.len(), 2);
     assert!(ids[0] < ids[1], "{ids:?}");
-    let log = a.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = a.log();
     assert_eq!(log[1]["subject"]["text"], "Dates are ISO 8601");
 }

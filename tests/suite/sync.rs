@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Run, TestEnv};
+use crate::common::{Run, TestEnv, Transcript, shell_words};
 use serde_json::Value;
 
 const POINTS: &str = r#"
@@ -17,26 +17,16 @@ axes = { section = "legal" }
 "#;
 
 /// A bare remote and two clones of one project: `a` (Ada) pushed the first
-/// commit, `b` (Bob) cloned it.
+/// commit, `b` (Bob) cloned it. The remote is in `a`'s root.
 struct Pair {
-    _remote_dir: tempfile::TempDir,
     remote: PathBuf,
     a: TestEnv,
     b: TestEnv,
 }
 
 fn pair() -> Pair {
-    let dir = tempfile::tempdir().unwrap();
-    let remote = dir.path().canonicalize().unwrap().join("remote.git");
     let a = TestEnv::new();
-    a.git(&[
-        "init",
-        "-q",
-        "--bare",
-        "-b",
-        "main",
-        remote.to_str().unwrap(),
-    ]);
+    let remote = a.bare_remote();
     a.write("kapi.toml", POINTS);
     a.write(
         "docs/help/start.md",
@@ -46,22 +36,27 @@ fn pair() -> Pair {
         "docs/legal/terms.md",
         "# Terms\n\nQuick cast is a trademark.\n",
     );
-    a.git(&["add", "-A"]);
-    a.git(&["commit", "-qm", "Initial docs"]);
-    a.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
-    a.git(&["push", "-q", "origin", "main"]);
-    let b = TestEnv::new();
-    b.git(&["config", "user.email", "bob@example.com"]);
-    b.git(&["config", "user.name", "Bob"]);
-    b.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
-    b.git(&["fetch", "-q", "origin", "main"]);
-    b.git(&["checkout", "-q", "-B", "main", "FETCH_HEAD"]);
-    Pair {
-        _remote_dir: dir,
-        remote,
-        a,
-        b,
+    a.publish(&remote);
+    let b = TestEnv::clone_of(&remote, "Bob", "bob@example.com");
+    Pair { remote, a, b }
+}
+
+impl Pair {
+    /// A transcript knowing both clones: `$` is a, `[ROOT2]/work$` b.
+    fn transcript(&self) -> Transcript {
+        let mut t = Transcript::new();
+        t.knows(&self.a).knows(&self.b);
+        t
     }
+}
+
+/// [`on_b`], recorded.
+fn on_b_in(t: &mut Transcript, pair: &Pair, args: &[&str]) -> Run {
+    let line = format!(
+        "KAPI_NOW=2026-11-30T10:00:00Z KAPI_SEED=11 kapi {}",
+        shell_words(args)
+    );
+    t.step(&pair.b, &line, on_b(pair, args))
 }
 
 /// b runs on a later clock and another seed: another machine.
@@ -89,9 +84,7 @@ fn suggest(env: &TestEnv, session: &str, path: &str) -> String {
 }
 
 fn statuses(env: &TestEnv) -> Vec<(String, String)> {
-    env.kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines()
+    env.log()
         .into_iter()
         .filter(|l| !l["status"].is_null())
         .map(|l| {
@@ -191,7 +184,7 @@ fn two_clones_converge_in_either_order_and_a_correction_settles_only_where_it_wa
         assert_eq!(status_of(&p.a, legal), "suggested", "{order:?}");
         assert_eq!(status_of(&p.a, flowkit), "suggested", "{order:?}");
         // The establishment is recorded once, by the tool settle.
-        let log = p.a.kapi(&["context", "log", "--json"]).ok().json_lines();
+        let log = p.a.log();
         let establishes: Vec<&Value> = log.iter().filter(|l| l["kind"] == "establish").collect();
         assert_eq!(establishes.len(), 1, "{order:?}: {establishes:?}");
         assert_eq!(establishes[0]["target"], help.as_str());
@@ -265,20 +258,14 @@ fn a_merged_range_establishes_a_scoped_suggestion_and_the_same_range_twice_adds_
         "suggested",
         "the help pages saw no merge"
     );
-    let log = p.a.kapi(&["context", "log"]).ok();
-    assert!(log.stdout.contains("merged in #412"), "{}", log.stdout);
+    // The rule established, "merged in #412".
+    let mut t = p.transcript();
+    t.kapi(&p.a, &["context", "log"]).ok();
+    insta::assert_snapshot!(t.text());
     // The signal is the CI tool's; the same range again records nothing.
-    let before =
-        p.a.kapi(&["context", "log", "--json"])
-            .ok()
-            .json_lines()
-            .len();
+    let before = p.a.log().len();
     let again = ci(&["context", "sync", "--merged", "ORIG_HEAD..HEAD", "--json"]).ok();
-    let after =
-        p.a.kapi(&["context", "log", "--json"])
-            .ok()
-            .json_lines()
-            .len();
+    let after = p.a.log().len();
     assert_eq!(before, after, "{}", again.stdout);
     // The other clone sees the same after one sync.
     on_b(&p, &["context", "sync"]).ok();
@@ -339,25 +326,24 @@ fn make_executable(path: &Path) {
 fn an_agent_may_fetch_but_not_push() {
     let p = pair();
     suggest(&p.a, "a1", "docs/help/start.md");
-    let refused = p.a.agent("a1", &["context", "sync"]).code(4);
-    assert!(
-        refused.stderr.contains("kapi context sync --no-push"),
-        "{}",
-        refused.stderr
-    );
+    // Refused, offering --no-push.
+    let mut t = p.transcript();
+    t.agent(&p.a, "a1", &["context", "sync"]).code(4);
     assert_eq!(tip(&p.remote), "", "nothing was pushed");
-    p.a.agent("a1", &["context", "sync", "--no-push"]).ok();
+    t.agent(&p.a, "a1", &["context", "sync", "--no-push"]).ok();
     // A person pushes; the agent on the other clone reads it.
-    p.a.kapi(&["context", "sync"]).ok();
-    let run = p.b.agent("b1", &["context", "sync", "--no-push"]).ok();
-    assert!(run.stdout.contains("took origin's log"), "{}", run.stdout);
+    t.kapi(&p.a, &["context", "sync"]).ok();
+    t.agent(&p.b, "b1", &["context", "sync", "--no-push"]).ok();
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
 fn remotes_that_fail_lose_nothing_local_and_say_why() {
     let p = pair();
     let id = suggest(&p.a, "a1", "docs/help/start.md");
-    // A remote that does not exist.
+    // A remote that does not exist. Its refusal here and the one of a
+    // remote refusing the ref below quote git's own messages, whose
+    // wording is the installed git's: asserted, not snapshotted.
     let run =
         p.a.kapi(&["context", "sync", "--remote", "nowhere"])
             .code(6);
@@ -367,12 +353,9 @@ fn remotes_that_fail_lose_nothing_local_and_say_why() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(status_of(&p.a, &id), "suggested");
     // A remote without the ref yet takes ours.
-    let run = p.a.kapi(&["context", "sync"]).ok();
-    assert!(
-        run.stdout.contains("has no refs/kapi/ops yet"),
-        "{}",
-        run.stdout
-    );
+    let mut t = p.transcript();
+    t.kapi(&p.a, &["context", "sync"]).ok();
+    insta::assert_snapshot!(t.text());
     assert_eq!(tip(p.a.path()), tip(&p.remote));
     // A remote that refuses refs/kapi/*.
     let hook = p.remote.join("hooks/pre-receive");
@@ -459,29 +442,17 @@ fn malformed_and_future_dated_operations_fetched_are_named_and_not_folded() {
             (&f[8..10], keep.to_string()),
         ],
     );
-    let run = p.a.kapi(&["context", "sync"]).ok();
-    assert!(
-        run.stdout.contains("held back"),
-        "{}\n{}",
-        run.stdout,
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("not valid operations") || run.stderr.contains("warning"),
-        "{}",
-        run.stderr
-    );
+    // The keep dated 2059 is held back, the line named; the doctor names
+    // the keep.
+    let mut t = p.transcript();
+    t.kapi(&p.a, &["context", "sync"]).ok();
     assert_eq!(
         status_of(&p.a, &id),
         "suggested",
         "the future keep is not folded"
     );
-    let doctor = p.a.kapi(&["store", "doctor"]);
-    assert!(
-        doctor.stdout.contains(f) || doctor.stdout.contains(&f[..10]),
-        "{}",
-        doctor.stdout
-    );
+    t.kapi(&p.a, &["store", "doctor"]);
+    insta::assert_snapshot!(t.text());
 }
 
 #[test]
@@ -494,11 +465,16 @@ fn two_machines_merging_the_same_two_tips_write_the_same_commit() {
         p.a.path().to_str().unwrap().to_owned(),
         p.b.path().to_str().unwrap().to_owned(),
     );
-    let run =
-        p.a.kapi(&["context", "sync", "--no-push", "--remote", &b_path])
-            .ok();
-    assert!(run.stdout.contains("merged by union"), "{}", run.stdout);
-    on_b(&p, &["context", "sync", "--no-push", "--remote", &a_path]).ok();
+    let mut t = p.transcript();
+    t.kapi(&p.a, &["context", "sync", "--no-push", "--remote", &b_path])
+        .ok();
+    on_b_in(
+        &mut t,
+        &p,
+        &["context", "sync", "--no-push", "--remote", &a_path],
+    )
+    .ok();
+    insta::assert_snapshot!(t.text());
     // b fetched a's merge commit, which already holds both: b took it.
     assert_eq!(tip(p.a.path()), tip(p.b.path()));
     // And merged independently, the two write one commit.
@@ -551,10 +527,7 @@ fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
     p.a.git(&["push", "-q", "origin", "main"]);
     let after = p.a.git(&["rev-parse", "HEAD"]);
     // CI: a fresh clone of the remote runs the step.
-    let ci = TestEnv::new();
-    ci.git(&["remote", "add", "origin", p.remote.to_str().unwrap()]);
-    ci.git(&["fetch", "-q", "origin", "main"]);
-    ci.git(&["checkout", "-q", "-B", "main", "FETCH_HEAD"]);
+    let ci = TestEnv::clone_of(&p.remote, "Ada", "ada@example.com");
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/kapi-after-push");
     let step = |before: &str| {
         let mut cmd = std::process::Command::new("sh");
@@ -566,23 +539,20 @@ fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
             .output()
             .unwrap()
     };
-    let out = step(&before);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("#77"), "{stdout}");
+    // The signal names #77; a new branch (BEFORE all zeros) only syncs.
+    let mut t = Transcript::new();
+    t.knows(&p.a);
+    let line = format!("ci/kapi-after-push {before} {after}");
+    t.step(&ci, &line, step(&before).into()).ok();
     // The signal is the CI tool's, and both the remote and Ada see the rule.
     p.a.kapi(&["context", "sync"]).ok();
     assert_eq!(status_of(&p.a, &legal), "established");
-    let log = p.a.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = p.a.log();
     let signal = log.iter().find(|l| l["kind"] == "signal").unwrap();
     assert_eq!(signal["actor"]["name"], "ci");
     // A new branch's push only syncs.
     let zeros = "0".repeat(40);
-    let out = step(&zeros);
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("new branch"));
+    let line = format!("ci/kapi-after-push {zeros} {after}");
+    t.step(&ci, &line, step(&zeros).into()).ok();
+    insta::assert_snapshot!(t.text());
 }

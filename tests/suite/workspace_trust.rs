@@ -3,66 +3,11 @@
 //! up, and no rule reaches another repository unless a person chose to
 //! share it on this machine.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use crate::common::{Run, TestEnv};
+use crate::common::{Run, TestEnv, Transcript, shell_words, within_deadline};
 use serde_json::Value;
-
-/// Longer than any of these commands takes on a loaded machine, shorter
-/// than a hang: a command still running then is killed and the test fails.
-const DEADLINE: Duration = Duration::from_secs(60);
-
-/// A child killed and reaped when dropped, so a hung kapi never outlives
-/// its test.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Run `cmd` to its end, or fail the test if it is still running after
-/// [`DEADLINE`] (killing it).
-fn within_deadline(mut cmd: Command) -> Run {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut guard = Guard(child);
-    // Drained on threads, so a full pipe never stops the child.
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        })
-    };
-    let out = drain(Box::new(guard.0.stdout.take().unwrap()));
-    let err = drain(Box::new(guard.0.stderr.take().unwrap()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = guard.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < DEADLINE,
-            "still running after {DEADLINE:?}: killed"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
-}
 
 fn registry(env: &TestEnv) -> PathBuf {
     env.root().join("home/.local/share/kapi/repositories.jsonl")
@@ -91,10 +36,7 @@ fn upstream_with_a_workspace_rule() -> TestEnv {
     upstream
         .agent_term("s1", "Quickcast", "Quick cast", &["--path", "a.md"])
         .ok();
-    let log = upstream
-        .kapi(&["context", "log", "--json"])
-        .ok()
-        .json_lines();
+    let log = upstream.log();
     let id = log
         .iter()
         .find(|o| o["subject"]["use"] == "Quickcast")
@@ -142,8 +84,12 @@ fn a_registry_of_40000_lines_holds_up_no_check_or_write() {
     std::fs::write(&file, &text).unwrap();
     // A write reads the registry to register its checkout, a check reads
     // it for workspace rules: both finish.
-    within_deadline(repo.kapi_cmd(&["context", "note", "The guide addresses operators"])).ok();
-    within_deadline(repo.kapi_cmd(&["check"])).ok();
+    within_deadline(
+        repo.kapi_cmd(&["context", "note", "The guide addresses operators"]),
+        b"",
+    )
+    .ok();
+    within_deadline(repo.kapi_cmd(&["check"]), b"").ok();
     // Only the newest 1 MiB is read, and the list says so; the checkout
     // registered last is in it.
     let listing = listed(&repo);
@@ -152,8 +98,17 @@ fn a_registry_of_40000_lines_holds_up_no_check_or_write() {
     assert_eq!(here["shares"], false);
     let shown = listing["repositories"].as_array().unwrap().len();
     assert!((1_000..40_000).contains(&shown), "{shown}");
+    // The human list says so first (thousands of lines follow, and the
+    // byte count depends on the temporary path's length: no snapshot).
     let human = repo.kapi(&["workspace", "list"]).ok().stdout;
-    assert!(human.contains("oldest"), "{human}");
+    let skipped = listing["skipped_bytes"].as_u64().unwrap();
+    assert_eq!(
+        human.lines().next().unwrap(),
+        format!(
+            "warning: the registry is larger than the 1 MiB read: its oldest {skipped} bytes \
+             were not read (`kapi workspace forget --gone` rewrites it compacted)"
+        ),
+    );
     // Forgetting the gone ones compacts it to the one checkout left.
     repo.kapi(&["workspace", "forget", "--gone"]).ok();
     let listing = listed(&repo);
@@ -184,17 +139,12 @@ fn workspace_list_names_each_repository_and_forget_removes_them() {
     assert_eq!(gone_row["project"], "gone");
     assert_eq!(gone_row["shares"], false);
     assert_eq!(entry(&listing, b.path()).unwrap()["exists"], true);
-    let human = a.kapi(&["workspace", "list"]).ok().stdout;
-    assert!(human.contains("(gone)"), "{human}");
-    assert!(human.contains("registered only"), "{human}");
+    let mut t = Transcript::new();
+    t.kapi(&a, &["workspace", "list"]).ok();
 
     // An agent may list, not forget.
-    let run = a.agent("s1", &["workspace", "forget", "--gone"]).code(4);
-    assert!(
-        run.stderr.contains("kapi workspace forget"),
-        "{}",
-        run.stderr
-    );
+    t.agent(&a, "s1", &["workspace", "forget", "--gone"])
+        .code(4);
     assert_eq!(listed(&a)["repositories"].as_array().unwrap().len(), 3);
 
     let run = a.kapi(&["workspace", "forget", "--gone", "--json"]).ok();
@@ -202,20 +152,16 @@ fn workspace_list_names_each_repository_and_forget_removes_them() {
     assert_eq!(forgotten["forgotten"].as_array().unwrap().len(), 1);
     assert_eq!(forgotten["forgotten"][0]["project"], "gone");
     assert!(entry(&listed(&a), gone.path()).is_none());
-    assert_eq!(
-        a.kapi(&["workspace", "forget", "--gone"]).ok().stdout,
-        "nothing to forget\n"
-    );
+    t.kapi(&a, &["workspace", "forget", "--gone"]).ok();
 
     // A path, named as the list shows it or relative to where kapi runs.
-    let run = a.kapi(&["workspace", "forget", "../b"]).ok();
-    assert!(run.stdout.starts_with("forgot "), "{}", run.stdout);
+    t.kapi(&a, &["workspace", "forget", "../b"]).ok();
     let listing = listed(&a);
     assert!(entry(&listing, b.path()).is_none());
     assert!(entry(&listing, a.path()).is_some());
     // A path that is not registered changes nothing.
-    let run = a.kapi(&["workspace", "forget", "../b"]).code(2);
-    assert!(run.stderr.contains("not registered"), "{}", run.stderr);
+    t.kapi(&a, &["workspace", "forget", "../b"]).code(2);
+    insta::assert_snapshot!(t.text());
     // Recording again registers again.
     b.kapi(&["context", "note", "Back again"]).ok();
     assert!(entry(&listed(&a), b.path()).is_some());
@@ -226,15 +172,15 @@ fn a_synced_clone_with_a_persons_workspace_rule_puts_nothing_in_force_elsewhere(
     let upstream = upstream_with_a_workspace_rule();
     let (c, b) = machine_with_a_synced_clone(&upstream);
     // The clone's log holds the widened rule.
-    let log = b.kapi(&["context", "log", "--json"]).ok().json_lines();
+    let log = b.log();
     assert!(log.iter().any(|o| o["kind"] == "widen"), "the rule arrived");
     // Other repositories are untouched: a check, a commit, what applies.
-    let run = c.kapi(&["check"]).ok();
-    assert!(!run.stdout.contains("Quick cast"), "{}", run.stdout);
+    let mut t = Transcript::new();
+    t.kapi(&c, &["check"]).ok();
     c.git(&["add", "guide.md"]);
-    c.kapi(&["hook", "pre-commit"]).ok();
-    let here = c.kapi(&["context", "guide.md"]).ok().stdout;
-    assert!(!here.contains("workspace rule"), "{here}");
+    t.kapi(&c, &["hook", "pre-commit"]).ok();
+    t.kapi(&c, &["context", "guide.md"]).ok();
+    insta::assert_snapshot!(t.text());
     // The sync registered the clone, not sharing.
     assert_eq!(entry(&listed(&c), b.path()).unwrap()["shares"], false);
     // Nor does an exported log imported into another checkout.
@@ -253,32 +199,22 @@ fn a_synced_clone_with_a_persons_workspace_rule_puts_nothing_in_force_elsewhere(
 fn a_person_adds_a_repository_and_its_rule_holds_elsewhere_naming_where_it_came_from() {
     let upstream = upstream_with_a_workspace_rule();
     let (c, b) = machine_with_a_synced_clone(&upstream);
-    let run = b.kapi(&["workspace", "add"]).ok();
-    assert!(run.stdout.contains("now shares"), "{}", run.stdout);
+    // c's work folder first: `$` is c, `[ROOT]/b$` is b.
+    let mut t = Transcript::new();
+    t.knows(&c);
+    t.kapi(&b, &["workspace", "add"]).ok();
     assert_eq!(entry(&listed(&c), b.path()).unwrap()["shares"], true);
-    let again = c
-        .kapi(&["workspace", "add", b.path().to_str().unwrap()])
+    t.kapi(&c, &["workspace", "add", b.path().to_str().unwrap()])
         .ok();
-    assert!(again.stdout.contains("already shares"), "{}", again.stdout);
-    let source = format!("from work at {}", b.path().display());
-
-    let run = c.kapi(&["check"]).code(1);
-    assert!(
-        run.stdout
-            .contains(&format!("= note: a workspace rule, {source}")),
-        "{}",
-        run.stdout
-    );
+    // The finding and what applies name the rule's repository.
+    t.kapi(&c, &["check"]).code(1);
+    t.kapi(&c, &["context", "guide.md"]).ok();
+    insta::assert_snapshot!(t.text());
     let doc = c.kapi(&["check", "--format", "json"]).code(1).json();
     let finding = &doc["findings"][0];
     assert_eq!(finding["workspace"], "work", "{doc}");
     assert_eq!(finding["repository"], b.path().to_str().unwrap(), "{doc}");
 
-    let here = c.kapi(&["context", "guide.md"]).ok().stdout;
-    assert!(
-        here.contains(&format!("(workspace rule, {source})")),
-        "{here}"
-    );
     let here = c.kapi(&["context", "guide.md", "--json"]).ok().json();
     assert_eq!(here["rules"][0]["workspace"], "work", "{here}");
     assert_eq!(here["rules"][0]["repository"], b.path().to_str().unwrap());
@@ -293,15 +229,16 @@ fn a_person_adds_a_repository_and_its_rule_holds_elsewhere_naming_where_it_came_
 fn an_agent_or_a_tool_may_not_add_a_repository_to_the_workspace() {
     let upstream = upstream_with_a_workspace_rule();
     let (c, b) = machine_with_a_synced_clone(&upstream);
-    let run = b.agent("s1", &["workspace", "add"]).code(4);
-    assert!(run.stderr.contains("kapi workspace add"), "{}", run.stderr);
+    let mut t = Transcript::new();
+    t.agent(&b, "s1", &["workspace", "add"]).code(4);
     let run: Run = b
         .kapi_cmd(&["workspace", "add"])
         .env("KAPI_TOOL", "ci")
         .output()
         .unwrap()
         .into();
-    assert_eq!(run.code, 4, "{}", run.stderr);
+    t.step(&b, "KAPI_TOOL=ci kapi workspace add", run).code(4);
+    insta::assert_snapshot!(t.text());
     assert_eq!(entry(&listed(&c), b.path()).unwrap()["shares"], false);
     c.kapi(&["check"]).ok();
 }
@@ -335,21 +272,22 @@ fn a_fifo_for_a_registry_hangs_no_command() {
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     let made = Command::new("mkfifo").arg(&file).status().unwrap();
     assert!(made.success());
-    // A write appends to it (registering), a check reads it.
-    within_deadline(repo.kapi_cmd(&["context", "note", "The guide addresses operators"])).ok();
-    within_deadline(repo.kapi_cmd(&["check"])).ok();
-    let run = within_deadline(repo.kapi_cmd(&["workspace", "list"])).ok();
-    assert!(run.stdout.contains("not a regular file"), "{}", run.stdout);
-    let listing = within_deadline(repo.kapi_cmd(&["workspace", "list", "--json"]))
-        .ok()
-        .json();
+    // A write appends to it (registering), a check reads it; the list
+    // says why it read nothing, and changing it is refused, naming why.
+    let mut t = Transcript::new();
+    let mut step = |args: &[&str]| {
+        let run = within_deadline(repo.kapi_cmd(args), b"");
+        t.step(&repo, &format!("kapi {}", shell_words(args)), run)
+    };
+    step(&["context", "note", "The guide addresses operators"]).ok();
+    step(&["check"]).ok();
+    step(&["workspace", "list"]).ok();
+    let listing = step(&["workspace", "list", "--json"]).ok().json();
     assert_eq!(listing["repositories"], serde_json::json!([]));
-    assert!(listing["unread"].as_str().unwrap().contains("FIFO"));
-    // Changing it is refused, naming why.
-    let run = within_deadline(repo.kapi_cmd(&["workspace", "add"])).code(5);
-    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
-    let run = within_deadline(repo.kapi_cmd(&["workspace", "forget", "--gone"])).code(5);
-    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    assert!(listing["unread"].is_string(), "{listing}");
+    step(&["workspace", "add"]).code(5);
+    step(&["workspace", "forget", "--gone"]).code(5);
+    insta::assert_snapshot!(t.text());
     // It is still a FIFO: nothing replaced it.
     use std::os::unix::fs::FileTypeExt;
     assert!(
@@ -379,5 +317,5 @@ fn a_fifo_for_a_registry_hangs_no_command() {
             .unwrap()
             .success()
     );
-    within_deadline(repo.kapi_cmd(&["check"])).ok();
+    within_deadline(repo.kapi_cmd(&["check"]), b"").ok();
 }
