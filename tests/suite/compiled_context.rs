@@ -446,7 +446,7 @@ fn budgets() {
     assert_eq!(code, 2);
     assert_eq!(
         err,
-        "error: ranking_unavailable: --ranking hybrid is not available yet; use substring or bm25\n"
+        "error: ranking_unavailable: the hybrid ranking is not available yet; use substring or bm25\n"
     );
     let (code, _, _) = run(
         d,
