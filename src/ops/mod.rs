@@ -15,6 +15,7 @@ pub mod record;
 pub mod rules;
 pub mod scope;
 pub mod settle;
+pub mod valid;
 pub mod widen;
 
 pub use draft::{Draft, Drafted};

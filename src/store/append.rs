@@ -135,11 +135,7 @@ impl Store {
                         clock,
                     });
                 }
-                let mut record = Record {
-                    id: id.to_string().into(),
-                    at: crate::ops::id::rfc3339_ms(id.unix_ms()).into(),
-                    ..template.clone()
-                };
+                let mut record = template.stamped(id);
                 record.validate()?;
                 // Large content goes to a blob the record names, once; then
                 // the record itself must be within the limit a reader
