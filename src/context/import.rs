@@ -9,7 +9,6 @@ use std::path::Path;
 
 use globset::Glob;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::{ContextError, Session};
 use crate::formats::vale::{BUILTIN_STYLE, Enabled, Level, VOCABULARY_RULES, ValeIni};
@@ -389,7 +388,7 @@ pub fn import_context_files(
                 continue;
             }
         };
-        let sha = hex(&Sha256::digest(&bytes));
+        let sha = crate::digest::sha256_hex(&bytes);
         if !force && digests.get(&file.path) == Some(&sha) {
             outcomes.push((file, ImportOutcome::Unchanged));
             continue;
@@ -475,10 +474,6 @@ fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
         return Err(format!("{} is larger than 16 MiB", path.display()));
     }
     Ok(bytes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One rule of a disagreement between imported rules.

@@ -96,7 +96,11 @@ pub(super) fn print(session: &Session, of: Option<&str>, json: bool) -> Result<E
     let digest = digest(session, of)?;
     let mut out = Out::new();
     if json {
-        out.json(&digest)?;
+        // Through a JSON value: its keys sorted, as the digest has always
+        // printed them.
+        let value = serde_json::to_value(&digest)
+            .map_err(|e| CliError::new(Exit::Internal, format!("cannot write the digest: {e}")))?;
+        out.json(&value)?;
         return Ok(Exit::Ok);
     }
     for (title, items) in [
