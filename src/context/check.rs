@@ -290,11 +290,11 @@ fn rules_at(
         .into_iter()
         .filter(|w| !w.shadowed_by(&project))
         .inspect(|w| {
-            sources.insert(w.id.clone(), (w.project.clone(), w.repository.clone()));
+            sources.insert(w.id.to_string(), (w.project.clone(), w.repository.clone()));
         })
         .map(|w| TermRule {
-            op: w.id.clone(),
-            id: w.id,
+            op: w.id,
+            id: w.id.to_string(),
             preferred: Some(w.preferred),
             avoided: w.avoid,
             suggested: w.status != crate::ops::Status::Established,
@@ -346,7 +346,7 @@ pub fn record_usage(
 ) -> Result<usize, ContextError> {
     let mut signals = Vec::new();
     for (id, used) in usage {
-        let Some(state) = ledger.state(id) else {
+        let Some(state) = OpId::parse(id).ok().and_then(|id| ledger.state(&id)) else {
             continue;
         };
         let counts = (used.preferred as u64, used.avoided as u64);

@@ -266,7 +266,7 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
             continue;
         }
         let item = Item {
-            id: rule.id.clone(),
+            id: rule.id.to_string(),
             short: rule.short.clone(),
             status: rule.status,
             preferred: Some(rule.preferred.clone()),

@@ -195,13 +195,13 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
         if !shown.insert(lead) {
             continue;
         }
-        let (record, state) = match (ledger.get(lead.as_str()), ledger.state(lead.as_str())) {
+        let (record, state) = match (ledger.get(&lead), ledger.state(&lead)) {
             (Some(r), Some(s)) => (r, s),
             _ => (record, state),
         };
         let states: Vec<(&Record, &State)> = members
             .iter()
-            .filter_map(|m| Some((ledger.get(m.as_str())?, ledger.state(m.as_str())?)))
+            .filter_map(|m| Some((ledger.get(&m)?, ledger.state(&m)?)))
             .collect();
         // The group drifts when one member does; it says which counts.
         let drifting = states
@@ -389,10 +389,7 @@ impl<'l> Round<'l> {
         for member in &side {
             let state = subject_state(self.ledger, member, "choose")?;
             for rival in &state.contested_by {
-                let answers = self
-                    .ledger
-                    .state(rival.as_str())
-                    .is_some_and(|s| s.status.answers());
+                let answers = self.ledger.state(rival).is_some_and(|s| s.status.answers());
                 if answers {
                     self.push(Kind::Drop, rival)?;
                 }
@@ -418,7 +415,7 @@ impl<'l> Round<'l> {
         for member in self.group(&id) {
             let in_force = self
                 .ledger
-                .state(member.as_str())
+                .state(&member)
                 .is_some_and(|s| s.status == Status::Established && !req.changes(s));
             if in_force && req.widen_to.is_some() {
                 if !self.widen_in_force.contains(&member) {
@@ -661,7 +658,7 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
     }
     for id in &round.kept {
         // The window the keep leaves: the bounds given, the others kept.
-        if let Some(state) = ledger.state(id.as_str()) {
+        if let Some(state) = ledger.state(id) {
             let from = req.valid_from.as_ref().or(state.scope.valid_from.as_ref());
             let to = req.valid_to.as_ref().or(state.scope.valid_to.as_ref());
             check_window(from.map(String::as_str), to.map(String::as_str))?;
@@ -677,7 +674,7 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
     let notes_kept = round
         .kept
         .iter()
-        .filter(|id| ledger.get(id.as_str()).is_some_and(is_note))
+        .filter(|id| ledger.get(id).is_some_and(is_note))
         .map(|id| id.to_string())
         .collect();
     let drafts: Vec<Draft> = round
@@ -738,7 +735,7 @@ pub fn left_text(left: &[Left]) -> String {
 /// The folded state of a subject a decision names.
 fn subject_state<'l>(ledger: &'l Ledger, id: &OpId, verb: &str) -> Result<&'l State, ContextError> {
     let target = held(ledger, id)?;
-    ledger.state(id.as_str()).ok_or_else(|| {
+    ledger.state(id).ok_or_else(|| {
         ContextError::Refused(format!(
             "refusing to {verb} #{}: it is a {} and states no rule or note",
             id.short(),
@@ -749,7 +746,7 @@ fn subject_state<'l>(ledger: &'l Ledger, id: &OpId, verb: &str) -> Result<&'l St
 
 /// The operation `id` names, which a prefix resolved against this ledger.
 fn held<'l>(ledger: &'l Ledger, id: &OpId) -> Result<&'l Record, ContextError> {
-    ledger.get(id.as_str()).ok_or_else(|| {
+    ledger.get(id).ok_or_else(|| {
         ContextError::Refused(format!(
             "#{} is not an operation this log holds",
             id.short()
@@ -789,7 +786,7 @@ fn admissible(
             // reversed it: the rule binds again, the correction stays contested.
             let reversed_by_people = state.kept
                 && rivals.iter().all(|r| {
-                    ledger.get(r.as_str()).is_some_and(|o| {
+                    ledger.get(r).is_some_and(|o| {
                         o.kind == Kind::Correct && o.actor.kind == ActorKind::Person
                     })
                 });

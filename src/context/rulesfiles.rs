@@ -65,7 +65,7 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
         .into_iter()
         .filter(|r| !r.suggested)
     {
-        let lead = (r.id == r.op)
+        let lead = (r.id == r.op.as_str())
             .then(|| OpId::parse(&r.id).ok())
             .flatten()
             .map(|op| groups.of(&op)[0]);

@@ -235,7 +235,7 @@ pub fn merge_signals_in(
     let mut rules: Vec<CheckRule> = Vec::new();
     let mut scopes: Vec<Scope> = Vec::new();
     for rule in ledger.term_rules(None, now) {
-        if rule.status != Status::Suggested || rule.id != rule.op {
+        if rule.status != Status::Suggested || rule.id != rule.op.as_str() {
             continue;
         }
         rules.push(CheckRule {

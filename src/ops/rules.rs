@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use super::fold::disagree::{TermView, disagree};
 use super::fold::{Ledger, Status};
 use super::forms::case_key;
+use super::id::OpId;
 use super::record::{Bounds, Scope, Subject};
 use super::scope::Point;
 
@@ -16,7 +17,7 @@ pub struct TermRule {
     /// The operation id, or `<import id>:<n>` for the n-th rule of an imported file.
     pub id: String,
     /// The operation that states it.
-    pub op: String,
+    pub op: OpId,
     /// The form to use; `None` for a rejected word with no replacement.
     pub preferred: Option<String>,
     pub avoided: Vec<String>,
@@ -61,7 +62,7 @@ impl Ledger {
             match &record.subject {
                 Some(Subject::Term { preferred, avoid }) => out.push(TermRule {
                     id: record.id.to_string(),
-                    op: record.id.to_string(),
+                    op: record.op_id(),
                     preferred: Some(preferred.clone()),
                     avoided: avoid.clone(),
                     status: state.status,
@@ -78,7 +79,7 @@ impl Ledger {
                     for (n, t) in terms.iter().enumerate() {
                         out.push(TermRule {
                             id: format!("{}:{}", record.id, n + 1),
-                            op: record.id.to_string(),
+                            op: record.op_id(),
                             preferred: t.preferred.clone(),
                             avoided: t.avoid.clone(),
                             status: state.status,
@@ -122,7 +123,7 @@ impl Ledger {
         let rules: Vec<TermRule> = self
             .term_rules(None, at)
             .into_iter()
-            .filter(|r| r.id != r.op && r.status == Status::Established && !r.suggested)
+            .filter(|r| r.id != r.op.as_str() && r.status == Status::Established && !r.suggested)
             .collect();
         // Only rules that share a form can disagree.
         let mut by_form: HashMap<String, Vec<usize>> = HashMap::new();
