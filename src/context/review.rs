@@ -57,7 +57,7 @@ pub struct Reviewed {
     /// Notes this round kept: a note states no rule, so no store holds
     /// it; the keep in the operation log is its only record.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes_kept: Vec<String>,
+    pub notes_kept: Vec<OpId>,
     /// Rules files rewritten because what is in force changed.
     pub refreshed: Vec<PathBuf>,
     /// This round widened a rule to the workspace, and so this checkout
@@ -74,7 +74,7 @@ pub struct Reviewed {
 /// A contested suggestion a session's `--keep all` did not keep.
 #[derive(Debug, Clone, Serialize)]
 pub struct Left {
-    pub id: String,
+    pub id: OpId,
     pub short: String,
     pub subject: String,
     pub contested_by: Vec<OpId>,
@@ -116,7 +116,7 @@ fn share_if_widened(session: &Session, recorded: &[Record]) -> Option<PathBuf> {
 /// a decision, or a rule or note in force, with what a person may do.
 #[derive(Debug, Clone, Serialize)]
 pub struct Pending {
-    pub id: String,
+    pub id: OpId,
     pub short: String,
     pub status: Status,
     /// The subject in words: `"Quickcast", not "Quick cast"`, a note's
@@ -157,7 +157,7 @@ fn alone<T>(members: &[T]) -> bool {
 /// One operation behind a digest item.
 #[derive(Debug, Clone, Serialize)]
 pub struct Member {
-    pub id: String,
+    pub id: OpId,
     pub short: String,
     /// Who recorded it.
     pub actor: String,
@@ -216,7 +216,7 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
         contested_by.dedup();
         let in_force = state.status == Status::Established;
         out.push(Pending {
-            id: record.id.to_string(),
+            id: record.op_id(),
             short: record.short().to_owned(),
             status: state.status,
             subject: describe(record),
@@ -231,7 +231,7 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
             members: states
                 .iter()
                 .map(|(r, s)| Member {
-                    id: r.id.to_string(),
+                    id: r.op_id(),
                     short: r.short().to_owned(),
                     actor: r.actor.label(),
                     scope: s.scope.clone(),
@@ -467,7 +467,7 @@ impl<'l> Round<'l> {
                 }
             } else {
                 self.left.push(Left {
-                    id: record.id.to_string(),
+                    id: record.op_id(),
                     short: record.short().to_owned(),
                     subject: describe(record),
                     contested_by: rivals,
@@ -608,7 +608,7 @@ impl ReviewRequest {
 }
 
 /// What `decide` recorded, the suggestions it left, and the notes it kept.
-type Decided = (Vec<Record>, Vec<Left>, Vec<String>);
+type Decided = (Vec<Record>, Vec<Left>, Vec<OpId>);
 
 fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextError> {
     req.check_shape()?;
@@ -675,7 +675,7 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
         .kept
         .iter()
         .filter(|id| ledger.get(id).is_some_and(is_note))
-        .map(|id| id.to_string())
+        .copied()
         .collect();
     let drafts: Vec<Draft> = round
         .steps
