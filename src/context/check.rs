@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::formats::{self, RuleStatus};
 use crate::ops::record::{Actor, Scope, Signal, SignalSource};
 use crate::ops::{Draft, Drafted, OpId};
-use crate::ops::{Ledger, TermRule};
+use crate::ops::{Ledger, RuleId, TermRule};
 
 /// What to check.
 #[derive(Debug, Clone, Default)]
@@ -294,7 +294,7 @@ fn rules_at(
         })
         .map(|w| TermRule {
             op: w.id,
-            id: w.id.to_string(),
+            id: RuleId::Op(w.id),
             preferred: Some(w.preferred),
             avoided: w.avoid,
             suggested: w.status != crate::ops::Status::Established,
@@ -315,7 +315,7 @@ fn rules_at(
         .chain(workspace)
         .map(|r| {
             let rule = CheckRule {
-                id: r.id,
+                id: r.id.to_string(),
                 preferred: r.preferred.unwrap_or_default(),
                 avoided: r.avoided,
                 suggested: r.suggested,
@@ -392,7 +392,7 @@ pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, C
         .rules
         .into_iter()
         .map(|r| CheckRule {
-            id: format!("{name}:{}", r.line),
+            id: RuleId::File(name.clone(), r.line).to_string(),
             preferred: r.preferred.unwrap_or_default(),
             avoided: r.avoided,
             suggested: matches!(r.status, RuleStatus::Suggested | RuleStatus::Contested),

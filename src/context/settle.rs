@@ -237,11 +237,11 @@ pub fn merge_signals_in(
     let mut rules: Vec<CheckRule> = Vec::new();
     let mut scopes: Vec<Scope> = Vec::new();
     for rule in ledger.term_rules(None, now) {
-        if rule.status != Status::Suggested || rule.id != rule.op.as_str() {
+        if rule.status != Status::Suggested || !matches!(rule.id, crate::ops::RuleId::Op(_)) {
             continue;
         }
         rules.push(CheckRule {
-            id: rule.id,
+            id: rule.id.to_string(),
             preferred: rule.preferred.unwrap_or_default(),
             avoided: rule.avoided,
             suggested: true,
