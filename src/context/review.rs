@@ -201,7 +201,7 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
         };
         let states: Vec<(&Record, &State)> = members
             .iter()
-            .filter_map(|m| Some((ledger.get(&m)?, ledger.state(&m)?)))
+            .filter_map(|m| Some((ledger.get(m)?, ledger.state(m)?)))
             .collect();
         // The group drifts when one member does; it says which counts.
         let drifting = states
