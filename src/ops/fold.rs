@@ -1164,7 +1164,7 @@ pub(crate) mod tests {
                         id: r.op_id(),
                         reason: format!(
                             "#{} is no longer a suggestion ({})",
-                            &target_id[..10],
+                            crate::ops::id::short(target_id),
                             state.status.as_str()
                         ),
                     }),
