@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::formats::{self, RuleStatus};
 use crate::ops::record::{Actor, Scope, Signal, SignalSource};
 use crate::ops::{Draft, Drafted, OpId};
-use crate::ops::{Ledger, TermRule};
+use crate::ops::{Ledger, RuleId, TermRule};
 
 /// What to check.
 #[derive(Debug, Clone, Default)]
@@ -290,11 +290,11 @@ fn rules_at(
         .into_iter()
         .filter(|w| !w.shadowed_by(&project))
         .inspect(|w| {
-            sources.insert(w.id.clone(), (w.project.clone(), w.repository.clone()));
+            sources.insert(w.id.to_string(), (w.project.clone(), w.repository.clone()));
         })
         .map(|w| TermRule {
-            op: w.id.clone(),
-            id: w.id,
+            op: w.id,
+            id: RuleId::Op(w.id),
             preferred: Some(w.preferred),
             avoided: w.avoid,
             suggested: w.status != crate::ops::Status::Established,
@@ -315,7 +315,7 @@ fn rules_at(
         .chain(workspace)
         .map(|r| {
             let rule = CheckRule {
-                id: r.id,
+                id: r.id.to_string(),
                 preferred: r.preferred.unwrap_or_default(),
                 avoided: r.avoided,
                 suggested: r.suggested,
@@ -346,7 +346,7 @@ pub fn record_usage(
 ) -> Result<usize, ContextError> {
     let mut signals = Vec::new();
     for (id, used) in usage {
-        let Some(state) = ledger.state(id) else {
+        let Some(state) = OpId::parse(id).ok().and_then(|id| ledger.state(&id)) else {
             continue;
         };
         let counts = (used.preferred as u64, used.avoided as u64);
@@ -392,7 +392,7 @@ pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, C
         .rules
         .into_iter()
         .map(|r| CheckRule {
-            id: format!("{name}:{}", r.line),
+            id: RuleId::File(name.clone(), r.line).to_string(),
             preferred: r.preferred.unwrap_or_default(),
             avoided: r.avoided,
             suggested: matches!(r.status, RuleStatus::Suggested | RuleStatus::Contested),

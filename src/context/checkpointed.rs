@@ -10,6 +10,7 @@
 
 use crate::ops::fold::checkpoint;
 use crate::ops::fold::{Ignored, Ledger};
+use crate::ops::id::OpId;
 use crate::ops::record::Record;
 use crate::store::checkpoint::{Checkpoint, Header, Part, Tips};
 use crate::store::newest::is_ahead;
@@ -197,7 +198,7 @@ fn from_checkpoint(
             continue;
         }
         // Already folded (a journaled line the checkpoint held, now on the ref).
-        if ledger.get(&record.id) == Some(&record) {
+        if OpId::parse(&record.id).is_ok_and(|id| ledger.get(&id) == Some(&record)) {
             continue;
         }
         let key = crate::ops::id::key(&record.id);
@@ -260,7 +261,7 @@ fn answer(session: &Session, ledger: Ledger, held: &[Record], want: Want) -> Led
 /// Name each operation held back in `ledger.ignored`.
 pub fn name_held(ledger: &mut Ledger, held: &[Record]) {
     ledger.ignored.extend(held.iter().map(|r| Ignored {
-        id: r.id.to_string(),
+        id: r.op_id(),
         reason: "dated more than 10 minutes past this machine's clock: held back until its time comes"
             .into(),
     }));

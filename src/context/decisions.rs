@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::review::{Pending, ReviewRequest, pending_from};
 use super::{ContextError, Disagreement, Session};
+use crate::ops::OpId;
 use crate::ops::widen::WidenTo;
 
 /// The digest: the items awaiting a decision, the rules and notes in
@@ -101,7 +102,7 @@ impl Decision {
     /// The round that takes this decision on `item`; a widening holds
     /// `to` (a suggestion widened is kept there at once).
     pub fn round(self, item: &Pending, to: Option<WidenTo>) -> ReviewRequest {
-        let id = item.id.clone();
+        let id = item.id.to_string();
         let mut req = ReviewRequest::default();
         match self {
             Decision::Keep => req.keep.push(id),
@@ -126,7 +127,7 @@ impl Decision {
 pub fn next_item(
     session: &Session,
     of: Option<&str>,
-    seen: &[String],
+    seen: &[OpId],
 ) -> Result<Option<Pending>, ContextError> {
     let ledger = session.ledger()?;
     let items = pending_from(&ledger, of);
@@ -143,11 +144,10 @@ pub fn next_item(
 mod tests {
     use super::*;
     use crate::ops::Status;
-    use crate::ops::id::OpId;
 
     fn item(keepable: bool, droppable: bool, widenable: bool, contested: bool) -> Pending {
         Pending {
-            id: "0n79tw5k9s0000000000000a".into(),
+            id: OpId::parse("0n79tw5k9s0000000000000a").unwrap(),
             short: "0n79tw5k9s".into(),
             status: Status::Suggested,
             subject: "\"Quickcast\", not \"Quick cast\"".into(),

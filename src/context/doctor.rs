@@ -155,11 +155,11 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
     // Ids that repeat an older operation's content address (records are
     // in id order).
     let mut addresses = std::collections::HashSet::new();
-    let repeats: std::collections::HashSet<String> = loaded
+    let repeats: std::collections::HashSet<OpId> = loaded
         .records
         .iter()
         .filter(|r| r.address.as_ref().is_some_and(|a| !addresses.insert(a)))
-        .map(|r| r.id.to_string())
+        .map(|r| r.op_id())
         .collect();
     drop(addresses);
     let ledger = session.unfolded(loaded.records).folded();
@@ -172,7 +172,7 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
         }
         d.findings.push(Finding {
             class: if repeat { REPEAT } else { "ignored" },
-            location: i.id.clone(),
+            location: i.id.to_string(),
             message: if repeat {
                 format!(
                     "{}: recorded on two machines (or twice), the older stands; nothing to do",

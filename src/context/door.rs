@@ -41,7 +41,7 @@ pub fn admit(view: Option<&Ledger>, record: &Record) -> Result<(), ContextError>
     record.validate_unminted().map_err(invalid)?;
     let op = Op::of(record).map_err(invalid)?;
     let target = match (op.target(), view) {
-        (Some(id), Some(view)) => Some(view.get(id.as_str()).ok_or_else(|| {
+        (Some(id), Some(view)) => Some(view.get(&id).ok_or_else(|| {
             ContextError::Refused(format!(
                 "#{} is not an operation this log holds",
                 id.short()
@@ -65,7 +65,7 @@ pub fn admit(view: Option<&Ledger>, record: &Record) -> Result<(), ContextError>
     let Some(id) = op.target().filter(|_| !matches!(op, Op::Reset { .. })) else {
         return Ok(());
     };
-    let state = view.state(id.as_str());
+    let state = view.state(&id);
     if let Op::Withdraw { .. } = op {
         // Only a suggestion is taken back: the fold ignores a withdraw of
         // anything else, and one evidence settled is a rule a person drops.
@@ -434,14 +434,14 @@ mod tests {
             let mut all = records;
             all.push(new.clone());
             let folded = Ledger::new(all).folded();
-            let ignored = folded.ignored.iter().find(|i| i.id == new.id.as_str());
+            let ignored = folded.ignored.iter().find(|i| i.id.as_str() == new.id.as_str());
             match (&admitted, ignored) {
                 (Ok(()), Some(i)) => prop_assert!(false, "the door admitted {new:?}, the fold ignored it: {}", i.reason),
                 (Err(e), None) => {
                     // The one refusal on purpose: a withdraw of what
                     // evidence settled.
                     let settled = new.kind == Kind::Withdraw
-                        && new.target.as_deref().and_then(|t| view.state(t)).is_some_and(|s| {
+                        && new.target.as_deref().and_then(|t| view.state(&OpId::parse(t).ok()?)).is_some_and(|s| {
                             !s.kept && !matches!(s.status, Status::Suggested | Status::Contested)
                         });
                     prop_assert!(settled, "the door refused {new:?} ({e}), the fold applied it");

@@ -12,13 +12,14 @@ use super::{ContextError, Session};
 use crate::ops::group::Groups;
 use crate::ops::record::{Scope, Subject};
 use crate::ops::scope::Point;
-use crate::ops::{Ledger, OpId, State, Status, TermRule};
+use crate::ops::{Ledger, OpId, RuleId, State, Status, TermRule};
 
 /// One rule or note in an answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct Item {
-    /// The rule's id (`<import id>:<n>` for a rule of an imported file).
-    pub id: String,
+    /// The rule's id (`<import id>:<n>` for a rule of an imported file),
+    /// or the note's.
+    pub id: RuleId,
     pub short: String,
     pub status: Status,
     /// For a term rule: the form to use (absent for a rejected word).
@@ -44,7 +45,7 @@ pub struct Item {
     /// When several operations state the rule here (two agents suggested
     /// it), every one of them, this one first: the rule is listed once.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub members: Vec<String>,
+    pub members: Vec<OpId>,
     /// For a workspace rule: the checkout whose log it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repository: Option<std::path::PathBuf>,
@@ -66,7 +67,7 @@ impl Item {
     pub(crate) fn of_rule(rule: &TermRule, state: Option<&State>) -> Self {
         Item {
             id: rule.id.clone(),
-            short: crate::ops::id::short(&rule.id).to_owned(),
+            short: rule.id.short(),
             status: rule.status,
             preferred: rule.preferred.clone(),
             avoid: rule
@@ -93,8 +94,11 @@ fn standing(state: &State) -> Option<String> {
 
 /// The first operation of the group an item's rule belongs to, when
 /// several operations of the log state it.
-fn lead(groups: &Groups, item: &Item) -> Option<OpId> {
-    OpId::parse(&item.id).ok().and_then(|id| groups.lead(&id))
+fn lead(groups: &Groups, item: &Item) -> Option<(OpId, OpId)> {
+    match item.id {
+        RuleId::Op(id) => groups.lead(&id).map(|lead| (lead, id)),
+        _ => None,
+    }
 }
 
 /// One list of an answer, each rule of a group listed once.
@@ -108,7 +112,7 @@ struct Listing {
 impl Listing {
     /// Add `item`, or name it on the item of its group already listed.
     fn add(&mut self, groups: &Groups, item: Item) {
-        let Some(lead) = lead(groups, &item) else {
+        let Some((lead, id)) = lead(groups, &item) else {
             self.items.push(item);
             return;
         };
@@ -116,9 +120,9 @@ impl Listing {
             Some(&at) => {
                 let first = &mut self.items[at];
                 if first.members.is_empty() {
-                    first.members.push(first.id.clone());
+                    first.members.extend(first.id.op());
                 }
-                first.members.push(item.id);
+                first.members.push(id);
             }
             None => {
                 self.by_lead.insert(lead, self.items.len());
@@ -164,7 +168,7 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
         }
     }
     for item in away {
-        let here_too = lead(&groups, &item).is_some_and(|l| rules.by_lead.contains_key(&l));
+        let here_too = lead(&groups, &item).is_some_and(|(l, _)| rules.by_lead.contains_key(&l));
         if !here_too {
             elsewhere.add(&groups, item);
         }
@@ -183,7 +187,7 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
             continue;
         }
         let item = Item {
-            id: record.id.to_string(),
+            id: RuleId::Op(record.op_id()),
             short: record.short().to_owned(),
             status: state.status,
             preferred: None,
@@ -266,7 +270,7 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
             continue;
         }
         let item = Item {
-            id: rule.id.clone(),
+            id: RuleId::Op(rule.id),
             short: rule.short.clone(),
             status: rule.status,
             preferred: Some(rule.preferred.clone()),

@@ -14,9 +14,9 @@ use super::{ContextError, Session};
 use crate::formats::vale::{BUILTIN_STYLE, Enabled, Level, VOCABULARY_RULES, ValeIni};
 use crate::formats::{self, ImportedFile, RuleStatus, Vocabulary};
 use crate::git::walk::Walk;
-use crate::ops::Ledger;
 use crate::ops::record::{Evidence, Kind, MAX_TERMS, Scope, Subject, TermEntry};
 use crate::ops::{Draft, Drafted};
+use crate::ops::{Ledger, OpId, RuleId};
 
 /// The largest context file read.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -480,7 +480,7 @@ fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DisagreeingRule {
     /// `<import id>:<n>`, the n-th rule of the import.
-    pub id: String,
+    pub id: RuleId,
     /// The file it was imported from.
     pub file: Option<String>,
     /// `"GitHub", not "Github"`.
@@ -499,9 +499,10 @@ pub struct Disagreement {
 impl Disagreement {
     /// Whether either side comes from one of these imports.
     pub fn involves(&self, ops: &[&str]) -> bool {
-        [&self.first, &self.second]
-            .iter()
-            .any(|r| ops.iter().any(|op| r.id.split(':').next() == Some(op)))
+        [&self.first, &self.second].iter().any(|r| {
+            ops.iter()
+                .any(|op| r.id.op().as_ref().map(OpId::as_str) == Some(op))
+        })
     }
 }
 

@@ -115,7 +115,7 @@ pub fn query<'a>(ledger: &'a Ledger, filter: &Filter) -> Vec<LogEntry<'a>> {
     ledger
         .records()
         .iter()
-        .map(|record| (record, ledger.state(&record.id)))
+        .map(|record| (record, ledger.state(&record.op_id())))
         .filter(|(record, state)| filter.admits(record, *state))
         .map(|(record, state)| LogEntry {
             record,

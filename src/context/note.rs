@@ -212,7 +212,7 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
     // no one can drop it either, so no drop is offered). Whether this
     // actor may take it back, and whether it is still a suggestion, the
     // door decides.
-    match ledger.state(id.as_str()).map(|s| s.status) {
+    match ledger.state(id).map(|s| s.status) {
         Some(status @ (Status::Withdrawn | Status::Dropped)) => {
             return Err(ContextError::Refused(format!(
                 "refusing to withdraw #{}: it is already {}; there is nothing to withdraw",

@@ -41,13 +41,13 @@ pub enum Point {
     /// Before a date or an instant (Unix milliseconds).
     Instant { text: String },
     /// Before one operation.
-    Operation { id: String },
+    Operation { id: OpId },
 }
 
 /// A subject the reset sets aside or brings back.
 #[derive(Debug, Clone, Serialize)]
 pub struct Subjected {
-    pub id: String,
+    pub id: OpId,
     pub short: String,
     pub kind: Kind,
     pub subject: String,
@@ -63,7 +63,7 @@ pub struct Subjected {
 pub struct ResetReport {
     pub point: Point,
     /// The first operation set aside.
-    pub before: String,
+    pub before: OpId,
     /// The reset recorded; `None` on a dry run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded: Option<Record>,
@@ -165,7 +165,7 @@ fn report_of(
     for ((record, state), was) in ledger.iter().zip(statuses) {
         let Some(state) = state else { continue };
         let item = || Subjected {
-            id: record.id.to_string(),
+            id: record.op_id(),
             short: record.short().to_owned(),
             kind: record.kind,
             subject: describe(record),
@@ -181,7 +181,7 @@ fn report_of(
     }
     Ok(ResetReport {
         point,
-        before: before.to_string(),
+        before,
         recorded: None,
         dry_run: false,
         set_aside,
@@ -230,7 +230,7 @@ fn resolve_point(ledger: &Ledger, text: &str) -> Result<(Point, OpId), ContextEr
     }
     let ids = ledger.ids();
     match resolve(text, &ids) {
-        Ok(id) => Ok((Point::Operation { id: id.to_string() }, *id)),
+        Ok(id) => Ok((Point::Operation { id: *id }, *id)),
         Err(crate::ops::id::ResolveError::NotAnId(_)) => Err(ContextError::Usage(format!(
             "`{text}` is neither a session that recorded something, a date (2026-12-01), an RFC 3339 instant nor an operation id"
         ))),

@@ -57,7 +57,7 @@ pub struct Reviewed {
     /// Notes this round kept: a note states no rule, so no store holds
     /// it; the keep in the operation log is its only record.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes_kept: Vec<String>,
+    pub notes_kept: Vec<OpId>,
     /// Rules files rewritten because what is in force changed.
     pub refreshed: Vec<PathBuf>,
     /// This round widened a rule to the workspace, and so this checkout
@@ -74,7 +74,7 @@ pub struct Reviewed {
 /// A contested suggestion a session's `--keep all` did not keep.
 #[derive(Debug, Clone, Serialize)]
 pub struct Left {
-    pub id: String,
+    pub id: OpId,
     pub short: String,
     pub subject: String,
     pub contested_by: Vec<OpId>,
@@ -116,7 +116,7 @@ fn share_if_widened(session: &Session, recorded: &[Record]) -> Option<PathBuf> {
 /// a decision, or a rule or note in force, with what a person may do.
 #[derive(Debug, Clone, Serialize)]
 pub struct Pending {
-    pub id: String,
+    pub id: OpId,
     pub short: String,
     pub status: Status,
     /// The subject in words: `"Quickcast", not "Quick cast"`, a note's
@@ -157,7 +157,7 @@ fn alone<T>(members: &[T]) -> bool {
 /// One operation behind a digest item.
 #[derive(Debug, Clone, Serialize)]
 pub struct Member {
-    pub id: String,
+    pub id: OpId,
     pub short: String,
     /// Who recorded it.
     pub actor: String,
@@ -195,13 +195,13 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
         if !shown.insert(lead) {
             continue;
         }
-        let (record, state) = match (ledger.get(lead.as_str()), ledger.state(lead.as_str())) {
+        let (record, state) = match (ledger.get(&lead), ledger.state(&lead)) {
             (Some(r), Some(s)) => (r, s),
             _ => (record, state),
         };
         let states: Vec<(&Record, &State)> = members
             .iter()
-            .filter_map(|m| Some((ledger.get(m.as_str())?, ledger.state(m.as_str())?)))
+            .filter_map(|m| Some((ledger.get(m)?, ledger.state(m)?)))
             .collect();
         // The group drifts when one member does; it says which counts.
         let drifting = states
@@ -216,7 +216,7 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
         contested_by.dedup();
         let in_force = state.status == Status::Established;
         out.push(Pending {
-            id: record.id.to_string(),
+            id: record.op_id(),
             short: record.short().to_owned(),
             status: state.status,
             subject: describe(record),
@@ -231,7 +231,7 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
             members: states
                 .iter()
                 .map(|(r, s)| Member {
-                    id: r.id.to_string(),
+                    id: r.op_id(),
                     short: r.short().to_owned(),
                     actor: r.actor.label(),
                     scope: s.scope.clone(),
@@ -389,10 +389,7 @@ impl<'l> Round<'l> {
         for member in &side {
             let state = subject_state(self.ledger, member, "choose")?;
             for rival in &state.contested_by {
-                let answers = self
-                    .ledger
-                    .state(rival.as_str())
-                    .is_some_and(|s| s.status.answers());
+                let answers = self.ledger.state(rival).is_some_and(|s| s.status.answers());
                 if answers {
                     self.push(Kind::Drop, rival)?;
                 }
@@ -418,7 +415,7 @@ impl<'l> Round<'l> {
         for member in self.group(&id) {
             let in_force = self
                 .ledger
-                .state(member.as_str())
+                .state(&member)
                 .is_some_and(|s| s.status == Status::Established && !req.changes(s));
             if in_force && req.widen_to.is_some() {
                 if !self.widen_in_force.contains(&member) {
@@ -470,7 +467,7 @@ impl<'l> Round<'l> {
                 }
             } else {
                 self.left.push(Left {
-                    id: record.id.to_string(),
+                    id: record.op_id(),
                     short: record.short().to_owned(),
                     subject: describe(record),
                     contested_by: rivals,
@@ -611,7 +608,7 @@ impl ReviewRequest {
 }
 
 /// What `decide` recorded, the suggestions it left, and the notes it kept.
-type Decided = (Vec<Record>, Vec<Left>, Vec<String>);
+type Decided = (Vec<Record>, Vec<Left>, Vec<OpId>);
 
 fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextError> {
     req.check_shape()?;
@@ -661,7 +658,7 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
     }
     for id in &round.kept {
         // The window the keep leaves: the bounds given, the others kept.
-        if let Some(state) = ledger.state(id.as_str()) {
+        if let Some(state) = ledger.state(id) {
             let from = req.valid_from.as_ref().or(state.scope.valid_from.as_ref());
             let to = req.valid_to.as_ref().or(state.scope.valid_to.as_ref());
             check_window(from.map(String::as_str), to.map(String::as_str))?;
@@ -677,8 +674,8 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
     let notes_kept = round
         .kept
         .iter()
-        .filter(|id| ledger.get(id.as_str()).is_some_and(is_note))
-        .map(|id| id.to_string())
+        .filter(|id| ledger.get(id).is_some_and(is_note))
+        .copied()
         .collect();
     let drafts: Vec<Draft> = round
         .steps
@@ -738,7 +735,7 @@ pub fn left_text(left: &[Left]) -> String {
 /// The folded state of a subject a decision names.
 fn subject_state<'l>(ledger: &'l Ledger, id: &OpId, verb: &str) -> Result<&'l State, ContextError> {
     let target = held(ledger, id)?;
-    ledger.state(id.as_str()).ok_or_else(|| {
+    ledger.state(id).ok_or_else(|| {
         ContextError::Refused(format!(
             "refusing to {verb} #{}: it is a {} and states no rule or note",
             id.short(),
@@ -749,7 +746,7 @@ fn subject_state<'l>(ledger: &'l Ledger, id: &OpId, verb: &str) -> Result<&'l St
 
 /// The operation `id` names, which a prefix resolved against this ledger.
 fn held<'l>(ledger: &'l Ledger, id: &OpId) -> Result<&'l Record, ContextError> {
-    ledger.get(id.as_str()).ok_or_else(|| {
+    ledger.get(id).ok_or_else(|| {
         ContextError::Refused(format!(
             "#{} is not an operation this log holds",
             id.short()
@@ -789,7 +786,7 @@ fn admissible(
             // reversed it: the rule binds again, the correction stays contested.
             let reversed_by_people = state.kept
                 && rivals.iter().all(|r| {
-                    ledger.get(r.as_str()).is_some_and(|o| {
+                    ledger.get(r).is_some_and(|o| {
                         o.kind == Kind::Correct && o.actor.kind == ActorKind::Person
                     })
                 });

@@ -12,7 +12,7 @@ use crate::formats::rules_block::{
     BlockNote, BlockRule, RulesFileError, refresh_block, render_block,
 };
 use crate::ops::record::{Scope, Subject};
-use crate::ops::{Ledger, OpId, Status};
+use crate::ops::{Ledger, OpId, RuleId, Status};
 
 /// Why a rules file could not be refreshed (the name is as configured).
 #[derive(Debug, thiserror::Error)]
@@ -65,10 +65,7 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
         .into_iter()
         .filter(|r| !r.suggested)
     {
-        let lead = (r.id == r.op)
-            .then(|| OpId::parse(&r.id).ok())
-            .flatten()
-            .map(|op| groups.of(&op)[0]);
+        let lead = matches!(r.id, RuleId::Op(_)).then(|| groups.of(&r.op)[0]);
         let rule = BlockRule {
             preferred: r.preferred.unwrap_or_default(),
             // A pattern rule names what it avoids as `/pattern/`.

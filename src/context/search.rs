@@ -89,7 +89,7 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
             continue;
         }
         found.notes.push(Item {
-            id: record.id.to_string(),
+            id: crate::ops::RuleId::Op(record.op_id()),
             short: record.short().to_owned(),
             status: state.status,
             preferred: None,

@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::ops::record::{CheckFailure, Kind, Record};
-use crate::ops::{Ledger, Status};
+use crate::ops::{Ledger, OpId, Status};
 
 /// One operation the session recorded, and its status now.
 #[derive(Debug, Clone, Serialize)]
 pub struct Recorded {
-    pub id: String,
+    pub id: OpId,
     pub short: String,
     pub kind: &'static str,
     /// The subject in words, or the operation it acted on.
@@ -31,9 +31,9 @@ pub struct Caught {
     pub rule: String,
     pub quote: String,
     /// The run that reported it.
-    pub reported_by: String,
+    pub reported_by: OpId,
     /// The run that no longer found it.
-    pub cleared_by: String,
+    pub cleared_by: OpId,
 }
 
 /// A failing finding no later run of the session has cleared.
@@ -42,7 +42,7 @@ pub struct Open {
     pub path: String,
     pub rule: String,
     pub quote: String,
-    pub reported_by: String,
+    pub reported_by: OpId,
 }
 
 /// What a session did, derived from the log.
@@ -85,7 +85,7 @@ pub fn outcomes(ledger: &Ledger, session: &str) -> SessionOutcomes {
     let mut clean_runs = 0;
     let mut pending = 0;
     // (path, rule, quote) → the run that reported it, still open.
-    let mut open: BTreeMap<(String, String, String), String> = BTreeMap::new();
+    let mut open: BTreeMap<(String, String, String), OpId> = BTreeMap::new();
     let mut caught = Vec::new();
     for (record, state) in ledger.iter() {
         if !ours(record) || ignored.contains(record.id.as_str()) {
@@ -111,15 +111,15 @@ pub fn outcomes(ledger: &Ledger, session: &str) -> SessionOutcomes {
                         path: path.clone(),
                         rule: rule.clone(),
                         quote: quote.clone(),
-                        reported_by: reported_by.clone(),
-                        cleared_by: record.id.to_string(),
+                        reported_by: *reported_by,
+                        cleared_by: record.op_id(),
                     });
                 }
                 !cleared
             });
             for f in &run.failing {
                 open.entry((f.path.clone(), f.rule.clone(), f.quote.clone()))
-                    .or_insert_with(|| record.id.to_string());
+                    .or_insert_with(|| record.op_id());
             }
             continue;
         }
@@ -134,7 +134,7 @@ pub fn outcomes(ledger: &Ledger, session: &str) -> SessionOutcomes {
             (None, None, None) => String::new(),
         };
         recorded.push(Recorded {
-            id: record.id.to_string(),
+            id: record.op_id(),
             short: record.short().to_owned(),
             kind: record.kind.as_str(),
             what,

@@ -30,11 +30,11 @@ pub fn settler() -> Actor {
 #[derive(Debug, Clone, Serialize)]
 pub struct Establishment {
     /// The establish operation.
-    pub id: String,
+    pub id: OpId,
     /// The suggestion it establishes.
-    pub target: String,
+    pub target: OpId,
     /// The person signals it rests on.
-    pub because: Vec<String>,
+    pub because: Vec<OpId>,
 }
 
 /// The establishments the log supports that no binding establish names
@@ -64,10 +64,12 @@ pub fn settle_in(session: &Session, ledger: Ledger) -> Result<Vec<Establishment>
     session.release(ledger);
     Ok(recorded
         .into_iter()
-        .map(|r| Establishment {
-            id: r.id.to_string(),
-            target: r.target.unwrap_or_default().to_string(),
-            because: r.because,
+        .filter_map(|r| {
+            Some(Establishment {
+                id: r.op_id(),
+                target: r.target_id()?,
+                because: r.because_ids(),
+            })
         })
         .collect())
 }
@@ -75,7 +77,7 @@ pub fn settle_in(session: &Session, ledger: Ledger) -> Result<Vec<Establishment>
 /// One merge signal recorded (or already held).
 #[derive(Debug, Clone, Serialize)]
 pub struct MergeSignal {
-    pub target: String,
+    pub target: OpId,
     pub commit: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pr: Option<String>,
@@ -235,11 +237,11 @@ pub fn merge_signals_in(
     let mut rules: Vec<CheckRule> = Vec::new();
     let mut scopes: Vec<Scope> = Vec::new();
     for rule in ledger.term_rules(None, now) {
-        if rule.status != Status::Suggested || rule.id != rule.op {
+        if rule.status != Status::Suggested || !matches!(rule.id, crate::ops::RuleId::Op(_)) {
             continue;
         }
         rules.push(CheckRule {
-            id: rule.id,
+            id: rule.id.to_string(),
             preferred: rule.preferred.unwrap_or_default(),
             avoided: rule.avoided,
             suggested: true,
@@ -385,7 +387,7 @@ pub fn merge_signals_in(
     for (target, address, signal) in wanted_signals {
         let recorded = !ledger.holds_address(&address);
         report.signals.push(MergeSignal {
-            target: target.to_string(),
+            target,
             commit: signal.commit.clone().unwrap_or_default(),
             pr: signal.pr.clone(),
             preferred: signal.preferred,

@@ -13,6 +13,7 @@ use super::settle::{Establishment, MergeSignals};
 use super::transfer::Rejected;
 use super::{ContextError, Session};
 use crate::git::Pushed;
+use crate::ops::OpId;
 use crate::ops::policy::{Sharing, may_share};
 use crate::store::{Joined, LogRef, RemoteError, StoreError};
 use crate::wording::unstopped;
@@ -62,7 +63,7 @@ pub struct Fetched {
     pub refused: usize,
     /// Operations dated more than ten minutes past this machine's clock:
     /// held back until their time comes.
-    pub held_back: Vec<String>,
+    pub held_back: Vec<OpId>,
 }
 
 /// How the push went.

@@ -130,7 +130,7 @@ fn the_pending_queue_empties_when_a_person_decides() {
 
     let waiting = pending(&agent.ledger().unwrap());
     assert_eq!(waiting.len(), 1);
-    assert_eq!(waiting[0].id, noted.record.id);
+    assert_eq!(waiting[0].id, noted.record.op_id());
     assert_eq!(waiting[0].status, Status::Suggested);
     assert!(
         waiting[0]

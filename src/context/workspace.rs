@@ -27,7 +27,7 @@ use crate::ops::actor::ActorError;
 use crate::ops::forms::case_key;
 use crate::ops::policy::{PolicyError, WorkspaceChoice, may_choose_workspace};
 use crate::ops::record::{Scope, Subject};
-use crate::ops::{Status, TermRule};
+use crate::ops::{OpId, Status, TermRule};
 use crate::store::Store;
 
 pub use registry::{Registered, Registry, RegistryError, Unread, registry_file};
@@ -270,7 +270,7 @@ pub struct WorkspaceRule {
     pub project: String,
     /// Where that project's checkout is.
     pub repository: PathBuf,
-    pub id: String,
+    pub id: OpId,
     pub short: String,
     pub status: Status,
     #[serde(rename = "use")]
@@ -415,7 +415,7 @@ struct Cached {
 struct CachedRule {
     project: String,
     repository: PathBuf,
-    id: String,
+    id: OpId,
     status: String,
     preferred: String,
     avoid: Vec<String>,
@@ -438,7 +438,7 @@ fn read_cache(file: &Path, stamp: &str) -> Option<Vec<WorkspaceRule>> {
         .into_iter()
         .map(|r| {
             Some(WorkspaceRule {
-                short: crate::ops::id::short(&r.id).to_owned(),
+                short: r.id.short().to_owned(),
                 status: Status::parse(&r.status)?,
                 project: r.project,
                 repository: r.repository,
@@ -462,7 +462,7 @@ fn write_cache(file: &Path, stamp: &str, rules: &[WorkspaceRule]) {
             .map(|r| CachedRule {
                 project: r.project.clone(),
                 repository: r.repository.clone(),
-                id: r.id.clone(),
+                id: r.id,
                 status: r.status.as_str().to_owned(),
                 preferred: r.preferred.clone(),
                 avoid: r.avoid.clone(),
@@ -496,7 +496,7 @@ fn widened_by(path: &Path, ledger: crate::ops::Ledger) -> Vec<WorkspaceRule> {
         out.push(WorkspaceRule {
             project: record.project.to_string(),
             repository: path.to_path_buf(),
-            id: record.id.to_string(),
+            id: record.op_id(),
             short: record.short().to_owned(),
             status: state.status,
             preferred: preferred.clone(),

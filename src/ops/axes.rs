@@ -564,7 +564,7 @@ mod fold_tests {
     }
 
     fn status(ledger: &Ledger, r: &Record) -> Status {
-        ledger.state(&r.id).unwrap().status
+        ledger.state(&r.op_id()).unwrap().status
     }
 
     #[test]

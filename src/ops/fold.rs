@@ -114,21 +114,14 @@ enum Decision<'r> {
     Establish,
 }
 
-/// The position of `id` in records sorted by id.
-fn position_by_key(keys: &[u128], id: &str) -> Option<usize> {
-    if !super::id::is_id(id) {
-        return None;
-    }
-    keys.binary_search(&super::id::key(id)).ok()
-}
-
 impl Ledger {
-    pub fn get(&self, id: &str) -> Option<&Record> {
-        position_by_key(&self.fold.keys, id).map(|i| &self.records[i])
+    pub fn get(&self, id: &OpId) -> Option<&Record> {
+        self.position(id).map(|i| &self.records[i])
     }
 
-    pub fn state(&self, id: &str) -> Option<&State> {
-        position_by_key(&self.fold.keys, id).and_then(|i| self.fold.states[i].as_deref())
+    pub fn state(&self, id: &OpId) -> Option<&State> {
+        self.position(id)
+            .and_then(|i| self.fold.states[i].as_deref())
     }
 
     /// Whether the log holds an operation with this content address.
@@ -160,13 +153,10 @@ impl Ledger {
     }
 
     /// The status changes of one subject, oldest first.
-    pub fn history(&self, id: &str) -> Vec<Event> {
-        let Ok(id) = OpId::parse(id) else {
-            return Vec::new();
-        };
+    pub fn history(&self, id: &OpId) -> Vec<Event> {
         self.events()
             .iter()
-            .filter(|e| e.subject == id)
+            .filter(|e| e.subject == *id)
             .copied()
             .collect()
     }
@@ -226,7 +216,7 @@ impl Ledger {
             records.retain(|r| match &r.address {
                 Some(address) if !addresses.insert(address.clone()) => {
                     ignored.push(Ignored {
-                        id: r.id.to_string(),
+                        id: r.op_id(),
                         reason: format!("an older operation holds content address {address}"),
                     });
                     false
@@ -331,7 +321,7 @@ impl Ledger {
             && !self.fold.addresses.insert(address.clone())
         {
             self.ignored.push(Ignored {
-                id: record.id.to_string(),
+                id: record.op_id(),
                 reason: format!("an older operation holds content address {address}"),
             });
             self.fold.ignored_at.push(usize::MAX);
@@ -377,7 +367,7 @@ impl Folding {
         reason: String,
     ) {
         ignored.push(Ignored {
-            id: records[at].id.to_string(),
+            id: records[at].op_id(),
             reason,
         });
         self.ignored_at.push(at);
@@ -752,7 +742,7 @@ fn as_of(mut ledger: Ledger, cutoff_ms: u64) -> Ledger {
     let (ignored, at): (Vec<Ignored>, Vec<usize>) = std::mem::take(&mut ledger.ignored)
         .into_iter()
         .zip(std::mem::take(&mut ledger.fold.ignored_at))
-        .filter(|(i, _)| super::id::time_of(&i.id) + super::id::EPOCH_MS <= cutoff_ms)
+        .filter(|(i, _)| i.id.unix_ms() <= cutoff_ms)
         .unzip();
     ledger.ignored = ignored;
     ledger.fold.ignored_at = at;
@@ -832,11 +822,11 @@ pub(crate) mod tests {
         let rival = term(n, "QuickCast app", "rival".into());
         log.push(rival.clone());
         let ledger = fold(log.clone());
-        let first = ledger.state(&log[0].id).unwrap();
+        let first = ledger.state(&log[0].op_id()).unwrap();
         assert_eq!(first.status, Status::Contested);
         assert_eq!(first.contested_by, [rival.op_id()]);
         assert_eq!(first.standing.sessions, n as usize);
-        let rival = ledger.state(&rival.id).unwrap();
+        let rival = ledger.state(&rival.op_id()).unwrap();
         assert_eq!(rival.status, Status::Contested);
         assert_eq!(rival.contested_by.len(), n as usize);
         assert_eq!(rival.standing.sessions, 1);
@@ -853,7 +843,7 @@ pub(crate) mod tests {
         let r1 = reset(4, &b);
         let c = note(5, "c");
         let status =
-            |records: Vec<Record>, of: &Record| fold(records).state(&of.id).map(|s| s.status);
+            |records: Vec<Record>, of: &Record| fold(records).state(&of.op_id()).map(|s| s.status);
 
         let log = vec![a.clone(), b.clone(), keep_b.clone(), r1.clone(), c.clone()];
         assert_eq!(status(log.clone(), &a), Some(Status::Suggested));
@@ -886,10 +876,10 @@ pub(crate) mod tests {
         };
         let ledger = fold(vec![a.clone(), forged.clone()]);
         assert_eq!(
-            ledger.state(&a.id).map(|s| s.status),
+            ledger.state(&a.op_id()).map(|s| s.status),
             Some(Status::Suggested)
         );
-        assert!(ledger.ignored.iter().any(|i| i.id == forged.id));
+        assert!(ledger.ignored.iter().any(|i| i.id == forged.op_id()));
     }
 
     #[test]
@@ -903,13 +893,13 @@ pub(crate) mod tests {
             ..note(2, "from another")
         };
         let ledger = fold(vec![younger.clone(), older.clone()]);
-        assert!(ledger.get(&older.id).is_some());
-        assert!(ledger.get(&younger.id).is_none());
+        assert!(ledger.get(&older.op_id()).is_some());
+        assert!(ledger.get(&younger.op_id()).is_none());
         assert!(
             ledger
                 .ignored
                 .iter()
-                .any(|i| i.id == younger.id && i.reason.contains("content address"))
+                .any(|i| i.id == younger.op_id() && i.reason.contains("content address"))
         );
     }
 
@@ -1080,7 +1070,7 @@ pub(crate) mod tests {
             records.retain(|r| match &r.address {
                 Some(address) if !seen_addresses.insert(address.clone()) => {
                     ignored.push(Ignored {
-                        id: r.id.to_string(),
+                        id: r.op_id(),
                         reason: format!("an older operation holds content address {address}"),
                     });
                     false
@@ -1095,7 +1085,11 @@ pub(crate) mod tests {
             // The latest import of each file: a new import of a path supersedes it.
             let mut imported: BTreeMap<&str, usize> = BTreeMap::new();
             for (i, r) in records.iter().enumerate() {
-                let target_at = r.target.as_deref().and_then(|t| position_by_key(&keys, t));
+                let target_at = r
+                    .target
+                    .as_deref()
+                    .and_then(|t| OpId::parse(t).ok())
+                    .and_then(|t| keys.binary_search(&t.key()).ok());
                 let decided = match crate::ops::op::Op::of(r) {
                     Ok(op) => person_decides(&r.actor, &op, target_at.map(|t| &records[t])),
                     Err(e) => Err(crate::ops::policy::PolicyError {
@@ -1106,7 +1100,7 @@ pub(crate) mod tests {
                 };
                 if let Err(e) = decided {
                     ignored.push(Ignored {
-                        id: r.id.to_string(),
+                        id: r.op_id(),
                         reason: e.to_string(),
                     });
                     continue;
@@ -1143,7 +1137,7 @@ pub(crate) mod tests {
                 else {
                     if r.kind.needs_target() {
                         ignored.push(Ignored {
-                            id: r.id.to_string(),
+                            id: r.op_id(),
                             reason: format!("it acts on #{target_id}, which holds no subject here"),
                         });
                     }
@@ -1167,10 +1161,10 @@ pub(crate) mod tests {
                     Kind::Drop => decide(state, Status::Dropped),
                     Kind::Withdraw if state.status == Status::Suggested && !state.kept => decide(state, Status::Withdrawn),
                     Kind::Withdraw => ignored.push(Ignored {
-                        id: r.id.to_string(),
+                        id: r.op_id(),
                         reason: format!(
                             "#{} is no longer a suggestion ({})",
-                            &target_id[..10],
+                            crate::ops::id::short(target_id),
                             state.status.as_str()
                         ),
                     }),
@@ -1178,7 +1172,7 @@ pub(crate) mod tests {
                     // the settling work; until the fold can read that evidence again,
                     // an establish binds nothing.
                     Kind::Establish => ignored.push(Ignored {
-                        id: r.id.to_string(),
+                        id: r.op_id(),
                         reason: "establish operations are not applied yet: this kapi cannot re-read the evidence they rest on"
                             .into(),
                     }),
@@ -1311,7 +1305,7 @@ pub(crate) mod tests {
                 // Each subject's history is a chain: every change starts
                 // where the one before ended, and the last ends in its status.
                 for (r, s) in ledger.iter() {
-                    let history = ledger.history(&r.id);
+                    let history = ledger.history(&r.op_id());
                     let mut at = None;
                     for e in &history {
                         prop_assert_eq!(e.from, at, "{}: {:?}", r.id, history);
@@ -1391,7 +1385,7 @@ pub(crate) mod tests {
                 // Every subject's history ends in its status.
                 for (r, s) in a.iter() {
                     if let Some(s) = s {
-                        let last = a.history(&r.id).last().map(|e| e.to);
+                        let last = a.history(&r.op_id()).last().map(|e| e.to);
                         prop_assert_eq!(last, Some(s.status), "{}", r.id);
                     }
                 }

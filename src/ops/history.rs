@@ -503,7 +503,7 @@ mod tests {
             }
             // The ledger it hands back is the fold of the whole log.
             for (r, s) in end.iter() {
-                prop_assert_eq!(h.ledger.state(&r.id).map(|s| s.status), s.map(|s| s.status));
+                prop_assert_eq!(h.ledger.state(&r.op_id()).map(|s| s.status), s.map(|s| s.status));
             }
             // Each history is a chain.
             for r in &records {
@@ -540,7 +540,7 @@ mod tests {
         assert_eq!(h.status_at(&rule, last), Some(Status::Contested));
         assert_eq!(
             fold_as_of(records.clone(), last)
-                .state(rule.as_str())
+                .state(&rule)
                 .map(|s| s.status),
             Some(Status::Contested)
         );

@@ -23,4 +23,4 @@ pub use fold::{Ledger, State, Status, fold};
 pub use id::OpId;
 pub use op::Op;
 pub use record::{Actor, ActorKind, Kind, Record, Subject};
-pub use rules::TermRule;
+pub use rules::{RuleId, TermRule};

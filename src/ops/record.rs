@@ -609,8 +609,22 @@ impl Record {
         OpId::parse(&self.id).expect("validated records carry valid ids")
     }
 
+    /// The operation it acts on, if any. Valid once `validate` passed.
+    pub fn target_id(&self) -> Option<OpId> {
+        let target = self.target.as_deref()?;
+        Some(OpId::parse(target).expect("validated records carry valid targets"))
+    }
+
+    /// The operations it rests on (`because`). Valid once `validate` passed.
+    pub fn because_ids(&self) -> Vec<OpId> {
+        self.because
+            .iter()
+            .map(|b| OpId::parse(b).expect("validated records carry valid ids"))
+            .collect()
+    }
+
     pub fn short(&self) -> &str {
-        &self.id[..self.id.len().min(super::id::SHORT_LEN)]
+        super::id::short(&self.id)
     }
 
     /// Whether the record states something a status belongs to.

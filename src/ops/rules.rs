@@ -7,16 +7,64 @@ use std::collections::{BTreeSet, HashMap};
 use super::fold::disagree::{TermView, disagree};
 use super::fold::{Ledger, Status};
 use super::forms::case_key;
+use super::id::OpId;
 use super::record::{Bounds, Scope, Subject};
 use super::scope::Point;
+
+/// A term rule's id. Its text (`Display`, and how it serializes) is the
+/// operation id, `<import id>:<n>` for the n-th rule of an imported file,
+/// or `terms.tsv:3` for the rule on line 3 of a term list `kapi check
+/// --rules` read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RuleId {
+    /// The operation that states the rule.
+    Op(OpId),
+    /// The n-th rule (from 1) of the file an operation imported.
+    Imported(OpId, usize),
+    /// The rule on a line (from 1) of a term list, by the file's name.
+    File(String, usize),
+}
+
+impl RuleId {
+    /// The operation that states the rule or imported its file.
+    pub fn op(&self) -> Option<OpId> {
+        match self {
+            RuleId::Op(id) | RuleId::Imported(id, _) => Some(*id),
+            RuleId::File(..) => None,
+        }
+    }
+
+    /// The short form a line shows: the first ten characters of the text.
+    pub fn short(&self) -> String {
+        match self {
+            RuleId::Op(id) | RuleId::Imported(id, _) => id.short().to_owned(),
+            RuleId::File(..) => super::id::short(&self.to_string()).to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for RuleId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuleId::Op(id) => write!(f, "{id}"),
+            RuleId::Imported(id, n) => write!(f, "{id}:{n}"),
+            RuleId::File(name, line) => write!(f, "{name}:{line}"),
+        }
+    }
+}
+
+impl serde::Serialize for RuleId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
 
 /// One term rule that answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TermRule {
-    /// The operation id, or `<import id>:<n>` for the n-th rule of an imported file.
-    pub id: String,
+    pub id: RuleId,
     /// The operation that states it.
-    pub op: String,
+    pub op: OpId,
     /// The form to use; `None` for a rejected word with no replacement.
     pub preferred: Option<String>,
     pub avoided: Vec<String>,
@@ -60,8 +108,8 @@ impl Ledger {
             let advises = state.status != Status::Established;
             match &record.subject {
                 Some(Subject::Term { preferred, avoid }) => out.push(TermRule {
-                    id: record.id.to_string(),
-                    op: record.id.to_string(),
+                    id: RuleId::Op(record.op_id()),
+                    op: record.op_id(),
                     preferred: Some(preferred.clone()),
                     avoided: avoid.clone(),
                     status: state.status,
@@ -77,8 +125,8 @@ impl Ledger {
                 Some(Subject::Terms { terms, .. }) => {
                     for (n, t) in terms.iter().enumerate() {
                         out.push(TermRule {
-                            id: format!("{}:{}", record.id, n + 1),
-                            op: record.id.to_string(),
+                            id: RuleId::Imported(record.op_id(), n + 1),
+                            op: record.op_id(),
                             preferred: t.preferred.clone(),
                             avoided: t.avoid.clone(),
                             status: state.status,
@@ -122,7 +170,11 @@ impl Ledger {
         let rules: Vec<TermRule> = self
             .term_rules(None, at)
             .into_iter()
-            .filter(|r| r.id != r.op && r.status == Status::Established && !r.suggested)
+            .filter(|r| {
+                matches!(r.id, RuleId::Imported(..))
+                    && r.status == Status::Established
+                    && !r.suggested
+            })
             .collect();
         // Only rules that share a form can disagree.
         let mut by_form: HashMap<String, Vec<usize>> = HashMap::new();

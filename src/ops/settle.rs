@@ -36,7 +36,7 @@ pub fn due(ledger: &Ledger) -> Vec<Due> {
                 let keys: Vec<&str> = state
                     .because
                     .iter()
-                    .map(|b| ledger.get(b.as_str()).map_or(b.as_str(), evidence_key))
+                    .map(|b| ledger.get(b).map_or(b.as_str(), evidence_key))
                     .collect();
                 Due {
                     target: record.op_id(),
@@ -128,7 +128,7 @@ mod tests {
     }
 
     fn status(records: &[Record], of: &Record) -> Status {
-        fold(records.to_vec()).state(&of.id).unwrap().status
+        fold(records.to_vec()).state(&of.op_id()).unwrap().status
     }
 
     #[test]
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(status(&log, &help), Status::Established);
         assert_eq!(status(&log, &legal), Status::Suggested);
         let ledger = fold(log);
-        let state = ledger.state(&help.id).unwrap();
+        let state = ledger.state(&help.op_id()).unwrap();
         assert_eq!(state.because, vec![fix.op_id()]);
         assert_eq!(state.standing.toward, 1);
         assert!(state.decided_by.is_none(), "no establish recorded yet");
@@ -176,7 +176,7 @@ mod tests {
         // Its own session, or the same session under another name.
         for own in [by(2, "x", Some("s1")), by(2, "y", Some("s1"))] {
             let ledger = fold(vec![a.clone(), own]);
-            let state = ledger.state(&a.id).unwrap();
+            let state = ledger.state(&a.op_id()).unwrap();
             assert_eq!(state.status, Status::Suggested);
             assert_eq!(state.standing.toward, 0);
         }
@@ -226,7 +226,7 @@ mod tests {
         };
         let log = vec![a.clone(), again];
         assert_eq!(status(&log, &a), Status::Suggested);
-        assert_eq!(fold(log).state(&a.id).unwrap().standing.sessions, 2);
+        assert_eq!(fold(log).state(&a.op_id()).unwrap().standing.sessions, 2);
     }
 
     #[test]
@@ -235,7 +235,7 @@ mod tests {
         let toward = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
         let away = correction(3, "Quickcast", "Quick-cast", "help", ActorKind::Agent);
         let ledger = fold(vec![a.clone(), toward, away.clone()]);
-        let state = ledger.state(&a.id).unwrap();
+        let state = ledger.state(&a.op_id()).unwrap();
         assert_eq!(state.status, Status::Contested);
         assert_eq!(state.contested_by, vec![away.op_id()]);
     }
@@ -246,9 +246,12 @@ mod tests {
         let b = suggestion(2, "legal");
         let signal = merge(3, &a, 2);
         let ledger = fold(vec![a.clone(), b.clone(), signal]);
-        assert_eq!(ledger.state(&a.id).unwrap().status, Status::Established);
-        assert_eq!(ledger.state(&b.id).unwrap().status, Status::Suggested);
-        let standing = ledger.state(&a.id).unwrap().standing.describe();
+        assert_eq!(
+            ledger.state(&a.op_id()).unwrap().status,
+            Status::Established
+        );
+        assert_eq!(ledger.state(&b.op_id()).unwrap().status, Status::Suggested);
+        let standing = ledger.state(&a.op_id()).unwrap().standing.describe();
         assert!(standing.contains("merged in #412"), "{standing}");
         // A merge that wrote none of it is no signal.
         assert_eq!(status(&[a.clone(), merge(4, &a, 0)], &a), Status::Suggested);
@@ -298,7 +301,7 @@ mod tests {
         };
         assert_eq!(status(&log, &a), Status::Established, "by evidence");
         let ledger = by_hand(log.clone());
-        let state = ledger.state(&a.id).unwrap();
+        let state = ledger.state(&a.op_id()).unwrap();
         assert_eq!(state.status, Status::Suggested);
         assert_eq!(state.standing.toward, 2, "the evidence still counts");
         assert!(super::due(&ledger).is_empty(), "nothing to record");
@@ -310,7 +313,7 @@ mod tests {
         let mut log = log;
         log.push(keep);
         assert_eq!(
-            by_hand(log).state(&a.id).unwrap().status,
+            by_hand(log).state(&a.op_id()).unwrap().status,
             Status::Established
         );
     }
@@ -341,7 +344,7 @@ mod tests {
         // address and are set aside; the establish that stands rests on the
         // signal set aside, and still binds (it is this evidence's).
         let ledger = fold(vec![a.clone(), one, two.clone(), by_two.clone(), by_one]);
-        let state = ledger.state(&a.id).unwrap();
+        let state = ledger.state(&a.op_id()).unwrap();
         assert_eq!(state.status, Status::Established);
         assert_eq!(state.decided_by, Some(by_two.op_id()));
         assert!(super::due(&ledger).is_empty(), "nothing more to record");
@@ -359,7 +362,7 @@ mod tests {
             ..op(3, Kind::Establish, ActorKind::Tool, "settle")
         };
         let ledger = fold(vec![a.clone(), fix.clone(), establish.clone()]);
-        let state = ledger.state(&a.id).unwrap();
+        let state = ledger.state(&a.op_id()).unwrap();
         assert_eq!(state.status, Status::Established);
         assert_eq!(state.decided_by, Some(establish.op_id()));
         // The correction dropped: the establish no longer binds.
@@ -375,8 +378,8 @@ mod tests {
             ..op(5, Kind::Establish, ActorKind::Agent, "s1")
         };
         let ledger = fold(vec![a.clone(), forged.clone()]);
-        assert!(ledger.ignored.iter().any(|i| i.id == forged.id));
-        assert_eq!(ledger.state(&a.id).unwrap().status, Status::Suggested);
+        assert!(ledger.ignored.iter().any(|i| i.id == forged.op_id()));
+        assert_eq!(ledger.state(&a.op_id()).unwrap().status, Status::Suggested);
     }
 
     #[test]
@@ -391,9 +394,9 @@ mod tests {
         };
         let fix = correction(3, "Quick cast", "Quickcast", "help", ActorKind::Person);
         let ledger = fold(vec![a.clone(), rival.clone(), fix]);
-        assert_eq!(ledger.state(&a.id).unwrap().status, Status::Contested);
+        assert_eq!(ledger.state(&a.op_id()).unwrap().status, Status::Contested);
         assert_eq!(
-            ledger.state(&a.id).unwrap().contested_by,
+            ledger.state(&a.op_id()).unwrap().contested_by,
             vec![rival.op_id()]
         );
     }

@@ -27,6 +27,7 @@ use gix::objs::tree::{Entry, EntryKind};
 use super::segment::{self, EntryError, Problem, Problems};
 use super::tree::{self, Entries};
 use super::{StoreError, content, newest};
+use crate::ops::OpId;
 
 /// What taking in a fetched tree found.
 #[derive(Debug, Default)]
@@ -39,7 +40,7 @@ pub(super) struct Intake {
     pub refused: Vec<Problem>,
     /// Of the added operations, those dated more than ten minutes past the
     /// clock: carried, held back by every fold until their time.
-    pub ahead: Vec<String>,
+    pub ahead: Vec<OpId>,
     /// The projects the added operations name.
     pub projects: BTreeSet<String>,
 }
@@ -239,7 +240,7 @@ fn union_segment(
     for line in &fresh {
         if let Ok(record) = segment::parse_line(line, Some(shard)) {
             if newest::is_ahead(&record.id, now_ms) {
-                intake.ahead.push(record.id.to_string());
+                intake.ahead.push(record.op_id());
             }
             intake.projects.insert(record.project.to_string());
         }

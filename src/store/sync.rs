@@ -12,6 +12,7 @@ use gix::ObjectId;
 use super::reflock::Moved;
 use super::{LogRef, Store, StoreError, git, intake, lock};
 use crate::git::{GitError, Pushed};
+use crate::ops::OpId;
 
 const MERGE_MESSAGE: &str = "kapi: merge by union\n";
 
@@ -54,7 +55,7 @@ pub struct TipMerge {
     pub unreadable: Vec<super::Problem>,
     /// Of those, operations dated more than ten minutes past this machine's
     /// clock: held back (not folded, not the newest id) until their time.
-    pub ahead: Vec<String>,
+    pub ahead: Vec<OpId>,
 }
 
 impl Store {

@@ -95,7 +95,7 @@ pub(crate) fn contested_by(ids: &[crate::ops::OpId]) -> Option<String> {
 pub(crate) fn disagreement(d: &crate::context::Disagreement) -> String {
     let side = |r: &crate::context::DisagreeingRule| match &r.file {
         Some(file) => format!("{file}: {}", r.rule),
-        None => format!("#{}: {}", crate::ops::id::short(&r.id), r.rule),
+        None => format!("#{}: {}", r.id.short(), r.rule),
     };
     format!("{} and {}", side(&d.first), side(&d.second))
 }

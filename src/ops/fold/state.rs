@@ -177,7 +177,7 @@ impl State {
 /// An operation the fold read but did not apply, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ignored {
-    pub id: String,
+    pub id: OpId,
     pub reason: String,
 }
 

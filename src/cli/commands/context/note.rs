@@ -125,7 +125,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             crate::ops::ActorKind::Person => {
                 let ledger = session.ledger()?;
                 let contested = ledger
-                    .state(record.id.as_str())
+                    .state(&record.op_id())
                     .is_some_and(|s| s.status == crate::ops::Status::Contested);
                 session.release(ledger);
                 if contested {

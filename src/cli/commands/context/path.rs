@@ -102,7 +102,7 @@ fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
         let mut line = format!("  {}  #{}", item.describe(), item.short);
         // The other operations that state the same rule here.
         for other in item.members.iter().skip(1) {
-            line.push_str(&format!(", #{}", crate::ops::id::short(other)));
+            line.push_str(&format!(", #{}", other.short()));
         }
         if !item.scope.point.is_empty() {
             let axes = crate::ops::scope::pairs(&item.scope.point);

@@ -48,9 +48,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let point = match &report.point {
         Point::Session { session } => format!("session {session}"),
         Point::Instant { text } => text.clone(),
-        Point::Operation { id } => format!("#{}", crate::ops::id::short(id)),
+        Point::Operation { id } => format!("#{}", id.short()),
     };
-    let first = crate::ops::id::short(&report.before);
+    let first = report.before.short();
     match &report.recorded {
         Some(r) => out.line(format!(
             "recorded #{} reset: everything from #{first} on is set aside (before {point})",

@@ -4,7 +4,6 @@ use crate::cli::commands::{Ctx, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
 use crate::context::sync::{PushOutcome, SyncRequest, Synced, sync};
-use crate::ops::id::short;
 use crate::store::Joined;
 use crate::wording::{count, noun};
 
@@ -128,7 +127,7 @@ fn describe(s: &Synced, out: &mut Out) -> Result<(), CliError> {
     for id in &f.held_back {
         out.line(format!(
             "  held back #{}: dated more than 10 minutes past this machine's clock; it is not folded until its time comes",
-            short(id)
+            id.short()
         ))?;
     }
     if let Some(m) = s.merged.as_ref().filter(|m| m.suggestions == 0) {
@@ -150,7 +149,7 @@ fn describe(s: &Synced, out: &mut Out) -> Result<(), CliError> {
             let pr = x.pr.as_ref().map(|p| format!(" #{p}")).unwrap_or_default();
             out.line(format!(
                 "  #{} {}{pr}: +{} it, -{} an avoided form{}",
-                short(&x.target),
+                x.target.short(),
                 &x.commit[..x.commit.len().min(7)],
                 count(x.preferred, "line writes", "lines write"),
                 count(x.avoided, "line held", "lines held"),
@@ -161,13 +160,13 @@ fn describe(s: &Synced, out: &mut Out) -> Result<(), CliError> {
     for e in &s.established {
         out.line(format!(
             "established #{} on {} (#{})",
-            short(&e.target),
+            e.target.short(),
             e.because
                 .iter()
-                .map(|b| format!("#{}", short(b)))
+                .map(|b| format!("#{}", b.short()))
                 .collect::<Vec<_>>()
                 .join(", "),
-            short(&e.id)
+            e.id.short()
         ))?;
     }
     match s.push {

@@ -148,7 +148,7 @@ pub(super) fn report(
     for note in &reviewed.notes_kept {
         out.line(format!(
             "the note #{} is kept in the operation log (refs/kapi/ops), its only record: a note states no rule, so no store holds it",
-            crate::ops::id::short(note)
+            note.short()
         ))?;
     }
     if !reviewed.left.is_empty() {

@@ -44,12 +44,12 @@ fn answer(text: &str) -> Option<Answer> {
 
 /// Each item of the digest, awaiting ones first, and a question.
 pub(super) fn walk(session: &Session, of: Option<&str>) -> Result<Exit, CliError> {
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen: Vec<crate::ops::OpId> = Vec::new();
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut decided = 0usize;
     while let Some(item) = next_item(session, of, &seen)? {
-        seen.push(item.id.clone());
+        seen.push(item.id);
         let mut choices: Vec<&str> = Decision::on(&item).into_iter().map(key).collect();
         choices.extend(["[s]kip", "[q]uit"]);
         let prompt = format!(
