@@ -4,8 +4,9 @@
 //! establish names yet. Both are content-addressed, so running either
 //! twice, or on two machines over the same log, records one operation.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Mutex;
 
 use serde::Serialize;
 
@@ -14,9 +15,10 @@ use crate::check::files::ProseFilter;
 use crate::check::markdown::{TextKind, prose};
 use crate::check::{CheckRule, Matcher};
 use crate::digest::sha256_hex;
-use crate::git::MergedRange;
+use crate::git::{CommitDiff, MergedRange};
 use crate::ops::Ledger;
 use crate::ops::Status;
+use crate::ops::axes::Space;
 use crate::ops::policy::{Sharing, may_share};
 use crate::ops::record::{Actor, ActorKind, MAX_NAME, Scope, Signal, SignalSource};
 use crate::ops::{Draft, Drafted, OpId};
@@ -214,7 +216,8 @@ pub fn merge_signals(
 
 /// [`merge_signals`] over a ledger the caller already folded; the signals
 /// recorded are applied to it, so the caller can settle without folding
-/// the log again.
+/// the log again. By step: the suggestions awaiting evidence, the range
+/// walk, the hits in each changed file, the signals, their records.
 pub fn merge_signals_in(
     session: &Session,
     ledger: &mut Ledger,
@@ -232,78 +235,129 @@ pub fn merge_signals_in(
             pr.len()
         )));
     }
-    let now = Some(session.now_ms()? as i64);
-    // The suggestions, each a usage rule with the scope it holds in.
-    let mut rules: Vec<CheckRule> = Vec::new();
-    let mut scopes: Vec<Scope> = Vec::new();
-    for rule in ledger.term_rules(None, now) {
-        if rule.status != Status::Suggested || !matches!(rule.id, crate::ops::RuleId::Op(_)) {
-            continue;
-        }
-        rules.push(CheckRule {
-            id: rule.id.to_string(),
-            preferred: rule.preferred.unwrap_or_default(),
-            avoided: rule.avoided,
-            suggested: true,
-            advisory: false,
-            exact: rule.exact,
-            pattern: rule.pattern,
-            bounds: rule.bounds,
-            level: rule.level,
-            paths: rule.paths,
-        });
-        scopes.push(rule.scope);
-    }
     let mut report = MergeSignals {
         range: range.to_owned(),
         ..MergeSignals::default()
     };
-    report.suggestions = rules.len();
-    if rules.is_empty() {
+    let awaiting = awaiting_evidence(ledger, Some(session.now_ms()? as i64));
+    report.suggestions = awaiting.len();
+    if awaiting.is_empty() {
         return Ok(report);
     }
-    let points = PointMap::from_config(&session.config.points)?;
-    let space = std::sync::Arc::clone(&session.space);
-    let filter = ProseFilter::new(&session.config.check)
-        .map_err(|e| ContextError::Usage(format!("kapi.toml [check]: {e}")))?
-        .with_vale_styles(Some(&session.root));
-    // Which suggestions hold at a path, remembered per path: a range
-    // touches the same files again and again.
-    let seen: std::sync::Mutex<std::collections::HashMap<String, Vec<usize>>> = Default::default();
-    let covered = |path: &str| -> Vec<usize> {
-        if let Some(found) = seen.lock().ok().and_then(|m| m.get(path).cloned()) {
-            return found;
-        }
-        let point = points.point(path);
-        let holding: Vec<usize> = (0..rules.len())
-            .filter(|&i| scopes[i].covers_in(Some(&space), &point))
-            .collect();
-        if let Ok(mut m) = seen.lock() {
-            m.insert(path.to_owned(), holding.clone());
-        }
-        holding
-    };
-    let wanted = |path: &str| filter.is_prose(path) && !covered(path).is_empty();
+    let coverage = Coverage::new(session, &awaiting)?;
     let commits = session
         .store
         .git()
-        .merged_commits_where(&merged, true, &wanted)
+        .merged_commits_where(&merged, true, &|path| coverage.wanted(path))
         .map_err(|e| ContextError::Usage(format!("cannot read the merged range {range}: {e}")))?;
     report.commits = commits.len();
+    let groups = hits(&commits, pr, &coverage, &mut report)?;
+    let signals = signals_of(&groups, &awaiting, &mut report.skipped);
+    record_signals(session, ledger, signals, &mut report)?;
+    Ok(report)
+}
 
-    let mut matchers: BTreeMap<Vec<usize>, Matcher> = BTreeMap::new();
-    let mut wanted_signals: Vec<(OpId, String, Signal)> = Vec::new();
-    // One group per pull request the range merged (from --pr or the merge
-    // or squash commit's subject), and one for the commits that name none:
-    // each suggestion gets one signal per group, naming the group's newest
-    // commit (the walk lists newest first) and its merger.
-    struct Group<'c> {
-        newest: &'c crate::git::CommitDiff,
-        pr: Option<String>,
-        counts: BTreeMap<usize, (u64, u64)>,
+/// A suggestion awaiting evidence, as a usage rule, with the scope it
+/// holds in.
+struct Awaiting {
+    rule: CheckRule,
+    scope: Scope,
+}
+
+/// The suggestions awaiting evidence at `now`: term rules an agent or a
+/// person suggested (an import's rules are not suggestions of their own).
+fn awaiting_evidence(ledger: &Ledger, now: Option<i64>) -> Vec<Awaiting> {
+    ledger
+        .term_rules(None, now)
+        .into_iter()
+        .filter(|rule| {
+            rule.status == Status::Suggested && matches!(rule.id, crate::ops::RuleId::Op(_))
+        })
+        .map(|rule| Awaiting {
+            rule: CheckRule {
+                id: rule.id.to_string(),
+                preferred: rule.preferred.unwrap_or_default(),
+                avoided: rule.avoided,
+                suggested: true,
+                advisory: false,
+                exact: rule.exact,
+                pattern: rule.pattern,
+                bounds: rule.bounds,
+                level: rule.level,
+                paths: rule.paths,
+            },
+            scope: rule.scope,
+        })
+        .collect()
+}
+
+/// Which suggestions hold at a path (their positions in the awaiting
+/// list), remembered per path: a range touches the same files again and
+/// again.
+struct Coverage<'a> {
+    awaiting: &'a [Awaiting],
+    points: PointMap,
+    space: &'a Space,
+    filter: ProseFilter,
+    seen: Mutex<HashMap<String, Vec<usize>>>,
+}
+
+impl<'a> Coverage<'a> {
+    fn new(session: &'a Session, awaiting: &'a [Awaiting]) -> Result<Self, ContextError> {
+        Ok(Coverage {
+            awaiting,
+            points: PointMap::from_config(&session.config.points)?,
+            space: &session.space,
+            filter: ProseFilter::new(&session.config.check)
+                .map_err(|e| ContextError::Usage(format!("kapi.toml [check]: {e}")))?
+                .with_vale_styles(Some(&session.root)),
+            seen: Mutex::default(),
+        })
     }
-    let mut groups: Vec<Group<'_>> = Vec::new();
-    for commit in &commits {
+
+    fn holding(&self, path: &str) -> Vec<usize> {
+        if let Some(found) = self.seen.lock().ok().and_then(|m| m.get(path).cloned()) {
+            return found;
+        }
+        let point = self.points.point(path);
+        let holding: Vec<usize> = (0..self.awaiting.len())
+            .filter(|&i| self.awaiting[i].scope.covers_in(Some(self.space), &point))
+            .collect();
+        if let Ok(mut m) = self.seen.lock() {
+            m.insert(path.to_owned(), holding.clone());
+        }
+        holding
+    }
+
+    /// Whether the walk reads a changed file: prose some suggestion holds at.
+    fn wanted(&self, path: &str) -> bool {
+        self.filter.is_prose(path) && !self.holding(path).is_empty()
+    }
+}
+
+/// One group of the range's commits: those of one pull request (from
+/// `--pr` or the merge or squash commit's subject), or those that name
+/// none. Each suggestion gets one signal per group, naming the group's
+/// newest commit (the walk lists newest first) and its merger.
+struct Group<'c> {
+    newest: &'c CommitDiff,
+    pr: Option<String>,
+    /// Per suggestion (its position in the awaiting list): added lines
+    /// that write its preferred form, removed lines that held an avoided one.
+    counts: BTreeMap<usize, (u64, u64)>,
+}
+
+/// The hits in every changed prose file of `commits`, counted per group
+/// and suggestion.
+fn hits<'c>(
+    commits: &'c [CommitDiff],
+    pr: Option<&str>,
+    coverage: &Coverage<'_>,
+    report: &mut MergeSignals,
+) -> Result<Vec<Group<'c>>, ContextError> {
+    let mut matchers: BTreeMap<Vec<usize>, Matcher> = BTreeMap::new();
+    let mut groups: Vec<Group<'c>> = Vec::new();
+    for commit in commits {
         let pr = pr.map(str::to_owned).or_else(|| {
             within_limit(
                 pull_request_of(&commit.subject),
@@ -325,9 +379,12 @@ pub fn merge_signals_in(
         };
         for file in commit.files.iter().filter(|f| !f.opaque) {
             report.files += 1;
-            let holding = covered(&file.path);
+            let holding = coverage.holding(&file.path);
             if !matchers.contains_key(&holding) {
-                let chosen: Vec<CheckRule> = holding.iter().map(|&i| rules[i].clone()).collect();
+                let chosen: Vec<CheckRule> = holding
+                    .iter()
+                    .map(|&i| coverage.awaiting[i].rule.clone())
+                    .collect();
                 let m =
                     Matcher::for_usage(&chosen).map_err(|e| ContextError::Usage(e.to_string()))?;
                 matchers.insert(holding.clone(), m);
@@ -346,20 +403,26 @@ pub fn merge_signals_in(
             }
         }
     }
-    for group in &groups {
+    Ok(groups)
+}
+
+/// The merge signals the groups' counts give, each with its content
+/// address (what makes a second run, or another machine's, record none).
+fn signals_of(
+    groups: &[Group<'_>],
+    awaiting: &[Awaiting],
+    skipped: &mut Vec<SkippedValue>,
+) -> Vec<(OpId, String, Signal)> {
+    let mut signals = Vec::new();
+    for group in groups {
         for (&i, &(preferred, avoided)) in &group.counts {
             if preferred == 0 && avoided == 0 {
                 continue;
             }
-            let target = &rules[i].id;
+            let target = &awaiting[i].rule.id;
             let commit_id = group.newest.id.to_string();
             let merger = Some(group.newest.author.clone()).filter(|a| !a.is_empty());
-            let merger = within_limit(
-                merger,
-                SignalValue::Merger,
-                group.newest,
-                &mut report.skipped,
-            );
+            let merger = within_limit(merger, SignalValue::Merger, group.newest, skipped);
             let address = format!(
                 "sha256:{}",
                 sha256_hex(
@@ -369,7 +432,7 @@ pub fn merge_signals_in(
             let Ok(target) = OpId::parse(target) else {
                 continue;
             };
-            wanted_signals.push((
+            signals.push((
                 target,
                 address,
                 Signal {
@@ -383,8 +446,20 @@ pub fn merge_signals_in(
             ));
         }
     }
+    signals
+}
+
+/// Record the signals the log does not hold yet, through the door, as the
+/// merge actor; each is reported (recorded or already held), and what is
+/// recorded is applied to `ledger`.
+fn record_signals(
+    session: &Session,
+    ledger: &mut Ledger,
+    signals: Vec<(OpId, String, Signal)>,
+    report: &mut MergeSignals,
+) -> Result<(), ContextError> {
     let mut to_record = Vec::new();
-    for (target, address, signal) in wanted_signals {
+    for (target, address, signal) in signals {
         let recorded = !ledger.holds_address(&address);
         report.signals.push(MergeSignal {
             target,
@@ -408,7 +483,7 @@ pub fn merge_signals_in(
         }
     }
     ledger.finish();
-    Ok(report)
+    Ok(())
 }
 
 /// The merged range `range` names, resolved; a usage error naming it and
