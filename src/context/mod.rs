@@ -16,12 +16,12 @@ pub mod hook_run;
 mod import;
 pub mod log;
 mod note;
+pub mod outcomes;
 mod points;
 pub mod reset;
 pub mod review;
 pub mod rulesfiles;
 pub mod search;
-pub mod session;
 pub mod settle;
 pub mod sync;
 pub mod transfer;
@@ -87,10 +87,10 @@ pub enum ContextError {
     Refused(String),
 }
 
-/// The long-lived part of a session: the repository, its `kapi.toml`, the
-/// top of the work tree and the project key. A long-running process keeps
-/// it across calls.
-pub struct Workspace {
+/// The long-lived part of a session: one project's repository, its
+/// `kapi.toml`, the top of the work tree and the project key. A
+/// long-running process keeps it across calls.
+pub struct Project {
     pub store: Store,
     pub config: Config,
     pub root: PathBuf,
@@ -103,7 +103,7 @@ pub struct Workspace {
     fold_fingerprint: OnceLock<String>,
 }
 
-impl Workspace {
+impl Project {
     /// Open the repository at or above `dir`, read `kapi.toml`, and wait
     /// for locks as long as `env` says (`KAPI_LOCK_TIMEOUT_MS`).
     pub fn open(env: &dyn Env, dir: &Path) -> Result<Self, ContextError> {
@@ -164,10 +164,10 @@ pub struct Call {
 }
 
 impl Call {
-    /// A call in `cwd` by the actor `env` names (else the workspace's git
+    /// A call in `cwd` by the actor `env` names (else the project's git
     /// identity).
-    pub fn new(env: Arc<dyn Env>, workspace: &Workspace, cwd: &Path) -> Result<Self, ContextError> {
-        let actor = env.actor(&workspace.store)?;
+    pub fn new(env: Arc<dyn Env>, project: &Project, cwd: &Path) -> Result<Self, ContextError> {
+        let actor = env.actor(&project.store)?;
         Ok(Self {
             cwd: cwd.to_path_buf(),
             actor,
@@ -176,26 +176,27 @@ impl Call {
     }
 }
 
-/// Everything a verb needs besides its request: a workspace and a call.
+/// Everything a verb needs besides its request: a project and a call.
 /// It reads as both: `session.store`, `session.actor`.
 pub struct Session {
-    pub workspace: Rc<Workspace>,
+    /// The project opened (its key is `session.project`, through `Deref`).
+    pub opened: Rc<Project>,
     pub call: Call,
 }
 
 impl std::ops::Deref for Session {
-    type Target = Workspace;
-    fn deref(&self) -> &Workspace {
-        &self.workspace
+    type Target = Project;
+    fn deref(&self) -> &Project {
+        &self.opened
     }
 }
 
 impl Session {
-    /// Pair a (possibly long-lived) workspace with one call. The
+    /// Pair a (possibly long-lived) project with one call. The
     /// repository handle is not shared across threads: a server keeps a
-    /// workspace per thread.
-    pub fn new(workspace: Rc<Workspace>, call: Call) -> Self {
-        Self { workspace, call }
+    /// project per thread.
+    pub fn new(opened: Rc<Project>, call: Call) -> Self {
+        Self { opened, call }
     }
 
     /// Open the repository at or above `dir`, read `kapi.toml` and name
@@ -203,9 +204,9 @@ impl Session {
     pub fn open(env: Arc<dyn Env>, dir: &Path) -> Result<Self, ContextError> {
         // A clock kapi cannot read is refused before anything else.
         env.now_ms()?;
-        let workspace = Workspace::open(&*env, dir)?;
-        let call = Call::new(env, &workspace, dir)?;
-        Ok(Self::new(Rc::new(workspace), call))
+        let project = Project::open(&*env, dir)?;
+        let call = Call::new(env, &project, dir)?;
+        Ok(Self::new(Rc::new(project), call))
     }
 
     /// The session of the work tree at or above `dir`, or `None` outside
