@@ -18,7 +18,6 @@ pub mod env;
 mod error;
 mod here;
 pub mod hook;
-pub mod hook_run;
 mod import;
 pub mod log;
 mod note;
