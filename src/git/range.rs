@@ -271,11 +271,6 @@ impl Repo {
         Ok(out)
     }
 
-    /// One commit against its first parent.
-    pub fn commit_diff(&self, id: ObjectId) -> Result<CommitDiff, GitError> {
-        self.commit_diff_where(id, &|_| true, &Trees::default())
-    }
-
     fn tree_of_commit(&self, commit: ObjectId, trees: &Trees) -> Result<ObjectId, GitError> {
         if let Some(&tree) = trees.of_commit.borrow().get(&commit) {
             return Ok(tree);

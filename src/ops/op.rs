@@ -271,11 +271,6 @@ impl<'r> Op<'r> {
     pub fn widens(&self) -> bool {
         matches!(self, Op::Widen { .. })
     }
-
-    /// The change writes a rule directly rather than suggesting it.
-    pub fn edits(&self) -> bool {
-        matches!(self, Op::Edit { .. })
-    }
 }
 
 #[cfg(test)]

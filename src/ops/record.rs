@@ -364,15 +364,6 @@ impl Bounds {
 }
 
 impl Subject {
-    pub fn kind_name(&self) -> &'static str {
-        match self {
-            Subject::Term { .. } => "term",
-            Subject::Note { .. } => "note",
-            Subject::Pair { .. } => "pair",
-            Subject::Terms { .. } => "terms",
-        }
-    }
-
     /// `"Quickcast", not "Quick cast", "Quick-cast"` or the note's text.
     pub fn describe(&self) -> String {
         match self {
