@@ -4,48 +4,54 @@
 //! search. Each builds its operation, asks the policy, and appends it;
 //! none prints.
 //!
-//! This file is the facade: what a verb runs in ([`Project`], [`Call`],
+//! This file is the facade: what a verb runs in (`Project`, `Call`,
 //! [`Session`]) is in `runtime.rs`, [`ContextError`] in `error.rs`.
 
-pub mod atlas;
-pub mod check;
-pub mod checkpointed;
-pub mod corroborate;
-pub mod decisions;
-pub mod doctor;
-pub mod door;
-pub mod env;
+pub(crate) mod atlas;
+pub(crate) mod check;
+pub(crate) mod checkpointed;
+pub(crate) mod corroborate;
+pub(crate) mod decisions;
+pub(crate) mod doctor;
+pub(crate) mod door;
+pub(crate) mod env;
 mod error;
 mod here;
 pub mod hook;
 mod import;
-pub mod log;
+pub(crate) mod log;
 mod note;
-pub mod outcomes;
+pub(crate) mod outcomes;
 mod points;
-pub mod reset;
-pub mod review;
-pub mod rulesfiles;
+pub(crate) mod reset;
+pub(crate) mod review;
+pub(crate) mod rulesfiles;
 mod runtime;
-pub mod search;
-pub mod settle;
-pub mod sync;
-pub mod transfer;
+pub(crate) mod search;
+pub(crate) mod settle;
+pub(crate) mod sync;
+pub(crate) mod transfer;
 pub mod workspace;
 
-pub use env::{Env, EnvError, FixedEnv, ProcessEnv};
-pub use error::ContextError;
-pub use runtime::{Call, Project, Session, work_tree_path, write_clock};
+#[cfg(test)]
+pub(crate) use env::FixedEnv;
+pub(crate) use env::{Env, EnvError, ProcessEnv};
+pub(crate) use error::ContextError;
+pub(crate) use runtime::{Session, work_tree_path, write_clock};
 
-pub use here::{AtPath, Here, Item, applies_at, at_path};
-pub use import::{
-    ContextFile, ContextFileKind, DisagreeingRule, Disagreement, ImportOutcome, context_files,
-    disagreements, import_context_files, never_imported,
+pub(crate) use here::{AtPath, Item, at_path};
+pub(crate) use import::{
+    DisagreeingRule, Disagreement, ImportOutcome, disagreements, import_context_files,
+    never_imported,
 };
-pub use note::{NoteRequest, NoteWhat, Noted, note};
+#[cfg(test)]
+pub(crate) use note::Noted;
+pub(crate) use note::{NoteRequest, NoteWhat, note};
 pub use points::{PointMap, PointsError, point_of};
-pub use reset::{ResetReport, ResetRequest, reset};
-pub use review::{Pending, ReviewRequest, Reviewed, pending, pending_from, review};
+pub(crate) use reset::{ResetRequest, reset};
+#[cfg(test)]
+pub(crate) use review::pending;
+pub(crate) use review::{Pending, ReviewRequest, Reviewed, review};
 
 #[cfg(test)]
 mod tests;

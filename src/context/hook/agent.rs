@@ -14,7 +14,7 @@ use crate::check::files::ProseFilter;
 use crate::context::check::{CheckError, CheckReport, CheckRequest, check};
 use crate::context::{ContextError, Session};
 use crate::fsutil::Links;
-use crate::ops::record::{Actor, ActorKind, CheckFailure, CheckRun, Record};
+use crate::ops::record::{Actor, ActorKind, CheckFailure, CheckRun};
 use crate::ops::{Draft, Drafted};
 use crate::store::LogRef;
 
@@ -214,13 +214,6 @@ impl RunHook {
 /// One check run a hook recorded (or found already recorded).
 #[derive(Debug)]
 pub struct CheckRunOutcome {
-    /// The `check` operation on `refs/kapi/local`, `None` when nothing was
-    /// checked (an edit of a file that is not prose).
-    pub record: Option<Record>,
-    /// The hook ran before for this event: the operation was already there.
-    pub repeated: bool,
-    /// The check itself.
-    pub report: Option<CheckReport>,
     /// Declared artifacts (Stop only).
     pub artifacts: Vec<ArtifactState>,
     /// The reason handed back to the agent when it must fix something.
@@ -271,13 +264,13 @@ fn failures(report: &CheckReport) -> Vec<CheckFailure> {
 /// Record the run unless its address is already in the local log (on the
 /// ref, or still in the journal when its committer gave up waiting for
 /// the lock). The reader's view knows every address the log holds: only a
-/// run it says is held reads the local log, for the record that holds it.
+/// run it says is held reads the local log, for a record that holds it.
 fn record_run(
     session: &Session,
     actor: Actor,
     address: Option<String>,
     run: CheckRun,
-) -> Result<(Record, bool), HookError> {
+) -> Result<(), HookError> {
     let view = session.rules_ledger().ok();
     if let Some(address) = &address
         && view.as_ref().is_none_or(|view| view.holds_address(address))
@@ -290,19 +283,19 @@ fn record_run(
             .store
             .journal_records()
             .map_err(ContextError::from)?;
-        if let Some(found) = local
+        if local
             .records
             .into_iter()
             .chain(waiting)
-            .find(|r| r.address.as_ref() == Some(address))
+            .any(|r| r.address.as_ref() == Some(address))
         {
-            return Ok((found, true));
+            return Ok(());
         }
     }
     let mut draft = Draft::from(Drafted::Check { run });
     draft.address = address;
-    let mut recorded = session.record_as(&actor, vec![draft], view.as_ref())?;
-    Ok((recorded.pop().expect("one draft, one record"), false))
+    session.record_as(&actor, vec![draft], view.as_ref())?;
+    Ok(())
 }
 
 /// The reason handed back to the agent: each failing finding, as `kapi
@@ -415,7 +408,7 @@ pub fn agent_stop(
     };
     let clean = run.clean;
     let actor = hook_actor(session, host, &input.session_id);
-    let (record, repeated) = record_run(session, actor, address, run)?;
+    record_run(session, actor, address, run)?;
     let block = match &report {
         Some(report) if !clean && !input.stop_hook_active => {
             Some(block_reason(report, "in the files this session changed"))
@@ -423,9 +416,6 @@ pub fn agent_stop(
         _ => None,
     };
     Ok(CheckRunOutcome {
-        record: Some(record),
-        repeated,
-        report,
         artifacts,
         block,
         problems,
@@ -442,9 +432,6 @@ pub fn agent_post_edit(
     input: &AgentInput,
 ) -> Result<CheckRunOutcome, HookError> {
     let nothing = CheckRunOutcome {
-        record: None,
-        repeated: false,
-        report: None,
         artifacts: Vec::new(),
         block: None,
         problems: Vec::new(),
@@ -474,12 +461,9 @@ pub fn agent_post_edit(
     };
     let clean = run.clean;
     let actor = hook_actor(session, host, &input.session_id);
-    let (record, repeated) = record_run(session, actor, address, run)?;
+    record_run(session, actor, address, run)?;
     let block = (!clean).then(|| block_reason(&report, "in the file you just wrote"));
     Ok(CheckRunOutcome {
-        record: Some(record),
-        repeated,
-        report: Some(report),
         artifacts: Vec::new(),
         block,
         problems: Vec::new(),

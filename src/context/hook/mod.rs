@@ -13,16 +13,15 @@
 mod agent;
 mod git;
 mod input;
-pub mod run;
+pub(crate) mod run;
 
 use std::path::PathBuf;
 
-pub use agent::{
-    CheckRunOutcome, Host, MAX_CONTEXT_CHARS, MAX_REASON_CHARS, RunHook, SessionStarted,
-    agent_post_edit, agent_stop, export_line, session_start,
+pub(crate) use agent::{
+    CheckRunOutcome, Host, SessionStarted, agent_post_edit, agent_stop, session_start,
 };
-pub use git::{MERGED, PostMerge, PreCommit, post_merge, pre_commit};
-pub use input::{AgentInput, MAX_INPUT, edited_file, read_input, transcript_last_entry};
+pub(crate) use git::{MERGED, PostMerge, PreCommit, post_merge, pre_commit};
+pub use input::{AgentInput, edited_file, transcript_last_entry};
 
 use super::check::CheckError;
 use super::{ContextError, Session};
