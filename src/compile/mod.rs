@@ -7,16 +7,16 @@
 //! lookup and hashing. It never calls a model, and every report says
 //! `execution_authorized: false`.
 
-pub mod applicability;
-pub mod artifacts;
-pub mod budget;
+pub(crate) mod applicability;
+pub(crate) mod artifacts;
+pub(crate) mod budget;
 mod declared;
-pub mod history;
-pub mod manifest;
-pub mod rank;
-pub mod report;
-pub mod request;
-pub mod select;
+pub(crate) mod history;
+pub(crate) mod manifest;
+pub(crate) mod rank;
+pub(crate) mod report;
+pub(crate) mod request;
+pub(crate) mod select;
 pub mod verify;
 
 #[cfg(test)]
@@ -30,8 +30,8 @@ use time::Date;
 
 pub use budget::serialize;
 pub use rank::Ranking;
-pub use request::{Request, RequestError, Resolved, VaultChoice, day_of};
-pub use verify::{Expected, Verification, VerifyStatus, verify_compiled};
+pub(crate) use request::{Request, RequestError, Resolved, day_of};
+pub(crate) use verify::{Verification, VerifyStatus, verify_compiled};
 
 use crate::vault::{self, Grant, Layout, Narrowing, Vault, VaultError};
 

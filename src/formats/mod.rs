@@ -13,11 +13,11 @@
 
 use crate::ops::record::Bounds;
 
-pub mod pattern;
-pub mod rules_block;
-pub mod termlist;
+pub(crate) mod pattern;
+pub(crate) mod rules_block;
+pub(crate) mod termlist;
 pub mod vale;
-pub mod yaml;
+pub(crate) mod yaml;
 
 pub use termlist::parse_term_list;
 pub use vale::{Vocabulary, parse_vale_substitution};

@@ -266,11 +266,6 @@ impl<'r> Op<'r> {
             | Op::Check { .. } => Stated::Nothing,
         }
     }
-
-    /// The change applies a rule more widely than its evidence.
-    pub fn widens(&self) -> bool {
-        matches!(self, Op::Widen { .. })
-    }
 }
 
 #[cfg(test)]

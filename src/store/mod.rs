@@ -14,19 +14,19 @@
 
 mod append;
 mod cache;
-pub mod checkpoint;
-pub mod content;
+pub(crate) mod checkpoint;
+pub(crate) mod content;
 pub mod fault;
 mod intake;
 mod journal;
-pub mod lock;
+pub(crate) mod lock;
 mod merge;
-pub mod newest;
+pub(crate) mod newest;
 mod project;
 mod read;
 mod reflock;
 pub mod segment;
-pub mod sweep;
+pub(crate) mod sweep;
 mod sync;
 mod tree;
 
@@ -38,12 +38,11 @@ use gix::ObjectId;
 
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
-pub use append::SetAside;
-pub use journal::{Parsed as JournalLines, holds_any as journal_holds_any, parse as parse_journal};
-pub use merge::JsonlImport;
-pub use reflock::RefLock;
-pub use segment::{EntryError, Problem};
-pub use sync::{Joined, RemoteError, TipMerge};
+pub(crate) use append::SetAside;
+pub use journal::{holds_any as journal_holds_any, parse as parse_journal};
+pub(crate) use reflock::RefLock;
+pub(crate) use segment::{EntryError, Problem};
+pub(crate) use sync::{Joined, RemoteError};
 
 /// Where an operation is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -424,7 +423,7 @@ impl Store {
     }
 }
 
-pub use crate::ops::id::rfc3339_ms;
+pub(crate) use crate::ops::id::rfc3339_ms;
 
 /// What `kapi store doctor` finds about the store itself, besides the
 /// operations it cannot read.

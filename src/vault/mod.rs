@@ -8,12 +8,12 @@
 pub mod date;
 pub mod evidence;
 pub mod frontmatter;
-pub mod madr;
-pub mod meta;
+pub(crate) mod madr;
+pub(crate) mod meta;
 pub mod note;
 pub mod review;
-pub mod scan;
-pub mod sensitivity;
+pub(crate) mod scan;
+pub(crate) mod sensitivity;
 pub mod table;
 
 use std::borrow::Cow;
@@ -22,8 +22,8 @@ use std::path::Path;
 
 use crate::digest::sha256_hex;
 
-pub use evidence::EvidenceRow;
-pub use meta::{Kind, Meta, Status};
+pub(crate) use evidence::EvidenceRow;
+pub(crate) use meta::{Kind, Meta, Status};
 pub use sensitivity::{Grant, Sensitivity};
 
 use crate::fsutil::{self, FileError, Links};
