@@ -30,7 +30,8 @@ use crate::ops::record::{Scope, Subject};
 use crate::ops::{Status, TermRule};
 use crate::store::Store;
 
-pub use registry::{Registered, Registry, RegistryError, Unread, registry_file};
+pub(crate) use registry::registry_file;
+pub use registry::{Registered, RegistryError};
 
 /// Why the workspace could not be changed.
 #[derive(Debug, thiserror::Error)]

@@ -134,7 +134,7 @@ pub fn post_merge(session: &Session, squash: bool) -> PostMerge {
             for state in states {
                 match state {
                     ArtifactState::Regenerated(output) => done.regenerated.push(output),
-                    ArtifactState::Current(_) => {}
+                    ArtifactState::Current => {}
                     other => done.artifacts.push(other),
                 }
             }

@@ -50,8 +50,8 @@ pub enum HookError {
 
 /// What became of one `[[compile]]` artifact in a hook.
 #[derive(Debug, Clone)]
-pub enum ArtifactState {
-    Current(PathBuf),
+pub(crate) enum ArtifactState {
+    Current,
     /// Stale, and left so: the reasons verify gave.
     Stale(PathBuf, Vec<&'static str>),
     /// Refused by verify (or the budget refused a regeneration).
@@ -75,7 +75,7 @@ fn state_of(verified: ArtifactVerified) -> ArtifactState {
         verification,
     } = verified;
     match verification.status {
-        VerifyStatus::Current => ArtifactState::Current(output),
+        VerifyStatus::Current => ArtifactState::Current,
         VerifyStatus::Stale => ArtifactState::Stale(output, verification.reasons),
         VerifyStatus::Refused => ArtifactState::Refused(output, verification.reasons),
     }
@@ -83,7 +83,7 @@ fn state_of(verified: ArtifactVerified) -> ArtifactState {
 
 /// The evaluation day for unpinned artifacts: today in UTC by the clock
 /// the session reads (`KAPI_NOW` pins it in tests).
-pub fn today(session: &Session) -> Result<time::Date, ContextError> {
+pub(crate) fn today(session: &Session) -> Result<time::Date, ContextError> {
     crate::compile::day_of(session.now_ms()?).map_err(|e| ContextError::Usage(e.to_string()))
 }
 

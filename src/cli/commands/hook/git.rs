@@ -20,7 +20,7 @@ pub(super) fn pre_commit(ctx: &Ctx) -> Result<Exit, CliError> {
     }
     for state in &run.done.artifacts {
         match state {
-            ArtifactState::Current(_) => {}
+            ArtifactState::Current => {}
             ArtifactState::Regenerated(p) => stderr_line(format!(
                 "kapi: {} was stale: regenerated and staged",
                 p.display()
@@ -111,7 +111,7 @@ pub(super) fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
                 r.join(", ")
             )),
             ArtifactState::Failed(p, why) => stderr_line(format!("kapi: {}", failed(p, why))),
-            ArtifactState::Current(_) | ArtifactState::Regenerated(_) => {}
+            ArtifactState::Current | ArtifactState::Regenerated(_) => {}
         }
     }
     for problem in &done.problems {
