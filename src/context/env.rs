@@ -1,9 +1,9 @@
 //! The environment as a value: the clock, randomness and the variables the
 //! actor is detected from, behind one small trait. [`ProcessEnv`] reads the
 //! process (`KAPI_NOW`, `KAPI_SEED`, `/dev/urandom`, the environment);
-//! [`FixedEnv`] pins everything for tests. Both are read on every call, so a
-//! long-running process (the MCP server to come) gets a fresh clock and
-//! fresh randomness for every operation it records.
+//! `FixedEnv` (built for tests only) pins everything. Both are read on
+//! every call, so a long-running process (the MCP server to come) gets a
+//! fresh clock and fresh randomness for every operation it records.
 
 #[cfg(test)]
 use std::collections::BTreeMap;
