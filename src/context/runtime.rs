@@ -76,11 +76,6 @@ impl Project {
             .with_axes(self.axes())
             .with_settling(self.settling())
     }
-
-    /// Read and fold the whole log.
-    pub fn ledger(&self) -> Result<Ledger, ContextError> {
-        Ok(self.unfolded(self.store.load_all()?.records).folded())
-    }
 }
 
 /// The per-call part of a session: where the call runs, who acts, and the
