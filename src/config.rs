@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub const FILE_NAME: &str = "kapi.toml";
+pub(crate) const FILE_NAME: &str = "kapi.toml";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {

@@ -19,7 +19,7 @@ use super::{
 use super::{CompileError, compile_context};
 use crate::vault::{Grant, Layout, Narrowing};
 
-pub const VERIFICATION_FORMAT: &str = "kapi.context-verification/v1";
+pub(crate) const VERIFICATION_FORMAT: &str = "kapi.context-verification/v1";
 
 /// The verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,9 +23,9 @@ pub use termlist::parse_term_list;
 pub use vale::{Vocabulary, parse_vale_substitution};
 
 /// Longest line read.
-pub const MAX_LINE_BYTES: usize = 4096;
+pub(crate) const MAX_LINE_BYTES: usize = 4096;
 /// Most literal forms one pattern may expand to.
-pub const MAX_EXPANSION: usize = 64;
+pub(crate) const MAX_EXPANSION: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {

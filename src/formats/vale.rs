@@ -11,11 +11,11 @@ use crate::ops::record::Bounds;
 /// `Vale.Avoid`, so a vocabulary that `Vocab` names applies only to the
 /// files whose section names `Vale` in `BasedOnStyles` (or turns the rule
 /// on), as Vale applies it.
-pub const BUILTIN_STYLE: &str = "Vale";
+pub(crate) const BUILTIN_STYLE: &str = "Vale";
 
 /// The rules of [`BUILTIN_STYLE`] a vocabulary's two files become:
 /// `(accept.txt's, reject.txt's)`.
-pub const VOCABULARY_RULES: (&str, &str) = ("Terms", "Avoid");
+pub(crate) const VOCABULARY_RULES: (&str, &str) = ("Terms", "Avoid");
 
 /// A Vale vocabulary entry: a term or a regular expression, one a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -333,7 +333,7 @@ impl Level {
 
 /// `Style.Rule = ...` in a section of `.vale.ini`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuleSetting {
+pub(crate) enum RuleSetting {
     /// `NO`
     Off,
     /// `YES`
@@ -344,7 +344,7 @@ pub enum RuleSetting {
 
 /// A glob section of `.vale.ini` (`[*.md]`, `[docs/**/*.adoc]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IniSection {
+pub(crate) struct IniSection {
     pub glob: String,
     /// `BasedOnStyles`.
     pub styles: Vec<String>,
@@ -354,7 +354,7 @@ pub struct IniSection {
 
 /// What kapi reads of a `.vale.ini`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValeIni {
+pub(crate) struct ValeIni {
     /// `StylesPath`, as [`styles_path`] reads it.
     pub styles_path: Option<String>,
     /// `MinAlertLevel` (Vale's default: warning).
@@ -368,7 +368,7 @@ pub struct ValeIni {
 
 /// Where and how one style rule is in force.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Enabled {
+pub(crate) enum Enabled {
     /// The `.vale.ini` names no styles at all: every style applies
     /// everywhere, at its own level (kapi's reading before `.vale.ini` was
     /// honoured, kept for configurations that only set `StylesPath`).

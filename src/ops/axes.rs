@@ -55,7 +55,7 @@ pub struct Place {
 /// A gazetteer file: `[[place]]` tables.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Gazetteer {
+pub(crate) struct Gazetteer {
     #[serde(default)]
     pub place: Vec<Place>,
 }

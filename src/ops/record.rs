@@ -13,31 +13,31 @@ use serde::{Deserialize, Serialize};
 use super::id::OpId;
 
 /// The version of the record format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 /// The largest record kapi accepts, in canonical bytes.
-pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_RECORD_BYTES: usize = 1024 * 1024;
 /// Bounds on untrusted content inside a record (docs/operations.md,
 /// "Limits"): checked when an operation is recorded (the door refuses it,
 /// naming the limit) and when one is read (named and skipped).
-pub const MAX_TEXT: usize = 8 * 1024;
+pub(crate) const MAX_TEXT: usize = 8 * 1024;
 const MAX_LIST: usize = 256;
 /// A term rule's form (to use or to avoid).
-pub const MAX_FORM: usize = 1024;
+pub(crate) const MAX_FORM: usize = 1024;
 /// A file path (evidence, a check run's files and findings).
-pub const MAX_PATH: usize = 4096;
+pub(crate) const MAX_PATH: usize = 4096;
 /// Short names: project, actor name, session, a point's axis and value, an
 /// evidence unit, a content address, a signal's commit, PR and merger, a
 /// check's hook and rule.
-pub const MAX_NAME: usize = 256;
+pub(crate) const MAX_NAME: usize = 256;
 /// A window bound (`valid_from`, `valid_to`), a SHA-256, a basis commit.
-pub const MAX_STAMP: usize = 64;
+pub(crate) const MAX_STAMP: usize = 64;
 /// Files one check run lists.
 const MAX_CHECK_FILES: usize = 100_000;
 /// The most term rules one imported file carries.
-pub const MAX_TERMS: usize = 20_000;
+pub(crate) const MAX_TERMS: usize = 20_000;
 /// The largest content blob a record names (`subject.blob`): the parsed
 /// rules of an import too large to carry inline.
-pub const MAX_CONTENT_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_CONTENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One recorded change to a project's context. Its short texts (ids, the
 /// instant, project, actor, session) are [`CompactString`]s, held inline

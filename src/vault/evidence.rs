@@ -89,7 +89,7 @@ impl EvidenceRow {
 }
 
 /// Is `id` an evidence id, `E-` then digits?
-pub fn is_evidence_id(id: &str) -> bool {
+pub(crate) fn is_evidence_id(id: &str) -> bool {
     id.strip_prefix("E-")
         .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }

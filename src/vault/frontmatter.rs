@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 /// The prefix through which front matter is inspected: it must close within it.
-pub const FRONT_MATTER_LIMIT: usize = 64 * 1024;
+pub(crate) const FRONT_MATTER_LIMIT: usize = 64 * 1024;
 const MAX_KEYS: usize = 256;
 const MAX_ITEMS: usize = 256;
 

@@ -53,7 +53,7 @@ impl VaultError {
 
 /// One permitted note outside the raw logs.
 #[derive(Debug, Clone)]
-pub struct Note {
+pub(crate) struct Note {
     /// Relative `/`-separated path under the vault root.
     pub path: String,
     pub meta: Meta,
@@ -90,7 +90,7 @@ impl Note {
 
 /// Whether logs of one kind exist in the permitted view.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LogState {
+pub(crate) struct LogState {
     /// At least one permitted log of this kind.
     pub present: bool,
     /// At least one log of this kind is outside the permitted view.
@@ -99,7 +99,7 @@ pub struct LogState {
 
 /// The permitted view of a vault.
 #[derive(Debug, Default)]
-pub struct Vault {
+pub(crate) struct Vault {
     /// Permitted notes outside the raw logs, sorted by path.
     pub notes: Vec<Note>,
     /// Paths of permitted logs and registers: never bodies, never hashed.
@@ -243,13 +243,14 @@ fn read_entry(root: &Path, path: &str, grant: &Grant) -> Result<Entry, VaultErro
 
 /// Read the permitted view of the vault at `root`, with the default
 /// [`Layout`].
-pub fn load(root: &Path, grant: &Grant, scope: &Narrowing) -> Result<Vault, VaultError> {
+#[cfg(test)]
+pub(crate) fn load(root: &Path, grant: &Grant, scope: &Narrowing) -> Result<Vault, VaultError> {
     load_with_layout(root, grant, scope, &Layout::default())
 }
 
 /// Read the permitted view of the vault at `root`; `layout` names the
 /// log and register paths.
-pub fn load_with_layout(
+pub(crate) fn load_with_layout(
     root: &Path,
     grant: &Grant,
     scope: &Narrowing,
