@@ -323,7 +323,7 @@ impl Level {
 
     /// How a rule of this level binds in kapi: an error fails the check, a
     /// warning or a suggestion reports only.
-    pub fn status(self) -> RuleStatus {
+    pub(crate) fn status(self) -> RuleStatus {
         match self {
             Level::Error => RuleStatus::Established,
             Level::Warning | Level::Suggestion => RuleStatus::Advisory,
@@ -460,7 +460,7 @@ impl ValeIni {
     /// A configuration that names no style keeps every style found under
     /// `StylesPath` in force everywhere, but not Vale's built-in style
     /// (the vocabularies): nothing there enables it.
-    pub fn enabled(&self, style: &str, rule: &str, own: Level) -> Enabled {
+    pub(crate) fn enabled(&self, style: &str, rule: &str, own: Level) -> Enabled {
         if !self.names_styles() && style != BUILTIN_STYLE {
             return Enabled::Everywhere(own);
         }
@@ -493,7 +493,7 @@ impl ValeIni {
 
     /// Whether the vocabulary `name` is in use: `Vocab` names it. Vale
     /// loads no other vocabulary (none when `Vocab` is not set).
-    pub fn uses_vocab(&self, name: &str) -> bool {
+    pub(crate) fn uses_vocab(&self, name: &str) -> bool {
         self.vocab
             .as_ref()
             .is_some_and(|v| v.iter().any(|x| x == name))

@@ -99,6 +99,7 @@ impl Repo {
     /// `A..B` (an empty side means `HEAD`; a lone revision means every
     /// commit reachable from it), newest first as `git log` lists them,
     /// each with its parents and its line changes.
+    #[cfg(test)]
     pub fn commit_range(&self, spec: &str) -> Result<Vec<CommitDiff>, GitError> {
         self.commit_range_where(spec, false, &|_| true)
     }
@@ -112,6 +113,7 @@ impl Repo {
     /// shows the whole change it brought, its side branch's commits are not
     /// walked again), and reading the lines of only the files `wanted`
     /// accepts (others are not listed).
+    #[cfg(test)]
     pub fn commit_range_where(
         &self,
         spec: &str,

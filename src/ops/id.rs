@@ -87,22 +87,22 @@ impl OpId {
     }
 
     /// The first ten characters, as a log line shows them.
-    pub fn short(&self) -> &str {
+    pub(crate) fn short(&self) -> &str {
         &self.as_str()[..SHORT_LEN]
     }
 
     /// A number that sorts as the id does (see [`key`]).
-    pub fn key(&self) -> u128 {
+    pub(crate) fn key(&self) -> u128 {
         key(self.as_str())
     }
 
     /// Milliseconds since 2026-01-01T00:00Z.
-    pub fn time_part(&self) -> u64 {
+    pub(crate) fn time_part(&self) -> u64 {
         time_of(self.as_str())
     }
 
     /// Unix milliseconds at which the log accepted the operation.
-    pub fn unix_ms(&self) -> u64 {
+    pub(crate) fn unix_ms(&self) -> u64 {
         self.time_part() + EPOCH_MS
     }
 

@@ -121,7 +121,7 @@ impl ActorKind {
 
 impl Actor {
     /// kapi's own tool `name` (the checker, settling, a merge), in no session.
-    pub fn tool(name: &str) -> Actor {
+    pub(crate) fn tool(name: &str) -> Actor {
         Actor {
             kind: ActorKind::Tool,
             name: name.to_owned().into(),
@@ -132,7 +132,7 @@ impl Actor {
     /// Whether `self` and `other` are one party: the same kind and name, and
     /// for agents and tools the same session. Two sessions of one agent are
     /// two parties, and an agent with no session is a party of its own.
-    pub fn same_party(&self, other: &Actor) -> bool {
+    pub(crate) fn same_party(&self, other: &Actor) -> bool {
         self.kind == other.kind
             && self.name == other.name
             && (self.kind == ActorKind::Person
@@ -140,7 +140,7 @@ impl Actor {
     }
 
     /// `agent claude-code (session 1f3a…)` as a log line shows it.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match &self.session {
             Some(s) if self.kind != ActorKind::Person => {
                 let s: String = s.chars().take(8).collect();
@@ -219,7 +219,8 @@ impl Kind {
     }
 
     /// Kinds that name an earlier operation in `target`.
-    pub fn needs_target(self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn needs_target(self) -> bool {
         matches!(
             self,
             Kind::Keep | Kind::Drop | Kind::Withdraw | Kind::Widen | Kind::Signal | Kind::Establish
@@ -227,7 +228,7 @@ impl Kind {
     }
 
     /// Kinds that stay on the machine that recorded them (`refs/kapi/local`).
-    pub fn is_local(self) -> bool {
+    pub(crate) fn is_local(self) -> bool {
         self == Kind::Check
     }
 }
@@ -358,7 +359,7 @@ pub enum Bounds {
 }
 
 impl Bounds {
-    pub fn is_words(&self) -> bool {
+    pub(crate) fn is_words(&self) -> bool {
         *self == Bounds::Words
     }
 }
@@ -415,7 +416,7 @@ pub struct Basis {
 }
 
 impl Basis {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.commit.is_none()
     }
 }
@@ -439,7 +440,7 @@ pub struct Scope {
 }
 
 impl Scope {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.point.is_empty()
             && self.valid_from.is_none()
             && self.valid_to.is_none()
@@ -592,7 +593,7 @@ impl Record {
     /// The canonical line, when it is within the limit of one record: what
     /// a writer checks before anything reaches the journal (a reader
     /// refuses a longer line, so it must never be written).
-    pub fn to_checked_line(&self) -> Result<String, RecordError> {
+    pub(crate) fn to_checked_line(&self) -> Result<String, RecordError> {
         let line = self.to_canonical_json();
         if line.len() > MAX_RECORD_BYTES {
             return Err(RecordError::Oversized { bytes: line.len() });
@@ -601,7 +602,7 @@ impl Record {
     }
 
     /// The content blob the record names, if any.
-    pub fn content_blob(&self) -> Option<&ContentBlob> {
+    pub(crate) fn content_blob(&self) -> Option<&ContentBlob> {
         match &self.subject {
             Some(Subject::Terms { blob, .. }) => blob.as_ref(),
             _ => None,
@@ -609,7 +610,7 @@ impl Record {
     }
 
     /// Whether the record names a content blob it has not read back yet.
-    pub fn content_unread(&self) -> bool {
+    pub(crate) fn content_unread(&self) -> bool {
         matches!(&self.subject, Some(Subject::Terms { terms, blob: Some(_) }) if terms.is_empty())
     }
 
@@ -647,16 +648,16 @@ impl Record {
     }
 
     /// The operation id. Valid once `validate` passed.
-    pub fn op_id(&self) -> OpId {
+    pub(crate) fn op_id(&self) -> OpId {
         OpId::parse(&self.id).expect("validated records carry valid ids")
     }
 
-    pub fn short(&self) -> &str {
+    pub(crate) fn short(&self) -> &str {
         &self.id[..self.id.len().min(super::id::SHORT_LEN)]
     }
 
     /// The checks a record passes before it is written or folded.
-    pub fn validate(&self) -> Result<(), RecordError> {
+    pub(crate) fn validate(&self) -> Result<(), RecordError> {
         if self.v != FORMAT_VERSION {
             return Err(RecordError::UnknownVersion(u64::from(self.v)));
         }
@@ -681,7 +682,7 @@ impl Record {
     /// Every check [`Record::validate`] makes but those of the id and
     /// instant the store has yet to mint: what the door checks of a record
     /// built from a draft, before it is appended.
-    pub fn validate_unminted(&self) -> Result<(), RecordError> {
+    pub(crate) fn validate_unminted(&self) -> Result<(), RecordError> {
         let invalid = |m: String| Err(RecordError::Invalid(m));
         if self.v != FORMAT_VERSION {
             return Err(RecordError::UnknownVersion(u64::from(self.v)));
@@ -831,7 +832,8 @@ impl Record {
     }
 
     /// Whether the record states something a status belongs to.
-    pub fn has_subject(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_subject(&self) -> bool {
         self.subject.is_some() || self.kind == Kind::Correct
     }
 }

@@ -211,7 +211,7 @@ impl<'p> Problems<'p> {
     }
 
     /// Name the problem of line `n` (1-based), or count it past the cap.
-    pub fn line(&mut self, n: usize, error: impl FnOnce() -> EntryError) {
+    pub(crate) fn line(&mut self, n: usize, error: impl FnOnce() -> EntryError) {
         if self.named < MAX_NAMED {
             self.named += 1;
             self.out.push(Problem {

@@ -60,7 +60,7 @@ pub struct EvidenceRow {
 
 impl EvidenceRow {
     /// The canonical projection: the permitted cells, nothing else.
-    pub fn projection(&self) -> serde_json::Value {
+    pub(crate) fn projection(&self) -> serde_json::Value {
         json!({
             "id": self.id,
             "register": self.register,
@@ -75,7 +75,7 @@ impl EvidenceRow {
     }
 
     /// The text a ranker and a context body see.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut t = self.title.clone();
         for part in [&self.summary, &self.url] {
             if !part.is_empty() {

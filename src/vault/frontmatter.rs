@@ -39,7 +39,7 @@ pub struct FrontMatter {
 }
 
 impl FrontMatter {
-    pub fn str(&self, key: &str) -> Option<&str> {
+    pub(crate) fn str(&self, key: &str) -> Option<&str> {
         self.fields
             .get(key)
             .and_then(Value::as_str)
@@ -47,7 +47,7 @@ impl FrontMatter {
     }
 
     /// A scalar or a list, as a list of strings.
-    pub fn list(&self, key: &str) -> Vec<String> {
+    pub(crate) fn list(&self, key: &str) -> Vec<String> {
         match self.fields.get(key) {
             Some(Value::Str(s)) if !s.is_empty() => vec![s.clone()],
             Some(Value::List(items)) => items.clone(),
@@ -55,7 +55,7 @@ impl FrontMatter {
         }
     }
 
-    pub fn map(&self, key: &str) -> Option<&BTreeMap<String, String>> {
+    pub(crate) fn map(&self, key: &str) -> Option<&BTreeMap<String, String>> {
         match self.fields.get(key) {
             Some(Value::Map(m)) => Some(m),
             _ => None,

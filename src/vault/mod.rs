@@ -41,16 +41,6 @@ pub enum VaultError {
     TooLarge,
 }
 
-impl VaultError {
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::NotFound => "vault_not_found",
-            Self::Unreadable => "vault_unreadable",
-            Self::TooLarge => "read_cap_exceeded",
-        }
-    }
-}
-
 /// One permitted note outside the raw logs.
 #[derive(Debug, Clone)]
 pub(crate) struct Note {
@@ -66,16 +56,16 @@ pub(crate) struct Note {
 }
 
 impl Note {
-    pub fn body(&self) -> &[u8] {
+    pub(crate) fn body(&self) -> &[u8] {
         &self.bytes[self.body_offset..]
     }
 
-    pub fn body_text(&self) -> Cow<'_, str> {
+    pub(crate) fn body_text(&self) -> Cow<'_, str> {
         String::from_utf8_lossy(self.body())
     }
 
     /// The declared title, a MADR record's first heading, else the id or path.
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         if let Some(t) = &self.meta.title {
             return t.clone();
         }
@@ -162,7 +152,7 @@ impl Default for Layout {
 
 impl Layout {
     /// The log kind of `path`, if it is a log or register path.
-    pub fn kind_of(&self, path: &str) -> Option<Kind> {
+    pub(crate) fn kind_of(&self, path: &str) -> Option<Kind> {
         let has = |list: &[String]| list.iter().any(|p| p == path);
         if has(&self.registers) {
             Some(Kind::EvidenceRegister)

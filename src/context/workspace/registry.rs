@@ -104,7 +104,7 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// The entry for `path`, if registered.
-    pub fn get(&self, path: &Path) -> Option<&Registered> {
+    pub(crate) fn get(&self, path: &Path) -> Option<&Registered> {
         // Paths are compared as bytes: Path's own equality walks
         // components, and this runs over every entry.
         self.entries
