@@ -177,7 +177,9 @@ impl Repo {
         })
     }
 
-    /// [`Repo::commit_range_where`] over a resolved merged range.
+    /// The commits of a resolved merged range, as `commit_range_where`
+    /// reads a range (first parents only when `first_parent`; the lines of
+    /// only the files `wanted` accepts).
     pub fn merged_commits_where(
         &self,
         range: &MergedRange,
