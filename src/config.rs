@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub const FILE_NAME: &str = "kapi.toml";
+pub(crate) const FILE_NAME: &str = "kapi.toml";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -67,7 +67,7 @@ impl SyncConfig {
     pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 
     /// How long one fetch or push may take.
-    pub fn timeout(&self) -> std::time::Duration {
+    pub(crate) fn timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT_SECS).max(1))
     }
 }
@@ -135,7 +135,7 @@ impl CheckConfig {
 
 impl Config {
     /// Read `kapi.toml` in `root`, or defaults when there is none.
-    pub fn load(root: &Path) -> Result<Self, ConfigError> {
+    pub(crate) fn load(root: &Path) -> Result<Self, ConfigError> {
         let path = root.join(FILE_NAME);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,

@@ -9,7 +9,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -21,13 +21,13 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Canonical JSON bytes: compact, keys sorted (serde_json's maps are
 /// ordered), UTF-8 unescaped; no trailing newline.
-pub fn canonical(value: &serde_json::Value) -> Vec<u8> {
+pub(crate) fn canonical(value: &serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
 }
 
 /// A running SHA-256 over a sequence of records.
 #[derive(Default)]
-pub struct Running(Sha256);
+pub(crate) struct Running(Sha256);
 
 impl Running {
     pub fn add(&mut self, part: &[u8]) {

@@ -3,19 +3,19 @@
 pub mod compile;
 pub mod vault;
 
-pub mod atomic;
-pub mod check;
+pub(crate) mod atomic;
+pub(crate) mod check;
 pub mod config;
 pub mod digest;
 pub mod formats;
-pub mod fsutil;
-pub mod git;
-pub mod hooks;
+pub(crate) mod fsutil;
+pub(crate) mod git;
+pub(crate) mod hooks;
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub mod context;
 pub mod ops;
 pub mod store;
-pub mod terminal;
-pub mod wording;
+pub(crate) mod terminal;
+pub(crate) mod wording;

@@ -125,10 +125,6 @@ impl ProseFilter {
                 .is_some_and(|r| r.starts_with('/'))
         })
     }
-
-    pub fn is_excluded(&self, rel: &str) -> bool {
-        self.exclude.is_match(rel)
-    }
 }
 
 /// What the checker needs from a repository: its work tree's files and its

@@ -22,7 +22,6 @@ use serde::Serialize;
 
 pub use files::{FileRef, Skip};
 pub use finding::{Finding, Severity, Summary};
-pub use markdown::TextKind;
 pub use matcher::{Matcher, MatcherError};
 pub use rule::CheckRule;
 

@@ -1,7 +1,7 @@
 //! A term rule as the checker sees it: the form to use, every form to avoid
 //! (already derived), and how its findings weigh.
 
-pub use crate::ops::record::Bounds;
+pub(crate) use crate::ops::record::Bounds;
 
 /// One rule handed to the matcher. The log's fold (or a `--rules` term list)
 /// builds these; the checker never derives variants itself.

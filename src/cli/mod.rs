@@ -1,16 +1,16 @@
 //! The command line: parse arguments, call the library, render. Nothing here
 //! decides anything the library could decide.
 
-pub mod commands;
-pub mod exit;
-pub mod output;
+pub(crate) mod commands;
+pub(crate) mod exit;
+pub(crate) mod output;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-pub use exit::{CliError, Exit};
+pub(crate) use exit::Exit;
 
 /// kapi: a git-native context ledger for people and coding agents.
 ///

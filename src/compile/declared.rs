@@ -66,12 +66,6 @@ pub enum ArtifactCompiled {
     Refused { output: PathBuf },
 }
 
-impl ArtifactCompiled {
-    pub fn refused(&self) -> bool {
-        matches!(self, Self::Refused { .. })
-    }
-}
-
 /// The verdict on one declared artifact. Serializes as one line of
 /// `verify-context --all`: the verification and the artifact's path.
 #[derive(Debug, Clone)]

@@ -7,16 +7,16 @@
 //! lookup and hashing. It never calls a model, and every report says
 //! `execution_authorized: false`.
 
-pub mod applicability;
-pub mod artifacts;
-pub mod budget;
+pub(crate) mod applicability;
+pub(crate) mod artifacts;
+pub(crate) mod budget;
 mod declared;
-pub mod history;
-pub mod manifest;
-pub mod rank;
-pub mod report;
-pub mod request;
-pub mod select;
+pub(crate) mod history;
+pub(crate) mod manifest;
+pub(crate) mod rank;
+pub(crate) mod report;
+pub(crate) mod request;
+pub(crate) mod select;
 pub mod verify;
 
 #[cfg(test)]
@@ -30,21 +30,21 @@ use time::Date;
 
 pub use budget::serialize;
 pub use rank::Ranking;
-pub use request::{Request, RequestError, Resolved, VaultChoice, day_of};
-pub use verify::{Expected, Verification, VerifyStatus, verify_compiled};
+pub(crate) use request::{Request, RequestError, Resolved, day_of};
+pub(crate) use verify::{Verification, VerifyStatus, verify_compiled};
 
 use crate::vault::{self, Grant, Layout, Narrowing, Vault, VaultError};
 
-pub const FORMAT: &str = "kapi.compiled-context/v1";
-pub const CONTRACT_VERSION: u64 = 1;
+pub(crate) const FORMAT: &str = "kapi.compiled-context/v1";
+pub(crate) const CONTRACT_VERSION: u64 = 1;
 /// Budgets below this are rejected before the vault is read.
-pub const MIN_MAX_BYTES: usize = 160;
+pub(crate) const MIN_MAX_BYTES: usize = 160;
 /// At most 4 MiB of output.
-pub const MAX_MAX_BYTES: usize = 4 * 1024 * 1024;
-pub const MAX_TARGETS: usize = 64;
-pub const MAX_DOCS: usize = 64;
-pub const MAX_QUERY_BYTES: usize = 4096;
-pub const MAX_AGENT_BYTES: usize = 256;
+pub(crate) const MAX_MAX_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_TARGETS: usize = 64;
+pub(crate) const MAX_DOCS: usize = 64;
+pub(crate) const MAX_QUERY_BYTES: usize = 4096;
+pub(crate) const MAX_AGENT_BYTES: usize = 256;
 
 /// Why compilation was rejected. Codes are fixed and redacted.
 #[derive(Debug, thiserror::Error)]
@@ -300,6 +300,6 @@ pub(crate) fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled
 }
 
 /// The sole wire serializer for a compiled report.
-pub fn serialize_compiled(compiled: &Compiled) -> Vec<u8> {
+pub(crate) fn serialize_compiled(compiled: &Compiled) -> Vec<u8> {
     compiled.to_bytes()
 }

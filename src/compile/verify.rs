@@ -19,7 +19,7 @@ use super::{
 use super::{CompileError, compile_context};
 use crate::vault::{Grant, Layout, Narrowing};
 
-pub const VERIFICATION_FORMAT: &str = "kapi.context-verification/v1";
+pub(crate) const VERIFICATION_FORMAT: &str = "kapi.context-verification/v1";
 
 /// The verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub struct Verification {
 
 impl Verification {
     /// Refused for one reason, as of a day (`YYYY-MM-DD`).
-    pub fn refused(reason: &'static str, as_of: &str) -> Self {
+    pub(crate) fn refused(reason: &'static str, as_of: &str) -> Self {
         Self {
             status: VerifyStatus::Refused,
             reasons: vec![reason],
@@ -57,7 +57,7 @@ impl Verification {
         }
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "as_of": self.as_of,
             "execution_authorized": false,
@@ -83,7 +83,7 @@ pub struct Expected {
 
 impl Expected {
     /// Expect exactly this recipe.
-    pub fn all(recipe: &Recipe) -> Self {
+    pub(crate) fn all(recipe: &Recipe) -> Self {
         Self {
             targets: Some(recipe.targets.clone()),
             query: Some(recipe.query.clone()),

@@ -48,6 +48,10 @@ pub struct CheckRequest {
 pub struct CheckReport {
     pub outcome: Outcome,
     /// Usage signals recorded in the log.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "only the in-process tests read it yet")
+    )]
     pub signals: usize,
 }
 

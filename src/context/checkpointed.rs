@@ -94,7 +94,7 @@ const READER_SOURCES: &[&str] = &[
 /// the typed axes the fold compares scopes on (`[axes]` in kapi.toml and
 /// the gazetteers it names) and how it settles suggestions (`[context]
 /// settle`), so a checkpoint folded before any of them changed is not
-/// read. Made once per workspace: a gazetteer can be long.
+/// read. Made once per opened project: a gazetteer can be long.
 fn fingerprint(session: &Session) -> &str {
     session.fold_fingerprint.get_or_init(|| {
         let mut crc = crc32fast::Hasher::new();

@@ -1,12 +1,14 @@
 //! The environment as a value: the clock, randomness and the variables the
 //! actor is detected from, behind one small trait. [`ProcessEnv`] reads the
 //! process (`KAPI_NOW`, `KAPI_SEED`, `/dev/urandom`, the environment);
-//! [`FixedEnv`] pins everything for tests. Both are read on every call, so a
-//! long-running process (the MCP server to come) gets a fresh clock and
-//! fresh randomness for every operation it records.
+//! `FixedEnv` (built for tests only) pins everything. Both are read on
+//! every call, so a long-running process (the MCP server to come) gets a
+//! fresh clock and fresh randomness for every operation it records.
 
+#[cfg(test)]
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+#[cfg(test)]
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -86,12 +88,6 @@ pub struct ProcessEnv {
 }
 
 impl ProcessEnv {
-    /// For a long-running process: every call reads the clock and the
-    /// randomness afresh, and nothing is leaked.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// For a command line run that ends after one call.
     pub fn for_one_command() -> Self {
         Self {
@@ -145,6 +141,7 @@ impl Env for ProcessEnv {
 
 /// An environment pinned for tests: a fixed clock, repeatable randomness
 /// (a fresh value on every call, from a seed) and only the variables given.
+#[cfg(test)]
 #[derive(Debug)]
 pub struct FixedEnv {
     now_ms: AtomicU64,
@@ -152,6 +149,7 @@ pub struct FixedEnv {
     vars: BTreeMap<String, OsString>,
 }
 
+#[cfg(test)]
 impl FixedEnv {
     /// The clock at `now_ms`, randomness from `seed`, no variables.
     pub fn new(now_ms: u64, seed: u64) -> Self {
@@ -174,6 +172,7 @@ impl FixedEnv {
     }
 }
 
+#[cfg(test)]
 impl Env for FixedEnv {
     fn now_ms(&self) -> Result<u64, EnvError> {
         Ok(self.now_ms.load(Ordering::SeqCst))

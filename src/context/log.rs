@@ -72,7 +72,7 @@ pub struct LogEntry<'a> {
 
 impl LogEntry<'_> {
     /// The JSON object of `kapi context log --json` (docs/ledger.md).
-    pub fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(self) -> serde_json::Value {
         let (record, state) = (self.record, self.state);
         json!({
             "id": record.id,

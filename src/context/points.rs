@@ -70,7 +70,7 @@ impl PointMap {
     }
 
     /// The point of a path relative to the work tree.
-    pub fn point(&self, rel_path: &str) -> Point {
+    pub(crate) fn point(&self, rel_path: &str) -> Point {
         let mut point = Point::new();
         for (set, axes, _) in &self.entries {
             if set.is_match(rel_path) {
@@ -83,7 +83,7 @@ impl PointMap {
     /// The `[[points]]` entry (numbered from 1) that sets `axis` for
     /// `rel_path`, with its path globs: the last that matches, as in
     /// [`PointMap::point`].
-    pub fn entry_setting(&self, rel_path: &str, axis: &str) -> Option<(usize, Vec<String>)> {
+    pub(crate) fn entry_setting(&self, rel_path: &str, axis: &str) -> Option<(usize, Vec<String>)> {
         self.entries
             .iter()
             .enumerate()
@@ -101,10 +101,6 @@ impl PointMap {
                 axes.iter()
                     .map(move |(a, v)| (i + 1, a.as_str(), v.as_str()))
             })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 

@@ -168,6 +168,7 @@ pub struct Member {
 
 /// The digest: every subject awaiting a decision and every rule or note in
 /// force, in id order.
+#[cfg(test)]
 pub fn pending(ledger: &Ledger) -> Vec<Pending> {
     pending_from(ledger, None)
 }

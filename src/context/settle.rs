@@ -54,12 +54,8 @@ pub fn due(ledger: &Ledger) -> Vec<Draft> {
         .collect()
 }
 
-/// Record the establishments due; returns them.
-pub fn settle(session: &Session) -> Result<Vec<Establishment>, ContextError> {
-    settle_in(session, session.ledger()?)
-}
-
-/// [`settle`] over a ledger the caller already folded.
+/// Record the establishments due, over a ledger the caller already
+/// folded; returns them.
 pub fn settle_in(session: &Session, ledger: Ledger) -> Result<Vec<Establishment>, ContextError> {
     let due = due(&ledger);
     let recorded = session.record_as(&settler(), due, Some(&ledger))?;
@@ -203,21 +199,11 @@ pub fn pull_request_of(subject: &str) -> Option<String> {
 /// one per pull request the range merged (and one for its commits that
 /// name none), naming the newest commit of each. `pr` overrides the pull
 /// request read from commit subjects.
-pub fn merge_signals(
-    session: &Session,
-    range: &str,
-    pr: Option<&str>,
-) -> Result<MergeSignals, ContextError> {
-    let mut ledger = session.ledger()?;
-    let report = merge_signals_in(session, &mut ledger, range, pr)?;
-    session.release(ledger);
-    Ok(report)
-}
-
-/// [`merge_signals`] over a ledger the caller already folded; the signals
-/// recorded are applied to it, so the caller can settle without folding
-/// the log again. By step: the suggestions awaiting evidence, the range
-/// walk, the hits in each changed file, the signals, their records.
+///
+/// Over a ledger the caller already folded; the signals recorded are
+/// applied to it, so the caller can settle without folding the log again.
+/// By step: the suggestions awaiting evidence, the range walk, the hits in
+/// each changed file, the signals, their records.
 pub fn merge_signals_in(
     session: &Session,
     ledger: &mut Ledger,

@@ -30,11 +30,12 @@ use crate::ops::record::{Scope, Subject};
 use crate::ops::{OpId, Status, TermRule};
 use crate::store::Store;
 
-pub use registry::{Registered, Registry, RegistryError, Unread, registry_file};
+pub(crate) use registry::registry_file;
+pub use registry::{Registered, RegistryError};
 
 /// Why the workspace could not be changed.
 #[derive(Debug, thiserror::Error)]
-pub enum WorkspaceError {
+pub(crate) enum WorkspaceError {
     #[error(transparent)]
     Registry(#[from] RegistryError),
     #[error(transparent)]
@@ -69,7 +70,7 @@ fn cache_dir(env: &dyn Env) -> Option<PathBuf> {
 /// Every repository the registry lists, once each (the latest line for a
 /// path wins); an unreadable line is skipped, and a registry that is not
 /// a regular file reads as empty.
-pub fn registered(env: &dyn Env) -> Vec<Registered> {
+pub(crate) fn registered(env: &dyn Env) -> Vec<Registered> {
     registry::read(env).entries
 }
 
@@ -85,7 +86,7 @@ fn checkout(session: &Session) -> PathBuf {
 /// project key already (then whether it shares is left as it is). A new
 /// registration, or one under a new project key, does not share. A
 /// repository with no work tree is not a checkout and is not registered.
-pub fn register(session: &Session) -> Result<(), RegistryError> {
+pub(crate) fn register(session: &Session) -> Result<(), RegistryError> {
     let Some(file) = registry_file(session.env()) else {
         return Ok(());
     };
@@ -113,7 +114,7 @@ pub fn register(session: &Session) -> Result<(), RegistryError> {
 
 /// What `kapi workspace add` did.
 #[derive(Debug, Clone, Serialize)]
-pub struct Added {
+pub(crate) struct Added {
     /// The checkout, canonical.
     pub path: PathBuf,
     pub project: String,
@@ -124,7 +125,7 @@ pub struct Added {
 /// Share the session's checkout's workspace rules with every other
 /// repository on this machine (`kapi workspace add`): a person's choice,
 /// refused to an agent or a tool.
-pub fn add(session: &Session) -> Result<Added, WorkspaceError> {
+pub(crate) fn add(session: &Session) -> Result<Added, WorkspaceError> {
     may_choose_workspace(session.actor(), WorkspaceChoice::Add)?;
     if session.store.work_tree().is_none() {
         return Err(WorkspaceError::NotACheckout(session.root.clone()));
@@ -163,7 +164,7 @@ pub(crate) fn share(session: &Session) -> Result<Added, RegistryError> {
 
 /// Which entries `kapi workspace forget` removes.
 #[derive(Debug, Clone)]
-pub enum Forget {
+pub(crate) enum Forget {
     /// These repositories (absolute paths; canonical where they exist).
     Paths(Vec<PathBuf>),
     /// Every one whose folder is gone.
@@ -172,7 +173,7 @@ pub enum Forget {
 
 /// What `kapi workspace forget` removed.
 #[derive(Debug, Clone, Serialize)]
-pub struct Forgotten {
+pub(crate) struct Forgotten {
     pub forgotten: Vec<Registered>,
 }
 
@@ -180,7 +181,7 @@ pub struct Forgotten {
 /// choice: an agent or a tool is refused), compacted to one line per
 /// repository. Naming a path that is not registered is an error and
 /// changes nothing.
-pub fn forget(env: &dyn Env, what: &Forget) -> Result<Forgotten, WorkspaceError> {
+pub(crate) fn forget(env: &dyn Env, what: &Forget) -> Result<Forgotten, WorkspaceError> {
     // Only the kind of actor matters here, and it comes from the
     // environment: no repository's git identity is needed to name it.
     let actor = crate::ops::actor::detect(|name| env.var_os(name), || (None, None))?;
@@ -216,7 +217,7 @@ pub fn forget(env: &dyn Env, what: &Forget) -> Result<Forgotten, WorkspaceError>
 
 /// One repository as `kapi workspace list` shows it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Listed {
+pub(crate) struct Listed {
     pub path: PathBuf,
     pub project: String,
     /// Its folder is still there.
@@ -228,7 +229,7 @@ pub struct Listed {
 /// `kapi workspace list`: every registered repository, and what kept any
 /// of the registry from being read.
 #[derive(Debug, Clone, Serialize)]
-pub struct Listing {
+pub(crate) struct Listing {
     /// The registry file (none when no data directory is set).
     pub registry: Option<PathBuf>,
     /// Why the registry was read as empty.
@@ -243,7 +244,7 @@ pub struct Listing {
 
 /// Every registered repository, whether it still exists and whether it
 /// shares its rules with the workspace.
-pub fn list(env: &dyn Env) -> Listing {
+pub(crate) fn list(env: &dyn Env) -> Listing {
     let registry = registry::read(env);
     Listing {
         registry: registry.file,
@@ -265,7 +266,7 @@ pub fn list(env: &dyn Env) -> Listing {
 
 /// A term rule another registered repository widened to the workspace.
 #[derive(Debug, Clone, Serialize)]
-pub struct WorkspaceRule {
+pub(crate) struct WorkspaceRule {
     /// The project that decided it.
     pub project: String,
     /// Where that project's checkout is.
@@ -317,7 +318,7 @@ impl WorkspaceRule {
 /// that answer at instant `at` (every window when `None`). A repository
 /// that is gone or cannot be read is passed over: another checkout's
 /// trouble never stops this one's check.
-pub fn rules_at(session: &Session, at: Option<i64>) -> Vec<WorkspaceRule> {
+pub(crate) fn rules_at(session: &Session, at: Option<i64>) -> Vec<WorkspaceRule> {
     let here = checkout(session);
     let cache = cache_dir(session.env());
     let mut out = Vec::new();
@@ -340,7 +341,7 @@ pub fn rules_at(session: &Session, at: Option<i64>) -> Vec<WorkspaceRule> {
 }
 
 /// [`rules_at`] in every window.
-pub fn rules(session: &Session) -> Result<Vec<WorkspaceRule>, ContextError> {
+pub(crate) fn rules(session: &Session) -> Result<Vec<WorkspaceRule>, ContextError> {
     Ok(rules_at(session, None))
 }
 

@@ -13,19 +13,19 @@
 
 use crate::ops::record::Bounds;
 
-pub mod pattern;
-pub mod rules_block;
-pub mod termlist;
+pub(crate) mod pattern;
+pub(crate) mod rules_block;
+pub(crate) mod termlist;
 pub mod vale;
-pub mod yaml;
+pub(crate) mod yaml;
 
 pub use termlist::parse_term_list;
 pub use vale::{Vocabulary, parse_vale_substitution};
 
 /// Longest line read.
-pub const MAX_LINE_BYTES: usize = 4096;
+pub(crate) const MAX_LINE_BYTES: usize = 4096;
 /// Most literal forms one pattern may expand to.
-pub const MAX_EXPANSION: usize = 64;
+pub(crate) const MAX_EXPANSION: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {

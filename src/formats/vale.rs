@@ -11,11 +11,11 @@ use crate::ops::record::Bounds;
 /// `Vale.Avoid`, so a vocabulary that `Vocab` names applies only to the
 /// files whose section names `Vale` in `BasedOnStyles` (or turns the rule
 /// on), as Vale applies it.
-pub const BUILTIN_STYLE: &str = "Vale";
+pub(crate) const BUILTIN_STYLE: &str = "Vale";
 
 /// The rules of [`BUILTIN_STYLE`] a vocabulary's two files become:
 /// `(accept.txt's, reject.txt's)`.
-pub const VOCABULARY_RULES: (&str, &str) = ("Terms", "Avoid");
+pub(crate) const VOCABULARY_RULES: (&str, &str) = ("Terms", "Avoid");
 
 /// A Vale vocabulary entry: a term or a regular expression, one a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -323,7 +323,7 @@ impl Level {
 
     /// How a rule of this level binds in kapi: an error fails the check, a
     /// warning or a suggestion reports only.
-    pub fn status(self) -> RuleStatus {
+    pub(crate) fn status(self) -> RuleStatus {
         match self {
             Level::Error => RuleStatus::Established,
             Level::Warning | Level::Suggestion => RuleStatus::Advisory,
@@ -333,7 +333,7 @@ impl Level {
 
 /// `Style.Rule = ...` in a section of `.vale.ini`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuleSetting {
+pub(crate) enum RuleSetting {
     /// `NO`
     Off,
     /// `YES`
@@ -344,7 +344,7 @@ pub enum RuleSetting {
 
 /// A glob section of `.vale.ini` (`[*.md]`, `[docs/**/*.adoc]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IniSection {
+pub(crate) struct IniSection {
     pub glob: String,
     /// `BasedOnStyles`.
     pub styles: Vec<String>,
@@ -354,7 +354,7 @@ pub struct IniSection {
 
 /// What kapi reads of a `.vale.ini`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValeIni {
+pub(crate) struct ValeIni {
     /// `StylesPath`, as [`styles_path`] reads it.
     pub styles_path: Option<String>,
     /// `MinAlertLevel` (Vale's default: warning).
@@ -368,7 +368,7 @@ pub struct ValeIni {
 
 /// Where and how one style rule is in force.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Enabled {
+pub(crate) enum Enabled {
     /// The `.vale.ini` names no styles at all: every style applies
     /// everywhere, at its own level (kapi's reading before `.vale.ini` was
     /// honoured, kept for configurations that only set `StylesPath`).
@@ -460,7 +460,7 @@ impl ValeIni {
     /// A configuration that names no style keeps every style found under
     /// `StylesPath` in force everywhere, but not Vale's built-in style
     /// (the vocabularies): nothing there enables it.
-    pub fn enabled(&self, style: &str, rule: &str, own: Level) -> Enabled {
+    pub(crate) fn enabled(&self, style: &str, rule: &str, own: Level) -> Enabled {
         if !self.names_styles() && style != BUILTIN_STYLE {
             return Enabled::Everywhere(own);
         }
@@ -493,7 +493,7 @@ impl ValeIni {
 
     /// Whether the vocabulary `name` is in use: `Vocab` names it. Vale
     /// loads no other vocabulary (none when `Vocab` is not set).
-    pub fn uses_vocab(&self, name: &str) -> bool {
+    pub(crate) fn uses_vocab(&self, name: &str) -> bool {
         self.vocab
             .as_ref()
             .is_some_and(|v| v.iter().any(|x| x == name))

@@ -15,9 +15,9 @@ mod worktree;
 use std::path::{Path, PathBuf};
 
 pub use gix::ObjectId;
-pub use range::{CommitDiff, FileDiff, MergedRange, RangeError};
+pub use range::{CommitDiff, MergedRange};
 pub use remote::Pushed;
-pub use worktree::{Blob, FileVersions};
+pub use worktree::Blob;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

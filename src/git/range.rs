@@ -99,6 +99,7 @@ impl Repo {
     /// `A..B` (an empty side means `HEAD`; a lone revision means every
     /// commit reachable from it), newest first as `git log` lists them,
     /// each with its parents and its line changes.
+    #[cfg(test)]
     pub fn commit_range(&self, spec: &str) -> Result<Vec<CommitDiff>, GitError> {
         self.commit_range_where(spec, false, &|_| true)
     }
@@ -112,6 +113,7 @@ impl Repo {
     /// shows the whole change it brought, its side branch's commits are not
     /// walked again), and reading the lines of only the files `wanted`
     /// accepts (others are not listed).
+    #[cfg(test)]
     pub fn commit_range_where(
         &self,
         spec: &str,
@@ -175,7 +177,9 @@ impl Repo {
         })
     }
 
-    /// [`Repo::commit_range_where`] over a resolved merged range.
+    /// The commits of a resolved merged range, as `commit_range_where`
+    /// reads a range (first parents only when `first_parent`; the lines of
+    /// only the files `wanted` accepts).
     pub fn merged_commits_where(
         &self,
         range: &MergedRange,
@@ -269,11 +273,6 @@ impl Repo {
             trees.trim();
         }
         Ok(out)
-    }
-
-    /// One commit against its first parent.
-    pub fn commit_diff(&self, id: ObjectId) -> Result<CommitDiff, GitError> {
-        self.commit_diff_where(id, &|_| true, &Trees::default())
     }
 
     fn tree_of_commit(&self, commit: ObjectId, trees: &Trees) -> Result<ObjectId, GitError> {

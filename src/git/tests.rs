@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use super::range::FileDiff;
 use super::*;
 
 /// How long a fetch or push in these tests may take.

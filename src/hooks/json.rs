@@ -24,6 +24,7 @@ impl J {
         J::Str(s.to_owned())
     }
 
+    #[cfg(test)]
     pub fn obj(pairs: &[(&str, J)]) -> J {
         J::Obj(
             pairs

@@ -55,7 +55,7 @@ pub struct Place {
 /// A gazetteer file: `[[place]]` tables.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Gazetteer {
+pub(crate) struct Gazetteer {
     #[serde(default)]
     pub place: Vec<Place>,
 }
@@ -203,7 +203,7 @@ pub enum Axis {
 
 impl Axis {
     /// The kind as kapi.toml spells it.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Axis::Enum(_) => "enum",
             Axis::Range { .. } => "range",
@@ -245,7 +245,7 @@ impl Axis {
     }
 
     /// What a legal value looks like, for an error message.
-    pub fn expects(&self) -> String {
+    pub(crate) fn expects(&self) -> String {
         match self {
             Axis::Enum(t) => format!(
                 "one of {}",
@@ -374,12 +374,12 @@ impl Space {
         Ok(Space { axes })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.axes.is_empty()
     }
 
     /// The typed axis `name`, if the space types it.
-    pub fn axis(&self, name: &str) -> Option<&Axis> {
+    pub(crate) fn axis(&self, name: &str) -> Option<&Axis> {
         self.axes.get(name)
     }
 
@@ -415,14 +415,14 @@ pub struct Axes {
 
 impl Axes {
     /// `project`'s axes typed by `space`.
-    pub fn of(project: &str, space: Arc<Space>) -> Axes {
+    pub(crate) fn of(project: &str, space: Arc<Space>) -> Axes {
         Axes {
             by_project: [(project.to_owned(), space)].into(),
         }
     }
 
     /// The space of `project`, if typed.
-    pub fn space(&self, project: &str) -> Option<&Space> {
+    pub(crate) fn space(&self, project: &str) -> Option<&Space> {
         self.by_project.get(project).map(|s| &**s)
     }
 }

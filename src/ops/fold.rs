@@ -707,7 +707,8 @@ pub fn fold_with_history(records: Vec<Record>) -> Ledger {
 /// The log as it stood at `cutoff_ms` (Unix milliseconds): the reducer
 /// applies the operations the log had accepted by then (ids are
 /// time-ordered, so they are a prefix) and stops there.
-pub fn fold_as_of(records: Vec<Record>, cutoff_ms: u64) -> Ledger {
+#[cfg(test)]
+pub(crate) fn fold_as_of(records: Vec<Record>, cutoff_ms: u64) -> Ledger {
     Ledger::new(records).as_of(cutoff_ms)
 }
 

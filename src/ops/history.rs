@@ -57,6 +57,7 @@ pub struct Histories {
     /// Each subject's changes, oldest first.
     by_subject: HashMap<OpId, Vec<Change>>,
     /// How many instants ran the passes over the whole log.
+    #[cfg_attr(not(test), expect(dead_code, reason = "only the tests read it yet"))]
     pub full_passes: usize,
 }
 
@@ -68,6 +69,7 @@ impl Histories {
     }
 
     /// The status `id` had at `at_ms` (Unix ms), from its history.
+    #[cfg(test)]
     pub fn status_at(&self, id: &OpId, at_ms: u64) -> Option<Status> {
         self.of(id)
             .iter()
@@ -77,12 +79,9 @@ impl Histories {
     }
 
     /// How many changes there are in all.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_subject.values().map(Vec::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_subject.is_empty()
     }
 }
 

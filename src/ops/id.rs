@@ -6,13 +6,13 @@
 use std::fmt;
 
 /// Crockford's base32 alphabet, lower case (no i, l, o, u).
-pub const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+pub(crate) const ALPHABET: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 /// Characters in an id.
-pub const LEN: usize = 24;
+pub(crate) const LEN: usize = 24;
 /// Characters of the time part.
-pub const TIME_LEN: usize = 8;
+pub(crate) const TIME_LEN: usize = 8;
 /// Characters a log line shows.
-pub const SHORT_LEN: usize = 10;
+pub(crate) const SHORT_LEN: usize = 10;
 /// 2026-01-01T00:00:00Z in milliseconds since the Unix epoch.
 pub const EPOCH_MS: u64 = 1_767_225_600_000;
 /// The largest time part eight characters hold (40 bits).
@@ -87,22 +87,22 @@ impl OpId {
     }
 
     /// The first ten characters, as a log line shows them.
-    pub fn short(&self) -> &str {
+    pub(crate) fn short(&self) -> &str {
         &self.as_str()[..SHORT_LEN]
     }
 
     /// A number that sorts as the id does (see [`key`]).
-    pub fn key(&self) -> u128 {
+    pub(crate) fn key(&self) -> u128 {
         key(self.as_str())
     }
 
     /// Milliseconds since 2026-01-01T00:00Z.
-    pub fn time_part(&self) -> u64 {
+    pub(crate) fn time_part(&self) -> u64 {
         time_of(self.as_str())
     }
 
     /// Unix milliseconds at which the log accepted the operation.
-    pub fn unix_ms(&self) -> u64 {
+    pub(crate) fn unix_ms(&self) -> u64 {
         self.time_part() + EPOCH_MS
     }
 
@@ -120,7 +120,7 @@ impl fmt::Display for OpId {
 
 /// Unix milliseconds as `2026-11-30T05:07:39.123Z` (UTC). Written out by
 /// hand: every record read compares its `at` with this, so it must be cheap.
-pub fn rfc3339_ms(unix_ms: u64) -> String {
+pub(crate) fn rfc3339_ms(unix_ms: u64) -> String {
     let ms = unix_ms % 1000;
     let secs = unix_ms / 1000;
     let (hour, minute, second) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
@@ -165,24 +165,24 @@ fn value(c: u8) -> u8 {
 
 /// The short form of an id held as text (a record's `target`, a rule's
 /// id): its first ten characters, or all of it when shorter.
-pub fn short(id: &str) -> &str {
+pub(crate) fn short(id: &str) -> &str {
     id.get(..SHORT_LEN).unwrap_or(id)
 }
 
 /// Whether `text` is an id, without allocating.
-pub fn is_id(text: &str) -> bool {
+pub(crate) fn is_id(text: &str) -> bool {
     text.len() == LEN && text.bytes().all(is_id_char)
 }
 
 /// A valid id as a number that sorts as the id does (24 characters of 5
 /// bits each fit in 120 bits): cheap to sort and search by.
-pub fn key(id: &str) -> u128 {
+pub(crate) fn key(id: &str) -> u128 {
     id.bytes()
         .fold(0u128, |acc, c| (acc << 5) | u128::from(value(c)))
 }
 
 /// The time part of a valid id, in milliseconds since 2026-01-01.
-pub fn time_of(id: &str) -> u64 {
+pub(crate) fn time_of(id: &str) -> u64 {
     id.bytes()
         .take(TIME_LEN)
         .fold(0, |acc, c| (acc << 5) | u64::from(value(c)))
@@ -190,7 +190,7 @@ pub fn time_of(id: &str) -> u64 {
 
 /// Parse exactly the form [`rfc3339_ms`] writes (`2026-11-30T05:07:39.123Z`)
 /// into Unix milliseconds, without allocating; anything else is `None`.
-pub fn parse_instant_ms(text: &str) -> Option<u64> {
+pub(crate) fn parse_instant_ms(text: &str) -> Option<u64> {
     let b = text.as_bytes();
     if b.len() != 24
         || b[4] != b'-'
@@ -226,7 +226,7 @@ pub fn parse_instant_ms(text: &str) -> Option<u64> {
 }
 
 /// Whether `text` could start an id (used before resolving a prefix).
-pub fn is_prefix(text: &str) -> bool {
+pub(crate) fn is_prefix(text: &str) -> bool {
     !text.is_empty() && text.len() <= LEN && text.bytes().all(is_id_char)
 }
 
@@ -245,7 +245,7 @@ pub enum ResolveError {
 }
 
 /// Resolve a prefix (a leading `#` is allowed) against sorted ids.
-pub fn resolve<'a>(prefix: &str, sorted_ids: &'a [OpId]) -> Result<&'a OpId, ResolveError> {
+pub(crate) fn resolve<'a>(prefix: &str, sorted_ids: &'a [OpId]) -> Result<&'a OpId, ResolveError> {
     let prefix = prefix.trim().trim_start_matches('#').to_ascii_lowercase();
     if !is_prefix(&prefix) {
         return Err(ResolveError::NotAnId(prefix));

@@ -1,26 +1,28 @@
 //! Context operations: the record, its id, the avoided forms of a term rule,
 //! scopes, the policy, the fold, and who is acting.
 
-pub mod actor;
+pub(crate) mod actor;
 pub mod axes;
-pub mod draft;
+pub(crate) mod draft;
 pub mod fold;
-pub mod forms;
-pub mod group;
-pub mod history;
+pub(crate) mod forms;
+pub(crate) mod group;
+pub(crate) mod history;
 pub mod id;
-pub mod op;
-pub mod policy;
+pub(crate) mod op;
+pub(crate) mod policy;
 pub mod record;
-pub mod rules;
-pub mod scope;
-pub mod settle;
-pub mod valid;
-pub mod widen;
+pub(crate) mod rules;
+pub(crate) mod scope;
+pub(crate) mod settle;
+pub(crate) mod valid;
+pub(crate) mod widen;
 
-pub use draft::{Draft, Drafted};
-pub use fold::{Ledger, State, Status, fold};
+pub(crate) use draft::{Draft, Drafted};
+pub use fold::fold;
+pub(crate) use fold::{Ledger, State, Status};
 pub use id::OpId;
-pub use op::Op;
-pub use record::{Actor, ActorKind, Kind, Record, Subject};
-pub use rules::{RuleId, TermRule};
+pub(crate) use op::Op;
+pub use record::Record;
+pub(crate) use record::{ActorKind, Kind};
+pub(crate) use rules::{RuleId, TermRule};

@@ -266,16 +266,6 @@ impl<'r> Op<'r> {
             | Op::Check { .. } => Stated::Nothing,
         }
     }
-
-    /// The change applies a rule more widely than its evidence.
-    pub fn widens(&self) -> bool {
-        matches!(self, Op::Widen { .. })
-    }
-
-    /// The change writes a rule directly rather than suggesting it.
-    pub fn edits(&self) -> bool {
-        matches!(self, Op::Edit { .. })
-    }
 }
 
 #[cfg(test)]

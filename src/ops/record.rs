@@ -13,31 +13,31 @@ use serde::{Deserialize, Serialize};
 use super::id::OpId;
 
 /// The version of the record format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 /// The largest record kapi accepts, in canonical bytes.
-pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_RECORD_BYTES: usize = 1024 * 1024;
 /// Bounds on untrusted content inside a record (docs/operations.md,
 /// "Limits"): checked when an operation is recorded (the door refuses it,
 /// naming the limit) and when one is read (named and skipped).
-pub const MAX_TEXT: usize = 8 * 1024;
+pub(crate) const MAX_TEXT: usize = 8 * 1024;
 pub(super) const MAX_LIST: usize = 256;
 /// A term rule's form (to use or to avoid).
-pub const MAX_FORM: usize = 1024;
+pub(crate) const MAX_FORM: usize = 1024;
 /// A file path (evidence, a check run's files and findings).
-pub const MAX_PATH: usize = 4096;
+pub(crate) const MAX_PATH: usize = 4096;
 /// Short names: project, actor name, session, a point's axis and value, an
 /// evidence unit, a content address, a signal's commit, PR and merger, a
 /// check's hook and rule.
-pub const MAX_NAME: usize = 256;
+pub(crate) const MAX_NAME: usize = 256;
 /// A window bound (`valid_from`, `valid_to`), a SHA-256, a basis commit.
-pub const MAX_STAMP: usize = 64;
+pub(crate) const MAX_STAMP: usize = 64;
 /// Files one check run lists.
 pub(super) const MAX_CHECK_FILES: usize = 100_000;
 /// The most term rules one imported file carries.
-pub const MAX_TERMS: usize = 20_000;
+pub(crate) const MAX_TERMS: usize = 20_000;
 /// The largest content blob a record names (`subject.blob`): the parsed
 /// rules of an import too large to carry inline.
-pub const MAX_CONTENT_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_CONTENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One recorded change to a project's context. Its short texts (ids, the
 /// instant, project, actor, session) are [`CompactString`]s, held inline
@@ -121,7 +121,7 @@ impl ActorKind {
 
 impl Actor {
     /// kapi's own tool `name` (the checker, settling, a merge), in no session.
-    pub fn tool(name: &str) -> Actor {
+    pub(crate) fn tool(name: &str) -> Actor {
         Actor {
             kind: ActorKind::Tool,
             name: name.to_owned().into(),
@@ -132,7 +132,7 @@ impl Actor {
     /// Whether `self` and `other` are one party: the same kind and name, and
     /// for agents and tools the same session. Two sessions of one agent are
     /// two parties, and an agent with no session is a party of its own.
-    pub fn same_party(&self, other: &Actor) -> bool {
+    pub(crate) fn same_party(&self, other: &Actor) -> bool {
         self.kind == other.kind
             && self.name == other.name
             && (self.kind == ActorKind::Person
@@ -140,7 +140,7 @@ impl Actor {
     }
 
     /// `agent claude-code (session 1f3a…)` as a log line shows it.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match &self.session {
             Some(s) if self.kind != ActorKind::Person => {
                 let s: String = s.chars().take(8).collect();
@@ -219,7 +219,8 @@ impl Kind {
     }
 
     /// Kinds that name an earlier operation in `target`.
-    pub fn needs_target(self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn needs_target(self) -> bool {
         matches!(
             self,
             Kind::Keep | Kind::Drop | Kind::Withdraw | Kind::Widen | Kind::Signal | Kind::Establish
@@ -227,7 +228,7 @@ impl Kind {
     }
 
     /// Kinds that stay on the machine that recorded them (`refs/kapi/local`).
-    pub fn is_local(self) -> bool {
+    pub(crate) fn is_local(self) -> bool {
         self == Kind::Check
     }
 }
@@ -358,21 +359,12 @@ pub enum Bounds {
 }
 
 impl Bounds {
-    pub fn is_words(&self) -> bool {
+    pub(crate) fn is_words(&self) -> bool {
         *self == Bounds::Words
     }
 }
 
 impl Subject {
-    pub fn kind_name(&self) -> &'static str {
-        match self {
-            Subject::Term { .. } => "term",
-            Subject::Note { .. } => "note",
-            Subject::Pair { .. } => "pair",
-            Subject::Terms { .. } => "terms",
-        }
-    }
-
     /// `"Quickcast", not "Quick cast", "Quick-cast"` or the note's text.
     pub fn describe(&self) -> String {
         match self {
@@ -424,7 +416,7 @@ pub struct Basis {
 }
 
 impl Basis {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.commit.is_none()
     }
 }
@@ -448,7 +440,7 @@ pub struct Scope {
 }
 
 impl Scope {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.point.is_empty()
             && self.valid_from.is_none()
             && self.valid_to.is_none()
@@ -573,7 +565,7 @@ impl Record {
     /// The canonical line, when it is within the limit of one record: what
     /// a writer checks before anything reaches the journal (a reader
     /// refuses a longer line, so it must never be written).
-    pub fn to_checked_line(&self) -> Result<String, RecordError> {
+    pub(crate) fn to_checked_line(&self) -> Result<String, RecordError> {
         let line = self.to_canonical_json();
         if line.len() > MAX_RECORD_BYTES {
             return Err(RecordError::Oversized { bytes: line.len() });
@@ -582,7 +574,7 @@ impl Record {
     }
 
     /// The content blob the record names, if any.
-    pub fn content_blob(&self) -> Option<&ContentBlob> {
+    pub(crate) fn content_blob(&self) -> Option<&ContentBlob> {
         match &self.subject {
             Some(Subject::Terms { blob, .. }) => blob.as_ref(),
             _ => None,
@@ -590,7 +582,7 @@ impl Record {
     }
 
     /// Whether the record names a content blob it has not read back yet.
-    pub fn content_unread(&self) -> bool {
+    pub(crate) fn content_unread(&self) -> bool {
         matches!(&self.subject, Some(Subject::Terms { terms, blob: Some(_) }) if terms.is_empty())
     }
 
@@ -605,7 +597,7 @@ impl Record {
     }
 
     /// The operation id. Valid once `validate` passed.
-    pub fn op_id(&self) -> OpId {
+    pub(crate) fn op_id(&self) -> OpId {
         OpId::parse(&self.id).expect("validated records carry valid ids")
     }
 
@@ -628,7 +620,8 @@ impl Record {
     }
 
     /// Whether the record states something a status belongs to.
-    pub fn has_subject(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_subject(&self) -> bool {
         self.subject.is_some() || self.kind == Kind::Correct
     }
 }

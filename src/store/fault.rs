@@ -55,7 +55,7 @@ fn armed() -> &'static Mutex<Vec<(String, bool)>> {
 }
 
 /// Die (or stop) here if a test armed this point.
-pub fn point(name: &str) {
+pub(crate) fn point(name: &str) {
     let stop = {
         let mut armed = armed().lock().unwrap_or_else(|e| e.into_inner());
         if armed.is_empty() {

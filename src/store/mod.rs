@@ -14,19 +14,19 @@
 
 mod append;
 mod cache;
-pub mod checkpoint;
-pub mod content;
+pub(crate) mod checkpoint;
+pub(crate) mod content;
 pub mod fault;
 mod intake;
 mod journal;
-pub mod lock;
+pub(crate) mod lock;
 mod merge;
-pub mod newest;
+pub(crate) mod newest;
 mod project;
 mod read;
 mod reflock;
 pub mod segment;
-pub mod sweep;
+pub(crate) mod sweep;
 mod sync;
 mod tree;
 
@@ -38,12 +38,11 @@ use gix::ObjectId;
 
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
-pub use append::SetAside;
-pub use journal::{Parsed as JournalLines, holds_any as journal_holds_any, parse as parse_journal};
-pub use merge::JsonlImport;
-pub use reflock::RefLock;
-pub use segment::{EntryError, Problem};
-pub use sync::{Joined, RemoteError, TipMerge};
+pub(crate) use append::SetAside;
+pub use journal::{holds_any as journal_holds_any, parse as parse_journal};
+pub(crate) use reflock::RefLock;
+pub(crate) use segment::{EntryError, Problem};
+pub(crate) use sync::{Joined, RemoteError};
 
 /// Where an operation is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,14 +54,14 @@ pub enum LogRef {
 }
 
 impl LogRef {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LogRef::Shared => "refs/kapi/ops",
             LogRef::Local => "refs/kapi/local",
         }
     }
 
-    pub fn for_record(record: &Record) -> Self {
+    pub(crate) fn for_record(record: &Record) -> Self {
         if record.kind.is_local() {
             LogRef::Local
         } else {
@@ -219,31 +218,31 @@ impl Store {
     }
 
     /// Wait at most `timeout` for a lock (`KAPI_LOCK_TIMEOUT_MS`).
-    pub fn set_lock_timeout(&mut self, timeout: Duration) {
+    pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) {
         self.lock_timeout = timeout;
     }
 
-    pub fn repo(&self) -> &gix::Repository {
+    pub(crate) fn repo(&self) -> &gix::Repository {
         self.repo.gix()
     }
 
     /// The repository through the git adapter.
-    pub fn git(&self) -> &crate::git::Repo {
+    pub(crate) fn git(&self) -> &crate::git::Repo {
         &self.repo
     }
 
     /// The top of the work tree, if the repository has one.
-    pub fn work_tree(&self) -> Option<&Path> {
+    pub(crate) fn work_tree(&self) -> Option<&Path> {
         self.repo.work_tree()
     }
 
     /// `.git/kapi/`, for the lock and derived caches (shared by worktrees).
-    pub fn kapi_dir(&self) -> PathBuf {
+    pub(crate) fn kapi_dir(&self) -> PathBuf {
         self.repo.kapi_dir()
     }
 
     /// The commit a ref points at, if the ref exists.
-    pub fn tip(&self, which: LogRef) -> Result<Option<ObjectId>, StoreError> {
+    pub(crate) fn tip(&self, which: LogRef) -> Result<Option<ObjectId>, StoreError> {
         Ok(self.ref_state(which)?.and_then(|t| t.commit))
     }
 
@@ -300,7 +299,7 @@ impl Store {
     }
 
     /// Read every operation of one log.
-    pub fn load(&self, which: LogRef) -> Result<Loaded, StoreError> {
+    pub(crate) fn load(&self, which: LogRef) -> Result<Loaded, StoreError> {
         self.load_refs(&[which], Vec::new())
     }
 
@@ -364,7 +363,7 @@ impl Store {
     }
 
     /// Find one operation by its full id, reading only its segment.
-    pub fn find(&self, id: &OpId) -> Result<Option<Record>, StoreError> {
+    pub(crate) fn find(&self, id: &OpId) -> Result<Option<Record>, StoreError> {
         for which in [LogRef::Shared, LogRef::Local] {
             let Some(tip) = self.tip(which)? else {
                 continue;
@@ -424,7 +423,7 @@ impl Store {
     }
 }
 
-pub use crate::ops::id::rfc3339_ms;
+pub(crate) use crate::ops::id::rfc3339_ms;
 
 /// What `kapi store doctor` finds about the store itself, besides the
 /// operations it cannot read.
@@ -448,7 +447,7 @@ impl Store {
     }
 
     /// Look at the locks, leftovers and tip claims.
-    pub fn health(&self) -> Result<Health, StoreError> {
+    pub(crate) fn health(&self) -> Result<Health, StoreError> {
         let dir = self.kapi_dir();
         let mut health = Health {
             leftovers: sweep::leftovers(&self.objects_dir(), &dir),
@@ -480,7 +479,7 @@ impl Store {
 
     /// Remove kapi's own abandoned ref locks and the leftovers (waiting for
     /// the commit lock up to the lock timeout); returns what was removed.
-    pub fn repair(&self) -> Result<Vec<PathBuf>, StoreError> {
+    pub(crate) fn repair(&self) -> Result<Vec<PathBuf>, StoreError> {
         let dir = self.kapi_dir();
         let _commit = lock::Lock::commit(&dir, self.lock_timeout)?;
         let mut removed = Vec::new();

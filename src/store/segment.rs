@@ -7,12 +7,12 @@ use crate::ops::id::{LEN, TIME_LEN};
 use crate::ops::record::{Record, RecordError};
 
 /// The largest segment kapi reads (a remote can push anything).
-pub const MAX_SEGMENT_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_SEGMENT_BYTES: usize = 64 * 1024 * 1024;
 
 /// The shard of an id: the first two characters of its random tail, so the
 /// path of an operation is a pure function of its id. Two levels of 32
 /// give 1,024 shards.
-pub fn shard(id: &str) -> (u8, u8) {
+pub(crate) fn shard(id: &str) -> (u8, u8) {
     let b = id.as_bytes();
     (b[TIME_LEN], b[TIME_LEN + 1])
 }
@@ -20,7 +20,7 @@ pub fn shard(id: &str) -> (u8, u8) {
 /// The id of a canonical line without parsing it: `"id":"…"` occurs once at
 /// the top level of a record and cannot occur inside a JSON string (quotes
 /// there are escaped).
-pub fn line_id(line: &[u8]) -> Option<&str> {
+pub(crate) fn line_id(line: &[u8]) -> Option<&str> {
     // One searcher for every line: a segment can hold millions.
     static ID_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\":\""));
@@ -47,13 +47,13 @@ pub fn newest_id(bytes: &[u8], bound_ms: u64) -> Option<crate::ops::id::OpId> {
 
 /// The shortest line that can be a valid operation (its id, instant,
 /// project, actor, kind and version alone take more).
-pub const MIN_RECORD_LINE: usize = 96;
+pub(crate) const MIN_RECORD_LINE: usize = 96;
 
 /// How many records a segment's bytes can hold at most, to size a buffer:
 /// its lines, but never more than its bytes could hold as records (a
 /// pushed segment of 30 million one-byte lines must not reserve room for
 /// 30 million records).
-pub fn capacity_for(bytes: &[u8]) -> usize {
+pub(crate) fn capacity_for(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes)
         .count()
         .min(bytes.len() / MIN_RECORD_LINE + 1)
@@ -177,11 +177,11 @@ pub struct Problem {
 /// one; the rest are counted ([`EntryError::More`]). A pushed segment of
 /// 30 million junk lines then costs a read its inflating and a glance at
 /// each line, never a named problem per line.
-pub const MAX_NAMED: usize = 16;
+pub(crate) const MAX_NAMED: usize = 16;
 
 /// How many stored lines `problems` stand for: one each, and the count of
 /// a [`EntryError::More`].
-pub fn unreadable(problems: &[Problem]) -> usize {
+pub(crate) fn unreadable(problems: &[Problem]) -> usize {
     problems
         .iter()
         .map(|p| match p.error {
@@ -193,7 +193,7 @@ pub fn unreadable(problems: &[Problem]) -> usize {
 
 /// The problems of one segment or file: the first [`MAX_NAMED`] named,
 /// the rest counted.
-pub struct Problems<'p> {
+pub(crate) struct Problems<'p> {
     out: &'p mut Vec<Problem>,
     origin: &'p str,
     named: usize,
@@ -211,7 +211,7 @@ impl<'p> Problems<'p> {
     }
 
     /// Name the problem of line `n` (1-based), or count it past the cap.
-    pub fn line(&mut self, n: usize, error: impl FnOnce() -> EntryError) {
+    pub(crate) fn line(&mut self, n: usize, error: impl FnOnce() -> EntryError) {
         if self.named < MAX_NAMED {
             self.named += 1;
             self.out.push(Problem {
@@ -239,7 +239,7 @@ impl Drop for Problems<'_> {
 /// given). Junk is told apart before any JSON is parsed: a line that does
 /// not open a JSON object, or (in a segment, whose lines kapi writes
 /// canonical) carries no operation id, costs a glance.
-pub fn parse_line(line: &[u8], expected: Option<(u8, u8)>) -> Result<Record, EntryError> {
+pub(crate) fn parse_line(line: &[u8], expected: Option<(u8, u8)>) -> Result<Record, EntryError> {
     let opens_object = line
         .iter()
         .find(|b| !b.is_ascii_whitespace())
@@ -269,7 +269,7 @@ pub fn parse_line(line: &[u8], expected: Option<(u8, u8)>) -> Result<Record, Ent
 /// another tree: a valid operation of that shard, or one of a newer format
 /// version (a newer kapi reads it) whose id belongs there. Junk, misplaced
 /// and invalid lines are left behind (a merge names them).
-pub fn keepable(line: &[u8], expected: (u8, u8)) -> Result<(), EntryError> {
+pub(crate) fn keepable(line: &[u8], expected: (u8, u8)) -> Result<(), EntryError> {
     match parse_line(line, Some(expected)) {
         Ok(_) => Ok(()),
         Err(EntryError::Record(RecordError::UnknownVersion(_)))
@@ -302,7 +302,7 @@ pub fn parse(
 }
 
 /// Parse JSON Lines of any size (an import file): only each line is capped.
-pub fn parse_file(
+pub(crate) fn parse_file(
     bytes: &[u8],
     origin: &str,
     records: &mut Vec<Record>,

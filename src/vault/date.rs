@@ -12,7 +12,7 @@ pub fn parse(text: &str) -> Option<Date> {
 }
 
 /// Format a date as `YYYY-MM-DD`.
-pub fn format(date: Date) -> String {
+pub(crate) fn format(date: Date) -> String {
     date.format(format_description!("[year]-[month]-[day]"))
         .unwrap_or_default()
 }

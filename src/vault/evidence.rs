@@ -60,7 +60,7 @@ pub struct EvidenceRow {
 
 impl EvidenceRow {
     /// The canonical projection: the permitted cells, nothing else.
-    pub fn projection(&self) -> serde_json::Value {
+    pub(crate) fn projection(&self) -> serde_json::Value {
         json!({
             "id": self.id,
             "register": self.register,
@@ -75,7 +75,7 @@ impl EvidenceRow {
     }
 
     /// The text a ranker and a context body see.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut t = self.title.clone();
         for part in [&self.summary, &self.url] {
             if !part.is_empty() {
@@ -89,7 +89,7 @@ impl EvidenceRow {
 }
 
 /// Is `id` an evidence id, `E-` then digits?
-pub fn is_evidence_id(id: &str) -> bool {
+pub(crate) fn is_evidence_id(id: &str) -> bool {
     id.strip_prefix("E-")
         .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }

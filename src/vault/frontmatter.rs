@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 /// The prefix through which front matter is inspected: it must close within it.
-pub const FRONT_MATTER_LIMIT: usize = 64 * 1024;
+pub(crate) const FRONT_MATTER_LIMIT: usize = 64 * 1024;
 const MAX_KEYS: usize = 256;
 const MAX_ITEMS: usize = 256;
 
@@ -39,7 +39,7 @@ pub struct FrontMatter {
 }
 
 impl FrontMatter {
-    pub fn str(&self, key: &str) -> Option<&str> {
+    pub(crate) fn str(&self, key: &str) -> Option<&str> {
         self.fields
             .get(key)
             .and_then(Value::as_str)
@@ -47,7 +47,7 @@ impl FrontMatter {
     }
 
     /// A scalar or a list, as a list of strings.
-    pub fn list(&self, key: &str) -> Vec<String> {
+    pub(crate) fn list(&self, key: &str) -> Vec<String> {
         match self.fields.get(key) {
             Some(Value::Str(s)) if !s.is_empty() => vec![s.clone()],
             Some(Value::List(items)) => items.clone(),
@@ -55,7 +55,7 @@ impl FrontMatter {
         }
     }
 
-    pub fn map(&self, key: &str) -> Option<&BTreeMap<String, String>> {
+    pub(crate) fn map(&self, key: &str) -> Option<&BTreeMap<String, String>> {
         match self.fields.get(key) {
             Some(Value::Map(m)) => Some(m),
             _ => None,

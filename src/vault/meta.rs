@@ -44,7 +44,7 @@ impl Kind {
     }
 
     /// A raw mixed-label log or register.
-    pub fn is_log(self) -> bool {
+    pub(crate) fn is_log(self) -> bool {
         matches!(
             self,
             Self::EvidenceRegister | Self::ReviewLog | Self::DecisionLog

@@ -8,12 +8,12 @@
 pub mod date;
 pub mod evidence;
 pub mod frontmatter;
-pub mod madr;
-pub mod meta;
+pub(crate) mod madr;
+pub(crate) mod meta;
 pub mod note;
 pub mod review;
-pub mod scan;
-pub mod sensitivity;
+pub(crate) mod scan;
+pub(crate) mod sensitivity;
 pub mod table;
 
 use std::borrow::Cow;
@@ -22,8 +22,8 @@ use std::path::Path;
 
 use crate::digest::sha256_hex;
 
-pub use evidence::EvidenceRow;
-pub use meta::{Kind, Meta, Status};
+pub(crate) use evidence::EvidenceRow;
+pub(crate) use meta::{Kind, Meta, Status};
 pub use sensitivity::{Grant, Sensitivity};
 
 use crate::fsutil::{self, FileError, Links};
@@ -41,19 +41,9 @@ pub enum VaultError {
     TooLarge,
 }
 
-impl VaultError {
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::NotFound => "vault_not_found",
-            Self::Unreadable => "vault_unreadable",
-            Self::TooLarge => "read_cap_exceeded",
-        }
-    }
-}
-
 /// One permitted note outside the raw logs.
 #[derive(Debug, Clone)]
-pub struct Note {
+pub(crate) struct Note {
     /// Relative `/`-separated path under the vault root.
     pub path: String,
     pub meta: Meta,
@@ -66,16 +56,16 @@ pub struct Note {
 }
 
 impl Note {
-    pub fn body(&self) -> &[u8] {
+    pub(crate) fn body(&self) -> &[u8] {
         &self.bytes[self.body_offset..]
     }
 
-    pub fn body_text(&self) -> Cow<'_, str> {
+    pub(crate) fn body_text(&self) -> Cow<'_, str> {
         String::from_utf8_lossy(self.body())
     }
 
     /// The declared title, a MADR record's first heading, else the id or path.
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         if let Some(t) = &self.meta.title {
             return t.clone();
         }
@@ -90,7 +80,7 @@ impl Note {
 
 /// Whether logs of one kind exist in the permitted view.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LogState {
+pub(crate) struct LogState {
     /// At least one permitted log of this kind.
     pub present: bool,
     /// At least one log of this kind is outside the permitted view.
@@ -99,7 +89,7 @@ pub struct LogState {
 
 /// The permitted view of a vault.
 #[derive(Debug, Default)]
-pub struct Vault {
+pub(crate) struct Vault {
     /// Permitted notes outside the raw logs, sorted by path.
     pub notes: Vec<Note>,
     /// Paths of permitted logs and registers: never bodies, never hashed.
@@ -162,7 +152,7 @@ impl Default for Layout {
 
 impl Layout {
     /// The log kind of `path`, if it is a log or register path.
-    pub fn kind_of(&self, path: &str) -> Option<Kind> {
+    pub(crate) fn kind_of(&self, path: &str) -> Option<Kind> {
         let has = |list: &[String]| list.iter().any(|p| p == path);
         if has(&self.registers) {
             Some(Kind::EvidenceRegister)
@@ -243,13 +233,14 @@ fn read_entry(root: &Path, path: &str, grant: &Grant) -> Result<Entry, VaultErro
 
 /// Read the permitted view of the vault at `root`, with the default
 /// [`Layout`].
-pub fn load(root: &Path, grant: &Grant, scope: &Narrowing) -> Result<Vault, VaultError> {
+#[cfg(test)]
+pub(crate) fn load(root: &Path, grant: &Grant, scope: &Narrowing) -> Result<Vault, VaultError> {
     load_with_layout(root, grant, scope, &Layout::default())
 }
 
 /// Read the permitted view of the vault at `root`; `layout` names the
 /// log and register paths.
-pub fn load_with_layout(
+pub(crate) fn load_with_layout(
     root: &Path,
     grant: &Grant,
     scope: &Narrowing,

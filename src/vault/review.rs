@@ -34,7 +34,7 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn projection(&self) -> serde_json::Value {
+    pub(crate) fn projection(&self) -> serde_json::Value {
         json!({ "date": self.date, "outcome": self.outcome, "target": self.target })
     }
 }

@@ -36,7 +36,7 @@ impl Sensitivity {
     }
 
     /// Classify a declared label: missing or unknown is restricted.
-    pub fn classify(declared: Option<&str>) -> Self {
+    pub(crate) fn classify(declared: Option<&str>) -> Self {
         declared.and_then(Self::parse).unwrap_or(Self::Restricted)
     }
 
@@ -85,7 +85,7 @@ impl Grant {
     }
 
     /// Exactly these labels.
-    pub fn exact(labels: impl IntoIterator<Item = Sensitivity>) -> Self {
+    pub(crate) fn exact(labels: impl IntoIterator<Item = Sensitivity>) -> Self {
         Self {
             allowed: labels.into_iter().collect(),
         }
@@ -97,7 +97,7 @@ impl Grant {
     }
 
     /// Parse `public,internal`; `None` names the first unknown label.
-    pub fn parse_list(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse_list(text: &str) -> Result<Self, String> {
         let mut labels = BTreeSet::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             labels.insert(Sensitivity::parse(part).ok_or_else(|| part.to_string())?);
@@ -113,11 +113,11 @@ impl Grant {
     }
 
     /// The labels, lowest first.
-    pub fn labels(&self) -> impl Iterator<Item = Sensitivity> + '_ {
+    pub(crate) fn labels(&self) -> impl Iterator<Item = Sensitivity> + '_ {
         self.allowed.iter().copied()
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
+    pub(crate) fn names(&self) -> Vec<&'static str> {
         self.labels().map(Sensitivity::as_str).collect()
     }
 }

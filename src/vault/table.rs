@@ -12,7 +12,7 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn column(&self, name: &str) -> Option<usize> {
+    pub(crate) fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)
     }
 }

@@ -6,18 +6,10 @@ pub mod human;
 pub mod json;
 pub mod sarif;
 
-/// The output formats of `kapi check`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Human,
-    Json,
-    Sarif,
-    Github,
-}
-
 #[cfg(test)]
 mod tests {
-    use crate::check::{CheckRule, Matcher, Outcome, TextKind};
+    use crate::check::markdown::TextKind;
+    use crate::check::{CheckRule, Matcher, Outcome};
 
     fn rejected(suggested: bool) -> Outcome {
         let rule = CheckRule {

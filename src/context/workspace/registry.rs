@@ -34,15 +34,15 @@ use super::super::Env;
 use crate::fsutil::{FileError, Links, append_regular, open_regular};
 
 /// The registry file's name inside `<data dir>/kapi/`.
-pub const REGISTRY: &str = "repositories.jsonl";
+pub(crate) const REGISTRY: &str = "repositories.jsonl";
 
 /// The newest bytes of the registry that are read: 1 MiB, some 7,000
 /// registrations of typical paths. Older lines are not read.
-pub const READ_CAP: u64 = 1 << 20;
+pub(crate) const READ_CAP: u64 = 1 << 20;
 
 /// The longest line read (a path of `PATH_MAX` bytes, its project key and
 /// the JSON around them fit); a longer line is skipped.
-pub const LINE_CAP: usize = 8 * 1024;
+pub(crate) const LINE_CAP: usize = 8 * 1024;
 
 /// How long an appender waits for a rewrite to finish before it gives up
 /// registering (best effort: the command it serves goes on).
@@ -88,7 +88,7 @@ impl std::fmt::Display for Unread {
 
 /// What one read of the registry found.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     /// The file, when the environment names a data directory.
     pub file: Option<PathBuf>,
     /// Every registered repository once, in the order first registered,
@@ -104,7 +104,7 @@ pub struct Registry {
 
 impl Registry {
     /// The entry for `path`, if registered.
-    pub fn get(&self, path: &Path) -> Option<&Registered> {
+    pub(crate) fn get(&self, path: &Path) -> Option<&Registered> {
         // Paths are compared as bytes: Path's own equality walks
         // components, and this runs over every entry.
         self.entries
@@ -114,7 +114,7 @@ impl Registry {
 }
 
 /// The registry file, when the environment names a data directory.
-pub fn registry_file(env: &dyn Env) -> Option<PathBuf> {
+pub(crate) fn registry_file(env: &dyn Env) -> Option<PathBuf> {
     let absolute = |v: Option<std::ffi::OsString>| {
         v.filter(|v| !v.is_empty())
             .map(PathBuf::from)
@@ -126,7 +126,7 @@ pub fn registry_file(env: &dyn Env) -> Option<PathBuf> {
 }
 
 /// Read the registry the environment names.
-pub fn read(env: &dyn Env) -> Registry {
+pub(crate) fn read(env: &dyn Env) -> Registry {
     match registry_file(env) {
         Some(file) => read_file(&file),
         None => Registry::default(),
@@ -134,7 +134,7 @@ pub fn read(env: &dyn Env) -> Registry {
 }
 
 /// Read the registry at `file`: a missing file is an empty registry.
-pub fn read_file(file: &Path) -> Registry {
+pub(crate) fn read_file(file: &Path) -> Registry {
     let mut registry = Registry {
         file: Some(file.to_path_buf()),
         ..Registry::default()
@@ -261,12 +261,12 @@ pub enum RegistryError {
 
 /// Append `entry` as one line, under the registry's lock (waiting at most
 /// [`APPEND_WAIT`]).
-pub fn append(file: &Path, entry: &Registered) -> Result<(), RegistryError> {
+pub(crate) fn append(file: &Path, entry: &Registered) -> Result<(), RegistryError> {
     append_waiting(file, entry, APPEND_WAIT)
 }
 
 /// [`append`], waiting at most `wait` for a rewrite.
-pub fn append_waiting(
+pub(crate) fn append_waiting(
     file: &Path,
     entry: &Registered,
     wait: Duration,
@@ -315,7 +315,7 @@ pub fn append_waiting(
 /// Rewrite the registry without the entries `forget` picks, under its
 /// lock (waiting at most `wait`), compacted to one line per repository.
 /// Returns the entries forgotten (none: the file is left as it was).
-pub fn rewrite(
+pub(crate) fn rewrite(
     file: &Path,
     wait: Duration,
     mut forget: impl FnMut(&Registered) -> bool,

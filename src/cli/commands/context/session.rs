@@ -3,7 +3,7 @@
 use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
-use crate::context::session::outcomes;
+use crate::context::outcomes::outcomes;
 
 /// What a session recorded, what became of it, and what its checks caught.
 ///

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{stderr_line, stderr_text};
+use crate::context::hook::run::{self, AgentEvent};
 use crate::context::hook::{ArtifactState, CheckRunOutcome, Host};
-use crate::context::hook_run::{self, AgentEvent};
 
 /// SessionStart: whatever happens, say it on stderr and exit 0 (a failing
 /// SessionStart hook can block the session).
 pub(super) fn session_start(ctx: &Ctx) -> Exit {
-    let done = hook_run::session_start(Arc::clone(&ctx.env), &ctx.cwd, std::io::stdin().lock());
+    let done = run::session_start(Arc::clone(&ctx.env), &ctx.cwd, std::io::stdin().lock());
     for problem in &done.problems {
         stderr_text(format!("kapi: {problem}"));
     }
@@ -31,7 +31,7 @@ pub(super) fn session_start(ctx: &Ctx) -> Exit {
 /// Stop and PostToolUse: a failing rule blocks in the host's terms; an
 /// error is never 2, so it never blocks the agent.
 pub(super) fn run(ctx: &Ctx, host: Host, event: AgentEvent) -> Exit {
-    let ran = hook_run::agent(
+    let ran = run::agent(
         Arc::clone(&ctx.env),
         &ctx.cwd,
         host,

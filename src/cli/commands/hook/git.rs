@@ -9,18 +9,18 @@ use crate::check::format::human;
 use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{stderr_line, stderr_text};
+use crate::context::hook::run::Refusal;
 use crate::context::hook::{self, ArtifactState};
-use crate::context::hook_run::{self, Refusal};
 
 pub(super) fn pre_commit(ctx: &Ctx) -> Result<Exit, CliError> {
-    let run = hook_run::pre_commit(Arc::clone(&ctx.env), &ctx.cwd)?;
+    let run = hook::run::pre_commit(Arc::clone(&ctx.env), &ctx.cwd)?;
     let outcome = &run.done.check.outcome;
     if !outcome.findings.is_empty() {
         eprint!("{}", human::render(outcome));
     }
     for state in &run.done.artifacts {
         match state {
-            ArtifactState::Current(_) => {}
+            ArtifactState::Current => {}
             ArtifactState::Regenerated(p) => stderr_line(format!(
                 "kapi: {} was stale: regenerated and staged",
                 p.display()
@@ -61,7 +61,7 @@ pub(super) fn pre_commit(ctx: &Ctx) -> Result<Exit, CliError> {
 }
 
 pub(super) fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
-    let done = match hook_run::post_merge(Arc::clone(&ctx.env), &ctx.cwd, squash) {
+    let done = match hook::run::post_merge(Arc::clone(&ctx.env), &ctx.cwd, squash) {
         Ok(done) => done,
         Err(e) => {
             stderr_text(format!(
@@ -111,7 +111,7 @@ pub(super) fn post_merge(ctx: &Ctx, squash: bool) -> Exit {
                 r.join(", ")
             )),
             ArtifactState::Failed(p, why) => stderr_line(format!("kapi: {}", failed(p, why))),
-            ArtifactState::Current(_) | ArtifactState::Regenerated(_) => {}
+            ArtifactState::Current | ArtifactState::Regenerated(_) => {}
         }
     }
     for problem in &done.problems {

@@ -4,7 +4,7 @@
 //! Code, a JSON decision on stdout for Codex). An agent hook that cannot
 //! do its work says why and exits 1, which no host reads as a block. The
 //! library runs each event and decides its verdict
-//! (`context::hook_run`); these files render it.
+//! (`context::hook::run`); these files render it.
 
 mod agent;
 mod git;
@@ -14,7 +14,7 @@ use clap::Subcommand;
 use super::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::context::hook::Host;
-use crate::context::hook_run::AgentEvent;
+use crate::context::hook::run::AgentEvent;
 
 /// Run one hook event (what `kapi hooks install` wires up).
 ///

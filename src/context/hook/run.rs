@@ -1,7 +1,7 @@
 //! A hook event run whole, as its host calls it: the repository opened
 //! where the host runs (the git hooks: the work tree; the agent hooks: the
 //! `cwd` their JSON names), the host's input read under a cap, the event's
-//! use case ([`super::hook`]) called, and what the host is to be told
+//! use case ([`super`]) called, and what the host is to be told
 //! decided here: whether a commit is refused and why, what a hook that
 //! could not open the repository says. The command line only renders the
 //! outcome in the host's terms (exit codes, stderr, JSON on stdout;
@@ -11,24 +11,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::hook::{
-    self, AgentInput, ArtifactState, CheckRunOutcome, HookError, Host, PostMerge, PreCommit,
-    SessionStarted,
+use super::input::read_input;
+use crate::context::hook::{
+    self, ArtifactState, CheckRunOutcome, HookError, Host, PostMerge, PreCommit, SessionStarted,
 };
-use super::{ContextError, Env, Session};
-
-/// The largest hook input read (an agent host's JSON on stdin).
-pub const MAX_INPUT: u64 = 4 * 1024 * 1024;
-
-/// The host's JSON, at most [`MAX_INPUT`] bytes of it read from `input`.
-pub fn read_input(input: impl Read) -> Result<AgentInput, HookError> {
-    let mut buf = Vec::new();
-    input
-        .take(MAX_INPUT)
-        .read_to_end(&mut buf)
-        .map_err(|e| HookError::Input(format!("cannot read stdin: {e}")))?;
-    AgentInput::parse(&buf)
-}
+use crate::context::{ContextError, Env, Session};
 
 // ---------------------------------------------------------------------------
 // git
@@ -146,17 +133,6 @@ pub fn agent(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hook_input_is_read_under_its_cap() {
-        let json = br#"{"session_id":"s1","cwd":"/tmp"}"#;
-        assert_eq!(read_input(&json[..]).unwrap().session_id, "s1");
-        // Past the cap the JSON is cut, and so not valid.
-        let mut big = br#"{"session_id":"s1","x":""#.to_vec();
-        big.resize(MAX_INPUT as usize + 16, b'a');
-        big.extend_from_slice(br#""}"#);
-        assert!(matches!(read_input(&big[..]), Err(HookError::Input(_))));
-    }
 
     #[test]
     fn outside_a_work_tree_an_agent_hook_has_nothing_to_check() {

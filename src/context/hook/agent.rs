@@ -1,26 +1,20 @@
-//! The hook events as use cases: what `kapi hook <event>` does for git
-//! (pre-commit, post-merge) and for a coding agent's host (Claude Code's
-//! SessionStart, PostToolUse and Stop; Codex's Stop). Each calls the same
-//! check, compile and verify the command line calls, never `kapi` as a
-//! child process, and returns what happened; the CLI renders it and picks
-//! the exit code the host reads. docs/hooks.md is the user's account.
+//! The agent hosts' events: Claude Code's SessionStart, PostToolUse and
+//! Stop, and Codex's Stop. SessionStart hands the session the rules in
+//! force; Stop and PostToolUse check what the session changed and record
+//! the run on `refs/kapi/local`.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::check::{CheckError, CheckReport, CheckRequest, check};
-use super::{ContextError, Session};
+use super::input::{AgentInput, edited_file, transcript_last_entry};
+use super::{ArtifactState, HookError, artifacts};
 use crate::check::files::ProseFilter;
-use crate::compile::VerifyStatus;
-use crate::compile::artifacts::{
-    ArtifactCompiled, ArtifactError, ArtifactVerified, compile_entry, verify_entry,
-};
-use crate::config::CompileMode;
-use crate::fsutil::{FileError, Links};
-use crate::ops::record::{Actor, ActorKind, CheckFailure, CheckRun, Record};
+use crate::context::check::{CheckError, CheckReport, CheckRequest, check};
+use crate::context::{ContextError, Session};
+use crate::fsutil::Links;
+use crate::ops::record::{Actor, ActorKind, CheckFailure, CheckRun};
 use crate::ops::{Draft, Drafted};
 use crate::store::LogRef;
 
@@ -29,23 +23,6 @@ use crate::store::LogRef;
 pub const MAX_REASON_CHARS: usize = 9_000;
 /// The most `additionalContext` SessionStart returns.
 pub const MAX_CONTEXT_CHARS: usize = 8_000;
-/// How much of a transcript's end is read to find its last entry.
-const TRANSCRIPT_TAIL: u64 = 256 * 1024;
-
-#[derive(Debug, thiserror::Error)]
-pub enum HookError {
-    #[error(transparent)]
-    Context(#[from] ContextError),
-    #[error(transparent)]
-    Check(#[from] CheckError),
-    #[error(transparent)]
-    Artifact(#[from] ArtifactError),
-    #[error("git: {0}")]
-    Git(#[from] crate::git::GitError),
-    /// The JSON the host sent on stdin is not what the hook expects.
-    #[error("the hook input is not valid: {0}")]
-    Input(String),
-}
 
 /// The agent hosts whose hooks kapi answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,269 +40,6 @@ impl Host {
             Host::Codex => "codex",
         }
     }
-}
-
-/// The JSON an agent host sends a hook on stdin (the fields kapi reads;
-/// the rest are ignored, since hosts add fields over time).
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct AgentInput {
-    pub session_id: String,
-    #[serde(default)]
-    pub transcript_path: Option<PathBuf>,
-    #[serde(default)]
-    pub cwd: Option<PathBuf>,
-    #[serde(default)]
-    pub hook_event_name: Option<String>,
-    /// Stop: the agent is already continuing because a Stop hook blocked.
-    #[serde(default)]
-    pub stop_hook_active: bool,
-    #[serde(default)]
-    pub tool_name: Option<String>,
-    #[serde(default)]
-    pub tool_input: Option<serde_json::Value>,
-    #[serde(default)]
-    pub tool_use_id: Option<String>,
-    /// Codex names each turn.
-    #[serde(default)]
-    pub turn_id: Option<String>,
-}
-
-impl AgentInput {
-    pub fn parse(bytes: &[u8]) -> Result<Self, HookError> {
-        let input: AgentInput =
-            serde_json::from_slice(bytes).map_err(|e| HookError::Input(e.to_string()))?;
-        if input.session_id.trim().is_empty() || input.session_id.len() > 256 {
-            return Err(HookError::Input(
-                "`session_id` is empty or longer than 256 bytes".into(),
-            ));
-        }
-        Ok(input)
-    }
-
-    /// The directory the host runs in (its `cwd`, else `fallback`).
-    pub fn dir(&self, fallback: &Path) -> PathBuf {
-        self.cwd.clone().unwrap_or_else(|| fallback.to_path_buf())
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Declared artifacts
-
-/// What became of one `[[compile]]` artifact in a hook.
-#[derive(Debug, Clone)]
-pub enum ArtifactState {
-    Current(PathBuf),
-    /// Stale, and left so: the reasons verify gave.
-    Stale(PathBuf, Vec<&'static str>),
-    /// Refused by verify (or the budget refused a regeneration).
-    Refused(PathBuf, Vec<&'static str>),
-    /// Was stale, recompiled into the work tree (and staged, in pre-commit).
-    Regenerated(PathBuf),
-    /// Could not be verified or recompiled.
-    Failed(PathBuf, String),
-}
-
-impl ArtifactState {
-    /// Whether the artifact stops a commit.
-    pub fn blocks(&self) -> bool {
-        matches!(self, Self::Stale(..) | Self::Refused(..) | Self::Failed(..))
-    }
-}
-
-fn state_of(verified: ArtifactVerified) -> ArtifactState {
-    let ArtifactVerified {
-        output,
-        verification,
-    } = verified;
-    match verification.status {
-        VerifyStatus::Current => ArtifactState::Current(output),
-        VerifyStatus::Stale => ArtifactState::Stale(output, verification.reasons),
-        VerifyStatus::Refused => ArtifactState::Refused(output, verification.reasons),
-    }
-}
-
-/// The evaluation day for unpinned artifacts: today in UTC by the clock
-/// the session reads (`KAPI_NOW` pins it in tests).
-pub fn today(session: &Session) -> Result<time::Date, ContextError> {
-    crate::compile::day_of(session.now_ms()?).map_err(|e| ContextError::Usage(e.to_string()))
-}
-
-/// Verify every declared artifact; with `regenerate`, recompile the stale
-/// ones (and stage them when `stage`).
-fn artifacts(
-    session: &Session,
-    regenerate: bool,
-    stage: bool,
-) -> Result<Vec<ArtifactState>, HookError> {
-    let today = today(session)?;
-    let mut states = Vec::new();
-    for entry in &session.config.compile {
-        let verified = match verify_entry(&session.root, &session.config, entry, today) {
-            Ok(v) => state_of(v),
-            // A broken entry, a missing vault: the artifact's own failure,
-            // named beside the others.
-            Err(e) => {
-                states.push(ArtifactState::Failed(entry.output.clone(), e.to_string()));
-                continue;
-            }
-        };
-        let state = match verified {
-            ArtifactState::Stale(output, _) if regenerate => {
-                match compile_entry(&session.root, &session.config, entry, today) {
-                    Ok(ArtifactCompiled::Compiled { .. }) => {
-                        if stage {
-                            session
-                                .store
-                                .git()
-                                .stage(&output.to_string_lossy().replace('\\', "/"))?;
-                        }
-                        ArtifactState::Regenerated(output)
-                    }
-                    Ok(ArtifactCompiled::Refused { .. }) => {
-                        ArtifactState::Refused(output, vec!["budget_exceeded"])
-                    }
-                    Err(e) => ArtifactState::Failed(output, e.to_string()),
-                }
-            }
-            other => other,
-        };
-        states.push(state);
-    }
-    Ok(states)
-}
-
-// ---------------------------------------------------------------------------
-// pre-commit
-
-/// What the pre-commit hook found.
-#[derive(Debug)]
-pub struct PreCommit {
-    /// The staged content checked.
-    pub check: CheckReport,
-    pub artifacts: Vec<ArtifactState>,
-}
-
-impl PreCommit {
-    /// Whether the commit is refused: an established rule fails, or a
-    /// declared artifact is stale, refused or broken.
-    pub fn refused(&self) -> bool {
-        self.check.failed() || self.artifacts.iter().any(ArtifactState::blocks)
-    }
-}
-
-/// `kapi hook pre-commit`: check what is staged (established rules fail,
-/// suggestions advise) and verify every `[[compile]]` artifact; with
-/// `[hooks] compile = "regenerate"` a stale one is recompiled and staged.
-pub fn pre_commit(session: &Session) -> Result<PreCommit, HookError> {
-    let request = CheckRequest {
-        cwd: session.root.clone(),
-        staged: true,
-        ..CheckRequest::default()
-    };
-    let report = check(Some(session), &request)?;
-    let regenerate = session.config.hooks.compile == CompileMode::Regenerate;
-    let artifacts = artifacts(session, regenerate, true)?;
-    Ok(PreCommit {
-        check: report,
-        artifacts,
-    })
-}
-
-// ---------------------------------------------------------------------------
-// post-merge
-
-/// What the post-merge hook did; it never fails the merge.
-#[derive(Debug, Default)]
-pub struct PostMerge {
-    /// Merge signals recorded for `ORIG_HEAD..HEAD` (`None`: not read).
-    pub signals: Option<usize>,
-    /// Suggestions settling established.
-    pub established: usize,
-    /// Rules files refreshed after an establishment.
-    pub refreshed: Vec<PathBuf>,
-    /// Why merge signals were not recorded, when they were not.
-    pub skipped: Option<String>,
-    /// Values of the range's commits over a signal's limits, left out of
-    /// the signals recorded.
-    pub left_out: Vec<super::settle::SkippedValue>,
-    /// Artifacts the merge made stale, recompiled into the work tree.
-    pub regenerated: Vec<PathBuf>,
-    /// Every artifact that is not current after the hook, and why.
-    pub artifacts: Vec<ArtifactState>,
-    /// What went wrong, in words; the merge stands either way.
-    pub problems: Vec<String>,
-}
-
-/// The range a merge brought in.
-pub const MERGED: &str = "ORIG_HEAD..HEAD";
-
-/// `kapi hook post-merge`: after a merge, record the merge signals of
-/// `ORIG_HEAD..HEAD` and settle (without pushing), then regenerate the
-/// declared artifacts the merge made stale. A squash merge (`squash`)
-/// committed nothing yet, and an agent's merge is not a person's signal:
-/// neither records signals. Never fails: every error becomes a problem to
-/// report.
-pub fn post_merge(session: &Session, squash: bool) -> PostMerge {
-    let mut done = PostMerge::default();
-    if squash {
-        done.skipped = Some("a squash merge commits nothing yet".into());
-    } else if crate::ops::policy::may_share(
-        session.actor(),
-        crate::ops::policy::Sharing::MergeSignals,
-    )
-    .is_err()
-    {
-        done.skipped = Some(
-            "an agent's merge is not a person's signal (a person or the CI step runs `kapi context sync --merged`)"
-                .into(),
-        );
-    } else if let Some(branch) = session
-        .store
-        .git()
-        .current_branch()
-        .filter(|b| *b != session.store.git().default_branch())
-    {
-        done.skipped = Some(format!(
-            "{branch} is not the default branch: a merge signal says a change reached the default branch"
-        ));
-    } else {
-        // One fold serves the merge signals and settling, as in sync.
-        let settled = session.ledger().and_then(|mut ledger| {
-            match super::settle::merge_signals_in(session, &mut ledger, MERGED, None) {
-                Ok(found) => {
-                    done.signals = Some(found.signals.iter().filter(|s| s.recorded).count());
-                    done.left_out = found.skipped;
-                }
-                Err(e) => done.problems.push(format!("merge signals: {e}")),
-            }
-            // Settling may change what is in force: before the artifacts.
-            super::settle::settle_in(session, ledger)
-        });
-        match settled {
-            Ok(established) => {
-                done.established = established.len();
-                if !established.is_empty() {
-                    let (refreshed, failed) = super::rulesfiles::refresh_after_change(session);
-                    done.refreshed = refreshed;
-                    done.problems.extend(failed.map(|e| e.to_string()));
-                }
-            }
-            Err(e) => done.problems.push(format!("settling: {e}")),
-        }
-    }
-    match artifacts(session, true, false) {
-        Ok(states) => {
-            for state in states {
-                match state {
-                    ArtifactState::Regenerated(output) => done.regenerated.push(output),
-                    ArtifactState::Current(_) => {}
-                    other => done.artifacts.push(other),
-                }
-            }
-        }
-        Err(e) => done.problems.push(e.to_string()),
-    }
-    done
 }
 
 // ---------------------------------------------------------------------------
@@ -445,7 +159,7 @@ pub fn session_start(
     match session.rules_ledger() {
         Ok(ledger) => {
             let now = session.now_ms().ok().map(|ms| ms as i64);
-            let body = super::rulesfiles::render(&ledger, now);
+            let body = crate::context::rulesfiles::render(&ledger, now);
             done.context = bounded(
                 &format!("The rules and notes in force in this project (kapi):\n\n{body}"),
                 MAX_CONTEXT_CHARS,
@@ -500,13 +214,6 @@ impl RunHook {
 /// One check run a hook recorded (or found already recorded).
 #[derive(Debug)]
 pub struct CheckRunOutcome {
-    /// The `check` operation on `refs/kapi/local`, `None` when nothing was
-    /// checked (an edit of a file that is not prose).
-    pub record: Option<Record>,
-    /// The hook ran before for this event: the operation was already there.
-    pub repeated: bool,
-    /// The check itself.
-    pub report: Option<CheckReport>,
     /// Declared artifacts (Stop only).
     pub artifacts: Vec<ArtifactState>,
     /// The reason handed back to the agent when it must fix something.
@@ -514,36 +221,6 @@ pub struct CheckRunOutcome {
     /// What the hook could not use, said on stderr (a transcript that is
     /// not a regular file); the run is recorded either way.
     pub problems: Vec<String>,
-}
-
-/// The last entry of a transcript (JSON Lines): its `uuid`, else a digest
-/// of the line. `Ok(None)` when there is no transcript, or nothing in it.
-/// Only a regular file is read, without blocking, and only its last
-/// [`TRANSCRIPT_TAIL`] bytes (a FIFO or `/dev/zero` is refused, not read).
-pub fn transcript_last_entry(path: &Path) -> Result<Option<String>, FileError> {
-    let mut file = match crate::fsutil::open_regular(path, Links::Follow) {
-        Ok(file) => file,
-        Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let len = file.metadata()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(TRANSCRIPT_TAIL)))?;
-    let mut tail = Vec::new();
-    // Bounded even when the host writes on while this reads.
-    file.take(TRANSCRIPT_TAIL).read_to_end(&mut tail)?;
-    let Some(line) = tail
-        .split(|b| *b == b'\n')
-        .rev()
-        .find(|l| !l.iter().all(u8::is_ascii_whitespace))
-    else {
-        return Ok(None);
-    };
-    let uuid = serde_json::from_slice::<serde_json::Value>(line)
-        .ok()
-        .and_then(|v| v.get("uuid").and_then(|u| u.as_str()).map(str::to_owned));
-    Ok(Some(uuid.unwrap_or_else(|| {
-        format!("sha256:{}", crate::digest::sha256_hex(line))
-    })))
 }
 
 /// The content address of the run answering `event` in `session`: a
@@ -587,13 +264,13 @@ fn failures(report: &CheckReport) -> Vec<CheckFailure> {
 /// Record the run unless its address is already in the local log (on the
 /// ref, or still in the journal when its committer gave up waiting for
 /// the lock). The reader's view knows every address the log holds: only a
-/// run it says is held reads the local log, for the record that holds it.
+/// run it says is held reads the local log, for a record that holds it.
 fn record_run(
     session: &Session,
     actor: Actor,
     address: Option<String>,
     run: CheckRun,
-) -> Result<(Record, bool), HookError> {
+) -> Result<(), HookError> {
     let view = session.rules_ledger().ok();
     if let Some(address) = &address
         && view.as_ref().is_none_or(|view| view.holds_address(address))
@@ -606,19 +283,19 @@ fn record_run(
             .store
             .journal_records()
             .map_err(ContextError::from)?;
-        if let Some(found) = local
+        if local
             .records
             .into_iter()
             .chain(waiting)
-            .find(|r| r.address.as_ref() == Some(address))
+            .any(|r| r.address.as_ref() == Some(address))
         {
-            return Ok((found, true));
+            return Ok(());
         }
     }
     let mut draft = Draft::from(Drafted::Check { run });
     draft.address = address;
-    let mut recorded = session.record_as(&actor, vec![draft], view.as_ref())?;
-    Ok((recorded.pop().expect("one draft, one record"), false))
+    session.record_as(&actor, vec![draft], view.as_ref())?;
+    Ok(())
 }
 
 /// The reason handed back to the agent: each failing finding, as `kapi
@@ -731,7 +408,7 @@ pub fn agent_stop(
     };
     let clean = run.clean;
     let actor = hook_actor(session, host, &input.session_id);
-    let (record, repeated) = record_run(session, actor, address, run)?;
+    record_run(session, actor, address, run)?;
     let block = match &report {
         Some(report) if !clean && !input.stop_hook_active => {
             Some(block_reason(report, "in the files this session changed"))
@@ -739,26 +416,10 @@ pub fn agent_stop(
         _ => None,
     };
     Ok(CheckRunOutcome {
-        record: Some(record),
-        repeated,
-        report,
         artifacts,
         block,
         problems,
     })
-}
-
-/// The file an Edit, Write or MultiEdit call wrote, from its input.
-pub fn edited_file(input: &AgentInput) -> Option<PathBuf> {
-    let tool = input.tool_name.as_deref()?;
-    if !matches!(tool, "Edit" | "Write" | "MultiEdit") {
-        return None;
-    }
-    let args = input.tool_input.as_ref()?;
-    args.get("file_path")
-        .or_else(|| args.get("filePath"))
-        .and_then(|p| p.as_str())
-        .map(PathBuf::from)
 }
 
 /// `kapi hook claude-post-edit`: check the one file an Edit, Write or
@@ -771,9 +432,6 @@ pub fn agent_post_edit(
     input: &AgentInput,
 ) -> Result<CheckRunOutcome, HookError> {
     let nothing = CheckRunOutcome {
-        record: None,
-        repeated: false,
-        report: None,
         artifacts: Vec::new(),
         block: None,
         problems: Vec::new(),
@@ -782,7 +440,7 @@ pub fn agent_post_edit(
         return Ok(nothing);
     };
     let absolute = input.dir(&session.root).join(file);
-    let Ok(rel) = super::work_tree_path(session, &absolute.to_string_lossy()) else {
+    let Ok(rel) = crate::context::work_tree_path(session, &absolute.to_string_lossy()) else {
         return Ok(nothing);
     };
     let files = prose_files(session, vec![rel])?;
@@ -803,12 +461,9 @@ pub fn agent_post_edit(
     };
     let clean = run.clean;
     let actor = hook_actor(session, host, &input.session_id);
-    let (record, repeated) = record_run(session, actor, address, run)?;
+    record_run(session, actor, address, run)?;
     let block = (!clean).then(|| block_reason(&report, "in the file you just wrote"));
     Ok(CheckRunOutcome {
-        record: Some(record),
-        repeated,
-        report: Some(report),
         artifacts: Vec::new(),
         block,
         problems: Vec::new(),
@@ -833,27 +488,6 @@ mod tests {
         assert_ne!(a, run_address(Host::ClaudeCode, "s1", RunHook::Edit, "u1"));
         assert_ne!(a, run_address(Host::ClaudeCode, "s1", RunHook::Stop, "u2"));
         assert!(a.starts_with("check:"));
-    }
-
-    #[test]
-    fn the_last_transcript_entry_is_its_uuid_or_a_digest_of_the_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.jsonl");
-        std::fs::write(
-            &path,
-            "{\"uuid\":\"a\"}\n{\"uuid\":\"b\",\"type\":\"system\"}\n\n",
-        )
-        .unwrap();
-        let last = |p: &Path| transcript_last_entry(p).unwrap();
-        assert_eq!(last(&path).as_deref(), Some("b"));
-        std::fs::write(&path, "{\"uuid\":\"a\"}\nnot json\n").unwrap();
-        assert!(last(&path).unwrap().starts_with("sha256:"));
-        assert_eq!(last(&dir.path().join("none")), None);
-        // A device is refused, never read.
-        assert!(matches!(
-            transcript_last_entry(Path::new("/dev/zero")),
-            Err(FileError::NotRegular("a device"))
-        ));
     }
 
     #[test]
