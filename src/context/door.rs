@@ -28,10 +28,8 @@ pub struct Recorded {
     /// order of the drafts.
     pub records: Vec<Record>,
     /// Rules files rewritten because what is in force changed.
-    #[expect(dead_code, reason = "no writer records through Session::record yet")]
     pub refreshed: Vec<PathBuf>,
     /// Why refreshing them failed; the records stand either way.
-    #[expect(dead_code, reason = "no writer records through Session::record yet")]
     pub refresh_error: Option<ContextError>,
 }
 
@@ -163,10 +161,6 @@ impl Session {
     /// (the log as the writer read it; read here when a draft needs it
     /// and none is given). A refused draft refuses the whole batch and
     /// nothing is appended.
-    #[expect(
-        dead_code,
-        reason = "the door's refreshing entry: the writers still call record_quietly and refresh themselves"
-    )]
     pub fn record(
         &self,
         drafts: Vec<Draft>,
@@ -175,19 +169,12 @@ impl Session {
         self.record_by(self.actor(), drafts, view, true)
     }
 
-    /// [`Session::record`], leaving the rules files to the caller (a
-    /// command that records in several steps refreshes once, at its end).
-    pub fn record_quietly(
-        &self,
-        drafts: Vec<Draft>,
-        view: Option<&Ledger>,
-    ) -> Result<Vec<Record>, ContextError> {
-        Ok(self.record_by(self.actor(), drafts, view, false)?.records)
-    }
-
-    /// [`Session::record_quietly`] by one of kapi's own tools acting in
-    /// this session (the checker's usage counts, settling, a merge's
-    /// signals, a hook's check run), which the policy judges as that actor.
+    /// [`Session::record`] by one of kapi's own tools acting in this
+    /// session (the checker's usage counts, settling, a merge's signals, a
+    /// hook's check run), which the policy judges as that actor. The rules
+    /// files are left to the caller: a command that records in several
+    /// steps (a sync: signals, then establishments) refreshes once, at its
+    /// end.
     pub fn record_as(
         &self,
         actor: &Actor,

@@ -10,6 +10,7 @@ use std::path::Path;
 use globset::Glob;
 use serde::Serialize;
 
+use super::door::Recorded;
 use super::{ContextError, Session};
 use crate::formats::vale::{BUILTIN_STYLE, Enabled, Level, VOCABULARY_RULES, ValeIni};
 use crate::formats::{self, ImportedFile, RuleStatus, Vocabulary};
@@ -368,11 +369,12 @@ pub fn never_imported(session: &Session, ledger: &Ledger) -> Result<Vec<String>,
         .collect())
 }
 
+/// What importing a checkout's context files did: each file's outcome,
+/// and what the door recorded (the rules files it refreshed).
+pub type ImportedFiles = (Vec<(ContextFile, ImportOutcome)>, Recorded);
+
 /// Import every context file of the checkout (`force`: even unchanged ones).
-pub fn import_context_files(
-    session: &Session,
-    force: bool,
-) -> Result<Vec<(ContextFile, ImportOutcome)>, ContextError> {
+pub fn import_context_files(session: &Session, force: bool) -> Result<ImportedFiles, ContextError> {
     session.permits(Kind::Import)?;
     let files = context_files(&session.root, &session.config.context)?;
     let ini = vale_ini(&session.root)?;
@@ -452,12 +454,13 @@ pub fn import_context_files(
         ));
     }
     let (slots, drafts): (Vec<usize>, Vec<Draft>) = records.into_iter().unzip();
-    for (slot, record) in slots.into_iter().zip(session.record_quietly(drafts, None)?) {
+    let recorded = session.record(drafts, None)?;
+    for (slot, record) in slots.into_iter().zip(&recorded.records) {
         if let ImportOutcome::Imported { id, .. } = &mut outcomes[slot].1 {
             *id = record.id.to_string();
         }
     }
-    Ok(outcomes)
+    Ok((outcomes, recorded))
 }
 
 fn read_capped(path: &Path) -> Result<Vec<u8>, String> {

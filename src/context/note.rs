@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::door::Recorded;
 use super::{ContextError, Session};
 use crate::ops::Status;
 use crate::ops::axes::Space;
@@ -89,21 +90,19 @@ impl Noted {
 /// contest a rule in force, so the rules files are refreshed to stop
 /// listing it (suggestions change nothing in force).
 pub fn note(session: &Session, req: NoteRequest) -> Result<Noted, ContextError> {
-    let record = record_note(session, req)?;
-    let changes_in_force = record.kind == Kind::Correct && record.actor.kind == ActorKind::Person;
-    let (refreshed, refresh_error) = if changes_in_force {
-        super::rulesfiles::refresh_after_change(session)
-    } else {
-        (Vec::new(), None)
-    };
+    let Recorded {
+        mut records,
+        refreshed,
+        refresh_error,
+    } = record_note(session, req)?;
     Ok(Noted {
-        record,
+        record: records.pop().expect("one draft, one record"),
         refreshed,
         refresh_error,
     })
 }
 
-fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextError> {
+fn record_note(session: &Session, req: NoteRequest) -> Result<Recorded, ContextError> {
     if let NoteWhat::Withdraw { target } = &req.what {
         return withdraw(session, target, req.note.clone());
     }
@@ -191,11 +190,10 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Record, ContextErr
             evidence,
         },
     };
-    let mut recorded = session.record_quietly(
+    session.record(
         vec![Draft::from(drafted).noting(req.note.filter(|n| !n.trim().is_empty()))],
         None,
-    )?;
-    Ok(recorded.pop().expect("one draft, one record"))
+    )
 }
 
 /// What a note states, before its scope and evidence are known.
@@ -204,7 +202,11 @@ enum Rule {
     Correct(Correction, Option<Subject>),
 }
 
-fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Record, ContextError> {
+fn withdraw(
+    session: &Session,
+    target: &str,
+    note: Option<String>,
+) -> Result<Recorded, ContextError> {
     let ledger = session.ledger()?;
     let ids = ledger.ids();
     let id = resolve(target, &ids)?;
@@ -229,8 +231,7 @@ fn withdraw(session: &Session, target: &str, note: Option<String>) -> Result<Rec
         _ => {}
     }
     let draft = Draft::from(Drafted::Withdraw { target: *id }).noting(note);
-    let mut recorded = session.record_quietly(vec![draft], Some(&ledger))?;
-    Ok(recorded.pop().expect("one draft, one record"))
+    session.record(vec![draft], Some(&ledger))
 }
 
 /// The scope of a submission: the evidence's point, narrowed by `--point`,

@@ -87,6 +87,9 @@ pub fn reset(session: &Session, req: &ResetRequest) -> Result<ResetReport, Conte
     let ledger = session.ledger()?;
     let (point, before) = resolve_point(&ledger, &req.before)?;
     let draft = Draft::from(Drafted::Reset { before }).noting(req.note.clone());
+    // The rules files the door refreshed (a reset always changes what is in
+    // force), and why that failed.
+    let mut refreshed = None;
     let (ledger, record, recorded) = if req.dry_run {
         let mut record = session
             .admit_all(vec![draft], Some(&ledger))?
@@ -100,9 +103,12 @@ pub fn reset(session: &Session, req: &ResetRequest) -> Result<ResetReport, Conte
         record.at = id.instant().into();
         (ledger, record, None)
     } else {
-        let appended = session
-            .record_quietly(vec![draft], Some(&ledger))?
-            .pop()
+        let recorded = session.record(vec![draft], Some(&ledger))?;
+        refreshed = Some((recorded.refreshed, recorded.refresh_error));
+        let appended = recorded
+            .records
+            .into_iter()
+            .next()
             .expect("one draft, one record");
         // Fold what the log held before the reset, then apply it: another
         // writer may have appended in between.
@@ -119,8 +125,7 @@ pub fn reset(session: &Session, req: &ResetRequest) -> Result<ResetReport, Conte
     let mut report = report_of(ledger, record, point, before)?;
     report.dry_run = req.dry_run;
     report.recorded = recorded;
-    if !req.dry_run {
-        let (refreshed, refresh_error) = super::rulesfiles::refresh_after_change(session);
+    if let Some((refreshed, refresh_error)) = refreshed {
         report.refreshed = refreshed;
         report.refresh_error = refresh_error;
     }

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::door::Recorded;
 use super::{ContextError, Session};
 use crate::ops::group::Groups;
 use crate::ops::id::{OpId, resolve};
@@ -80,10 +81,17 @@ pub struct Left {
     pub contested_by: Vec<OpId>,
 }
 
-/// Record one round of decisions, then refresh the rules files.
+/// Record one round of decisions (the door refreshes the rules files).
 pub fn review(session: &Session, req: ReviewRequest) -> Result<Reviewed, ContextError> {
-    let (recorded, left, notes_kept) = decide(session, &req)?;
-    let (refreshed, refresh_error) = super::rulesfiles::refresh_after_change(session);
+    let (
+        Recorded {
+            records: recorded,
+            refreshed,
+            refresh_error,
+        },
+        left,
+        notes_kept,
+    ) = decide(session, &req)?;
     let shares_with_workspace = share_if_widened(session, &recorded);
     Ok(Reviewed {
         recorded,
@@ -609,7 +617,7 @@ impl ReviewRequest {
 }
 
 /// What `decide` recorded, the suggestions it left, and the notes it kept.
-type Decided = (Vec<Record>, Vec<Left>, Vec<OpId>);
+type Decided = (Recorded, Vec<Left>, Vec<OpId>);
 
 fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextError> {
     req.check_shape()?;
@@ -709,7 +717,7 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
             )
         }));
     }
-    let recorded = session.record_quietly(drafts, Some(&ledger))?;
+    let recorded = session.record(drafts, Some(&ledger))?;
     Ok((recorded, left, notes_kept))
 }
 

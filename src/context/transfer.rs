@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::door::Recorded;
 use super::import::{ContextFile, ImportOutcome};
 use super::{ContextError, Session};
 use crate::store::{LogRef, Problem};
@@ -110,15 +111,14 @@ pub struct FilesImported {
 
 /// Import every context file of the checkout (`force`: even unchanged ones).
 pub fn import_files(session: &Session, force: bool) -> Result<FilesImported, ContextError> {
-    let outcomes = super::import_context_files(session, force)?;
-    let imported = outcomes
-        .iter()
-        .any(|(_, o)| matches!(o, ImportOutcome::Imported { .. }));
-    let (refreshed, refresh_error) = if imported {
-        super::rulesfiles::refresh_after_change(session)
-    } else {
-        (Vec::new(), None)
-    };
+    let (
+        outcomes,
+        Recorded {
+            refreshed,
+            refresh_error,
+            ..
+        },
+    ) = super::import_context_files(session, force)?;
     let new: Vec<&str> = outcomes
         .iter()
         .filter_map(|(_, o)| match o {
