@@ -297,7 +297,6 @@ fn rules_at(
             sources.insert(w.id.to_string(), (w.project.clone(), w.repository.clone()));
         })
         .map(|w| TermRule {
-            op: w.id,
             id: RuleId::Op(w.id),
             preferred: Some(w.preferred),
             avoided: w.avoid,
