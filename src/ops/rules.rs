@@ -96,6 +96,28 @@ impl TermRule {
     }
 }
 
+#[cfg(test)]
+impl TermRule {
+    /// A binding rule on line `line` of a term list named `file`, holding
+    /// everywhere (its id reads `file:line`).
+    pub(crate) fn listed(file: &str, line: usize, preferred: &str, avoided: &[&str]) -> Self {
+        TermRule {
+            id: RuleId::File(file.into(), line),
+            preferred: (!preferred.is_empty()).then(|| preferred.into()),
+            avoided: avoided.iter().map(|s| s.to_string()).collect(),
+            status: Status::Established,
+            suggested: false,
+            advisory: false,
+            exact: false,
+            pattern: None,
+            bounds: Bounds::Words,
+            level: None,
+            paths: Vec::new(),
+            scope: Scope::default(),
+        }
+    }
+}
+
 impl Ledger {
     /// Term rules that answer at `point` (every point when `None`) and
     /// instant `at` (Unix ms; every window when `None`), in id order.
