@@ -27,7 +27,8 @@ use super::case::{case_key_same_len, folds_to};
 use super::finding::{Finding, Severity, message};
 use super::prose::{Masker, Prose, Switch, is_markup};
 use super::rule::Bounds;
-use super::rule::CheckRule;
+use super::rule::TermRule;
+use crate::ops::RuleId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MatcherError {
@@ -57,7 +58,7 @@ pub struct Hit {
 /// The compiled rules. Build once, check many files (it is `Sync`).
 #[derive(Debug)]
 pub struct Matcher {
-    rules: Vec<CheckRule>,
+    rules: Vec<TermRule>,
     automaton: Option<Automaton>,
     /// Per automaton pattern, the forms that fold to it.
     entries: Vec<Vec<Entry>>,
@@ -287,20 +288,20 @@ impl Matcher {
     /// avoided form could match inside it, overlap its end, or match its
     /// whole text as written (it could change no finding, and leaving it out
     /// keeps the automaton small for large rule sets).
-    pub fn new(rules: &[CheckRule]) -> Result<Self, MatcherError> {
+    pub fn new(rules: &[TermRule]) -> Result<Self, MatcherError> {
         Self::build(rules, false, false)
     }
 
     /// Like [`Matcher::new`], with every preferred form in the automaton so
     /// that usage counts see them all.
-    pub fn for_usage(rules: &[CheckRule]) -> Result<Self, MatcherError> {
+    pub fn for_usage(rules: &[TermRule]) -> Result<Self, MatcherError> {
         Self::build(rules, true, true)
     }
 
     /// `keep_all`: every preferred form in the automaton; `every_preferred`:
     /// a preferred form in any case is a hit (usage counts).
     fn build(
-        rules: &[CheckRule],
+        rules: &[TermRule],
         keep_all: bool,
         every_preferred: bool,
     ) -> Result<Self, MatcherError> {
@@ -323,7 +324,7 @@ impl Matcher {
         }
         let mut with_avoided = vec![false; rules.len()];
         for (r, rule) in rules.iter().enumerate() {
-            let preferred = rule.preferred.trim();
+            let preferred = rule.preferred_form().trim();
             let folded_preferred = case_key_same_len(preferred);
             for form in &rule.avoided {
                 let form = form.trim();
@@ -360,7 +361,7 @@ impl Matcher {
         }
         let mut preferred_keys: Vec<(String, Entry)> = Vec::new();
         for (r, rule) in rules.iter().enumerate() {
-            let preferred = rule.preferred.trim();
+            let preferred = rule.preferred_form().trim();
             if !with_avoided[r] || preferred.is_empty() {
                 continue;
             }
@@ -418,7 +419,12 @@ impl Matcher {
                 rules
                     .iter()
                     .map(|r| {
-                        let g = r.id.rsplit_once(':').map_or(r.id.as_str(), |(g, _)| g);
+                        // A rule's group: its operation (an imported
+                        // file's rules share it) or its term list.
+                        let g = match &r.id {
+                            RuleId::Op(op) | RuleId::Imported(op, _) => op.as_str(),
+                            RuleId::File(name, _) => name.as_str(),
+                        };
                         let n = ids.len() as u32;
                         *ids.entry(g).or_insert(n)
                     })
@@ -427,7 +433,7 @@ impl Matcher {
         })
     }
 
-    pub fn rules(&self) -> &[CheckRule] {
+    pub fn rules(&self) -> &[TermRule] {
         &self.rules
     }
 
@@ -486,7 +492,7 @@ impl Matcher {
                 }
                 let priority = if !entry.preferred {
                     1
-                } else if written == self.rules[rule].preferred.trim() {
+                } else if written == self.rules[rule].preferred_form().trim() {
                     0
                 } else if self.every_preferred && !self.rules[rule].exact {
                     // Case matters to an exact rule: its preferred form
@@ -566,7 +572,7 @@ impl Matcher {
         cands: &mut Vec<(usize, usize, u8, usize)>,
     ) {
         for (rule, re, near) in &self.patterns {
-            let preferred = self.rules[*rule].preferred.trim();
+            let preferred = self.rules[*rule].preferred_form().trim();
             // The expression already holds `\b` at both ends, or none.
             let words = self.rules[*rule].bounds == Bounds::Words;
             let mut push = |s: usize, e: usize| {
@@ -734,10 +740,10 @@ impl Matcher {
                 let (line, column, line_offset) =
                     (located.line, located.column, h.start - located.start);
                 let end_column = column + matched.chars().count();
-                let fails = rule.fails();
+                let fails = rule.binds();
                 Finding {
-                    rule: rule.id.clone(),
-                    rules: vec![rule.id.clone()],
+                    rule: rule.id.to_string(),
+                    rules: vec![rule.id.to_string()],
                     path: path.to_string(),
                     line,
                     column,
@@ -747,13 +753,13 @@ impl Matcher {
                     message: match &rule.level {
                         Some(level) => format!(
                             "{} (Vale {level})",
-                            message(&rule.preferred, &matched, rule.suggested)
+                            message(rule.preferred_form(), &matched, rule.suggested)
                         ),
-                        None => message(&rule.preferred, &matched, rule.suggested),
+                        None => message(rule.preferred_form(), &matched, rule.suggested),
                     },
                     level: rule.level.clone(),
                     matched,
-                    preferred: rule.preferred.clone(),
+                    preferred: rule.preferred_form().to_owned(),
                     suggested: rule.suggested,
                     fails,
                     severity: if fails {
@@ -851,22 +857,13 @@ mod tests {
     use super::*;
     use crate::check::markdown::{TextKind, loosened, prose};
 
-    pub(crate) fn rule(id: &str, preferred: &str, avoided: &[&str]) -> CheckRule {
-        CheckRule {
-            id: id.into(),
-            preferred: preferred.into(),
-            avoided: avoided.iter().map(|s| s.to_string()).collect(),
-            suggested: false,
-            advisory: false,
-            exact: false,
-            pattern: None,
-            bounds: Bounds::Words,
-            level: None,
-            paths: Vec::new(),
-        }
+    /// A binding rule, alone in its group: line 1 of its own term list
+    /// `name` (its id reads `name:1`).
+    pub(crate) fn rule(name: &str, preferred: &str, avoided: &[&str]) -> TermRule {
+        TermRule::listed(name, 1, preferred, avoided)
     }
 
-    fn found(rules: &[CheckRule], text: &str) -> Vec<String> {
+    fn found(rules: &[TermRule], text: &str) -> Vec<String> {
         Matcher::new(rules)
             .unwrap()
             .check("a.md", text, TextKind::Markdown)
@@ -997,13 +994,15 @@ mod tests {
 
     #[test]
     fn longest_form_wins_and_preferred_never_reported() {
+        // Two rules of one term list: one group.
         let r = [
-            rule(
-                "f:9",
+            TermRule::listed(
+                "f",
+                9,
                 "Quickstart",
                 &["Quick start", "Quick Start", "QuickStart"],
             ),
-            rule("f:x", "start", &["Start"]),
+            TermRule::listed("f", 10, "start", &["Start"]),
         ];
         assert_eq!(
             found(&r, "Quick Start here. Quickstart. QuickStart."),
@@ -1172,7 +1171,7 @@ mod tests {
         );
     }
 
-    fn overlapping_rules() -> Vec<CheckRule> {
+    fn overlapping_rules() -> Vec<TermRule> {
         vec![
             rule(
                 "1",

@@ -23,7 +23,7 @@ use serde::Serialize;
 pub use files::{FileRef, Skip};
 pub use finding::{Finding, Severity, Summary};
 pub use matcher::{Matcher, MatcherError};
-pub use rule::CheckRule;
+pub(crate) use rule::TermRule;
 
 /// Something the user should know that is not a finding (a skipped file, a
 /// configuration note). Warnings affect neither the score nor the exit code.
@@ -117,7 +117,7 @@ fn run(
                 outcome.findings.extend(found);
                 let counted = counters.map_or(&[][..], |c| c[i].rules());
                 for (rule, u) in counted.iter().zip(used) {
-                    let total = outcome.usage.entry(rule.id.clone()).or_default();
+                    let total = outcome.usage.entry(rule.id.to_string()).or_default();
                     total.preferred += u.preferred;
                     total.avoided += u.avoided;
                 }

@@ -32,23 +32,14 @@ pub fn count(matcher: &Matcher, text: &str, masker: impl Masker) -> Vec<Usage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::CheckRule;
+    use crate::check::TermRule;
     use crate::check::markdown::TextKind;
-    use crate::check::rule::Bounds;
 
     #[test]
     fn counts_preferred_and_avoided_in_prose_only() {
-        let rules = [CheckRule {
-            id: "1".into(),
-            preferred: "GitHub".into(),
-            avoided: vec!["github".into(), "Git Hub".into()],
+        let rules = [TermRule {
             suggested: true,
-            advisory: false,
-            exact: false,
-            pattern: None,
-            bounds: Bounds::Words,
-            level: None,
-            paths: Vec::new(),
+            ..TermRule::listed("1", 1, "GitHub", &["github", "Git Hub"])
         }];
         let m = Matcher::for_usage(&rules).unwrap();
         let t = "GitHub and GITHUB, git hub, github `github` https://github.com";

@@ -16,10 +16,11 @@ use crate::check::files::{self, FilesError, ProseFilter};
 use crate::check::format::json::Document;
 use crate::check::usage::Usage;
 use crate::check::{
-    CheckRule, FileRef, Matcher, MatcherError, Outcome, Warning, check_files, check_files_counting,
+    FileRef, Matcher, MatcherError, Outcome, Warning, check_files, check_files_counting,
 };
 use crate::config::Config;
 use crate::formats::{self, RuleStatus};
+use crate::ops::Status;
 use crate::ops::record::{Actor, Scope, Signal, SignalSource};
 use crate::ops::{Draft, Drafted, OpId};
 use crate::ops::{Ledger, RuleId, TermRule};
@@ -113,7 +114,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         .map(|s| s.rules_ledger_as_of(req.as_of))
         .transpose()?;
     let mut sources = WorkspaceSources::new();
-    let mut rules: Vec<(CheckRule, Option<Scope>)> = match (session, &ledger) {
+    let mut rules: Vec<TermRule> = match (session, &ledger) {
         (Some(session), Some(ledger)) => {
             let at = match req.as_of {
                 Some(at) => at,
@@ -124,11 +125,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         _ => Vec::new(),
     };
     for file in &req.extra_rules {
-        rules.extend(
-            rules_from_term_list(&req.cwd, file)?
-                .into_iter()
-                .map(|r| (r, None)),
-        );
+        rules.extend(rules_from_term_list(&req.cwd, file)?);
     }
     let mut warnings = Vec::new();
     if rules.is_empty() {
@@ -287,7 +284,7 @@ fn rules_at(
     ledger: &Ledger,
     at: i64,
     sources: &mut WorkspaceSources,
-) -> Result<Vec<(CheckRule, Option<Scope>)>, ContextError> {
+) -> Result<Vec<TermRule>, ContextError> {
     let at = Some(at);
     let project = ledger.term_rules(None, at);
     let workspace: Vec<TermRule> = super::workspace::rules_at(session, at)
@@ -297,7 +294,6 @@ fn rules_at(
             sources.insert(w.id.to_string(), (w.project.clone(), w.repository.clone()));
         })
         .map(|w| TermRule {
-            op: w.id,
             id: RuleId::Op(w.id),
             preferred: Some(w.preferred),
             avoided: w.avoid,
@@ -314,25 +310,7 @@ fn rules_at(
             scope: w.scope,
         })
         .collect();
-    Ok(project
-        .into_iter()
-        .chain(workspace)
-        .map(|r| {
-            let rule = CheckRule {
-                id: r.id.to_string(),
-                preferred: r.preferred.unwrap_or_default(),
-                avoided: r.avoided,
-                suggested: r.suggested,
-                advisory: r.advisory,
-                exact: r.exact,
-                pattern: r.pattern,
-                bounds: r.bounds,
-                level: r.level,
-                paths: r.paths,
-            };
-            (rule, Some(r.scope))
-        })
-        .collect())
+    Ok(project.into_iter().chain(workspace).collect())
 }
 
 /// The actor usage signals are recorded as: the checker, whoever ran it.
@@ -378,8 +356,8 @@ pub fn record_usage(
 }
 
 /// Rules from a term list named with `--rules` (relative to `cwd`). Ids
-/// are `<file name>:<line>`.
-pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, CheckError> {
+/// are `<file name>:<line>`; they hold everywhere (the empty scope).
+pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<TermRule>, CheckError> {
     let text = std::fs::read_to_string(cwd.join(file)).map_err(|source| CheckError::TermList {
         file: file.to_path_buf(),
         source,
@@ -395,10 +373,15 @@ pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, C
     Ok(parsed
         .rules
         .into_iter()
-        .map(|r| CheckRule {
-            id: RuleId::File(name.clone(), r.line).to_string(),
-            preferred: r.preferred.unwrap_or_default(),
+        .map(|r| TermRule {
+            id: RuleId::File(name.clone(), r.line),
+            preferred: r.preferred,
             avoided: r.avoided,
+            status: match r.status {
+                RuleStatus::Suggested => Status::Suggested,
+                RuleStatus::Contested => Status::Contested,
+                RuleStatus::Established | RuleStatus::Advisory => Status::Established,
+            },
             suggested: matches!(r.status, RuleStatus::Suggested | RuleStatus::Contested),
             advisory: r.status == RuleStatus::Advisory,
             exact: r.exact,
@@ -406,6 +389,7 @@ pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<CheckRule>, C
             bounds: r.bounds,
             level: None,
             paths: Vec::new(),
+            scope: Scope::default(),
         })
         .collect())
 }
@@ -424,9 +408,9 @@ type Matchers = (Arc<Matcher>, Option<Arc<Matcher>>);
 /// Every rule once, and one matcher per distinct selection of them (most
 /// files share one).
 pub struct RuleBook {
-    rules: Vec<CheckRule>,
-    /// Where each rule holds; `None` for a term list's rules (everywhere).
-    scopes: Vec<Option<Scope>>,
+    /// Each holds where its scope covers a file's point (a term list's
+    /// rules: everywhere).
+    rules: Vec<TermRule>,
     /// The files each rule holds for, by path (`None`: every file); a rule
     /// whose globs cannot be compiled holds nowhere.
     globs: Vec<Option<globset::GlobSet>>,
@@ -439,8 +423,7 @@ pub struct RuleBook {
 }
 
 impl RuleBook {
-    pub fn new(rules: Vec<(CheckRule, Option<Scope>)>, points: PointMap, counting: bool) -> Self {
-        let (rules, scopes): (Vec<CheckRule>, Vec<Option<Scope>>) = rules.into_iter().unzip();
+    pub fn new(rules: Vec<TermRule>, points: PointMap, counting: bool) -> Self {
         let globs = rules
             .iter()
             .map(|r| {
@@ -457,7 +440,6 @@ impl RuleBook {
             .collect();
         RuleBook {
             rules,
-            scopes,
             globs,
             points,
             space: None,
@@ -478,13 +460,11 @@ impl RuleBook {
     pub fn rules_for(&self, path: &str) -> Selection {
         let point = self.points.point(path);
         let holding: Vec<usize> = self
-            .scopes
+            .rules
             .iter()
             .enumerate()
-            .filter(|(i, scope)| {
-                scope
-                    .as_ref()
-                    .is_none_or(|s| s.covers_in(self.space.as_deref(), &point))
+            .filter(|(i, rule)| {
+                rule.scope.covers_in(self.space.as_deref(), &point)
                     && self.globs[*i].as_ref().is_none_or(|g| g.is_match(path))
             })
             .map(|(i, _)| i)
@@ -504,7 +484,7 @@ impl RuleBook {
         if let Some((m, u)) = self.matchers.get(&sel) {
             return Ok((Arc::clone(m), u.clone()));
         }
-        let chosen: Vec<CheckRule> = match &sel {
+        let chosen: Vec<TermRule> = match &sel {
             Selection::All => self.rules.clone(),
             Selection::Some(ix) => ix.iter().map(|&i| self.rules[i].clone()).collect(),
         };

@@ -156,9 +156,10 @@ pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
         (Listing::default(), Listing::default(), Listing::default());
     let mut away = Vec::new();
     for rule in ledger.term_rules(None, at) {
-        let item = Item::of_rule(&rule, ledger.state(&rule.op));
-        let covers = ledger
-            .get(&rule.op)
+        let op = rule.id.op();
+        let item = Item::of_rule(&rule, op.and_then(|op| ledger.state(&op)));
+        let covers = op
+            .and_then(|op| ledger.get(&op))
             .is_some_and(|r| ledger.covers(r, &rule.scope, point));
         match (covers, rule.suggested) {
             (true, false) => rules.add(&groups, item),

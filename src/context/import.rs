@@ -530,10 +530,10 @@ pub fn disagreements(
     }
     let side = |r: &crate::ops::rules::TermRule| DisagreeingRule {
         id: r.id.clone(),
-        file: files
-            .get(r.op.as_str())
-            .copied()
-            .flatten()
+        file: r
+            .id
+            .op()
+            .and_then(|op| files.get(op.as_str()).copied().flatten())
             .map(str::to_owned),
         rule: describe(r.preferred.as_deref(), &r.avoided, r.pattern.as_deref()),
     };

@@ -65,7 +65,10 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
         .into_iter()
         .filter(|r| !r.suggested)
     {
-        let lead = matches!(r.id, RuleId::Op(_)).then(|| groups.of(&r.op)[0]);
+        let lead = match &r.id {
+            RuleId::Op(op) => Some(groups.of(op)[0]),
+            _ => None,
+        };
         let rule = BlockRule {
             preferred: r.preferred.unwrap_or_default(),
             // A pattern rule names what it avoids as `/pattern/`.

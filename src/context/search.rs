@@ -68,9 +68,10 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
             .is_some_and(|p| mentions(p, needle))
             || rule.avoided.iter().any(|a| mentions(a, needle));
         if hit {
-            found
-                .rules
-                .push(Item::of_rule(&rule, ledger.state(&rule.op)));
+            found.rules.push(Item::of_rule(
+                &rule,
+                rule.id.op().and_then(|op| ledger.state(&op)),
+            ));
         }
     }
     for (record, state) in ledger.iter() {

@@ -13,15 +13,15 @@ use serde::Serialize;
 use super::{ContextError, PointMap, Session};
 use crate::check::files::ProseFilter;
 use crate::check::markdown::{TextKind, prose};
-use crate::check::{CheckRule, Matcher};
+use crate::check::{Matcher, TermRule};
 use crate::digest::sha256_hex;
 use crate::git::{CommitDiff, MergedRange};
 use crate::ops::Ledger;
 use crate::ops::Status;
 use crate::ops::axes::Space;
 use crate::ops::policy::{Sharing, may_share};
-use crate::ops::record::{Actor, ActorKind, MAX_NAME, Scope, Signal, SignalSource};
-use crate::ops::{Draft, Drafted, OpId};
+use crate::ops::record::{Actor, ActorKind, MAX_NAME, Signal, SignalSource};
+use crate::ops::{Draft, Drafted, OpId, RuleId};
 
 /// The actor settling records establishments as.
 pub fn settler() -> Actor {
@@ -243,36 +243,18 @@ pub fn merge_signals_in(
     Ok(report)
 }
 
-/// A suggestion awaiting evidence, as a usage rule, with the scope it
-/// holds in.
-struct Awaiting {
-    rule: CheckRule,
-    scope: Scope,
-}
-
-/// The suggestions awaiting evidence at `now`: term rules an agent or a
-/// person suggested (an import's rules are not suggestions of their own).
-fn awaiting_evidence(ledger: &Ledger, now: Option<i64>) -> Vec<Awaiting> {
+/// The suggestions awaiting evidence at `now`, as usage rules (each holds
+/// where its scope covers): term rules an agent or a person suggested (an
+/// import's rules are not suggestions of their own).
+fn awaiting_evidence(ledger: &Ledger, now: Option<i64>) -> Vec<TermRule> {
     ledger
         .term_rules(None, now)
         .into_iter()
-        .filter(|rule| {
-            rule.status == Status::Suggested && matches!(rule.id, crate::ops::RuleId::Op(_))
-        })
-        .map(|rule| Awaiting {
-            rule: CheckRule {
-                id: rule.id.to_string(),
-                preferred: rule.preferred.unwrap_or_default(),
-                avoided: rule.avoided,
-                suggested: true,
-                advisory: false,
-                exact: rule.exact,
-                pattern: rule.pattern,
-                bounds: rule.bounds,
-                level: rule.level,
-                paths: rule.paths,
-            },
-            scope: rule.scope,
+        .filter(|rule| rule.status == Status::Suggested && matches!(rule.id, RuleId::Op(_)))
+        .map(|rule| TermRule {
+            suggested: true,
+            advisory: false,
+            ..rule
         })
         .collect()
 }
@@ -281,7 +263,7 @@ fn awaiting_evidence(ledger: &Ledger, now: Option<i64>) -> Vec<Awaiting> {
 /// list), remembered per path: a range touches the same files again and
 /// again.
 struct Coverage<'a> {
-    awaiting: &'a [Awaiting],
+    awaiting: &'a [TermRule],
     points: PointMap,
     space: &'a Space,
     filter: ProseFilter,
@@ -289,7 +271,7 @@ struct Coverage<'a> {
 }
 
 impl<'a> Coverage<'a> {
-    fn new(session: &'a Session, awaiting: &'a [Awaiting]) -> Result<Self, ContextError> {
+    fn new(session: &'a Session, awaiting: &'a [TermRule]) -> Result<Self, ContextError> {
         Ok(Coverage {
             awaiting,
             points: PointMap::from_config(&session.config.points)?,
@@ -367,9 +349,9 @@ fn hits<'c>(
             report.files += 1;
             let holding = coverage.holding(&file.path);
             if !matchers.contains_key(&holding) {
-                let chosen: Vec<CheckRule> = holding
+                let chosen: Vec<TermRule> = holding
                     .iter()
-                    .map(|&i| coverage.awaiting[i].rule.clone())
+                    .map(|&i| coverage.awaiting[i].clone())
                     .collect();
                 let m =
                     Matcher::for_usage(&chosen).map_err(|e| ContextError::Usage(e.to_string()))?;
@@ -396,7 +378,7 @@ fn hits<'c>(
 /// address (what makes a second run, or another machine's, record none).
 fn signals_of(
     groups: &[Group<'_>],
-    awaiting: &[Awaiting],
+    awaiting: &[TermRule],
     skipped: &mut Vec<SkippedValue>,
 ) -> Vec<(OpId, String, Signal)> {
     let mut signals = Vec::new();
@@ -405,7 +387,10 @@ fn signals_of(
             if preferred == 0 && avoided == 0 {
                 continue;
             }
-            let target = &awaiting[i].rule.id;
+            // Only a rule of the log awaits evidence.
+            let RuleId::Op(target) = awaiting[i].id else {
+                continue;
+            };
             let commit_id = group.newest.id.to_string();
             let merger = Some(group.newest.author.clone()).filter(|a| !a.is_empty());
             let merger = within_limit(merger, SignalValue::Merger, group.newest, skipped);
@@ -415,9 +400,6 @@ fn signals_of(
                     format!("merge\n{target}\n{commit_id}\n{preferred}\n{avoided}\n").as_bytes()
                 )
             );
-            let Ok(target) = OpId::parse(target) else {
-                continue;
-            };
             signals.push((
                 target,
                 address,

@@ -59,12 +59,14 @@ impl serde::Serialize for RuleId {
     }
 }
 
-/// One term rule that answers.
+/// One term rule: one the fold says answers, one another repository
+/// shares with the workspace, or one a term list `kapi check --rules` read.
+/// The checker matches prose against these as they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TermRule {
+    /// The rule's id; [`RuleId::op`] is the operation that states it (none
+    /// for a term list's rule).
     pub id: RuleId,
-    /// The operation that states it.
-    pub op: OpId,
     /// The form to use; `None` for a rejected word with no replacement.
     pub preferred: Option<String>,
     pub avoided: Vec<String>,
@@ -82,6 +84,8 @@ pub struct TermRule {
     pub level: Option<String>,
     /// Globs of the files the rule holds for; empty for every file.
     pub paths: Vec<String>,
+    /// Where and when it holds; a term list's rules hold everywhere (the
+    /// empty scope).
     pub scope: Scope,
 }
 
@@ -89,6 +93,28 @@ impl TermRule {
     /// Whether a finding of this rule fails a check.
     pub fn binds(&self) -> bool {
         !self.suggested && !self.advisory
+    }
+}
+
+#[cfg(test)]
+impl TermRule {
+    /// A binding rule on line `line` of a term list named `file`, holding
+    /// everywhere (its id reads `file:line`).
+    pub(crate) fn listed(file: &str, line: usize, preferred: &str, avoided: &[&str]) -> Self {
+        TermRule {
+            id: RuleId::File(file.into(), line),
+            preferred: (!preferred.is_empty()).then(|| preferred.into()),
+            avoided: avoided.iter().map(|s| s.to_string()).collect(),
+            status: Status::Established,
+            suggested: false,
+            advisory: false,
+            exact: false,
+            pattern: None,
+            bounds: Bounds::Words,
+            level: None,
+            paths: Vec::new(),
+            scope: Scope::default(),
+        }
     }
 }
 
@@ -109,7 +135,6 @@ impl Ledger {
             match &record.subject {
                 Some(Subject::Term { preferred, avoid }) => out.push(TermRule {
                     id: RuleId::Op(record.op_id()),
-                    op: record.op_id(),
                     preferred: Some(preferred.clone()),
                     avoided: avoid.clone(),
                     status: state.status,
@@ -126,7 +151,6 @@ impl Ledger {
                     for (n, t) in terms.iter().enumerate() {
                         out.push(TermRule {
                             id: RuleId::Imported(record.op_id(), n + 1),
-                            op: record.op_id(),
                             preferred: t.preferred.clone(),
                             avoided: t.avoid.clone(),
                             status: state.status,
@@ -152,7 +176,10 @@ impl Ledger {
     /// Whether two rules can apply at one point and instant: one project's
     /// rules compare on its typed axes; two projects' never meet.
     fn scopes_meet(&self, a: &TermRule, b: &TermRule) -> bool {
-        let (Some(ra), Some(rb)) = (self.get(&a.op), self.get(&b.op)) else {
+        let (Some(ra), Some(rb)) = (
+            a.id.op().and_then(|op| self.get(&op)),
+            b.id.op().and_then(|op| self.get(&op)),
+        ) else {
             return false;
         };
         ra.project == rb.project

@@ -9,20 +9,12 @@ pub mod sarif;
 #[cfg(test)]
 mod tests {
     use crate::check::markdown::TextKind;
-    use crate::check::{CheckRule, Matcher, Outcome};
+    use crate::check::{Matcher, Outcome, TermRule};
 
     fn rejected(suggested: bool) -> Outcome {
-        let rule = CheckRule {
-            id: "r".into(),
-            preferred: String::new(),
-            avoided: vec!["utilize".into()],
+        let rule = TermRule {
             suggested,
-            advisory: false,
-            exact: false,
-            pattern: None,
-            bounds: crate::check::rule::Bounds::Words,
-            level: None,
-            paths: Vec::new(),
+            ..TermRule::listed("r", 1, "", &["utilize"])
         };
         let m = Matcher::new(&[rule]).unwrap();
         Outcome {
@@ -34,17 +26,9 @@ mod tests {
 
     #[test]
     fn an_occurrence_several_rules_find_is_one_finding_carried_by_the_strongest() {
-        let rule = |id: &str, preferred: &str, suggested: bool| CheckRule {
-            id: id.into(),
-            preferred: preferred.into(),
-            avoided: vec!["Quick cast".into()],
+        let rule = |list: &str, preferred: &str, suggested: bool| TermRule {
             suggested,
-            advisory: false,
-            exact: false,
-            pattern: None,
-            bounds: crate::check::rule::Bounds::Words,
-            level: None,
-            paths: Vec::new(),
+            ..TermRule::listed(list, 1, preferred, &["Quick cast"])
         };
         // Each its own matcher, as two rules of the log are two groups.
         let mut findings = Vec::new();
@@ -62,10 +46,10 @@ mod tests {
         // The rule that fails carries it; the one asking for another form
         // stays apart.
         assert_eq!(found.len(), 2);
-        assert_eq!(found[0].rule, "c");
-        assert_eq!(found[0].rules, ["c", "a", "b"]);
+        assert_eq!(found[0].rule, "c:1");
+        assert_eq!(found[0].rules, ["c:1", "a:1", "b:1"]);
         assert!(found[0].fails && !found[0].suggested);
-        assert_eq!(found[1].rules, ["d"]);
+        assert_eq!(found[1].rules, ["d:1"]);
         let o = Outcome {
             findings: found,
             files: 1,
@@ -74,7 +58,7 @@ mod tests {
         assert_eq!(o.summary().score, 1);
         let human = super::human::render(&o);
         assert!(
-            human.contains("= note: 3 rules find this: c, a, b\n"),
+            human.contains("= note: 3 rules find this: c:1, a:1, b:1\n"),
             "{human}"
         );
     }
