@@ -110,9 +110,13 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     let filter = ProseFilter::new(&config.check)?.with_vale_styles(root.as_deref());
 
     // The log: rules in force now, each with the scope it holds in.
-    let ledger = session
-        .map(|s| s.rules_ledger_as_of(req.as_of))
-        .transpose()?;
+    let (ledger, unreadable) = match session {
+        Some(s) => {
+            let (ledger, unreadable) = s.rules_ledger_and_unreadable(req.as_of)?;
+            (Some(ledger), unreadable)
+        }
+        None => (None, 0),
+    };
     let mut sources = WorkspaceSources::new();
     let mut rules: Vec<TermRule> = match (session, &ledger) {
         (Some(session), Some(ledger)) => {
@@ -128,6 +132,19 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         rules.extend(rules_from_term_list(&req.cwd, file)?);
     }
     let mut warnings = Vec::new();
+    // A stored operation that cannot be read may hold a rule: the check
+    // says so rather than pass as though the log held none.
+    if unreadable > 0 {
+        warnings.push(Warning {
+            path: None,
+            message: format!(
+                "{} could not be read, so no rule {} holds is checked: `kapi store doctor` names {}",
+                crate::wording::count(unreadable, "stored operation", "stored operations"),
+                if unreadable == 1 { "it" } else { "they" },
+                if unreadable == 1 { "it" } else { "them" },
+            ),
+        });
+    }
     if rules.is_empty() {
         warnings.push(Warning {
             path: None,
