@@ -56,7 +56,20 @@ pub enum Rule {
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Rule::PersonVerb(verb) => write!(f, "`kapi {verb}` is a person's decision"),
+            Rule::PersonVerb(verb) => {
+                let what = match verb.as_str() {
+                    "context review" => "decides on suggestions",
+                    "context reset" => "sets the ledger back",
+                    "context sync" => "pushes the ledger, or merges what only a person vouches for",
+                    "store import" => "adds operations to the ledger",
+                    "workspace add" | "workspace forget" => {
+                        "changes which repositories share rules"
+                    }
+                    "hooks uninstall" => "removes kapi's hooks, this guard among them",
+                    _ => "records a decision",
+                };
+                write!(f, "`kapi {verb}` {what}, a person's act")
+            }
             Rule::Variable(name) => write!(
                 f,
                 "it sets or unsets {name}, which tells kapi who is calling"
@@ -1048,7 +1061,7 @@ mod tests {
         assert_eq!(r.command, "kapi context reset --before 's 1'");
         assert_eq!(
             r.rule.to_string(),
-            "`kapi context reset` is a person's decision"
+            "`kapi context reset` sets the ledger back, a person's act"
         );
         let Verdict::Refuse(r) = judge(&format!("kapi store import {}", "x".repeat(500))) else {
             panic!()
