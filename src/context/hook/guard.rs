@@ -521,12 +521,9 @@ fn env(args: &[String], depth: usize) -> Result<Env, String> {
         let unset = if arg == "-u" || arg == "--unset" {
             i += 1;
             args.get(i).map(String::as_str)
-        } else if let Some(name) = arg.strip_prefix("--unset=") {
-            Some(name)
-        } else if let Some(name) = arg.strip_prefix("-u") {
-            Some(name)
         } else {
-            None
+            arg.strip_prefix("--unset=")
+                .or_else(|| arg.strip_prefix("-u"))
         };
         if let Some(name) = unset {
             if let Some(rule) = variable(name) {
@@ -692,7 +689,7 @@ fn files(program: &str, args: &[String]) -> Option<Rule> {
                 }
             });
             target
-                .or_else(|| operands().last().map(String::as_str))
+                .or_else(|| operands().next_back().map(String::as_str))
                 .and_then(|p| ledger_path(p, true))
         }
         "dd" => args
