@@ -1013,7 +1013,7 @@ fn the_shell_door_refuses_what_only_a_person_runs_and_fails_closed() {
     refused(
         "echo '{}' >> .git/kapi/journal",
         &format!(
-            "kapi: refused `echo '{{}}'`: \
+            "kapi: refused `echo '{{}}' >> .git/kapi/journal`: \
              it writes .git/kapi, kapi's ledger, which only kapi itself writes.\n{ask}"
         ),
     );

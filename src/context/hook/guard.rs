@@ -115,7 +115,7 @@ fn script(text: &str, depth: usize) -> Judged {
         let simple = split(segment)?;
         if let Some(rule) = simple_command(&simple, depth)? {
             return Ok(Some(Refusal {
-                command: shown(&simple.words),
+                command: shown(&simple),
                 rule,
             }));
         }
@@ -134,17 +134,18 @@ enum Redirect {
 }
 
 /// One simple command as the scan cut it: its text, then each redirection
-/// with the text after it (whose first word is the redirection's target).
+/// (its direction and operator) with the text after it, whose first word
+/// is the redirection's target.
 #[derive(Debug, Default)]
 struct Segment {
     head: String,
-    redirects: Vec<(Redirect, String)>,
+    redirects: Vec<(Redirect, String, String)>,
 }
 
 impl Segment {
     fn current(&mut self) -> &mut String {
         match self.redirects.last_mut() {
-            Some((_, text)) => text,
+            Some((_, _, text)) => text,
             None => &mut self.head,
         }
     }
@@ -224,8 +225,10 @@ fn scan(text: &str) -> Result<Scanned, String> {
             }
             ';' | '\n' | '(' | ')' => end_segment(&mut seg, &mut out),
             '&' if next == Some('>') => {
-                i += if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
-                seg.redirects.push((Redirect::Write, String::new()));
+                let len = if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
+                let op = chars[i..i + len].iter().collect();
+                seg.redirects.push((Redirect::Write, op, String::new()));
+                i += len;
                 word_start = true;
                 continue;
             }
@@ -267,7 +270,8 @@ fn scan(text: &str) -> Result<Scanned, String> {
                     }
                 }
                 // `>(…)` and `<(…)`: the parenthesis starts a command.
-                seg.redirects.push((kind, String::new()));
+                let op = chars[i..i + len].iter().collect();
+                seg.redirects.push((kind, op, String::new()));
                 i += len;
                 word_start = true;
                 continue;
@@ -359,7 +363,8 @@ fn substitution(chars: &[char], from: usize, subs: &mut Vec<String>) -> Result<u
 #[derive(Debug, Default)]
 struct Simple {
     words: Vec<String>,
-    writes: Vec<String>,
+    /// Each redirection that writes: its operator and target.
+    writes: Vec<(String, String)>,
 }
 
 fn split(segment: &Segment) -> Result<Simple, String> {
@@ -369,23 +374,29 @@ fn split(segment: &Segment) -> Result<Simple, String> {
         words: words(&segment.head)?,
         writes: Vec::new(),
     };
-    for (kind, text) in &segment.redirects {
+    for (kind, op, text) in &segment.redirects {
         let mut after = words(text)?.into_iter();
         if let Some(target) = after.next()
             && *kind == Redirect::Write
         {
-            simple.writes.push(target);
+            simple.writes.push((op.clone(), target));
         }
         simple.words.extend(after);
     }
     Ok(simple)
 }
 
-/// Words shown back in a refusal, quoted as sh would read them (and cut
-/// short: the reason must fit Claude Code's output cap).
-fn shown(words: &[String]) -> String {
-    let text =
-        shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "));
+/// A simple command shown back in a refusal, quoted as sh would read it
+/// (and cut short: the reason must fit Claude Code's output cap).
+fn shown(simple: &Simple) -> String {
+    let quoted = |words: &[String]| {
+        shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
+    };
+    let mut text = quoted(&simple.words);
+    for (op, target) in &simple.writes {
+        text.push_str(&format!(" {op} {}", quoted(std::slice::from_ref(target))));
+    }
+    let text = text.trim_start().to_owned();
     if text.chars().count() > 200 {
         let cut: String = text.chars().take(200).collect();
         format!("{cut}…")
@@ -398,7 +409,7 @@ fn shown(words: &[String]) -> String {
 // The rules
 
 fn simple_command(simple: &Simple, depth: usize) -> Result<Option<Rule>, String> {
-    for target in &simple.writes {
+    for (_, target) in &simple.writes {
         if let Some(rule) = ledger_path(target, false) {
             return Ok(Some(rule));
         }
@@ -1050,6 +1061,29 @@ mod tests {
         allowed("   ");
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 512, ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Any text at all: a verdict, never a panic.
+        #[test]
+        fn any_command_gets_a_verdict(command in "[ -~\\n]{0,80}") {
+            let _ = judge(&command);
+        }
+
+        /// Quoted words are an argument, never a command: `echo` of any
+        /// words, each quoted as sh reads them, is allowed.
+        #[test]
+        fn quoted_words_are_never_a_command(
+            words in proptest::collection::vec("[ -~\\n]{0,24}", 0..6)
+        ) {
+            let quoted = shlex::try_join(words.iter().map(String::as_str)).unwrap();
+            let command = format!("echo {quoted}");
+            proptest::prop_assert_eq!(judge(&command), Verdict::Allow, "{}", command);
+        }
+    }
+
     #[test]
     fn a_refusal_names_the_command_and_the_rule() {
         let Verdict::Refuse(r) = judge("cargo test && kapi context reset --before 's 1'") else {
@@ -1064,5 +1098,13 @@ mod tests {
             panic!()
         };
         assert!(r.command.chars().count() <= 201);
+        let Verdict::Refuse(r) = judge("echo x 2>>.git/kapi/journal >/dev/null") else {
+            panic!()
+        };
+        assert_eq!(r.command, "echo x >> .git/kapi/journal > /dev/null");
+        let Verdict::Refuse(r) = judge(">.git/kapi/journal") else {
+            panic!()
+        };
+        assert_eq!(r.command, "> .git/kapi/journal");
     }
 }
