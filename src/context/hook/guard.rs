@@ -617,7 +617,8 @@ fn kapi(args: &[String]) -> Option<Rule> {
     };
     let verb = match positional.as_slice() {
         ["context", "review"]
-            if ["--keep", "--drop", "--choose", "--widen"]
+            // `--interactive` takes its answers from stdin, a pipe here.
+            if ["--keep", "--drop", "--choose", "--widen", "--interactive"]
                 .iter()
                 .any(|f| has(f)) =>
         {
@@ -786,6 +787,10 @@ mod tests {
             ),
             (
                 "kapi context review --widen 3f2a --widen-to project",
+                "context review",
+            ),
+            (
+                "yes k | kapi context review --interactive",
                 "context review",
             ),
             ("kapi context reset --before s1", "context reset"),
