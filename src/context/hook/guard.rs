@@ -51,6 +51,10 @@ pub enum Rule {
     /// Writes kapi's ledger behind kapi's back: a path under `.git/kapi`,
     /// a ref under `refs/kapi/`.
     Ledger(String),
+    /// Writes the file `CLAUDE_ENV_FILE` names: Claude Code exports what
+    /// it holds into every later command (kapi's SessionStart hook puts
+    /// `KAPI_SESSION` there).
+    EnvFile,
 }
 
 impl fmt::Display for Rule {
@@ -73,6 +77,10 @@ impl fmt::Display for Rule {
             Rule::Variable(name) => write!(
                 f,
                 "it sets or unsets {name}, which tells kapi who is calling"
+            ),
+            Rule::EnvFile => write!(
+                f,
+                "it writes the file CLAUDE_ENV_FILE names, whose exports tell kapi who is calling"
             ),
             Rule::Ledger(what) => write!(
                 f,
@@ -410,7 +418,7 @@ fn shown(simple: &Simple) -> String {
 
 fn simple_command(simple: &Simple, depth: usize) -> Result<Option<Rule>, String> {
     for (_, target) in &simple.writes {
-        if let Some(rule) = ledger_path(target, false) {
+        if let Some(rule) = written(target, false) {
             return Ok(Some(rule));
         }
     }
@@ -681,16 +689,16 @@ fn git(args: &[String]) -> Option<Rule> {
 fn files(program: &str, args: &[String]) -> Option<Rule> {
     let operands = || args.iter().filter(|a| !a.starts_with('-'));
     match program {
-        "rm" | "rmdir" | "unlink" | "shred" | "mv" => operands().find_map(|p| ledger_path(p, true)),
+        "rm" | "rmdir" | "unlink" | "shred" | "mv" => operands().find_map(|p| written(p, true)),
         "touch" | "truncate" | "tee" | "chmod" | "chown" | "mkdir" => {
-            operands().find_map(|p| ledger_path(p, false))
+            operands().find_map(|p| written(p, false))
         }
         "sed" | "perl"
             if args
                 .iter()
                 .any(|a| a.starts_with("-i") || a.starts_with("--in-place")) =>
         {
-            operands().find_map(|p| ledger_path(p, false))
+            operands().find_map(|p| written(p, false))
         }
         "cp" | "ln" | "install" | "rsync" => {
             let target = args.iter().enumerate().find_map(|(i, a)| {
@@ -702,20 +710,24 @@ fn files(program: &str, args: &[String]) -> Option<Rule> {
             });
             target
                 .or_else(|| operands().next_back().map(String::as_str))
-                .and_then(|p| ledger_path(p, true))
+                .and_then(|p| written(p, true))
         }
         "dd" => args
             .iter()
             .filter_map(|a| a.strip_prefix("of="))
-            .find_map(|p| ledger_path(p, false)),
+            .find_map(|p| written(p, false)),
         _ => None,
     }
 }
 
-/// Whether `path` names kapi's store (`…/.git/kapi`, or what is under it;
-/// with `or_parent`, also `…/.git` itself). A glob counts when it could
-/// match (`.git/k*`).
-fn ledger_path(path: &str, or_parent: bool) -> Option<Rule> {
+/// Whether writing `path` is refused: the file `CLAUDE_ENV_FILE` names
+/// (as the variable: its value is not known here), or kapi's store
+/// (`…/.git/kapi`, or what is under it; with `or_parent`, also `…/.git`
+/// itself). A glob counts when it could match (`.git/k*`).
+fn written(path: &str, or_parent: bool) -> Option<Rule> {
+    if path.contains("CLAUDE_ENV_FILE") {
+        return Some(Rule::EnvFile);
+    }
     let parts: Vec<&str> = path
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")
@@ -964,6 +976,15 @@ mod tests {
         ] {
             assert_eq!(refused(command), var(name), "{command:?}");
         }
+        for command in [
+            "echo 'export KAPI_SESSION=other' >> \"$CLAUDE_ENV_FILE\"",
+            "echo x >$CLAUDE_ENV_FILE",
+            "echo x | tee -a ${CLAUDE_ENV_FILE}",
+            "cp /tmp/env \"$CLAUDE_ENV_FILE\"",
+        ] {
+            assert_eq!(refused(command), Rule::EnvFile, "{command:?}");
+        }
+        allowed("cat \"$CLAUDE_ENV_FILE\"");
         for command in [
             "echo $CLAUDECODE",
             "printenv KAPI_SESSION",
