@@ -43,6 +43,15 @@ pub fn main() -> ExitCode {
             return code.into();
         }
     };
+    // The Bash guard needs no directory, and must refuse, not fail, when
+    // the current one cannot be read (Claude Code lets any other failure
+    // through).
+    if let commands::Command::Hook(commands::hook::Args {
+        event: commands::hook::Event::ClaudePreBash,
+    }) = &cli.command
+    {
+        return commands::hook::agent::pre_bash().into();
+    }
     let ctx = match commands::Ctx::from_env(cli.directory.as_deref()) {
         Ok(ctx) => ctx,
         Err(err) => return err.report(),

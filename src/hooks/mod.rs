@@ -1,6 +1,6 @@
 //! Installing the hooks: the git hooks (the shims of the repository's
 //! `hooks/` folder, written where `git rev-parse --git-path hooks` says),
-//! Claude Code's SessionStart, PostToolUse and Stop hooks in
+//! Claude Code's SessionStart, PreToolUse (Bash), PostToolUse and Stop hooks in
 //! `.claude/settings.json`, and Codex's Stop hook in `.codex/hooks.json`.
 //!
 //! Everything install writes is marked, so reinstalling is idempotent and
@@ -38,6 +38,8 @@ pub const CLAUDE_MD: &str = "@AGENTS.md\n";
 /// Claude Code's events: (event, matcher, command, timeout in seconds).
 pub const CLAUDE_HOOKS: &[(&str, Option<&str>, &str, u32)] = &[
     ("SessionStart", None, "kapi hook claude-session-start", 30),
+    // The shell door: refuses a Bash command only a person runs.
+    ("PreToolUse", Some("Bash"), "kapi hook claude-pre-bash", 10),
     (
         "PostToolUse",
         Some("Edit|Write|MultiEdit"),

@@ -937,3 +937,206 @@ fn a_tool_call_delivered_twice_is_recorded_once_while_its_run_waits_in_the_journ
     drop(victim);
     assert_eq!(check_runs(&repo, "s-journal").len(), 1);
 }
+
+/// Claude Code's PreToolUse input for a Bash call.
+fn pre_bash_input(repo: &TestEnv, command: &str) -> String {
+    serde_json::json!({
+        "session_id": "s-door",
+        "transcript_path": repo.root().join("s-door.jsonl"),
+        "cwd": repo.path(),
+        "hook_event_name": "PreToolUse",
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": { "command": command, "description": "run it" },
+        "tool_use_id": "toolu_door",
+    })
+    .to_string()
+}
+
+fn pre_bash(repo: &TestEnv, input: &str) -> Run {
+    let mut cmd = repo.kapi_cmd(&["hook", "claude-pre-bash"]);
+    cmd.env("CLAUDECODE", "1");
+    piped_output(cmd, input.as_bytes()).into()
+}
+
+#[test]
+fn the_shell_door_refuses_what_only_a_person_runs_and_fails_closed() {
+    let repo = TestEnv::new();
+    let refused = |command: &str, stderr: &str| {
+        let run = pre_bash(&repo, &pre_bash_input(&repo, command)).code(2);
+        assert_eq!(run.stderr, stderr, "{command}");
+        assert_eq!(run.stdout, "", "{command}");
+    };
+    let ask = "An agent may not run this: if it is needed, ask the user to run it.\n";
+    refused(
+        "cargo test && kapi context review --session s-door --keep all",
+        &format!(
+            "kapi: refused `kapi context review --session s-door --keep all`: \
+             `kapi context review` decides on suggestions, a person's act.\n{ask}"
+        ),
+    );
+    refused(
+        "sh -c 'kapi context reset --before s-door'",
+        &format!(
+            "kapi: refused `sh -c 'kapi context reset --before s-door'`: \
+             `kapi context reset` sets the ledger back, a person's act.\n{ask}"
+        ),
+    );
+    refused(
+        "git kapi context sync",
+        &format!(
+            "kapi: refused `git kapi context sync`: `kapi context sync` pushes the ledger, \
+             or merges what only a person vouches for, a person's act.\n{ask}"
+        ),
+    );
+    refused(
+        "CLAUDECODE= kapi context note --term Quickcast --avoid 'Quick cast'",
+        &format!(
+            "kapi: refused `'CLAUDECODE=' kapi context note --term Quickcast --avoid 'Quick cast'`: \
+             it sets or unsets CLAUDECODE, which tells kapi who is calling.\n{ask}"
+        ),
+    );
+    refused(
+        "env -u KAPI_SESSION kapi context log",
+        &format!(
+            "kapi: refused `env -u KAPI_SESSION kapi context log`: \
+             it sets or unsets KAPI_SESSION, which tells kapi who is calling.\n{ask}"
+        ),
+    );
+    refused(
+        "git update-ref -d refs/kapi/ops",
+        &format!(
+            "kapi: refused `git update-ref -d refs/kapi/ops`: \
+             it writes refs/kapi/, kapi's ledger, which only kapi itself writes.\n{ask}"
+        ),
+    );
+    refused(
+        "echo '{}' >> .git/kapi/journal",
+        &format!(
+            "kapi: refused `echo '{{}}' >> .git/kapi/journal`: \
+             it writes .git/kapi, kapi's ledger, which only kapi itself writes.\n{ask}"
+        ),
+    );
+
+    // What an agent may run passes silently, and runs for real.
+    for command in [
+        "cargo test",
+        "kapi context review --session s-door",
+        "kapi context reset --before s-door --dry-run",
+        "kapi context sync --no-push",
+        "git log refs/kapi/ops",
+        "echo 'kapi context reset --before s-door'",
+    ] {
+        let run = pre_bash(&repo, &pre_bash_input(&repo, command)).ok();
+        assert_eq!(
+            (run.stdout.as_str(), run.stderr.as_str()),
+            ("", ""),
+            "{command}"
+        );
+    }
+
+    // A command that is not shell words is let through, and said so.
+    let run = pre_bash(
+        &repo,
+        &pre_bash_input(&repo, "kapi context reset --before 's-door"),
+    )
+    .ok();
+    assert_eq!(
+        run.stderr,
+        "kapi: the Bash command is not shell words kapi can read \
+         (an unbalanced single quote); let through unchecked\n"
+    );
+
+    // Another tool's call is not the guard's.
+    let read = pre_bash_input(&repo, "x").replace("\"Bash\"", "\"Read\"");
+    pre_bash(&repo, &read).ok();
+
+    // Input the guard cannot read is a refusal: Claude Code would let any
+    // other failure through.
+    for (input, why) in [
+        ("not json".to_owned(), "expected ident at line 1 column 2"),
+        (
+            pre_bash_input(&repo, "ls").replace("\"command\":\"ls\"", "\"command\":7"),
+            "`tool_input.command` is not a string",
+        ),
+        (
+            pre_bash_input(&repo, "ls").replace("s-door", ""),
+            "`session_id` is empty or longer than 256 bytes",
+        ),
+    ] {
+        let run = pre_bash(&repo, &input).code(2);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "kapi: the Bash guard refuses the command: the hook input is not valid: {why}\n"
+            )
+        );
+    }
+    // Past the input cap: cut, so not valid JSON, so refused.
+    // (kapi stops reading at the cap, so the rest may not be written.)
+    let huge = pre_bash_input(&repo, &"x".repeat(5 * 1024 * 1024));
+    let mut child = repo
+        .kapi_cmd(&["hook", "claude-pre-bash"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(huge.as_bytes());
+    }
+    let run: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    // Outside any repository, and from a directory that is gone.
+    let gone = tempfile::tempdir().unwrap();
+    let kapi = repo.kapi_cmd(&[]).get_program().to_owned();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args([
+        "-c",
+        "cd \"$1\" && rmdir \"$1\" && exec \"$0\" hook claude-pre-bash",
+    ])
+    .arg(kapi)
+    .arg(gone.path().join("d"));
+    std::fs::create_dir(gone.path().join("d")).unwrap();
+    let run: Run =
+        piped_output(cmd, pre_bash_input(&repo, "kapi store import x").as_bytes()).into();
+    assert!(!gone.path().join("d").exists());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("kapi: refused `kapi store import x`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_shell_door_is_installed_beside_the_project_s_own_pre_tool_use_hooks() {
+    let repo = TestEnv::new();
+    let settings = "{\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\n        \"matcher\": \"Bash\",\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"./lint-bash.sh\"\n          }\n        ]\n      }\n    ]\n  }\n}\n";
+    repo.write(".claude/settings.json", settings);
+    repo.kapi(&["hooks", "install", "--claude"]).ok();
+    let installed = std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap();
+    let parsed: serde_json::Value = serde_json::from_str(&installed).unwrap();
+    let groups = parsed["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{installed}");
+    assert_eq!(groups[0]["hooks"][0]["command"], "./lint-bash.sh");
+    assert_eq!(
+        groups[1],
+        serde_json::json!({
+            "matcher": "Bash",
+            "hooks": [{ "type": "command", "command": "kapi hook claude-pre-bash", "timeout": 10 }]
+        })
+    );
+    repo.kapi(&["hooks", "install", "--claude"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap(),
+        installed
+    );
+    repo.kapi(&["hooks", "uninstall", "--claude"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".claude/settings.json")).unwrap(),
+        settings
+    );
+}

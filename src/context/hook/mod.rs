@@ -6,12 +6,14 @@
 //! the exit code the host reads. docs/hooks.md is the user's account.
 //!
 //! By what each part is: `git.rs` the git hooks' events, `agent.rs` the
-//! agent hosts' events, `input.rs` reading what a host hands a hook, and
+//! agent hosts' events, `input.rs` reading what a host hands a hook, `guard.rs` the Bash
+//! commands Claude Code's PreToolUse hook refuses, and
 //! `run.rs` an event run whole as its host calls it. Here: what they
 //! share (the error, the declared artifacts).
 
 mod agent;
 mod git;
+pub mod guard;
 mod input;
 pub(crate) mod run;
 

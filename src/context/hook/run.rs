@@ -11,6 +11,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::guard::{self, Verdict};
 use super::input::read_input;
 use crate::context::hook::{
     self, ArtifactState, CheckRunOutcome, HookError, Host, PostMerge, PreCommit, SessionStarted,
@@ -130,6 +131,25 @@ pub fn agent(
     outcome.map(Some)
 }
 
+/// `kapi hook claude-pre-bash`: what Claude Code's PreToolUse hook for
+/// `Bash` decides about the command about to run (`input` is the host's
+/// JSON). `Err` when the input cannot be read, or names no command: the
+/// caller refuses then, since a guard that fails must fail closed. A call
+/// of another tool is not the guard's: it is allowed.
+pub fn pre_bash(input: impl Read) -> Result<Verdict, HookError> {
+    let input = read_input(input)?;
+    if input.tool_name.as_deref().is_some_and(|t| t != "Bash") {
+        return Ok(Verdict::Allow);
+    }
+    let command = input
+        .tool_input
+        .as_ref()
+        .and_then(|args| args.get("command"))
+        .and_then(|c| c.as_str())
+        .ok_or_else(|| HookError::Input("`tool_input.command` is not a string".into()))?;
+    Ok(guard::judge(command))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +170,33 @@ mod tests {
             json.as_bytes(),
         );
         assert!(matches!(ran, Ok(None)));
+    }
+
+    #[test]
+    fn the_bash_guard_reads_the_command_and_fails_on_input_without_one() {
+        let bash = |command: &str| {
+            format!(
+                r#"{{"session_id":"s1","tool_name":"Bash","tool_input":{{"command":{}}}}}"#,
+                serde_json::to_string(command).unwrap()
+            )
+        };
+        let verdict = |json: &str| pre_bash(json.as_bytes());
+        assert!(matches!(
+            verdict(&bash("kapi context sync")),
+            Ok(Verdict::Refuse(_))
+        ));
+        assert!(matches!(verdict(&bash("cargo test")), Ok(Verdict::Allow)));
+        assert!(matches!(
+            verdict(r#"{"session_id":"s1","tool_name":"Read","tool_input":{}}"#),
+            Ok(Verdict::Allow)
+        ));
+        for bad in [
+            "not json",
+            r#"{"session_id":"s1","tool_name":"Bash","tool_input":{}}"#,
+            r#"{"session_id":"s1","tool_name":"Bash","tool_input":{"command":7}}"#,
+            r#"{"session_id":"","tool_name":"Bash","tool_input":{"command":"ls"}}"#,
+        ] {
+            assert!(matches!(verdict(bad), Err(HookError::Input(_))), "{bad}");
+        }
     }
 }

@@ -1,11 +1,13 @@
-//! `kapi hook claude-session-start`, `claude-post-edit`, `claude-stop` and
-//! `codex-stop`: the agent hosts' hooks, answered in each host's terms.
+//! `kapi hook claude-session-start`, `claude-pre-bash`, `claude-post-edit`,
+//! `claude-stop` and `codex-stop`: the agent hosts' hooks, answered in
+//! each host's terms.
 
 use std::sync::Arc;
 
 use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{stderr_line, stderr_text};
+use crate::context::hook::guard::Verdict;
 use crate::context::hook::run::{self, AgentEvent};
 use crate::context::hook::{ArtifactState, CheckRunOutcome, Host};
 
@@ -26,6 +28,43 @@ pub(super) fn session_start(ctx: &Ctx) -> Exit {
         println!("{answer}");
     }
     Exit::Ok
+}
+
+/// PreToolUse for Bash: exit 2 refuses the command, with the reason on
+/// stderr for the agent. Claude Code lets a call through on any other
+/// code, so every failure of the guard (its input unreadable, a bug) is
+/// a refusal too: it fails closed. Only a command that is not shell words
+/// kapi can read goes through unchecked, said on stderr.
+pub(crate) fn pre_bash() -> Exit {
+    let judged = std::panic::catch_unwind(|| run::pre_bash(std::io::stdin().lock()));
+    match judged {
+        Ok(Ok(Verdict::Allow)) => Exit::Ok,
+        Ok(Ok(Verdict::Unparsed(why))) => {
+            stderr_line(format!(
+                "kapi: the Bash command is not shell words kapi can read ({why}); let through unchecked"
+            ));
+            Exit::Ok
+        }
+        Ok(Ok(Verdict::Refuse(refusal))) => {
+            stderr_line(format!(
+                "kapi: refused `{}`: {}.",
+                refusal.command, refusal.rule
+            ));
+            stderr_line("An agent may not run this: if it is needed, ask the user to run it.");
+            Exit::Usage
+        }
+        Ok(Err(e)) => {
+            stderr_line(format!(
+                "kapi: the Bash guard refuses the command: {}",
+                CliError::from(e).message
+            ));
+            Exit::Usage
+        }
+        Err(_) => {
+            stderr_line("kapi: the Bash guard failed, so it refuses the command");
+            Exit::Usage
+        }
+    }
 }
 
 /// Stop and PostToolUse: a failing rule blocks in the host's terms; an

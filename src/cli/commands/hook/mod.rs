@@ -6,7 +6,7 @@
 //! library runs each event and decides its verdict
 //! (`context::hook::run`); these files render it.
 
-mod agent;
+pub(crate) mod agent;
 mod git;
 
 use clap::Subcommand;
@@ -22,8 +22,8 @@ use crate::context::hook::run::AgentEvent;
 /// artifacts; exit 1 refuses the commit. post-merge: record the merge
 /// signals of ORIG_HEAD..HEAD, settle (without pushing) and regenerate the
 /// artifacts the merge made stale; always exits 0. claude-session-start,
-/// claude-post-edit, claude-stop and codex-stop read the host's hook JSON
-/// on stdin. See docs/hooks.md.
+/// claude-pre-bash, claude-post-edit, claude-stop and codex-stop read the
+/// host's hook JSON on stdin. See docs/hooks.md.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -42,6 +42,8 @@ pub enum Event {
     },
     /// Claude Code SessionStart: attribute the session, return the rules in force.
     ClaudeSessionStart,
+    /// Claude Code PreToolUse (Bash): refuse a command only a person runs.
+    ClaudePreBash,
     /// Claude Code PostToolUse (Edit|Write|MultiEdit): check the file written.
     ClaudePostEdit,
     /// Claude Code Stop: check what the session changed, record the run.
@@ -55,6 +57,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Event::PreCommit => git::pre_commit(ctx),
         Event::PostMerge { squash } => Ok(git::post_merge(ctx, squash.as_deref() == Some("1"))),
         Event::ClaudeSessionStart => Ok(agent::session_start(ctx)),
+        Event::ClaudePreBash => Ok(agent::pre_bash()),
         Event::ClaudePostEdit => Ok(agent::run(ctx, Host::ClaudeCode, AgentEvent::PostEdit)),
         Event::ClaudeStop => Ok(agent::run(ctx, Host::ClaudeCode, AgentEvent::Stop)),
         Event::CodexStop => Ok(agent::run(ctx, Host::Codex, AgentEvent::Stop)),
