@@ -1,0 +1,257 @@
+//! `kapi mcp` through the real binary: JSON-RPC lines over its stdin and
+//! stdout, as an MCP client speaks them. The server names the agent from
+//! `initialize`, mints one session per process, refuses an argument that
+//! would name who acts, and keeps serving after bad input.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+
+use serde_json::{Value, json};
+
+use crate::common::{DEADLINE, TestEnv, kapi_bin};
+
+/// A running `kapi mcp`, killed when dropped.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(repo: &TestEnv) -> Self {
+        let mut cmd = Command::new(kapi_bin());
+        repo.isolate(&mut cmd);
+        // Whatever the process's environment says, the client names the agent.
+        cmd.env("KAPI_AGENT", "from-the-environment")
+            .env("KAPI_SESSION", "env-session");
+        let mut child = cmd
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Server {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn notify(&mut self, method: &str) {
+        self.send_raw(&json!({"jsonrpc": "2.0", "method": method}).to_string());
+    }
+
+    /// Send a request and wait for the response with its id; every line
+    /// on stdout must be a JSON-RPC message.
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&msg.to_string());
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(DEADLINE)
+                .unwrap_or_else(|e| panic!("no answer to {method} (id {id}): {e}"));
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carries only the protocol: {e}: {line}"));
+            assert_eq!(v["jsonrpc"], "2.0", "{line}");
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+    }
+}
+
+fn text_of(response: &Value) -> String {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn initialized(repo: &TestEnv, client: &str) -> Server {
+    let mut server = Server::start(repo);
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": client, "version": "1.0"}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "kapi", "{init}");
+    server.notify("notifications/initialized");
+    server
+}
+
+#[test]
+fn an_agent_notes_through_the_server_named_by_its_client_in_one_session() {
+    let repo = TestEnv::new();
+    repo.write("docs/guide.md", "Quick cast streams video.\n");
+    let mut server = initialized(&repo, "test-agent");
+
+    let listed = server.request(2, "tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for tool in [
+        "context_note",
+        "context_log",
+        "context_here",
+        "context_search",
+        "check",
+        "context_session_summary",
+    ] {
+        assert!(names.contains(&tool), "{tool} in {names:?}");
+    }
+    for person_verb in ["keep", "drop", "choose", "widen", "reset", "import"] {
+        assert!(
+            !names.iter().any(|n| n.contains(person_verb)),
+            "no person verb: {names:?}"
+        );
+    }
+
+    let noted = server.call(
+        3,
+        "context_note",
+        json!({"term": "Quickcast", "instead_of": ["Quick cast"], "path": "docs/guide.md"}),
+    );
+    assert_ne!(noted["result"]["isError"], true, "{noted}");
+    let recorded = &noted["result"]["structuredContent"]["recorded"];
+    assert_eq!(recorded["actor"]["kind"], "agent", "{noted}");
+    assert_eq!(recorded["actor"]["name"], "test-agent", "{noted}");
+    let session = recorded["actor"]["session"].as_str().unwrap().to_owned();
+    assert!(session.starts_with("mcp-"), "{session}");
+    assert!(text_of(&noted).contains("suggested"), "{noted}");
+
+    // A call that names who acts is refused, naming the rule.
+    for (id, field) in [(4, "actor"), (5, "session"), (6, "kind")] {
+        let refused = server.call(
+            id,
+            "context_note",
+            json!({"text": "Releases ship on Tuesdays", field: "ada@example.com"}),
+        );
+        assert_eq!(refused["result"]["isError"], true, "{refused}");
+        let text = text_of(&refused);
+        assert!(
+            text.contains(&format!("refusing `{field}`"))
+                && text.contains("no tool takes an actor"),
+            "{text}"
+        );
+    }
+    // An unknown argument and a wrong type: errors, not writes.
+    let unknown = server.call(7, "context_note", json!({"text": "x", "colour": "red"}));
+    assert_eq!(unknown["result"]["isError"], true, "{unknown}");
+    assert!(text_of(&unknown).contains("unknown argument `colour`"));
+    let wrong = server.call(8, "context_here", json!({"path": 7}));
+    assert!(
+        wrong["error"].is_object() || wrong["result"]["isError"] == true,
+        "{wrong}"
+    );
+    // Oversized arguments.
+    let big = "a".repeat(70 * 1024);
+    let oversized = server.call(9, "context_note", json!({"text": big}));
+    assert_eq!(oversized["result"]["isError"], true, "{oversized}");
+    // An unknown tool: an error; malformed JSON: the server keeps serving.
+    let nope = server.call(10, "keep_everything", json!({}));
+    assert!(
+        nope["error"].is_object() || nope["result"]["isError"] == true,
+        "{nope}"
+    );
+    server.send_raw("{this is not json");
+    server.send_raw(r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":"nope"}"#);
+
+    // Reads: the log of this session, what applies here, the summary.
+    let log = server.call(12, "context_log", json!({"session": "this"}));
+    let ops = log["result"]["structuredContent"]["operations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(ops.len(), 1, "only the note was written: {log}");
+    let here = server.call(13, "context_here", json!({"path": "docs/guide.md"}));
+    assert_eq!(
+        here["result"]["structuredContent"]["suggestions"][0]["use"], "Quickcast",
+        "{here}"
+    );
+    let found = server.call(14, "context_search", json!({"text": "quickcast"}));
+    assert_eq!(
+        found["result"]["structuredContent"]["rules"]
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "{found}"
+    );
+    let checked = server.call(15, "check", json!({"paths": ["docs/guide.md"]}));
+    assert_ne!(checked["result"]["isError"], true, "{checked}");
+    assert!(
+        checked["result"]["structuredContent"].is_object(),
+        "{checked}"
+    );
+    let summary = server.call(16, "context_session_summary", json!({}));
+    assert_eq!(
+        summary["result"]["structuredContent"]["session"], session,
+        "{summary}"
+    );
+    drop(server);
+
+    // The CLI reads it as the agent's, in the server's session, and a
+    // person reviews that session as one.
+    let log = repo.kapi(&["context", "log"]).ok();
+    assert!(
+        log.stdout.contains("agent test-agent [mcp-"),
+        "{}",
+        log.stdout
+    );
+    assert!(
+        !log.stdout.contains("from-the-environment"),
+        "{}",
+        log.stdout
+    );
+    repo.kapi(&["context", "review", "--session", &session, "--keep", "all"])
+        .ok();
+    let kept = repo.log();
+    assert_eq!(kept[0]["status"], "established", "{kept:?}");
+}
+
+#[test]
+fn a_client_without_a_usable_name_records_nothing() {
+    let repo = TestEnv::new();
+    let mut server = initialized(&repo, "   ");
+    let refused = server.call(2, "context_note", json!({"text": "a fact", "quote": "q"}));
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(text_of(&refused).contains("clientInfo.name"), "{refused}");
+    drop(server);
+    assert!(repo.log().is_empty());
+}
