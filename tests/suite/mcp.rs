@@ -255,3 +255,83 @@ fn a_client_without_a_usable_name_records_nothing() {
     drop(server);
     assert!(repo.log().is_empty());
 }
+
+/// The Python the MCP SDK is installed for: `KAPI_MCP_PYTHON`, else the
+/// virtual environment ci/run makes (`~/.cache/kapi-venv`), else
+/// `python3`.
+fn python_with_mcp() -> Result<std::path::PathBuf, String> {
+    let venv = std::env::var_os("HOME")
+        .map(|h| std::path::PathBuf::from(h).join(".cache/kapi-venv/bin/python3"));
+    let candidates: Vec<std::path::PathBuf> = std::env::var_os("KAPI_MCP_PYTHON")
+        .map(Into::into)
+        .into_iter()
+        .chain(venv.filter(|p| p.exists()))
+        .chain(std::iter::once("python3".into()))
+        .collect();
+    for python in &candidates {
+        let imports = Command::new(python)
+            .args(["-c", "import mcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if imports.is_ok_and(|s| s.success()) {
+            return Ok(python.clone());
+        }
+    }
+    Err(format!(
+        "none of {candidates:?} can `import mcp` (ci/run installs it: python3 -m venv ~/.cache/kapi-venv && ~/.cache/kapi-venv/bin/pip install mcp)"
+    ))
+}
+
+#[test]
+fn the_official_python_sdk_drives_every_tool() {
+    let python = match python_with_mcp() {
+        Ok(p) => p,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
+    };
+    let repo = TestEnv::new();
+    repo.write("docs/guide.md", "Quick cast streams video.\n");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/test_mcp_client.py");
+    let home = repo.root().join("home");
+    let mut cmd = Command::new(&python);
+    cmd.arg(&script)
+        .arg(kapi_bin())
+        .arg(repo.path())
+        .arg(&home)
+        .env_remove("KAPI_AGENT")
+        .env_remove("KAPI_SESSION")
+        .env_remove("CLAUDECODE");
+    let run = crate::common::within_deadline(cmd, b"");
+    assert_eq!(
+        run.code, 0,
+        "the Python SDK's client failed\nstdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    let session = run
+        .stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("SESSION "))
+        .unwrap_or_else(|| panic!("no session in {}", run.stdout))
+        .to_owned();
+    let log = repo.kapi(&["context", "log", "--session", &session]).ok();
+    assert!(
+        log.stdout.contains("agent python-sdk-agent ["),
+        "{}",
+        log.stdout
+    );
+    repo.kapi(&["context", "review", "--session", &session, "--keep", "all"])
+        .ok();
+    let established = repo
+        .kapi(&["context", "log", "--status", "established"])
+        .ok();
+    assert!(
+        established.stdout.contains("Quickcast"),
+        "{}",
+        established.stdout
+    );
+}
