@@ -335,3 +335,49 @@ fn the_official_python_sdk_drives_every_tool() {
         established.stdout
     );
 }
+
+#[test]
+fn a_burst_of_calls_good_and_bad_is_answered_call_by_call() {
+    let repo = TestEnv::new();
+    let mut server = initialized(&repo, "burst-agent");
+    let mut batch = String::new();
+    let ids: Vec<u64> = (100..400).collect();
+    for &id in &ids {
+        let line = match id % 3 {
+            0 => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                        "params": {"name": "context_search", "arguments": {"text": "quick"}}}),
+            1 => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                        "params": {"name": "context_note", "arguments": {"text": "x", "actor": "ada"}}}),
+            _ => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                        "params": {"name": "no_such_tool", "arguments": {}}}),
+        };
+        batch.push_str(&line.to_string());
+        batch.push_str("\n{not json\n");
+    }
+    server.stdin.write_all(batch.as_bytes()).unwrap();
+    server.stdin.flush().unwrap();
+    let mut answered = std::collections::BTreeSet::new();
+    while answered.len() < ids.len() {
+        let line = server
+            .lines
+            .recv_timeout(DEADLINE)
+            .unwrap_or_else(|e| panic!("{} of {} answered: {e}", answered.len(), ids.len()));
+        let v: Value = serde_json::from_str(&line).expect("stdout carries only the protocol");
+        if let Some(id) = v["id"].as_u64() {
+            let ok = match id % 3 {
+                0 => v["result"]["isError"] != true,
+                1 => v["result"]["isError"] == true,
+                _ => v["error"].is_object() || v["result"]["isError"] == true,
+            };
+            assert!(ok, "{v}");
+            answered.insert(id);
+        }
+    }
+    // Still serving, and nothing was written.
+    let log = server.call(1000, "context_log", json!({}));
+    assert_eq!(
+        log["result"]["structuredContent"]["operations"],
+        json!([]),
+        "{log}"
+    );
+}
