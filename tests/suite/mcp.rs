@@ -381,3 +381,54 @@ fn a_burst_of_calls_good_and_bad_is_answered_call_by_call() {
         "{log}"
     );
 }
+
+#[test]
+fn hooks_install_claude_registers_the_server_and_uninstall_removes_exactly_it() {
+    let repo = TestEnv::new();
+    let before = "{\n  \"zeta\": 1,\n  \"mcpServers\": {\n    \"other\": {\n      \"command\": \"x\"\n    }\n  }\n}\n";
+    repo.write(".mcp.json", before);
+    let installed = repo.kapi(&["hooks", "install", "--claude"]).ok();
+    assert!(
+        installed
+            .stdout
+            .contains("mcp server   .mcp.json: installed"),
+        "{}",
+        installed.stdout
+    );
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        config["mcpServers"]["kapi"],
+        json!({"type": "stdio", "command": "kapi", "args": ["mcp"], "env": {}})
+    );
+    // The user's keys and servers keep their order; kapi's comes last.
+    let text = std::fs::read_to_string(repo.join(".mcp.json")).unwrap();
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {text}"))
+    };
+    assert!(at("\"zeta\"") < at("\"mcpServers\""), "{text}");
+    assert!(at("\"other\"") < at("\"kapi\""), "{text}");
+    repo.kapi(&["hooks", "uninstall", "--claude"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".mcp.json")).unwrap(),
+        before,
+        "uninstall leaves the file as it was"
+    );
+
+    // A `kapi` entry someone else wrote is never touched.
+    let theirs = "{\n  \"mcpServers\": {\n    \"kapi\": {\n      \"command\": \"/opt/kapi\"\n    }\n  }\n}\n";
+    repo.write(".mcp.json", theirs);
+    let run = repo.kapi(&["hooks", "install", "--claude"]).ok();
+    assert!(
+        run.stdout
+            .contains("mcp server   .mcp.json: not kapi's: left alone"),
+        "{}",
+        run.stdout
+    );
+    repo.kapi(&["hooks", "uninstall", "--claude"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".mcp.json")).unwrap(),
+        theirs
+    );
+}
