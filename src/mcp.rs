@@ -145,6 +145,51 @@ pub struct CheckArgs {
     pub paths: Vec<String>,
 }
 
+/// `compile_context`: a bounded context from the decision records, as
+/// `kapi compile-context` (the vault kapi.toml names).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct CompileArgs {
+    /// Explicit targets: note ids (D-001), evidence ids (E-001) or note paths.
+    #[serde(default)]
+    pub targets: Vec<String>,
+    /// A query ranking the notes.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// `substring` (default) or `bm25`.
+    #[serde(default)]
+    pub ranking: Option<String>,
+    /// At most this many documents (default 8).
+    #[serde(default)]
+    pub max_docs: Option<usize>,
+    /// At most this many bytes in all (default 32768).
+    #[serde(default)]
+    pub max_bytes: Option<usize>,
+    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
+    #[serde(default)]
+    pub today: Option<String>,
+    /// Permit every label up to this one (public, internal, confidential, restricted).
+    #[serde(default)]
+    pub max_sensitivity: Option<String>,
+}
+
+/// `verify_context`: whether a compiled context in the work tree is
+/// current, stale or refused.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct VerifyArgs {
+    /// The compiled context's file, in the work tree.
+    pub artifact: String,
+    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
+    #[serde(default)]
+    pub today: Option<String>,
+    /// Permit every label up to this one (public, internal, confidential, restricted).
+    #[serde(default)]
+    pub max_sensitivity: Option<String>,
+}
+
 /// `context_session_summary`: takes nothing; it reads this server's session.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
@@ -426,6 +471,26 @@ impl Server {
         }
     }
 
+    /// Compile the decision records into a bounded context (as `kapi
+    /// compile-context`): targets and/or a query, within max_docs and
+    /// max_bytes; only permitted notes are read (public unless
+    /// max_sensitivity says otherwise).
+    #[tool(name = "compile_context")]
+    fn compile_context(&self, Parameters(args): Parameters<CompileArgs>) -> CallToolResult {
+        self.compile(args).unwrap_or_else(refusal)
+    }
+
+    /// Say whether a compiled context (a file of the work tree) is current,
+    /// stale or refused (as `kapi verify-context`).
+    #[tool(name = "verify_context")]
+    fn verify_context(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(args): Parameters<VerifyArgs>,
+    ) -> CallToolResult {
+        self.verify(&peer, args).unwrap_or_else(refusal)
+    }
+
     /// What this server's session recorded, what became of it, and what
     /// its checks caught (as `kapi context session <id> --json`).
     #[tool(name = "context_session_summary")]
@@ -458,6 +523,90 @@ impl Server {
 }
 
 impl Server {
+    fn compile(&self, args: CompileArgs) -> Result<CallToolResult, String> {
+        use crate::compile::{self, Options, Ranking, Recipe, Request};
+        let request = Request {
+            cwd: &self.cwd,
+            today: args.today.as_deref(),
+            root: None,
+            max_sensitivity: args.max_sensitivity.as_deref(),
+            allow: None,
+        };
+        let resolved = request
+            .resolve(|| self.env.now_ms())
+            .map_err(|e| e.to_string())?;
+        let ranking = Ranking::requested(args.ranking.as_deref().unwrap_or("substring"))
+            .map_err(|e| e.to_string())?;
+        let vault = request.vault(&resolved).map_err(|e| e.to_string())?;
+        let options = Options {
+            recipe: Recipe {
+                targets: args.targets,
+                query: args.query.filter(|q| !q.trim().is_empty()),
+                ranking,
+                max_docs: args.max_docs.unwrap_or(8),
+                max_bytes: args.max_bytes.unwrap_or(32768),
+                agent: None,
+            },
+            today: resolved.today,
+            grant: vault.grant,
+            scope: Default::default(),
+            layout: vault.layout,
+        };
+        let compiled =
+            compile::compile_context(&vault.root, &options).map_err(|e| e.to_string())?;
+        let bytes = compile::serialize_compiled(&compiled);
+        let doc: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        let text = if compiled.refused() {
+            "refused: see `refusal`".to_owned()
+        } else {
+            format!("compiled context, {} bytes", bytes.len())
+        };
+        Ok(answer(text, doc))
+    }
+
+    fn verify(&self, peer: &Peer<RoleServer>, args: VerifyArgs) -> Result<CallToolResult, String> {
+        use crate::compile::verify::{Expected, VerifyOptions};
+        use crate::compile::{Request, artifacts};
+        let session = self.open(peer).map_err(|e| {
+            e.content
+                .first()
+                .and_then(|c| c.as_text().map(|t| t.text.clone()))
+                .unwrap_or_default()
+        })?;
+        // Only a file of the work tree is read.
+        let rel =
+            crate::context::work_tree_path(&session, &args.artifact).map_err(|e| e.to_string())?;
+        let request = Request {
+            cwd: &self.cwd,
+            today: args.today.as_deref(),
+            root: None,
+            max_sensitivity: args.max_sensitivity.as_deref(),
+            allow: None,
+        };
+        let resolved = request
+            .resolve(|| self.env.now_ms())
+            .map_err(|e| e.to_string())?;
+        let vault = request.vault(&resolved).map_err(|e| e.to_string())?;
+        let options = VerifyOptions {
+            today: resolved.today,
+            grant: vault.grant,
+            expected: Expected::default(),
+            scope: Default::default(),
+            layout: vault.layout,
+        };
+        let verdict = artifacts::verify_file(&vault.root, &session.root.join(&rel), &options)
+            .map_err(|e| e.to_string())?;
+        let doc = verdict.to_json();
+        let text = format!(
+            "{}: {}",
+            rel,
+            doc.get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("verified")
+        );
+        Ok(answer(text, doc))
+    }
+
     /// Refuse what no tool may carry: an argument naming who acts, any
     /// argument the tool does not define, arguments over the bound.
     fn screen(&self, request: &CallToolRequestParams) -> Option<CallToolResult> {

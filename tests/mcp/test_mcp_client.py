@@ -26,6 +26,8 @@ TOOLS = {
     "context_search",
     "check",
     "context_session_summary",
+    "compile_context",
+    "verify_context",
 }
 
 

@@ -432,3 +432,75 @@ fn hooks_install_claude_registers_the_server_and_uninstall_removes_exactly_it() 
         theirs
     );
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn compile_context_and_verify_context_through_the_server() {
+    let repo = TestEnv::new();
+    copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vault"),
+        &repo.join("decisions"),
+    );
+    let mut server = initialized(&repo, "compile-agent");
+    let compiled = server.call(
+        2,
+        "compile_context",
+        json!({"query": "review", "max_docs": 3, "max_bytes": 8192, "today": "2026-11-30"}),
+    );
+    assert_ne!(compiled["result"]["isError"], true, "{compiled}");
+    let doc = compiled["result"]["structuredContent"].clone();
+    assert!(doc.is_object(), "{compiled}");
+    // The same artifact, byte for byte, as the CLI compiles.
+    let cli = repo
+        .kapi(&[
+            "compile-context",
+            "--query",
+            "review",
+            "--max-docs",
+            "3",
+            "--max-bytes",
+            "8192",
+            "--today",
+            "2026-11-30",
+        ])
+        .ok();
+    let cli_doc: Value = serde_json::from_str(&cli.stdout).unwrap();
+    assert_eq!(doc, cli_doc);
+    std::fs::write(repo.join("ctx.json"), cli.stdout.as_bytes()).unwrap();
+    let verified = server.call(
+        3,
+        "verify_context",
+        json!({"artifact": "ctx.json", "today": "2026-11-30"}),
+    );
+    assert_eq!(
+        verified["result"]["structuredContent"]["status"], "current",
+        "{verified}"
+    );
+    let stale = server.call(
+        4,
+        "verify_context",
+        json!({"artifact": "ctx.json", "today": "2026-12-01"}),
+    );
+    assert_eq!(
+        stale["result"]["structuredContent"]["status"], "stale",
+        "{stale}"
+    );
+    // Only a file of the work tree is read.
+    let outside = server.call(5, "verify_context", json!({"artifact": "/etc/passwd"}));
+    assert_eq!(outside["result"]["isError"], true, "{outside}");
+    // The grant is the caller's to narrow, never a vault elsewhere.
+    let rooted = server.call(6, "compile_context", json!({"root": "/"}));
+    assert_eq!(rooted["result"]["isError"], true, "{rooted}");
+}
