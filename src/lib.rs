@@ -11,6 +11,7 @@ pub mod formats;
 pub(crate) mod fsutil;
 pub(crate) mod git;
 pub(crate) mod hooks;
+pub(crate) mod mcp;
 
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;

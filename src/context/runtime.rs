@@ -134,6 +134,21 @@ impl Session {
         Ok(Self::new(Rc::new(project), call))
     }
 
+    /// [`Session::open`] for an actor the caller names, not the
+    /// environment: a server that knows who its client is (the MCP server
+    /// names the agent from the client's `initialize`, whatever variables
+    /// the process was started with).
+    pub fn open_as(env: Arc<dyn Env>, dir: &Path, actor: Actor) -> Result<Self, ContextError> {
+        env.now_ms()?;
+        let project = Project::open(&*env, dir)?;
+        let call = Call {
+            cwd: dir.to_path_buf(),
+            actor,
+            env,
+        };
+        Ok(Self::new(Rc::new(project), call))
+    }
+
     /// The session of the work tree at or above `dir`, or `None` outside
     /// one (or in a repository without a work tree).
     pub fn open_in_work_tree(env: Arc<dyn Env>, dir: &Path) -> Result<Option<Self>, ContextError> {

@@ -24,7 +24,6 @@ impl J {
         J::Str(s.to_owned())
     }
 
-    #[cfg(test)]
     pub fn obj(pairs: &[(&str, J)]) -> J {
         J::Obj(
             pairs

@@ -1,7 +1,8 @@
 //! Installing the hooks: the git hooks (the shims of the repository's
 //! `hooks/` folder, written where `git rev-parse --git-path hooks` says),
 //! Claude Code's SessionStart, PreToolUse (Bash), PostToolUse and Stop hooks in
-//! `.claude/settings.json`, and Codex's Stop hook in `.codex/hooks.json`.
+//! `.claude/settings.json` (with `kapi mcp` registered in the project's
+//! `.mcp.json`), and Codex's Stop hook in `.codex/hooks.json`.
 //!
 //! Everything install writes is marked, so reinstalling is idempotent and
 //! uninstall removes exactly what install added: a git hook of kapi's
@@ -48,6 +49,19 @@ pub const CLAUDE_HOOKS: &[(&str, Option<&str>, &str, u32)] = &[
     ),
     ("Stop", None, "kapi hook claude-stop", 60),
 ];
+
+/// The name kapi's MCP server is registered under in `.mcp.json`.
+pub const MCP_SERVER: &str = "kapi";
+
+/// kapi's entry in `.mcp.json`'s `mcpServers`: `kapi mcp` over stdio.
+fn mcp_entry() -> J {
+    J::obj(&[
+        ("type", J::str("stdio")),
+        ("command", J::str("kapi")),
+        ("args", J::Arr(vec![J::str("mcp")])),
+        ("env", J::Obj(Vec::new())),
+    ])
+}
 
 /// Codex's events (its hooks.json has Claude Code's shape).
 pub const CODEX_HOOKS: &[(&str, Option<&str>, &str, u32)] =
@@ -193,12 +207,15 @@ impl Hooks {
         for target in targets {
             match target {
                 Target::Git => changes.extend(self.install_git(dry_run)?),
-                Target::Claude => changes.extend(self.install_settings(
-                    Target::Claude,
-                    &self.claude_settings(),
-                    CLAUDE_HOOKS,
-                    dry_run,
-                )?),
+                Target::Claude => {
+                    changes.extend(self.install_settings(
+                        Target::Claude,
+                        &self.claude_settings(),
+                        CLAUDE_HOOKS,
+                        dry_run,
+                    )?);
+                    changes.extend(self.install_mcp(dry_run)?);
+                }
                 Target::Codex => changes.extend(self.install_settings(
                     Target::Codex,
                     &self.codex_settings(),
@@ -215,12 +232,15 @@ impl Hooks {
         for target in targets {
             match target {
                 Target::Git => changes.extend(self.uninstall_git(dry_run)?),
-                Target::Claude => changes.extend(self.uninstall_settings(
-                    Target::Claude,
-                    &self.claude_settings(),
-                    CLAUDE_HOOKS,
-                    dry_run,
-                )?),
+                Target::Claude => {
+                    changes.extend(self.uninstall_settings(
+                        Target::Claude,
+                        &self.claude_settings(),
+                        CLAUDE_HOOKS,
+                        dry_run,
+                    )?);
+                    changes.extend(self.uninstall_mcp(dry_run)?);
+                }
                 Target::Codex => changes.extend(self.uninstall_settings(
                     Target::Codex,
                     &self.codex_settings(),
@@ -280,6 +300,12 @@ impl Hooks {
                 });
             }
         }
+        out.push(Status {
+            target: Target::Claude,
+            hook: "mcp server".into(),
+            path: self.mcp_config(),
+            state: self.mcp_state()?,
+        });
         Ok(out)
     }
 
@@ -307,6 +333,104 @@ impl Hooks {
             path,
             action: Action::Created,
         }))
+    }
+
+    fn mcp_config(&self) -> PathBuf {
+        self.root.join(".mcp.json")
+    }
+
+    /// What `.mcp.json` holds under `mcpServers.kapi`.
+    fn mcp_state(&self) -> Result<State, HooksError> {
+        let Some(config) = read_settings(&self.mcp_config())? else {
+            return Ok(State::Absent);
+        };
+        Ok(
+            match config.get("mcpServers").and_then(|s| s.get(MCP_SERVER)) {
+                None => State::Absent,
+                Some(entry) if *entry == mcp_entry() => State::Installed { chained: None },
+                Some(_) => State::Foreign,
+            },
+        )
+    }
+
+    /// Register `kapi mcp` in the project's `.mcp.json` (Claude Code's
+    /// project-scoped servers), keeping every other server and key in
+    /// order. An entry named `kapi` that is not kapi's is left alone.
+    fn install_mcp(&self, dry_run: bool) -> Result<Vec<Change>, HooksError> {
+        let path = self.mcp_config();
+        let existing = read_settings(&path)?;
+        let created = existing.is_none();
+        let mut config = existing.unwrap_or(J::Obj(Vec::new()));
+        let action = match self.mcp_state()? {
+            State::Installed { .. } => Action::Unchanged,
+            State::Foreign | State::Outdated => Action::Foreign,
+            State::Absent => {
+                match config.entry("mcpServers", J::Obj(Vec::new())) {
+                    Some(servers @ J::Obj(_)) => {
+                        servers.entry(MCP_SERVER, mcp_entry());
+                    }
+                    _ => {
+                        return Err(HooksError::Settings {
+                            path,
+                            message: "`mcpServers` is not an object".into(),
+                        });
+                    }
+                }
+                if !dry_run {
+                    write_settings(&path, &config)?;
+                }
+                Action::Installed
+            }
+        };
+        let mut changes = vec![Change {
+            target: Target::Claude,
+            hook: "mcp server".into(),
+            path: path.clone(),
+            action: action.clone(),
+        }];
+        if created && action == Action::Installed {
+            changes.push(Change {
+                target: Target::Claude,
+                hook: "mcp config".into(),
+                path,
+                action: Action::Created,
+            });
+        }
+        Ok(changes)
+    }
+
+    /// Remove kapi's entry from `.mcp.json`, and the file when nothing
+    /// else is left in it; another server, or a `kapi` entry that is not
+    /// kapi's, stays as it was.
+    fn uninstall_mcp(&self, dry_run: bool) -> Result<Vec<Change>, HooksError> {
+        let path = self.mcp_config();
+        let action = match self.mcp_state()? {
+            State::Absent => Action::Absent,
+            State::Foreign | State::Outdated => Action::Foreign,
+            State::Installed { .. } => {
+                let mut config = read_settings(&path)?.unwrap_or(J::Obj(Vec::new()));
+                if let Some(servers) = config.get_mut("mcpServers") {
+                    servers.remove(MCP_SERVER);
+                    if servers.is_empty_container() {
+                        config.remove("mcpServers");
+                    }
+                }
+                if !dry_run {
+                    if config.is_empty_container() {
+                        std::fs::remove_file(&path).map_err(io("remove", &path))?;
+                    } else {
+                        write_settings(&path, &config)?;
+                    }
+                }
+                Action::Removed
+            }
+        };
+        Ok(vec![Change {
+            target: Target::Claude,
+            hook: "mcp server".into(),
+            path,
+            action,
+        }])
     }
 
     fn claude_settings(&self) -> PathBuf {

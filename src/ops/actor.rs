@@ -39,6 +39,28 @@ pub enum ActorError {
 /// error, as for every variable here.
 pub const HOSTS: &[(&str, &str)] = &[("CLAUDECODE", "claude-code")];
 
+/// An agent's name given by a client (the MCP client's `clientInfo.name`),
+/// held to what `KAPI_AGENT` is held to and to what the log stores: trimmed,
+/// not empty, at most [`super::record::MAX_NAME`] bytes, no control
+/// characters. The error says what is wrong with it.
+pub fn agent_name(raw: &str) -> Result<String, String> {
+    let name = raw.trim();
+    if name.is_empty() {
+        return Err("the client's name (clientInfo.name in initialize) is empty; kapi names the agent by it, so give one".into());
+    }
+    if name.len() > super::record::MAX_NAME {
+        return Err(format!(
+            "the client's name (clientInfo.name in initialize) has {} bytes; an agent's name has at most {}",
+            name.len(),
+            super::record::MAX_NAME
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("the client's name (clientInfo.name in initialize) holds a control character; an agent's name is one line of text".into());
+    }
+    Ok(name.to_owned())
+}
+
 /// Detect the actor from an environment lookup and the git identity.
 pub fn detect(
     var: impl Fn(&str) -> Option<OsString>,
@@ -122,6 +144,15 @@ mod tests {
                 Err(ActorError::NotUtf8("KAPI_AGENT"))
             );
         }
+    }
+
+    #[test]
+    fn a_client_name_is_bounded_like_kapi_agent() {
+        assert_eq!(agent_name("  claude-code ").as_deref(), Ok("claude-code"));
+        assert!(agent_name(" ").is_err());
+        assert!(agent_name(&"a".repeat(257)).is_err());
+        assert!(agent_name(&"a".repeat(256)).is_ok());
+        assert!(agent_name("a\nb").is_err());
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod harness;
 mod hooks;
 mod hostile_remote;
 mod hostile_text;
+mod mcp;
 mod new_user;
 mod new_user_check;
 mod new_user_store;

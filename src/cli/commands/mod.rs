@@ -14,6 +14,7 @@ pub mod compile_context;
 pub mod context;
 pub mod hook;
 pub mod hooks;
+pub mod mcp;
 pub mod store;
 pub mod vault_args;
 pub mod verify_context;
@@ -38,6 +39,8 @@ pub enum Command {
     Hook(hook::Args),
     /// List the repositories kapi knows on this machine; a person chooses which share their rules.
     Workspace(workspace::Args),
+    /// Serve the context tools to a coding agent over stdio (MCP); it names the agent.
+    Mcp(mcp::Args),
 }
 
 /// What every command may read about where and how it runs.
@@ -140,6 +143,7 @@ pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
         Command::Hooks(args) => hooks::run(args, ctx),
         Command::Hook(args) => hook::run(args, ctx),
         Command::Workspace(args) => workspace::run(args, ctx),
+        Command::Mcp(args) => mcp::run(args, ctx),
     }
 }
 

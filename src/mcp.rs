@@ -1,0 +1,705 @@
+//! `kapi mcp`: the context tools for coding agents, as a Model Context
+//! Protocol server over stdio, on the official Rust SDK (`rmcp`).
+//!
+//! The server names who acts, never the client: no tool takes an actor.
+//! The kind is agent, the name is the client's own `clientInfo.name` from
+//! `initialize`, and the session is minted once per server process
+//! (`mcp-<id>`), so one run's operations read together (`kapi context log
+//! --session`) and a person can review or reset them together. Every
+//! write goes through the library's one door ([`Session::record`], by way
+//! of the use cases); stdout carries only the protocol, logs go to stderr.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::schemars::JsonSchema;
+use rmcp::service::RequestContext;
+use rmcp::{
+    ErrorData, Peer, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::context::check::{CheckRequest, check};
+use crate::context::log::{Filter, query};
+use crate::context::outcomes::outcomes;
+use crate::context::search::search;
+use crate::context::{
+    ContextError, Env, NoteRequest, NoteWhat, ProcessEnv, Session, at_path, note,
+};
+use crate::ops::record::{Actor, ActorKind};
+use crate::ops::{Kind, Status};
+
+/// The arguments of one call, serialized, may be at most this long: what
+/// one note or query needs, with room; the door bounds each field again.
+pub const MAX_ARGUMENTS: usize = 64 * 1024;
+
+/// Argument names that would say who acts. A tool that does not define
+/// one of them as its own filter refuses it, naming the rule.
+const IDENTITY: [&str; 6] = ["actor", "session", "kind", "agent", "actor_kind", "person"];
+
+/// The server: where it runs, its session, and the tools.
+#[derive(Clone)]
+pub struct Server {
+    cwd: PathBuf,
+    session: String,
+    env: Arc<ProcessEnv>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// `context_note`: exactly one of `term`, `text`, `from`/`to` or
+/// `withdraw`, with evidence (`path` or `quote`) where a rule is stated.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct NoteArgs {
+    /// A term rule: the form to use (with `instead_of`).
+    #[serde(default)]
+    pub term: Option<String>,
+    /// A term rule: the forms named instead of `term`.
+    #[serde(default)]
+    pub instead_of: Vec<String>,
+    /// A note in prose: a fact about the project.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// A person's correction: the wording before (with `to`).
+    #[serde(default)]
+    pub from: Option<String>,
+    /// A person's correction: the wording after (with `from`).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// With a correction: also suggest the term rule it implies.
+    #[serde(default)]
+    pub suggest: bool,
+    /// Take back one of this session's own suggestions (an id or prefix).
+    #[serde(default)]
+    pub withdraw: Option<String>,
+    /// Evidence: the file it was seen in (relative to the work tree).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Evidence: the text quoted.
+    #[serde(default)]
+    pub quote: Option<String>,
+    /// Evidence: the unit within the file (a heading, a key).
+    #[serde(default)]
+    pub unit: Option<String>,
+    /// `axis=value` pairs narrowing the evidence's point.
+    #[serde(default)]
+    pub point: Vec<String>,
+    /// When the rule starts to hold (RFC 3339 or a date).
+    #[serde(default)]
+    pub valid_from: Option<String>,
+    /// When the rule stops holding (RFC 3339 or a date).
+    #[serde(default)]
+    pub valid_to: Option<String>,
+    /// Why, in a sentence.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// `context_log`: every filter narrows.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct LogArgs {
+    /// Only subjects with this status (suggested, established, ...).
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Only operations of this kind (observe, correct, keep, ...).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Only what this session recorded; `this`: this server's session.
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// `context_here`: what applies at a path.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct HereArgs {
+    /// A file or folder of the work tree.
+    pub path: String,
+}
+
+/// `context_search`: rules and notes that mention a text.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// The text to look for (case-insensitive).
+    pub text: String,
+}
+
+/// `check`: prose against the rules in force.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct CheckArgs {
+    /// Files or folders to check; none: the whole project.
+    #[serde(default)]
+    pub paths: Vec<String>,
+}
+
+/// `compile_context`: a bounded context from the decision records, as
+/// `kapi compile-context` (the vault kapi.toml names).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct CompileArgs {
+    /// Explicit targets: note ids (D-001), evidence ids (E-001) or note paths.
+    #[serde(default)]
+    pub targets: Vec<String>,
+    /// A query ranking the notes.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// `substring` (default) or `bm25`.
+    #[serde(default)]
+    pub ranking: Option<String>,
+    /// At most this many documents (default 8).
+    #[serde(default)]
+    pub max_docs: Option<usize>,
+    /// At most this many bytes in all (default 32768).
+    #[serde(default)]
+    pub max_bytes: Option<usize>,
+    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
+    #[serde(default)]
+    pub today: Option<String>,
+    /// Permit every label up to this one (public, internal, confidential, restricted).
+    #[serde(default)]
+    pub max_sensitivity: Option<String>,
+}
+
+/// `verify_context`: whether a compiled context in the work tree is
+/// current, stale or refused.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct VerifyArgs {
+    /// The compiled context's file, in the work tree.
+    pub artifact: String,
+    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
+    #[serde(default)]
+    pub today: Option<String>,
+    /// Permit every label up to this one (public, internal, confidential, restricted).
+    #[serde(default)]
+    pub max_sensitivity: Option<String>,
+}
+
+/// `context_session_summary`: takes nothing; it reads this server's session.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct SummaryArgs {}
+
+/// A tool's answer: a short text, and the structured document.
+fn answer(text: String, structured: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    result
+}
+
+/// A tool error: the call is refused or failed; the message says why.
+fn refusal(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.into())])
+}
+
+fn failed(e: impl std::fmt::Display) -> CallToolResult {
+    refusal(e.to_string())
+}
+
+#[tool_router(router = tool_router)]
+impl Server {
+    /// A server in `cwd`, its session minted now.
+    pub fn new(cwd: &Path) -> Self {
+        let env = Arc::new(ProcessEnv::default());
+        let now = env.now_ms().unwrap_or_else(|_| env.wall_ms());
+        let session = format!(
+            "mcp-{:x}{:06x}",
+            now / 1000,
+            env.random() as u32 & 0xff_ffff
+        );
+        Self {
+            cwd: cwd.to_path_buf(),
+            session,
+            env,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// This server's session id.
+    pub fn session_id(&self) -> &str {
+        &self.session
+    }
+
+    /// The agent acting in this process: the client's own name.
+    fn actor(&self, peer: &Peer<RoleServer>) -> Result<Actor, CallToolResult> {
+        let info = peer.peer_info().ok_or_else(|| {
+            refusal("the client has not introduced itself: send initialize (with clientInfo.name) first; kapi names the agent by it")
+        })?;
+        let name = crate::ops::actor::agent_name(&info.client_info.name).map_err(refusal)?;
+        Ok(Actor {
+            kind: ActorKind::Agent,
+            name: name.into(),
+            session: Some(self.session.clone().into()),
+        })
+    }
+
+    fn open(&self, peer: &Peer<RoleServer>) -> Result<Session, CallToolResult> {
+        let actor = self.actor(peer)?;
+        Session::open_as(self.env.clone(), &self.cwd, actor).map_err(failed)
+    }
+
+    /// Record what the agent noticed: a term rule (`term`, `instead_of`), a
+    /// note in prose (`text`), a person's correction (`from`, `to`), or the
+    /// withdrawal of this session's own suggestion (`withdraw`). A rule
+    /// needs evidence: `path` or `quote`. It stands as a suggestion until a
+    /// person keeps it.
+    #[tool(name = "context_note")]
+    fn context_note(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(args): Parameters<NoteArgs>,
+    ) -> CallToolResult {
+        let what = match (args.term, args.text, args.from, args.to, args.withdraw) {
+            (Some(term), None, None, None, None) => NoteWhat::Term {
+                term,
+                instead_of: args.instead_of,
+            },
+            (None, Some(text), None, None, None) => NoteWhat::Prose { text },
+            (None, None, Some(from), Some(to), None) => NoteWhat::Correction {
+                from,
+                to,
+                suggest: args.suggest,
+            },
+            (None, None, None, None, Some(target)) => NoteWhat::Withdraw { target },
+            _ => {
+                return refusal(
+                    "give exactly one of: `term` (a term rule, with `instead_of`), `text` (a note), `from` and `to` (a correction), `withdraw` (an id)",
+                );
+            }
+        };
+        let session = match self.open(&peer) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let request = NoteRequest {
+            what,
+            path: args.path,
+            quote: args.quote,
+            unit: args.unit,
+            point: args.point,
+            valid_from: args.valid_from,
+            valid_to: args.valid_to,
+            note: args.note,
+        };
+        match note(&session, request) {
+            Ok(noted) => {
+                let verb = if noted.suggests() {
+                    "suggested"
+                } else {
+                    "recorded"
+                };
+                let text = format!(
+                    "{verb} #{} {} (session {})",
+                    noted.record.short(),
+                    noted.describe(),
+                    self.session
+                );
+                let mut doc = json!({"recorded": noted.record, "session": self.session});
+                if let Some(e) = noted.refresh_error {
+                    doc["refresh_error"] = json!(e.to_string());
+                }
+                answer(text, doc)
+            }
+            Err(e) => failed(e),
+        }
+    }
+
+    /// The operations of the log with their state, filtered by `status`,
+    /// `kind` (of operation) and `session` (`this`: this server's session),
+    /// as `kapi context log --json` gives them.
+    #[tool(name = "context_log")]
+    fn context_log(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(args): Parameters<LogArgs>,
+    ) -> CallToolResult {
+        let status = match args.status.as_deref().map(|s| {
+            Status::parse(s).ok_or_else(|| {
+                let all: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+                format!("unknown status `{s}`; one of {}", all.join(", "))
+            })
+        }) {
+            Some(Err(e)) => return refusal(e),
+            Some(Ok(s)) => Some(s),
+            None => None,
+        };
+        let kind = match args.kind.as_deref().map(|k| {
+            Kind::parse(k).ok_or_else(|| {
+                let all: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+                format!("unknown kind `{k}`; one of {}", all.join(", "))
+            })
+        }) {
+            Some(Err(e)) => return refusal(e),
+            Some(Ok(k)) => Some(k),
+            None => None,
+        };
+        let session = match self.open(&peer) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let filter = Filter {
+            status,
+            kind,
+            session: match args.session {
+                Some(s) if s == "this" => Some(self.session.clone()),
+                other => other,
+            },
+            actor: None,
+        };
+        let ledger = match session.ledger() {
+            Ok(l) => l,
+            Err(e) => return failed(e),
+        };
+        let entries: Vec<Value> = query(&ledger, &filter)
+            .into_iter()
+            .map(|e| e.to_json())
+            .collect();
+        let text = format!("{} operation(s)", entries.len());
+        answer(text, json!({"operations": entries}))
+    }
+
+    /// What applies at a file or folder of the work tree: the rules and
+    /// notes in force there, the suggestions, and the rules held elsewhere
+    /// but not there (as `kapi context <path> --json`).
+    #[tool(name = "context_here")]
+    fn context_here(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(args): Parameters<HereArgs>,
+    ) -> CallToolResult {
+        let session = match self.open(&peer) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        match at_path(&session, &args.path, None) {
+            Ok(at) => {
+                let h = &at.here;
+                let text = format!(
+                    "{}: {} rule(s), {} note(s), {} suggestion(s), {} held elsewhere",
+                    at.path,
+                    h.rules.len(),
+                    h.notes.len(),
+                    h.suggestions.len(),
+                    h.elsewhere.len()
+                );
+                answer(text, at.to_json())
+            }
+            Err(e) => failed(e),
+        }
+    }
+
+    /// The rules and notes that mention a text, in the project and across
+    /// the workspace (as `kapi context search --json`).
+    #[tool(name = "context_search")]
+    fn context_search(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(args): Parameters<SearchArgs>,
+    ) -> CallToolResult {
+        let session = match self.open(&peer) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        match search(&session, &args.text) {
+            Ok(found) => {
+                let text = format!(
+                    "\"{}\": {} rule(s), {} note(s), {} workspace rule(s)",
+                    found.text,
+                    found.rules.len(),
+                    found.notes.len(),
+                    found.workspace.len()
+                );
+                match serde_json::to_value(&found) {
+                    Ok(doc) => answer(text, doc),
+                    Err(e) => failed(e),
+                }
+            }
+            Err(e) => failed(e),
+        }
+    }
+
+    /// Check files (or the whole project) against the rules in force;
+    /// suggestions only advise. Findings as `kapi check --format json`.
+    #[tool(name = "check")]
+    fn check(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(args): Parameters<CheckArgs>,
+    ) -> CallToolResult {
+        let session = match self.open(&peer) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let request = CheckRequest {
+            cwd: self.cwd.clone(),
+            paths: args.paths.into_iter().map(PathBuf::from).collect(),
+            staged: false,
+            extra_rules: Vec::new(),
+            record_usage: false,
+            as_of: None,
+        };
+        match check(Some(&session), &request) {
+            Ok(report) => {
+                let summary = report.outcome.summary();
+                let text = format!(
+                    "{} failing, {} finding(s) in all",
+                    summary.failing,
+                    report.outcome.findings.len()
+                );
+                match serde_json::to_value(&report) {
+                    Ok(doc) => answer(text, doc),
+                    Err(e) => failed(e),
+                }
+            }
+            Err(e) => failed(e),
+        }
+    }
+
+    /// Compile the decision records into a bounded context (as `kapi
+    /// compile-context`): targets and/or a query, within max_docs and
+    /// max_bytes; only permitted notes are read (public unless
+    /// max_sensitivity says otherwise).
+    #[tool(name = "compile_context")]
+    fn compile_context(&self, Parameters(args): Parameters<CompileArgs>) -> CallToolResult {
+        self.compile(args).unwrap_or_else(refusal)
+    }
+
+    /// Say whether a compiled context (a file of the work tree) is current,
+    /// stale or refused (as `kapi verify-context`).
+    #[tool(name = "verify_context")]
+    fn verify_context(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(args): Parameters<VerifyArgs>,
+    ) -> CallToolResult {
+        self.verify(&peer, args).unwrap_or_else(refusal)
+    }
+
+    /// What this server's session recorded, what became of it, and what
+    /// its checks caught (as `kapi context session <id> --json`).
+    #[tool(name = "context_session_summary")]
+    fn context_session_summary(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(_): Parameters<SummaryArgs>,
+    ) -> CallToolResult {
+        let session = match self.open(&peer) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let ledger = match session.ledger() {
+            Ok(l) => l,
+            Err(e) => return failed(e),
+        };
+        let of = outcomes(&ledger, &self.session);
+        let text = format!(
+            "session {}: recorded {}; caught {}, still failing {}",
+            self.session,
+            of.recorded.len(),
+            of.caught.len(),
+            of.open.len()
+        );
+        match serde_json::to_value(&of) {
+            Ok(doc) => answer(text, json!({"session": self.session, "summary": doc})),
+            Err(e) => failed(e),
+        }
+    }
+}
+
+impl Server {
+    fn compile(&self, args: CompileArgs) -> Result<CallToolResult, String> {
+        use crate::compile::{self, Options, Ranking, Recipe, Request};
+        let request = Request {
+            cwd: &self.cwd,
+            today: args.today.as_deref(),
+            root: None,
+            max_sensitivity: args.max_sensitivity.as_deref(),
+            allow: None,
+        };
+        let resolved = request
+            .resolve(|| self.env.now_ms())
+            .map_err(|e| e.to_string())?;
+        let ranking = Ranking::requested(args.ranking.as_deref().unwrap_or("substring"))
+            .map_err(|e| e.to_string())?;
+        let vault = request.vault(&resolved).map_err(|e| e.to_string())?;
+        let options = Options {
+            recipe: Recipe {
+                targets: args.targets,
+                query: args.query.filter(|q| !q.trim().is_empty()),
+                ranking,
+                max_docs: args.max_docs.unwrap_or(8),
+                max_bytes: args.max_bytes.unwrap_or(32768),
+                agent: None,
+            },
+            today: resolved.today,
+            grant: vault.grant,
+            scope: Default::default(),
+            layout: vault.layout,
+        };
+        let compiled =
+            compile::compile_context(&vault.root, &options).map_err(|e| e.to_string())?;
+        let bytes = compile::serialize_compiled(&compiled);
+        let doc: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        let text = if compiled.refused() {
+            "refused: see `refusal`".to_owned()
+        } else {
+            format!("compiled context, {} bytes", bytes.len())
+        };
+        Ok(answer(text, doc))
+    }
+
+    fn verify(&self, peer: &Peer<RoleServer>, args: VerifyArgs) -> Result<CallToolResult, String> {
+        use crate::compile::verify::{Expected, VerifyOptions};
+        use crate::compile::{Request, artifacts};
+        let session = self.open(peer).map_err(|e| {
+            e.content
+                .first()
+                .and_then(|c| c.as_text().map(|t| t.text.clone()))
+                .unwrap_or_default()
+        })?;
+        // Only a file of the work tree is read.
+        let rel =
+            crate::context::work_tree_path(&session, &args.artifact).map_err(|e| e.to_string())?;
+        let request = Request {
+            cwd: &self.cwd,
+            today: args.today.as_deref(),
+            root: None,
+            max_sensitivity: args.max_sensitivity.as_deref(),
+            allow: None,
+        };
+        let resolved = request
+            .resolve(|| self.env.now_ms())
+            .map_err(|e| e.to_string())?;
+        let vault = request.vault(&resolved).map_err(|e| e.to_string())?;
+        let options = VerifyOptions {
+            today: resolved.today,
+            grant: vault.grant,
+            expected: Expected::default(),
+            scope: Default::default(),
+            layout: vault.layout,
+        };
+        let verdict = artifacts::verify_file(&vault.root, &session.root.join(&rel), &options)
+            .map_err(|e| e.to_string())?;
+        let doc = verdict.to_json();
+        let text = format!(
+            "{}: {}",
+            rel,
+            doc.get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("verified")
+        );
+        Ok(answer(text, doc))
+    }
+
+    /// Refuse what no tool may carry: an argument naming who acts, any
+    /// argument the tool does not define, arguments over the bound.
+    fn screen(&self, request: &CallToolRequestParams) -> Option<CallToolResult> {
+        let tool = self.tool_router.get(&request.name)?;
+        let args = request.arguments.as_ref()?;
+        let size = serde_json::to_string(args).map_or(usize::MAX, |s| s.len());
+        if size > MAX_ARGUMENTS {
+            return Some(refusal(format!(
+                "the arguments have {size} bytes; a call's arguments have at most {MAX_ARGUMENTS}"
+            )));
+        }
+        let defined = tool
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        let takes = |name: &str| defined.is_some_and(|p| p.contains_key(name));
+        if let Some(name) = args
+            .keys()
+            .find(|k| IDENTITY.contains(&k.as_str()) && !takes(k))
+        {
+            return Some(refusal(format!(
+                "refusing `{name}`: the server names who acts, no tool takes an actor, a session or a kind; the agent is the client's own name from initialize and the session is this server's ({})",
+                self.session
+            )));
+        }
+        if let Some(name) = args.keys().find(|k| !takes(k)) {
+            let known: Vec<&str> = defined
+                .map(|p| p.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            return Some(refusal(format!(
+                "unknown argument `{name}` for {}; it takes: {}",
+                request.name,
+                if known.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+        None
+    }
+}
+
+#[tool_handler(router = self.tool_router, name = "kapi", instructions = "kapi's context ledger: what applies where (context_here), notes and suggested term rules (context_note), checks (check). A person decides what becomes a rule.")]
+impl ServerHandler for Server {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(refused) = self.screen(&request) {
+            return Ok(refused.into());
+        }
+        let tcc = ToolCallContext::new(self, request, context);
+        self.tool_router.call(tcc).await
+    }
+}
+
+/// Serve over stdin/stdout until the client goes away, on one thread.
+#[allow(clippy::print_stderr)]
+pub fn serve(cwd: &Path) -> Result<(), ContextError> {
+    // Refuse to start outside a repository: say so on stderr, not in the protocol.
+    let probe = Session::open_as(
+        Arc::new(ProcessEnv::default()),
+        cwd,
+        Actor {
+            kind: ActorKind::Agent,
+            name: "mcp".into(),
+            session: None,
+        },
+    )?;
+    drop(probe);
+    let server = Server::new(cwd);
+    eprintln!(
+        "kapi mcp: serving {} as session {}",
+        cwd.display(),
+        server.session_id()
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ContextError::Usage(format!("cannot start the server: {e}")))?;
+    runtime.block_on(async move {
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| ContextError::Usage(format!("the client did not connect: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| ContextError::Usage(format!("the server stopped: {e}")))?;
+        Ok::<(), ContextError>(())
+    })?;
+    runtime.shutdown_background();
+    Ok(())
+}

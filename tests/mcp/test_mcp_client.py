@@ -1,0 +1,138 @@
+"""Drive `kapi mcp` with the official Python MCP SDK (`mcp` on PyPI): a
+client kapi did not write.
+
+Usage: python3 test_mcp_client.py KAPI_BINARY REPOSITORY [HOME]
+
+Runs the server in REPOSITORY (a git work tree holding docs/guide.md,
+which says "Quick cast"), initializes as the client `python-sdk-agent`,
+lists the tools, calls every one, and checks the refusals and bad input.
+The last line printed is `SESSION <id>`: the session the server minted,
+for the caller to check with `kapi context log`. Exits non-zero on the
+first expectation that fails.
+"""
+
+import asyncio
+import json
+import sys
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import Implementation
+
+TOOLS = {
+    "context_note",
+    "context_log",
+    "context_here",
+    "context_search",
+    "check",
+    "context_session_summary",
+    "compile_context",
+    "verify_context",
+}
+
+
+def text(result):
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def call(session, name, arguments):
+    return await session.call_tool(name, arguments)
+
+
+async def refused(session, name, arguments, needle):
+    """A tool error (or a protocol error) whose message holds `needle`."""
+    try:
+        result = await call(session, name, arguments)
+    except Exception as e:  # a protocol error: the SDK raises it
+        assert needle.lower() in str(e).lower(), f"{name} {arguments}: {e}"
+        return
+    assert result.is_error, f"{name} {arguments} was not refused: {result}"
+    assert needle.lower() in text(result).lower(), f"{name}: {text(result)}"
+
+
+async def main(kapi, repo, home):
+    params = StdioServerParameters(command=kapi, args=["mcp"], cwd=repo, env={
+        "PATH": "/usr/bin:/bin",
+        "HOME": home,
+        "XDG_CONFIG_HOME": home,
+        "XDG_DATA_HOME": home,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        # Whatever the environment says, the client names the agent.
+        "KAPI_AGENT": "from-the-environment",
+    })
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(
+            read, write, client_info=Implementation(name="python-sdk-agent", version="1.0")
+        ) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "kapi", init
+
+            listed = await session.list_tools()
+            names = {t.name for t in listed.tools}
+            assert TOOLS <= names, names
+            for verb in ("keep", "drop", "choose", "widen", "reset", "import"):
+                assert not any(verb in n for n in names), names
+            for tool in listed.tools:
+                assert tool.input_schema.get("type") == "object", tool
+
+            noted = await call(session, "context_note", {
+                "term": "Quickcast", "instead_of": ["Quick cast"], "path": "docs/guide.md",
+            })
+            assert not noted.is_error, text(noted)
+            recorded = noted.structured_content["recorded"]
+            assert recorded["actor"]["kind"] == "agent", recorded
+            assert recorded["actor"]["name"] == "python-sdk-agent", recorded
+            this = recorded["actor"]["session"]
+            assert this.startswith("mcp-"), this
+
+            fact = await call(session, "context_note", {
+                "text": "Releases ship on Tuesdays", "quote": "ship on Tuesdays",
+            })
+            assert not fact.is_error, text(fact)
+            withdrawn = await call(session, "context_note", {
+                "withdraw": fact.structured_content["recorded"]["id"],
+            })
+            assert not withdrawn.is_error, text(withdrawn)
+
+            log = await call(session, "context_log", {"session": "this"})
+            ops = log.structured_content["operations"]
+            assert len(ops) == 3, json.dumps(ops)
+            assert all(o["actor"]["session"] == this for o in ops), ops
+            suggested = await call(session, "context_log", {"status": "suggested", "kind": "observe"})
+            assert len(suggested.structured_content["operations"]) == 1, text(suggested)
+
+            here = await call(session, "context_here", {"path": "docs/guide.md"})
+            assert here.structured_content["suggestions"][0]["use"] == "Quickcast", here
+
+            found = await call(session, "context_search", {"text": "quickcast"})
+            assert len(found.structured_content["rules"]) == 1, found
+
+            checked = await call(session, "check", {"paths": ["docs/guide.md"]})
+            assert not checked.is_error, text(checked)
+            assert "findings" in checked.structured_content, checked.structured_content
+
+            summary = await call(session, "context_session_summary", {})
+            assert summary.structured_content["session"] == this, summary
+
+            # Who acts is the server's to say.
+            for field in ("actor", "session", "kind"):
+                await refused(session, "context_note",
+                              {"text": "a fact", "quote": "q", field: "ada@example.com"},
+                              "no tool takes an actor")
+            await refused(session, "context_log", {"actor": "ada"}, "no tool takes an actor")
+            # Bad input: an error each, and the server keeps serving.
+            await refused(session, "context_note", {"text": "x", "colour": "red"}, "unknown argument")
+            await refused(session, "context_here", {"path": 7}, "")
+            await refused(session, "context_note", {"text": "a" * (70 * 1024)}, "at most")
+            await refused(session, "keep_everything", {}, "")
+            await refused(session, "context_note", {"term": "Quickcast"}, "evidence")
+            await refused(session, "context_note", {"text": "x", "term": "y"}, "exactly one")
+            await refused(session, "context_log", {"status": "golden"}, "unknown status")
+
+            again = await call(session, "context_log", {"session": "this"})
+            assert len(again.structured_content["operations"]) == 3, "nothing half-written"
+            print(f"SESSION {this}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else sys.argv[2]))

@@ -1,0 +1,506 @@
+//! `kapi mcp` through the real binary: JSON-RPC lines over its stdin and
+//! stdout, as an MCP client speaks them. The server names the agent from
+//! `initialize`, mints one session per process, refuses an argument that
+//! would name who acts, and keeps serving after bad input.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+
+use serde_json::{Value, json};
+
+use crate::common::{DEADLINE, TestEnv, kapi_bin};
+
+/// A running `kapi mcp`, killed when dropped.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(repo: &TestEnv) -> Self {
+        let mut cmd = Command::new(kapi_bin());
+        repo.isolate(&mut cmd);
+        // Whatever the process's environment says, the client names the agent.
+        cmd.env("KAPI_AGENT", "from-the-environment")
+            .env("KAPI_SESSION", "env-session");
+        let mut child = cmd
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Server {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn notify(&mut self, method: &str) {
+        self.send_raw(&json!({"jsonrpc": "2.0", "method": method}).to_string());
+    }
+
+    /// Send a request and wait for the response with its id; every line
+    /// on stdout must be a JSON-RPC message.
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&msg.to_string());
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(DEADLINE)
+                .unwrap_or_else(|e| panic!("no answer to {method} (id {id}): {e}"));
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carries only the protocol: {e}: {line}"));
+            assert_eq!(v["jsonrpc"], "2.0", "{line}");
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+    }
+}
+
+fn text_of(response: &Value) -> String {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn initialized(repo: &TestEnv, client: &str) -> Server {
+    let mut server = Server::start(repo);
+    let init = server.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": client, "version": "1.0"}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "kapi", "{init}");
+    server.notify("notifications/initialized");
+    server
+}
+
+#[test]
+fn an_agent_notes_through_the_server_named_by_its_client_in_one_session() {
+    let repo = TestEnv::new();
+    repo.write("docs/guide.md", "Quick cast streams video.\n");
+    let mut server = initialized(&repo, "test-agent");
+
+    let listed = server.request(2, "tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for tool in [
+        "context_note",
+        "context_log",
+        "context_here",
+        "context_search",
+        "check",
+        "context_session_summary",
+    ] {
+        assert!(names.contains(&tool), "{tool} in {names:?}");
+    }
+    for person_verb in ["keep", "drop", "choose", "widen", "reset", "import"] {
+        assert!(
+            !names.iter().any(|n| n.contains(person_verb)),
+            "no person verb: {names:?}"
+        );
+    }
+
+    let noted = server.call(
+        3,
+        "context_note",
+        json!({"term": "Quickcast", "instead_of": ["Quick cast"], "path": "docs/guide.md"}),
+    );
+    assert_ne!(noted["result"]["isError"], true, "{noted}");
+    let recorded = &noted["result"]["structuredContent"]["recorded"];
+    assert_eq!(recorded["actor"]["kind"], "agent", "{noted}");
+    assert_eq!(recorded["actor"]["name"], "test-agent", "{noted}");
+    let session = recorded["actor"]["session"].as_str().unwrap().to_owned();
+    assert!(session.starts_with("mcp-"), "{session}");
+    assert!(text_of(&noted).contains("suggested"), "{noted}");
+
+    // A call that names who acts is refused, naming the rule.
+    for (id, field) in [(4, "actor"), (5, "session"), (6, "kind")] {
+        let refused = server.call(
+            id,
+            "context_note",
+            json!({"text": "Releases ship on Tuesdays", field: "ada@example.com"}),
+        );
+        assert_eq!(refused["result"]["isError"], true, "{refused}");
+        let text = text_of(&refused);
+        assert!(
+            text.contains(&format!("refusing `{field}`"))
+                && text.contains("no tool takes an actor"),
+            "{text}"
+        );
+    }
+    // An unknown argument and a wrong type: errors, not writes.
+    let unknown = server.call(7, "context_note", json!({"text": "x", "colour": "red"}));
+    assert_eq!(unknown["result"]["isError"], true, "{unknown}");
+    assert!(text_of(&unknown).contains("unknown argument `colour`"));
+    let wrong = server.call(8, "context_here", json!({"path": 7}));
+    assert!(
+        wrong["error"].is_object() || wrong["result"]["isError"] == true,
+        "{wrong}"
+    );
+    // Oversized arguments.
+    let big = "a".repeat(70 * 1024);
+    let oversized = server.call(9, "context_note", json!({"text": big}));
+    assert_eq!(oversized["result"]["isError"], true, "{oversized}");
+    // An unknown tool: an error; malformed JSON: the server keeps serving.
+    let nope = server.call(10, "keep_everything", json!({}));
+    assert!(
+        nope["error"].is_object() || nope["result"]["isError"] == true,
+        "{nope}"
+    );
+    server.send_raw("{this is not json");
+    server.send_raw(r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":"nope"}"#);
+
+    // Reads: the log of this session, what applies here, the summary.
+    let log = server.call(12, "context_log", json!({"session": "this"}));
+    let ops = log["result"]["structuredContent"]["operations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(ops.len(), 1, "only the note was written: {log}");
+    let here = server.call(13, "context_here", json!({"path": "docs/guide.md"}));
+    assert_eq!(
+        here["result"]["structuredContent"]["suggestions"][0]["use"], "Quickcast",
+        "{here}"
+    );
+    let found = server.call(14, "context_search", json!({"text": "quickcast"}));
+    assert_eq!(
+        found["result"]["structuredContent"]["rules"]
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "{found}"
+    );
+    let checked = server.call(15, "check", json!({"paths": ["docs/guide.md"]}));
+    assert_ne!(checked["result"]["isError"], true, "{checked}");
+    assert!(
+        checked["result"]["structuredContent"].is_object(),
+        "{checked}"
+    );
+    let summary = server.call(16, "context_session_summary", json!({}));
+    assert_eq!(
+        summary["result"]["structuredContent"]["session"], session,
+        "{summary}"
+    );
+    drop(server);
+
+    // The CLI reads it as the agent's, in the server's session, and a
+    // person reviews that session as one.
+    let log = repo.kapi(&["context", "log"]).ok();
+    assert!(
+        log.stdout.contains("agent test-agent [mcp-"),
+        "{}",
+        log.stdout
+    );
+    assert!(
+        !log.stdout.contains("from-the-environment"),
+        "{}",
+        log.stdout
+    );
+    repo.kapi(&["context", "review", "--session", &session, "--keep", "all"])
+        .ok();
+    let kept = repo.log();
+    assert_eq!(kept[0]["status"], "established", "{kept:?}");
+}
+
+#[test]
+fn a_client_without_a_usable_name_records_nothing() {
+    let repo = TestEnv::new();
+    let mut server = initialized(&repo, "   ");
+    let refused = server.call(2, "context_note", json!({"text": "a fact", "quote": "q"}));
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(text_of(&refused).contains("clientInfo.name"), "{refused}");
+    drop(server);
+    assert!(repo.log().is_empty());
+}
+
+/// The Python the MCP SDK is installed for: `KAPI_MCP_PYTHON`, else the
+/// virtual environment ci/run makes (`~/.cache/kapi-venv`), else
+/// `python3`.
+fn python_with_mcp() -> Result<std::path::PathBuf, String> {
+    let venv = std::env::var_os("HOME")
+        .map(|h| std::path::PathBuf::from(h).join(".cache/kapi-venv/bin/python3"));
+    let candidates: Vec<std::path::PathBuf> = std::env::var_os("KAPI_MCP_PYTHON")
+        .map(Into::into)
+        .into_iter()
+        .chain(venv.filter(|p| p.exists()))
+        .chain(std::iter::once("python3".into()))
+        .collect();
+    for python in &candidates {
+        let imports = Command::new(python)
+            .args(["-c", "import mcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if imports.is_ok_and(|s| s.success()) {
+            return Ok(python.clone());
+        }
+    }
+    Err(format!(
+        "none of {candidates:?} can `import mcp` (ci/run installs it: python3 -m venv ~/.cache/kapi-venv && ~/.cache/kapi-venv/bin/pip install mcp)"
+    ))
+}
+
+#[test]
+fn the_official_python_sdk_drives_every_tool() {
+    let python = match python_with_mcp() {
+        Ok(p) => p,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
+    };
+    let repo = TestEnv::new();
+    repo.write("docs/guide.md", "Quick cast streams video.\n");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/test_mcp_client.py");
+    let home = repo.root().join("home");
+    let mut cmd = Command::new(&python);
+    cmd.arg(&script)
+        .arg(kapi_bin())
+        .arg(repo.path())
+        .arg(&home)
+        .env_remove("KAPI_AGENT")
+        .env_remove("KAPI_SESSION")
+        .env_remove("CLAUDECODE");
+    let run = crate::common::within_deadline(cmd, b"");
+    assert_eq!(
+        run.code, 0,
+        "the Python SDK's client failed\nstdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    let session = run
+        .stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("SESSION "))
+        .unwrap_or_else(|| panic!("no session in {}", run.stdout))
+        .to_owned();
+    let log = repo.kapi(&["context", "log", "--session", &session]).ok();
+    assert!(
+        log.stdout.contains("agent python-sdk-agent ["),
+        "{}",
+        log.stdout
+    );
+    repo.kapi(&["context", "review", "--session", &session, "--keep", "all"])
+        .ok();
+    let established = repo
+        .kapi(&["context", "log", "--status", "established"])
+        .ok();
+    assert!(
+        established.stdout.contains("Quickcast"),
+        "{}",
+        established.stdout
+    );
+}
+
+#[test]
+fn a_burst_of_calls_good_and_bad_is_answered_call_by_call() {
+    let repo = TestEnv::new();
+    let mut server = initialized(&repo, "burst-agent");
+    let mut batch = String::new();
+    let ids: Vec<u64> = (100..400).collect();
+    for &id in &ids {
+        let line = match id % 3 {
+            0 => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                        "params": {"name": "context_search", "arguments": {"text": "quick"}}}),
+            1 => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                        "params": {"name": "context_note", "arguments": {"text": "x", "actor": "ada"}}}),
+            _ => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                        "params": {"name": "no_such_tool", "arguments": {}}}),
+        };
+        batch.push_str(&line.to_string());
+        batch.push_str("\n{not json\n");
+    }
+    server.stdin.write_all(batch.as_bytes()).unwrap();
+    server.stdin.flush().unwrap();
+    let mut answered = std::collections::BTreeSet::new();
+    while answered.len() < ids.len() {
+        let line = server
+            .lines
+            .recv_timeout(DEADLINE)
+            .unwrap_or_else(|e| panic!("{} of {} answered: {e}", answered.len(), ids.len()));
+        let v: Value = serde_json::from_str(&line).expect("stdout carries only the protocol");
+        if let Some(id) = v["id"].as_u64() {
+            let ok = match id % 3 {
+                0 => v["result"]["isError"] != true,
+                1 => v["result"]["isError"] == true,
+                _ => v["error"].is_object() || v["result"]["isError"] == true,
+            };
+            assert!(ok, "{v}");
+            answered.insert(id);
+        }
+    }
+    // Still serving, and nothing was written.
+    let log = server.call(1000, "context_log", json!({}));
+    assert_eq!(
+        log["result"]["structuredContent"]["operations"],
+        json!([]),
+        "{log}"
+    );
+}
+
+#[test]
+fn hooks_install_claude_registers_the_server_and_uninstall_removes_exactly_it() {
+    let repo = TestEnv::new();
+    let before = "{\n  \"zeta\": 1,\n  \"mcpServers\": {\n    \"other\": {\n      \"command\": \"x\"\n    }\n  }\n}\n";
+    repo.write(".mcp.json", before);
+    let installed = repo.kapi(&["hooks", "install", "--claude"]).ok();
+    assert!(
+        installed
+            .stdout
+            .contains("mcp server   .mcp.json: installed"),
+        "{}",
+        installed.stdout
+    );
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        config["mcpServers"]["kapi"],
+        json!({"type": "stdio", "command": "kapi", "args": ["mcp"], "env": {}})
+    );
+    // The user's keys and servers keep their order; kapi's comes last.
+    let text = std::fs::read_to_string(repo.join(".mcp.json")).unwrap();
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {text}"))
+    };
+    assert!(at("\"zeta\"") < at("\"mcpServers\""), "{text}");
+    assert!(at("\"other\"") < at("\"kapi\""), "{text}");
+    repo.kapi(&["hooks", "uninstall", "--claude"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".mcp.json")).unwrap(),
+        before,
+        "uninstall leaves the file as it was"
+    );
+
+    // A `kapi` entry someone else wrote is never touched.
+    let theirs = "{\n  \"mcpServers\": {\n    \"kapi\": {\n      \"command\": \"/opt/kapi\"\n    }\n  }\n}\n";
+    repo.write(".mcp.json", theirs);
+    let run = repo.kapi(&["hooks", "install", "--claude"]).ok();
+    assert!(
+        run.stdout
+            .contains("mcp server   .mcp.json: not kapi's: left alone"),
+        "{}",
+        run.stdout
+    );
+    repo.kapi(&["hooks", "uninstall", "--claude"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".mcp.json")).unwrap(),
+        theirs
+    );
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn compile_context_and_verify_context_through_the_server() {
+    let repo = TestEnv::new();
+    copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vault"),
+        &repo.join("decisions"),
+    );
+    let mut server = initialized(&repo, "compile-agent");
+    let compiled = server.call(
+        2,
+        "compile_context",
+        json!({"query": "review", "max_docs": 3, "max_bytes": 8192, "today": "2026-11-30"}),
+    );
+    assert_ne!(compiled["result"]["isError"], true, "{compiled}");
+    let doc = compiled["result"]["structuredContent"].clone();
+    assert!(doc.is_object(), "{compiled}");
+    // The same artifact, byte for byte, as the CLI compiles.
+    let cli = repo
+        .kapi(&[
+            "compile-context",
+            "--query",
+            "review",
+            "--max-docs",
+            "3",
+            "--max-bytes",
+            "8192",
+            "--today",
+            "2026-11-30",
+        ])
+        .ok();
+    let cli_doc: Value = serde_json::from_str(&cli.stdout).unwrap();
+    assert_eq!(doc, cli_doc);
+    std::fs::write(repo.join("ctx.json"), cli.stdout.as_bytes()).unwrap();
+    let verified = server.call(
+        3,
+        "verify_context",
+        json!({"artifact": "ctx.json", "today": "2026-11-30"}),
+    );
+    assert_eq!(
+        verified["result"]["structuredContent"]["status"], "current",
+        "{verified}"
+    );
+    let stale = server.call(
+        4,
+        "verify_context",
+        json!({"artifact": "ctx.json", "today": "2026-12-01"}),
+    );
+    assert_eq!(
+        stale["result"]["structuredContent"]["status"], "stale",
+        "{stale}"
+    );
+    // Only a file of the work tree is read.
+    let outside = server.call(5, "verify_context", json!({"artifact": "/etc/passwd"}));
+    assert_eq!(outside["result"]["isError"], true, "{outside}");
+    // The grant is the caller's to narrow, never a vault elsewhere.
+    let rooted = server.call(6, "compile_context", json!({"root": "/"}));
+    assert_eq!(rooted["result"]["isError"], true, "{rooted}");
+}
