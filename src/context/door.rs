@@ -265,9 +265,7 @@ mod tests {
 
     use super::admit;
     use crate::ops::id::{EPOCH_MS, OpId};
-    use crate::ops::record::{
-        Actor, ActorKind, Basis, Correction, Kind, Scope, Signal, SignalSource, Subject,
-    };
+    use crate::ops::record::{Actor, ActorKind, Basis, Kind};
     use crate::ops::{Draft, Drafted, Ledger, Record, Status};
 
     /// Who acts: a person, an agent in one of two sessions, a tool.
@@ -326,65 +324,7 @@ mod tests {
             // Not used by these kinds.
             false => OpId::mint(EPOCH_MS, 0, None).ok()?,
         };
-        let term = || Subject::Term {
-            preferred: format!("Term{}", g.term),
-            avoid: vec![format!("Term {}", g.term)],
-        };
-        let what = match g.kind {
-            Kind::Observe => Drafted::Observe {
-                subject: term(),
-                scope: Scope::default(),
-                evidence: Vec::new(),
-            },
-            Kind::Correct => Drafted::Correct {
-                correction: Correction {
-                    from: format!("Term {}", g.term),
-                    to: format!("Term{}", g.term),
-                },
-                rule: None,
-                scope: Scope::default(),
-                evidence: Vec::new(),
-            },
-            Kind::Import => Drafted::Import {
-                subject: None,
-                scope: Scope::default(),
-                evidence: Vec::new(),
-            },
-            Kind::Edit => Drafted::Edit {
-                subject: term(),
-                scope: Scope::default(),
-            },
-            Kind::Keep => Drafted::Keep {
-                target,
-                window: Scope::default(),
-                advisory: false,
-            },
-            Kind::Drop => Drafted::Drop { target },
-            Kind::Withdraw => Drafted::Withdraw { target },
-            Kind::Widen => Drafted::Widen {
-                target,
-                scope: Scope::default(),
-            },
-            Kind::Reset => Drafted::Reset { before: target },
-            Kind::Signal => Drafted::Signal {
-                target,
-                signal: Signal {
-                    source: SignalSource::Usage,
-                    preferred: 1,
-                    avoided: u64::from(g.term),
-                    commit: None,
-                    pr: None,
-                    merger: None,
-                },
-            },
-            Kind::Establish => Drafted::Establish {
-                target,
-                because: vec![target],
-            },
-            Kind::Check => Drafted::Check {
-                run: Default::default(),
-            },
-        };
+        let what = Drafted::sample(g.kind, target, g.term);
         let draft = Draft::from(what);
         Some(match g.address {
             Some(a) => draft.addressed(format!("sha256:{a}")),

@@ -226,3 +226,72 @@ impl Draft {
         r
     }
 }
+
+#[cfg(test)]
+impl Drafted {
+    /// A draft of `kind` for tests: acting on `target` (for the kinds that
+    /// name one), a term rule `Term<n>` over `Term <n>` where a kind
+    /// states one, a usage signal of `n` avoided uses.
+    pub(crate) fn sample(kind: Kind, target: OpId, n: u8) -> Drafted {
+        use super::record::SignalSource;
+        let term = || Subject::Term {
+            preferred: format!("Term{n}"),
+            avoid: vec![format!("Term {n}")],
+        };
+        match kind {
+            Kind::Observe => Drafted::Observe {
+                subject: term(),
+                scope: Scope::default(),
+                evidence: Vec::new(),
+            },
+            Kind::Correct => Drafted::Correct {
+                correction: Correction {
+                    from: format!("Term {n}"),
+                    to: format!("Term{n}"),
+                },
+                rule: None,
+                scope: Scope::default(),
+                evidence: Vec::new(),
+            },
+            Kind::Import => Drafted::Import {
+                subject: None,
+                scope: Scope::default(),
+                evidence: Vec::new(),
+            },
+            Kind::Edit => Drafted::Edit {
+                subject: term(),
+                scope: Scope::default(),
+            },
+            Kind::Keep => Drafted::Keep {
+                target,
+                window: Scope::default(),
+                advisory: false,
+            },
+            Kind::Drop => Drafted::Drop { target },
+            Kind::Withdraw => Drafted::Withdraw { target },
+            Kind::Widen => Drafted::Widen {
+                target,
+                scope: Scope::default(),
+            },
+            Kind::Reset => Drafted::Reset { before: target },
+            Kind::Signal => Drafted::Signal {
+                target,
+                signal: Signal {
+                    source: SignalSource::Usage,
+                    preferred: 1,
+                    avoided: u64::from(n),
+                    commit: None,
+                    pr: None,
+                    merger: None,
+                },
+            },
+            Kind::Establish => Drafted::Establish {
+                target,
+                because: vec![target],
+            },
+            Kind::Check => Drafted::Check {
+                run: CheckRun::default(),
+            },
+        }
+    }
+}

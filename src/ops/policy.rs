@@ -204,7 +204,7 @@ mod tests {
     use super::*;
     use crate::ops::draft::{Draft, Drafted};
     use crate::ops::id::OpId;
-    use crate::ops::record::{Basis, CheckRun, Correction, Scope, Signal, SignalSource, Subject};
+    use crate::ops::record::Basis;
 
     fn actor(kind: ActorKind, name: &str, session: &str) -> Actor {
         Actor {
@@ -223,65 +223,7 @@ mod tests {
 
     /// A draft of `kind` acting on `target` (for kinds that name one).
     pub(crate) fn draft_of(kind: Kind, target: OpId) -> Draft {
-        let term = || Subject::Term {
-            preferred: "Quickcast".into(),
-            avoid: vec!["Quick cast".into()],
-        };
-        Draft::from(match kind {
-            Kind::Observe => Drafted::Observe {
-                subject: term(),
-                scope: Scope::default(),
-                evidence: Vec::new(),
-            },
-            Kind::Correct => Drafted::Correct {
-                correction: Correction {
-                    from: "Quick cast".into(),
-                    to: "Quickcast".into(),
-                },
-                rule: None,
-                scope: Scope::default(),
-                evidence: Vec::new(),
-            },
-            Kind::Import => Drafted::Import {
-                subject: None,
-                scope: Scope::default(),
-                evidence: Vec::new(),
-            },
-            Kind::Edit => Drafted::Edit {
-                subject: term(),
-                scope: Scope::default(),
-            },
-            Kind::Keep => Drafted::Keep {
-                target,
-                window: Scope::default(),
-                advisory: false,
-            },
-            Kind::Drop => Drafted::Drop { target },
-            Kind::Withdraw => Drafted::Withdraw { target },
-            Kind::Widen => Drafted::Widen {
-                target,
-                scope: Scope::default(),
-            },
-            Kind::Reset => Drafted::Reset { before: target },
-            Kind::Signal => Drafted::Signal {
-                target,
-                signal: Signal {
-                    source: SignalSource::Usage,
-                    preferred: 1,
-                    avoided: 0,
-                    commit: None,
-                    pr: None,
-                    merger: None,
-                },
-            },
-            Kind::Establish => Drafted::Establish {
-                target,
-                because: vec![target],
-            },
-            Kind::Check => Drafted::Check {
-                run: CheckRun::default(),
-            },
-        })
+        Draft::from(Drafted::sample(kind, target, 0))
     }
 
     /// Every cell of actor kind × operation kind × (own / other's target,
