@@ -290,21 +290,8 @@ pub(crate) fn append_waiting(
             FileError::Io(source) => write_error(source),
             e @ FileError::TooLarge => write_error(std::io::Error::other(e)),
         })?;
-        lock_until(&opened, deadline).map_err(|e| match e {
-            Locked::Timeout => RegistryError::Busy {
-                file: file.to_path_buf(),
-                waited: wait,
-            },
-            Locked::Io(source) => write_error(source),
-        })?;
         // A rewrite renamed a new file over the one opened: write there.
-        if !still_named(&opened, file) {
-            if Instant::now() >= deadline {
-                return Err(RegistryError::Busy {
-                    file: file.to_path_buf(),
-                    waited: wait,
-                });
-            }
+        if !lock_current(&opened, file, deadline, wait)? {
             continue;
         }
         // One write of one line to a file opened for appending.
@@ -336,20 +323,7 @@ pub(crate) fn rewrite(
             Err(FileError::NotRegular(what)) => return Err(unreadable(Unread::NotRegular(what))),
             Err(e) => return Err(unreadable(Unread::Io(e.to_string()))),
         };
-        lock_until(&opened, deadline).map_err(|e| match e {
-            Locked::Timeout => RegistryError::Busy {
-                file: file.to_path_buf(),
-                waited: wait,
-            },
-            Locked::Io(source) => write_error(source),
-        })?;
-        if !still_named(&opened, file) {
-            if Instant::now() >= deadline {
-                return Err(RegistryError::Busy {
-                    file: file.to_path_buf(),
-                    waited: wait,
-                });
-            }
+        if !lock_current(&opened, file, deadline, wait)? {
             continue;
         }
         let (bytes, _) =
@@ -381,6 +355,35 @@ enum Locked {
 /// Take `file`'s exclusive lock, trying until `deadline`. Polled rather
 /// than blocking: a process stopped while it holds the lock must not
 /// stop this one.
+/// Lock `opened`, the registry at `file`, waiting until `deadline`:
+/// `false` when a rewrite renamed a new file over it meanwhile (the
+/// caller opens the file again), busy once the deadline has passed.
+fn lock_current(
+    opened: &File,
+    file: &Path,
+    deadline: Instant,
+    wait: Duration,
+) -> Result<bool, RegistryError> {
+    let busy = || RegistryError::Busy {
+        file: file.to_path_buf(),
+        waited: wait,
+    };
+    lock_until(opened, deadline).map_err(|e| match e {
+        Locked::Timeout => busy(),
+        Locked::Io(source) => RegistryError::Write {
+            file: file.to_path_buf(),
+            source,
+        },
+    })?;
+    if still_named(opened, file) {
+        return Ok(true);
+    }
+    if Instant::now() >= deadline {
+        return Err(busy());
+    }
+    Ok(false)
+}
+
 fn lock_until(file: &File, deadline: Instant) -> Result<(), Locked> {
     loop {
         match file.try_lock() {
