@@ -9,7 +9,9 @@
 //! write goes through the library's one door ([`Session::record`], by way
 //! of the use cases); stdout carries only the protocol, logs go to stderr.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -29,7 +31,7 @@ use crate::context::log::{Filter, query};
 use crate::context::outcomes::outcomes;
 use crate::context::search::search;
 use crate::context::{
-    ContextError, Env, NoteRequest, NoteWhat, ProcessEnv, Session, at_path, note,
+    Call, ContextError, Env, NoteRequest, NoteWhat, ProcessEnv, Project, Session, at_path, note,
 };
 use crate::ops::record::{Actor, ActorKind};
 use crate::ops::{Kind, Status};
@@ -41,6 +43,13 @@ pub const MAX_ARGUMENTS: usize = 64 * 1024;
 /// Argument names that would say who acts. A tool that does not define
 /// one of them as its own filter refuses it, naming the rule.
 const IDENTITY: [&str; 6] = ["actor", "session", "kind", "agent", "actor_kind", "person"];
+
+thread_local! {
+    /// The project a server on this thread keeps open between calls, by
+    /// the directory it serves. Every call runs on the runtime's one thread
+    /// ([`serve`]); a repository handle is not shared across threads.
+    static OPENED: RefCell<Option<(PathBuf, Rc<Project>)>> = const { RefCell::new(None) };
+}
 
 /// The server: where it runs, its session, and the tools.
 #[derive(Clone)]
@@ -249,9 +258,37 @@ impl Server {
         })
     }
 
+    /// A session for one call: the project this server keeps open (see
+    /// [`OPENED`]) and the agent acting.
     fn open(&self, peer: &Peer<RoleServer>) -> Result<Session, CallToolResult> {
         let actor = self.actor(peer)?;
-        Session::open_as(self.env.clone(), &self.cwd, actor).map_err(failed)
+        // A clock kapi cannot read is refused before anything else.
+        self.env.now_ms().map_err(failed)?;
+        let project = self.project().map_err(failed)?;
+        let call = Call {
+            cwd: self.cwd.clone(),
+            actor,
+            env: self.env.clone(),
+        };
+        Ok(Session::new(project, call))
+    }
+
+    /// The project at `cwd`, opened on the first call and kept while the
+    /// files it was opened from stand ([`Project::is_current`]); with it
+    /// the folds it read, served while the logs' tips stay the same.
+    fn project(&self) -> Result<Rc<Project>, ContextError> {
+        OPENED.with_borrow_mut(|slot| {
+            if let Some((cwd, project)) = slot.as_ref()
+                && *cwd == self.cwd
+                && project.is_current()
+            {
+                return Ok(Rc::clone(project));
+            }
+            *slot = None;
+            let project = Rc::new(Project::open(&*self.env, &self.cwd)?);
+            *slot = Some((self.cwd.clone(), Rc::clone(&project)));
+            Ok(project)
+        })
     }
 
     /// Record what the agent noticed: a term rule (`term`, `instead_of`), a

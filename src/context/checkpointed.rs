@@ -44,7 +44,100 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     // as an operation it cannot apply, and folds again).
     let tips = store.tips()?;
     let pending = store.journal_records()?;
-    if let Some(found) = from_checkpoint(session, &tips, &pending, now, want)? {
+    // A long-running process keeps the fold between calls; a journaled
+    // line not yet on the tips is read the long way.
+    if pending.is_empty() && !session.env().ends_with_call() {
+        return session.memo.borrow_mut().read(session, tips, now, want);
+    }
+    let (mut ledger, unreadable, held) = read_afresh(session, tips, &pending, now, want)?;
+    name_held(&mut ledger, &held);
+    Ok((ledger, unreadable))
+}
+
+/// The fold a long-running process (the MCP server) keeps between calls:
+/// the whole ledger at the logs' tips it was folded from, what it holds
+/// back, and the reader's view of it once one was asked for. When the tips
+/// move, the operations they gained are applied to it as to the base
+/// checkpoint ([`advance`]); when that cannot be (a merge brought in an
+/// older operation, a ref was rewritten, one held back came due) it is
+/// read afresh. Readers get a copy: a reader may change its ledger. The
+/// project ([`super::Project`]) keeps it; a server opens the project again,
+/// and so folds again, when `kapi.toml` or a gazetteer changed.
+#[derive(Default)]
+pub struct Memo {
+    kept: Option<Kept>,
+}
+
+struct Kept {
+    tips: Tips,
+    held: Vec<Record>,
+    unreadable: usize,
+    /// The whole ledger, finished, without the held-back operations named.
+    full: Ledger,
+    view: Option<Ledger>,
+}
+
+impl Memo {
+    fn read(
+        &mut self,
+        session: &Session,
+        tips: Tips,
+        now: u64,
+        want: Want,
+    ) -> Result<(Ledger, usize), ContextError> {
+        let current = match self.kept.as_mut() {
+            Some(kept) if due(&kept.held, now) => false,
+            Some(kept) if kept.tips == tips => true,
+            Some(kept) => {
+                let added = session.store.added_since(kept.tips)?;
+                let advanced = added
+                    .and_then(|added| advance(&mut kept.full, &mut kept.held, added, now))
+                    .is_some();
+                if advanced {
+                    kept.full.finish();
+                    kept.tips = tips;
+                    kept.view = None;
+                }
+                advanced
+            }
+            None => false,
+        };
+        if !current {
+            // The old fold is let go before the new one is read.
+            self.kept = None;
+            let (full, unreadable, held) = read_afresh(session, tips, &[], now, Want::Full)?;
+            self.kept = Some(Kept {
+                tips,
+                held,
+                unreadable,
+                full,
+                view: None,
+            });
+        }
+        let Some(kept) = self.kept.as_mut() else {
+            unreachable!("kept just above")
+        };
+        let mut ledger = match want {
+            Want::Full => kept.full.clone(),
+            Want::View => kept.view.get_or_insert_with(|| kept.full.view()).clone(),
+        };
+        name_held(&mut ledger, &kept.held);
+        Ok((ledger, kept.unreadable))
+    }
+}
+
+/// [`read`] without the memo: the fold through the checkpoint, or from the
+/// start, shaped as `want` says; with the operations held back as dated
+/// ahead (not named in it yet).
+fn read_afresh(
+    session: &Session,
+    tips: Tips,
+    pending: &[Record],
+    now: u64,
+    want: Want,
+) -> Result<(Ledger, usize, Vec<Record>), ContextError> {
+    let store = &session.store;
+    if let Some(found) = from_checkpoint(session, &tips, pending, now, want)? {
         return Ok(found);
     }
     let loaded = store.load_all()?;
@@ -55,7 +148,7 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
         .with_settling(session.settling());
     if !pending.is_empty() {
         let ledger = ledger.folded();
-        return Ok((answer(session, ledger, &held, want), unreadable));
+        return Ok((shape(session, ledger, want), unreadable, held));
     }
     let dir = store.kapi_dir();
     let print = fingerprint(session);
@@ -73,7 +166,7 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
         &held,
         &ledger.view(),
     );
-    Ok((answer(session, ledger, &held, want), unreadable))
+    Ok((shape(session, ledger, want), unreadable, held))
 }
 
 /// The sources of how a reader reads the log and what it holds back,
@@ -126,8 +219,8 @@ fn only_check_runs_since(
 
 /// Whether an operation held back has come due: it sorts before what was
 /// applied after it was held, so the log is folded again.
-fn due(header: &Header, now: u64) -> bool {
-    header.held.iter().any(|r| !is_ahead(&r.id, now))
+fn due(held: &[Record], now: u64) -> bool {
+    held.iter().any(|r| !is_ahead(&r.id, now))
 }
 
 /// The answer from the checkpoint, when it can give one.
@@ -137,7 +230,7 @@ fn from_checkpoint(
     pending: &[Record],
     now: u64,
     want: Want,
-) -> Result<Option<(Ledger, usize)>, ContextError> {
+) -> Result<Option<(Ledger, usize, Vec<Record>)>, ContextError> {
     let store = &session.store;
     let dir = store.kapi_dir();
     let print = fingerprint(session);
@@ -145,7 +238,7 @@ fn from_checkpoint(
         && pending.is_empty()
         && let Some(found) = Checkpoint::open(&dir, Part::View, print)
         && let Some(at) = found.header.tips()
-        && !due(&found.header, now)
+        && !due(&found.header.held, now)
     {
         let (held, unreadable) = (found.header.held.clone(), found.header.unreadable);
         if let Some(mut view) = found
@@ -157,8 +250,7 @@ fn from_checkpoint(
             if &at != tips {
                 save(&dir, print, Part::View, *tips, unreadable, &held, &view);
             }
-            name_held(&mut view, &held);
-            return Ok(Some((view, unreadable)));
+            return Ok(Some((view, unreadable, held)));
         }
     }
     let Some(base) = Checkpoint::open(&dir, Part::Base, print) else {
@@ -167,7 +259,7 @@ fn from_checkpoint(
     let Some(since) = base.header.tips() else {
         return Ok(None);
     };
-    if due(&base.header, now) {
+    if due(&base.header.held, now) {
         return Ok(None);
     }
     let mut added = Vec::new();
@@ -186,6 +278,41 @@ fn from_checkpoint(
     else {
         return Ok(None);
     };
+    let Some(applied) = advance(&mut ledger, &mut held, added, now) else {
+        return Ok(None);
+    };
+    ledger.finish();
+    if pending.is_empty() {
+        if applied > REBASE {
+            save(&dir, print, Part::Base, *tips, unreadable, &held, &ledger);
+        }
+        if &since != tips || want == Want::View {
+            save(
+                &dir,
+                print,
+                Part::View,
+                *tips,
+                unreadable,
+                &held,
+                &ledger.view(),
+            );
+        }
+    }
+    Ok(Some((shape(session, ledger, want), unreadable, held)))
+}
+
+/// Apply to `ledger` (a whole ledger, folded from the logs at some tips)
+/// the operations the logs gained since: those dated ahead of `now` join
+/// `held`. Returns how many were applied, or `None` when the fold must be
+/// read afresh: an operation sorts before one the ledger holds or one
+/// held back (a merge brought in an older operation), or it cannot be
+/// applied. `ledger` is then partly changed: the caller drops it.
+fn advance(
+    ledger: &mut Ledger,
+    held: &mut Vec<Record>,
+    mut added: Vec<Record>,
+    now: u64,
+) -> Option<usize> {
     added.sort_by(|a, b| a.id.cmp(&b.id));
     added.dedup();
     let newest = ledger.newest_key();
@@ -204,32 +331,13 @@ fn from_checkpoint(
         let key = crate::ops::id::key(&record.id);
         if newest.is_some_and(|n| key <= n) || held.iter().any(|h| crate::ops::id::key(&h.id) < key)
         {
-            return Ok(None);
+            return None;
         }
-        if ledger.apply(record).is_err() {
-            return Ok(None);
-        }
+        ledger.apply(record).ok()?;
         applied += 1;
     }
-    ledger.finish();
     held.sort_by(|a, b| a.id.cmp(&b.id));
-    if pending.is_empty() {
-        if applied > REBASE {
-            save(&dir, print, Part::Base, *tips, unreadable, &held, &ledger);
-        }
-        if &since != tips || want == Want::View {
-            save(
-                &dir,
-                print,
-                Part::View,
-                *tips,
-                unreadable,
-                &held,
-                &ledger.view(),
-            );
-        }
-    }
-    Ok(Some((answer(session, ledger, &held, want), unreadable)))
+    Some(applied)
 }
 
 /// Set aside the records dated more than ten minutes ahead of `now`:
@@ -243,19 +351,16 @@ pub fn hold_back(mut records: Vec<Record>, now: u64) -> (Vec<Record>, Vec<Record
     (records, held)
 }
 
-/// What a reader gets: the ledger (or its view) with the held-back
-/// operations named.
-fn answer(session: &Session, ledger: Ledger, held: &[Record], want: Want) -> Ledger {
-    let mut answer = match want {
+/// What a reader wants of a whole ledger: itself, or its view.
+fn shape(session: &Session, ledger: Ledger, want: Want) -> Ledger {
+    match want {
         Want::View => {
             let view = ledger.view();
             session.release(ledger);
             view
         }
         Want::Full => ledger,
-    };
-    name_held(&mut answer, held);
-    answer
+    }
 }
 
 /// Name each operation held back in `ledger.ignored`.

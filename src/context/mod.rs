@@ -37,7 +37,7 @@ pub mod workspace;
 pub(crate) use env::FixedEnv;
 pub(crate) use env::{Env, EnvError, ProcessEnv};
 pub(crate) use error::ContextError;
-pub(crate) use runtime::{Session, work_tree_path, write_clock};
+pub(crate) use runtime::{Call, Project, Session, work_tree_path, write_clock};
 
 pub(crate) use here::{AtPath, Item, at_path};
 pub(crate) use import::{

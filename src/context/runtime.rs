@@ -1,9 +1,11 @@
 //! What a verb runs in: a [`Project`] (one repository opened, long-lived)
 //! and a [`Call`] (one request), paired as a [`Session`].
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
 
 use super::env::Env;
 use super::error::ContextError;
@@ -31,6 +33,23 @@ pub struct Project {
     /// What folds this project's log, for the fold checkpoint: made on
     /// the first read ([`checkpointed`]).
     pub(super) fold_fingerprint: OnceLock<String>,
+    /// The files the project was opened from (`kapi.toml`, the gazetteers
+    /// its axes name), as they stood then: a long-running process opens
+    /// the project again once one of them changed ([`Project::is_current`]).
+    sources: Vec<(Option<Stamp>, PathBuf)>,
+    /// The last folds read, kept by a long-running process between calls
+    /// ([`checkpointed`]): served again while the logs' tips are the same.
+    pub(super) memo: RefCell<checkpointed::Memo>,
+}
+
+/// What a file's metadata says of its content: its length and when it was
+/// last written (`None`: absent or unreadable).
+type Stamp = (u64, Option<SystemTime>);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| (m.len(), m.modified().ok()))
 }
 
 impl Project {
@@ -42,12 +61,16 @@ impl Project {
             .work_tree()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| dir.to_path_buf());
+        // Each file is stamped before it is read: one written meanwhile
+        // reads as changed on the next call, never as current.
+        let config_path = root.join(crate::config::FILE_NAME);
+        let mut sources = vec![(stamp(&config_path), config_path)];
         let config = Config::load(&root)?;
         let project = project_key(&config, &store, &root)?;
         if let Some(timeout) = env.lock_timeout()? {
             store.set_lock_timeout(timeout);
         }
-        let space = Arc::new(space_of(&config, &root)?);
+        let space = Arc::new(space_of(&config, &root, &mut sources)?);
         Ok(Self {
             store,
             config,
@@ -55,7 +78,16 @@ impl Project {
             project,
             space,
             fold_fingerprint: OnceLock::new(),
+            sources,
+            memo: RefCell::default(),
         })
+    }
+
+    /// Whether the files the project was opened from still stand as they
+    /// did (by length and time written): a long-running process keeps an
+    /// opened project only while they do.
+    pub fn is_current(&self) -> bool {
+        self.sources.iter().all(|(was, path)| stamp(path) == *was)
     }
 
     /// The typed axes the fold compares this project's scopes on.
@@ -315,9 +347,17 @@ pub fn write_clock(
 /// read from the gazetteer file it names (relative to the work tree).
 /// A `[[points]]` value an axis cannot take is refused here, naming its
 /// entry: a typo would otherwise put files at a point no rule reaches.
-fn space_of(config: &Config, root: &Path) -> Result<Space, ContextError> {
+/// The project's typed axes; each gazetteer file read is added to
+/// `sources`, stamped before it is read.
+fn space_of(
+    config: &Config,
+    root: &Path,
+    sources: &mut Vec<(Option<Stamp>, PathBuf)>,
+) -> Result<Space, ContextError> {
     let space = Space::build(&config.axes, |file| {
-        std::fs::read_to_string(root.join(file)).map_err(|e| format!("cannot read it: {e}"))
+        let path = root.join(file);
+        sources.push((stamp(&path), path.clone()));
+        std::fs::read_to_string(&path).map_err(|e| format!("cannot read it: {e}"))
     })?;
     if !space.is_empty() {
         for (entry, axis, value) in PointMap::from_config(&config.points)?.values() {
