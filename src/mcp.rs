@@ -683,7 +683,80 @@ impl Server {
                 }
             )));
         }
+        if let Some((name, value, schema)) = args.iter().find_map(|(name, value)| {
+            let schema = defined?.get(name)?;
+            (!fits(value, schema)).then_some((name, value, schema))
+        }) {
+            let mut given = value.to_string();
+            if given.chars().count() > 60 {
+                given = given.chars().take(57).chain("...".chars()).collect();
+            }
+            return Some(refusal(format!(
+                "argument `{name}` of {} takes {}, not {given}",
+                request.name,
+                expected(schema)
+            )));
+        }
         None
+    }
+}
+
+/// Whether an argument has a type its schema allows (`type`, `items`,
+/// `minimum`): checked before the call, so a wrong type is refused naming
+/// the argument, where deserializing the whole call would not name it.
+fn fits(value: &Value, schema: &Value) -> bool {
+    let given = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let allows = |t: &str| match &schema["type"] {
+        Value::String(s) => s == t || (t == "integer" && s == "number"),
+        Value::Array(all) => all
+            .iter()
+            .any(|s| s == t || (t == "integer" && s == "number")),
+        _ => true,
+    };
+    let above_minimum = match (value.as_f64(), schema["minimum"].as_f64()) {
+        (Some(v), Some(min)) => v >= min,
+        _ => true,
+    };
+    let items_fit = match (value, schema.get("items")) {
+        (Value::Array(items), Some(each)) => items.iter().all(|v| fits(v, each)),
+        _ => true,
+    };
+    allows(given) && above_minimum && items_fit
+}
+
+/// What a schema takes, in words: `a string or null`, `an array of strings`.
+fn expected(schema: &Value) -> String {
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(all) => all.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    let words: Vec<String> = types
+        .iter()
+        .map(|t| match *t {
+            "array" => match schema["items"]["type"].as_str() {
+                Some(each) => format!("an array of {each}s"),
+                None => "an array".to_owned(),
+            },
+            "integer" if schema["minimum"].as_f64() == Some(0.0) => "a whole number".to_owned(),
+            "integer" => "an integer".to_owned(),
+            "object" => "an object".to_owned(),
+            "null" => "null".to_owned(),
+            other => format!("a {other}"),
+        })
+        .collect();
+    if words.is_empty() {
+        "anything".to_owned()
+    } else {
+        words.join(" or ")
     }
 }
 

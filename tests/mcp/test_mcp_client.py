@@ -5,7 +5,8 @@ Usage: python3 test_mcp_client.py KAPI_BINARY REPOSITORY [HOME]
 
 Runs the server in REPOSITORY (a git work tree holding docs/guide.md,
 which says "Quick cast"), initializes as the client `python-sdk-agent`,
-lists the tools, calls every one, and checks the refusals and bad input.
+lists the tools, calls every one, checks the refusals and bad input,
+and sends a burst of concurrent calls, good and bad.
 The last line printed is `SESSION <id>`: the session the server minted,
 for the caller to check with `kapi context log`. Exits non-zero on the
 first expectation that fails.
@@ -48,6 +49,42 @@ async def refused(session, name, arguments, needle):
         return
     assert result.is_error, f"{name} {arguments} was not refused: {result}"
     assert needle.lower() in text(result).lower(), f"{name}: {text(result)}"
+
+
+async def burst(session, n=300):
+    """n calls at once (asyncio.gather): reads, unknown tools, wrong types
+    and refusals in turn; every one gets its own answer."""
+    kinds = [
+        ("context_here", {"path": "docs/guide.md"}, None),
+        ("check", {"paths": ["docs/guide.md"]}, None),
+        ("context_log", {"session": "this"}, None),
+        ("no_such_tool", {}, "tool not found"),
+        ("check", {"paths": 5}, "argument `paths` of check"),
+        ("context_note", {"text": "x", "quote": "x", "actor": "ada"}, "refusing `actor`"),
+    ]
+
+    async def one(i):
+        name, arguments, refusal = kinds[i % len(kinds)]
+        try:
+            result = await call(session, name, arguments)
+        except Exception as e:  # a protocol error
+            return i, None, str(e)
+        return i, result, text(result)
+
+    results = await asyncio.gather(*(one(i) for i in range(n)))
+    assert [i for i, _, _ in results] == list(range(n))
+    for i, result, said in results:
+        name, arguments, refusal = kinds[i % len(kinds)]
+        if refusal is None:
+            assert result is not None and not result.is_error, f"{i} {name}: {said}"
+            assert result.structured_content is not None, f"{i} {name}"
+        else:
+            assert result is None or result.is_error, f"{i} {name} was not refused: {said}"
+            assert refusal in said, f"{i} {name}: {said}"
+    here = [r.structured_content for i, r, _ in results if i % len(kinds) == 0]
+    assert all(h == here[0] for h in here), "the same question, the same answer"
+    logs = [r.structured_content for i, r, _ in results if i % len(kinds) == 2]
+    assert all(len(l["operations"]) == 3 for l in logs), "no call of the burst wrote"
 
 
 async def main(kapi, repo, home):
@@ -122,12 +159,23 @@ async def main(kapi, repo, home):
             await refused(session, "context_log", {"actor": "ada"}, "no tool takes an actor")
             # Bad input: an error each, and the server keeps serving.
             await refused(session, "context_note", {"text": "x", "colour": "red"}, "unknown argument")
-            await refused(session, "context_here", {"path": 7}, "")
-            await refused(session, "context_note", {"text": "a" * (70 * 1024)}, "at most")
-            await refused(session, "keep_everything", {}, "")
+            await refused(session, "context_here", {"path": 7},
+                          "argument `path` of context_here takes a string, not 7")
+            await refused(session, "check", {"paths": 5},
+                          "argument `paths` of check takes an array of strings, not 5")
+            await refused(session, "context_note", {"text": "x", "suggest": "yes"},
+                          "argument `suggest` of context_note takes a boolean")
+            await refused(session, "context_here", {}, "missing field `path`")
+            await refused(session, "context_note", {"text": "a" * (70 * 1024)}, "at most 65536")
+            await refused(session, "keep_everything", {}, "tool not found")
+            await refused(session, "keep", {"id": this}, "tool not found")
             await refused(session, "context_note", {"term": "Quickcast"}, "evidence")
             await refused(session, "context_note", {"text": "x", "term": "y"}, "exactly one")
             await refused(session, "context_log", {"status": "golden"}, "unknown status")
+
+            # A burst of concurrent calls, good and bad, over the one
+            # session: each answered, as its own.
+            await burst(session)
 
             again = await call(session, "context_log", {"session": "this"})
             assert len(again.structured_content["operations"]) == 3, "nothing half-written"

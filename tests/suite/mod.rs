@@ -15,6 +15,8 @@ mod hooks;
 mod hostile_remote;
 mod hostile_text;
 mod mcp;
+mod mcp_bad_input;
+mod mcp_client;
 mod new_user;
 mod new_user_check;
 mod new_user_store;
