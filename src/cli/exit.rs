@@ -236,6 +236,7 @@ impl From<crate::hooks::HooksError> for CliError {
         let exit = match &err {
             HooksError::Git(e) => git_exit(e),
             HooksError::Settings { .. }
+            | HooksError::CodexConfig { .. }
             | HooksError::Crowded { .. }
             | HooksError::Unreadable { .. } => Exit::Usage,
             HooksError::Io { .. } => Exit::Store,

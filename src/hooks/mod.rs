@@ -2,7 +2,8 @@
 //! `hooks/` folder, written where `git rev-parse --git-path hooks` says),
 //! Claude Code's SessionStart, PreToolUse (Bash), PostToolUse and Stop hooks in
 //! `.claude/settings.json` (with `kapi mcp` registered in the project's
-//! `.mcp.json`), and Codex's Stop hook in `.codex/hooks.json`.
+//! `.mcp.json`), and Codex's Stop hook in `.codex/hooks.json` (with `kapi
+//! mcp` registered in the project's `.codex/config.toml`).
 //!
 //! Everything install writes is marked, so reinstalling is idempotent and
 //! uninstall removes exactly what install added: a git hook of kapi's
@@ -12,6 +13,7 @@
 //! `kapi hook <event>`, and a settings file or folder install created is
 //! removed again when nothing else is left in it.
 
+pub mod codex_config;
 pub mod json;
 
 use std::path::{Path, PathBuf};
@@ -50,15 +52,19 @@ pub const CLAUDE_HOOKS: &[(&str, Option<&str>, &str, u32)] = &[
     ("Stop", None, "kapi hook claude-stop", 60),
 ];
 
-/// The name kapi's MCP server is registered under in `.mcp.json`.
+/// The name kapi's MCP server is registered under, in `.mcp.json` and
+/// in `.codex/config.toml`.
 pub const MCP_SERVER: &str = "kapi";
+/// How an agent host starts kapi's MCP server: `kapi mcp` over stdio.
+pub const MCP_COMMAND: &str = "kapi";
+pub const MCP_ARGS: &[&str] = &["mcp"];
 
-/// kapi's entry in `.mcp.json`'s `mcpServers`: `kapi mcp` over stdio.
+/// kapi's entry in `.mcp.json`'s `mcpServers`.
 fn mcp_entry() -> J {
     J::obj(&[
         ("type", J::str("stdio")),
-        ("command", J::str("kapi")),
-        ("args", J::Arr(vec![J::str("mcp")])),
+        ("command", J::str(MCP_COMMAND)),
+        ("args", J::Arr(MCP_ARGS.iter().map(|a| J::str(a)).collect())),
         ("env", J::Obj(Vec::new())),
     ])
 }
@@ -103,6 +109,11 @@ pub enum HooksError {
         path.display()
     )]
     Settings { path: PathBuf, message: String },
+    #[error(
+        "{} is not a Codex config kapi can edit ({message}); fix it, or register kapi mcp by hand (docs/mcp.md)",
+        path.display()
+    )]
+    CodexConfig { path: PathBuf, message: String },
     #[error(
         "{} and {} both exist and neither is kapi's: move one away, then install again",
         hook.display(), kept.display()
@@ -216,12 +227,21 @@ impl Hooks {
                     )?);
                     changes.extend(self.install_mcp(dry_run)?);
                 }
-                Target::Codex => changes.extend(self.install_settings(
-                    Target::Codex,
-                    &self.codex_settings(),
-                    CODEX_HOOKS,
-                    dry_run,
-                )?),
+                Target::Codex => {
+                    // config.toml is read first: one kapi cannot edit
+                    // leaves hooks.json as it was too.
+                    let (mcp, edit) = self.install_codex_mcp()?;
+                    changes.extend(self.install_settings(
+                        Target::Codex,
+                        &self.codex_settings(),
+                        CODEX_HOOKS,
+                        dry_run,
+                    )?);
+                    if !dry_run {
+                        self.write_codex_config(edit)?;
+                    }
+                    changes.extend(mcp);
+                }
             }
         }
         Ok(changes)
@@ -241,12 +261,19 @@ impl Hooks {
                     )?);
                     changes.extend(self.uninstall_mcp(dry_run)?);
                 }
-                Target::Codex => changes.extend(self.uninstall_settings(
-                    Target::Codex,
-                    &self.codex_settings(),
-                    CODEX_HOOKS,
-                    dry_run,
-                )?),
+                Target::Codex => {
+                    let (mcp, edit) = self.uninstall_codex_mcp()?;
+                    changes.extend(self.uninstall_settings(
+                        Target::Codex,
+                        &self.codex_settings(),
+                        CODEX_HOOKS,
+                        dry_run,
+                    )?);
+                    if !dry_run {
+                        self.write_codex_config(edit)?;
+                    }
+                    changes.extend(mcp);
+                }
             }
         }
         Ok(changes)
@@ -299,13 +326,17 @@ impl Hooks {
                     state,
                 });
             }
+            let (path, state) = match target {
+                Target::Codex => (self.codex_config(), self.codex_mcp_state()?.1),
+                _ => (self.mcp_config(), self.mcp_state()?),
+            };
+            out.push(Status {
+                target,
+                hook: "mcp server".into(),
+                path,
+                state,
+            });
         }
-        out.push(Status {
-            target: Target::Claude,
-            hook: "mcp server".into(),
-            path: self.mcp_config(),
-            state: self.mcp_state()?,
-        });
         Ok(out)
     }
 
@@ -431,6 +462,110 @@ impl Hooks {
             path,
             action,
         }])
+    }
+
+    fn codex_config(&self) -> PathBuf {
+        self.root.join(".codex").join("config.toml")
+    }
+
+    /// `.codex/config.toml`'s text (`None` when there is none) and what
+    /// it holds under `mcp_servers.kapi`.
+    fn codex_mcp_state(&self) -> Result<(Option<String>, State), HooksError> {
+        let path = self.codex_config();
+        let Some(text) = read_codex_config(&path)? else {
+            return Ok((None, State::Absent));
+        };
+        let state = match codex_config::server(&text).map_err(codex_error(&path))? {
+            codex_config::Server::Absent => State::Absent,
+            codex_config::Server::Kapis => State::Installed { chained: None },
+            codex_config::Server::Foreign => State::Foreign,
+        };
+        Ok((Some(text), state))
+    }
+
+    /// What registering `kapi mcp` in `.codex/config.toml` changes, and
+    /// the edit that does it (written by [`Self::write_codex_config`]):
+    /// kapi's table appended, the rest of the file byte for byte as it
+    /// was; the file (and `.codex/`) created when there is none. A `kapi`
+    /// server that is not kapi's is left alone.
+    fn install_codex_mcp(&self) -> Result<(Vec<Change>, ConfigEdit), HooksError> {
+        let path = self.codex_config();
+        let (text, state) = self.codex_mcp_state()?;
+        let created = text.is_none();
+        let (action, edit) = match state {
+            State::Installed { .. } => (Action::Unchanged, ConfigEdit::None),
+            State::Foreign | State::Outdated => (Action::Foreign, ConfigEdit::None),
+            State::Absent => {
+                match codex_config::add(text.as_deref().unwrap_or(""))
+                    .map_err(codex_error(&path))?
+                {
+                    Some(added) => (Action::Installed, ConfigEdit::Write(added)),
+                    None => (Action::Foreign, ConfigEdit::None),
+                }
+            }
+        };
+        let mut changes = vec![Change {
+            target: Target::Codex,
+            hook: "mcp server".into(),
+            path: path.clone(),
+            action: action.clone(),
+        }];
+        if created && action == Action::Installed {
+            changes.push(Change {
+                target: Target::Codex,
+                hook: "mcp config".into(),
+                path,
+                action: Action::Created,
+            });
+        }
+        Ok((changes, edit))
+    }
+
+    /// What unregistering `kapi mcp` from `.codex/config.toml` changes,
+    /// and the edit: exactly what install added taken off, and the file
+    /// removed when only whitespace is left.
+    fn uninstall_codex_mcp(&self) -> Result<(Vec<Change>, ConfigEdit), HooksError> {
+        let path = self.codex_config();
+        let (text, state) = self.codex_mcp_state()?;
+        let (action, edit) = match (state, text) {
+            (State::Installed { .. }, Some(text)) => {
+                match codex_config::remove(&text).map_err(codex_error(&path))? {
+                    Some(rest) if rest.trim().is_empty() => (Action::Removed, ConfigEdit::Remove),
+                    Some(rest) => (Action::Removed, ConfigEdit::Write(rest)),
+                    None => (Action::Absent, ConfigEdit::None),
+                }
+            }
+            (State::Foreign | State::Outdated, _) => (Action::Foreign, ConfigEdit::None),
+            _ => (Action::Absent, ConfigEdit::None),
+        };
+        let change = Change {
+            target: Target::Codex,
+            hook: "mcp server".into(),
+            path,
+            action,
+        };
+        Ok((vec![change], edit))
+    }
+
+    fn write_codex_config(&self, edit: ConfigEdit) -> Result<(), HooksError> {
+        let path = self.codex_config();
+        match edit {
+            ConfigEdit::None => {}
+            ConfigEdit::Write(text) => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(io("create", parent))?;
+                }
+                write_file(&path, text.as_bytes())?;
+            }
+            ConfigEdit::Remove => {
+                std::fs::remove_file(&path).map_err(io("remove", &path))?;
+                // `.codex/` too, when nothing else is in it.
+                if let Some(parent) = path.parent() {
+                    let _ = std::fs::remove_dir(parent);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn claude_settings(&self) -> PathBuf {
@@ -642,6 +777,13 @@ impl Hooks {
     }
 }
 
+/// What install or uninstall does to `.codex/config.toml`.
+enum ConfigEdit {
+    None,
+    Write(String),
+    Remove,
+}
+
 /// Whether a hook file is one kapi wrote.
 fn is_kapis(text: &str) -> bool {
     text.lines().any(|l| l.starts_with(MARKER))
@@ -692,13 +834,39 @@ fn write_executable(path: &Path, text: &str) -> Result<(), HooksError> {
     crate::atomic::replace(path, text.as_bytes(), permissions).map_err(io("write", path))
 }
 
-/// Replace a settings file whole, through a link to its target, keeping
-/// its permissions.
 fn write_settings(path: &Path, settings: &J) -> Result<(), HooksError> {
+    write_file(path, settings.to_pretty().as_bytes())
+}
+
+/// Replace a settings or config file whole, through a link to its
+/// target, keeping its permissions.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), HooksError> {
     let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
-    crate::atomic::replace(&target, settings.to_pretty().as_bytes(), permissions)
-        .map_err(io("write", path))
+    crate::atomic::replace(&target, bytes, permissions).map_err(io("write", path))
+}
+
+/// `.codex/config.toml`'s text; `None` when there is none. TOML is UTF-8.
+fn read_codex_config(path: &Path) -> Result<Option<String>, HooksError> {
+    let Some(bytes) = read_bytes(path)? else {
+        return Ok(None);
+    };
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|e| HooksError::CodexConfig {
+            path: path.to_path_buf(),
+            message: format!(
+                "it is not UTF-8: the bytes at offset {} are not",
+                e.utf8_error().valid_up_to()
+            ),
+        })
+}
+
+fn codex_error(path: &Path) -> impl FnOnce(codex_config::ConfigError) -> HooksError + '_ {
+    move |e| HooksError::CodexConfig {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
 }
 
 /// A settings file, parsed; `None` when there is none. Its bytes must be

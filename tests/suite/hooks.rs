@@ -592,6 +592,80 @@ fn codex_stop_answers_with_a_json_decision() {
     assert!(!repo.join(".codex").exists());
 }
 
+/// kapi's table in `.codex/config.toml`, as install writes it.
+const CODEX_KAPI: &str = "[mcp_servers.kapi]\ncommand = \"kapi\"\nargs = [\"mcp\"]\n";
+
+#[test]
+fn codex_gets_kapi_mcp_in_its_config_and_loses_exactly_it() {
+    let repo = TestEnv::new();
+    let config = repo.join(".codex/config.toml");
+    let read = || std::fs::read(&config).unwrap();
+    let mut t = Transcript::new();
+    t.kapi(&repo, &["hooks", "install", "--codex", "--dry-run"])
+        .ok();
+    assert!(!repo.join(".codex").exists(), "a dry run writes nothing");
+
+    // A new config holds kapi's table only; installing again changes nothing.
+    t.kapi(&repo, &["hooks", "install", "--codex"]).ok();
+    assert_eq!(read(), CODEX_KAPI.as_bytes());
+    t.kapi(&repo, &["hooks", "install", "--codex"]).ok();
+    assert_eq!(read(), CODEX_KAPI.as_bytes());
+    t.kapi(&repo, &["hooks", "status"]).ok();
+    t.kapi(&repo, &["hooks", "uninstall", "--codex"]).ok();
+    assert!(!repo.join(".codex").exists());
+
+    // The project's own config: comments, other servers with their keys
+    // in their order, tables after them, no blank line at the end.
+    let theirs = "# Codex for this project\nmodel = \"o3\"  # fast enough\n\n[mcp_servers.docs]\nargs = [\"-y\", \"docs-mcp\"]   # pinned below\ncommand = \"npx\"\nstartup_timeout_sec = 20\n\n[mcp_servers.docs.env]\nDOCS_TOKEN = \"x\"\n\n[profiles.quick]\nmodel = 'o4-mini'\n# end";
+    repo.write(".codex/config.toml", theirs);
+    t.comment(".codex/config.toml holds the project's settings and a docs server");
+    t.kapi(&repo, &["hooks", "install", "--codex"]).ok();
+    assert_eq!(read(), format!("{theirs}\n{CODEX_KAPI}").as_bytes());
+    let installed = read();
+    t.kapi(&repo, &["hooks", "uninstall", "--codex", "--dry-run"])
+        .ok();
+    assert_eq!(read(), installed);
+    t.kapi(&repo, &["hooks", "uninstall", "--codex"]).ok();
+    assert_eq!(read(), theirs.as_bytes(), "every byte as it was");
+    assert!(!repo.join(".codex/hooks.json").exists());
+    insta::assert_snapshot!(t.text());
+}
+
+#[test]
+fn a_codex_config_kapi_cannot_edit_or_whose_kapi_server_is_not_kapis_is_left_as_it_was() {
+    let repo = TestEnv::new();
+    let config = ".codex/config.toml";
+    let read = || std::fs::read_to_string(repo.join(config)).unwrap();
+    let mut t = Transcript::new();
+
+    let theirs = "[mcp_servers.kapi]\ncommand = \"/opt/kapi/bin/kapi\"\nargs = [\"mcp\"]\n";
+    repo.write(config, theirs);
+    t.comment("a server named kapi that is not kapi's");
+    t.kapi(&repo, &["hooks", "install", "--codex"]).ok();
+    t.kapi(&repo, &["hooks", "status"]).ok();
+    t.kapi(&repo, &["hooks", "uninstall", "--codex"]).ok();
+    assert_eq!(read(), theirs);
+
+    // Not TOML: refused, naming the file and where; nothing is written,
+    // hooks.json included.
+    let broken = "model = \"o3\"\n[mcp_servers.docs\ncommand = \"npx\"\n";
+    repo.write(config, broken);
+    t.comment(".codex/config.toml is not TOML");
+    let run = t.kapi(&repo, &["hooks", "install", "--codex"]).code(2);
+    assert!(run.stderr.contains("line 2, column 18"), "{}", run.stderr);
+    t.kapi(&repo, &["hooks", "uninstall", "--codex"]).code(2);
+    assert_eq!(read(), broken);
+    assert!(!repo.join(".codex/hooks.json").exists());
+
+    let odd = "mcp_servers = \"npx docs-mcp\"\n";
+    repo.write(config, odd);
+    t.comment("mcp_servers is not a table");
+    t.kapi(&repo, &["hooks", "install", "--codex"]).code(2);
+    assert_eq!(read(), odd);
+    assert!(!repo.join(".codex/hooks.json").exists());
+    insta::assert_snapshot!(t.text());
+}
+
 #[test]
 fn an_agent_hook_that_cannot_work_never_blocks_the_agent() {
     let repo = TestEnv::new();

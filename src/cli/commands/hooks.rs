@@ -13,7 +13,8 @@ use crate::hooks::{Action, Change, Hooks, State, Target};
 /// hooks` says, so `core.hooksPath` and linked worktrees are respected; a
 /// hook already there is kept as `<hook>.pre-kapi` and runs first. Claude
 /// Code's hooks (SessionStart, PostToolUse for edits, Stop) go in
-/// `.claude/settings.json`, Codex's Stop hook in `.codex/hooks.json`.
+/// `.claude/settings.json` (and `kapi mcp` in `.mcp.json`), Codex's Stop
+/// hook in `.codex/hooks.json` (and `kapi mcp` in `.codex/config.toml`).
 /// Reinstalling changes nothing; uninstall removes exactly what install
 /// added. See docs/hooks.md.
 #[derive(Debug, clap::Args)]
@@ -40,7 +41,7 @@ pub struct Which {
     /// Claude Code's hooks in .claude/settings.json.
     #[arg(long)]
     pub claude: bool,
-    /// Codex's Stop hook in .codex/hooks.json.
+    /// Codex's Stop hook in .codex/hooks.json, and kapi mcp in .codex/config.toml.
     #[arg(long)]
     pub codex: bool,
     /// Print what would change; change nothing.
