@@ -31,7 +31,8 @@ use crate::context::log::{Filter, query};
 use crate::context::outcomes::outcomes;
 use crate::context::search::search;
 use crate::context::{
-    Call, ContextError, Env, NoteRequest, NoteWhat, ProcessEnv, Project, Session, at_path, note,
+    Call, ContextError, Edit, Env, NoteRequest, NoteWhat, ProcessEnv, Project, Session,
+    apply_edits, at_path, note,
 };
 use crate::ops::record::{Actor, ActorKind};
 use crate::ops::{Kind, Status};
@@ -197,6 +198,29 @@ pub struct VerifyArgs {
     /// Permit every label up to this one (public, internal, confidential, restricted).
     #[serde(default)]
     pub max_sensitivity: Option<String>,
+}
+
+/// One edit of `apply_edits`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct EditArg {
+    /// The file, relative to the work tree (it must exist).
+    pub path: String,
+    /// The text to replace, as the file holds it, exactly once.
+    pub old: String,
+    /// The replacement.
+    pub new: String,
+}
+
+/// `apply_edits`: edits applied all or none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct ApplyArgs {
+    /// The edits, applied in order (an edit sees the ones before it in
+    /// the same file); at most 64.
+    pub edits: Vec<EditArg>,
 }
 
 /// `context_session_summary`: takes nothing; it reads this server's session.
@@ -526,6 +550,58 @@ impl Server {
         Parameters(args): Parameters<VerifyArgs>,
     ) -> CallToolResult {
         self.verify(&peer, args).unwrap_or_else(refusal)
+    }
+
+    /// Apply edits to files of the work tree, all or none (each replaces a
+    /// text its file holds exactly once), and record an `applied` signal
+    /// for each suggestion whose preferred form they write. Nothing is
+    /// written outside the work tree, through a symbolic link or under
+    /// `.git`.
+    #[tool(name = "apply_edits")]
+    fn apply_edits(
+        &self,
+        peer: Peer<RoleServer>,
+        Parameters(args): Parameters<ApplyArgs>,
+    ) -> CallToolResult {
+        let session = match self.open(&peer) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let edits = args
+            .edits
+            .into_iter()
+            .map(|e| Edit {
+                path: e.path,
+                old: e.old,
+                new: e.new,
+            })
+            .collect();
+        match apply_edits(&session, edits) {
+            Ok(applied) => {
+                let edits: usize = applied.files.iter().map(|f| f.edits).sum();
+                let mut text = format!(
+                    "applied {} to {}; {}",
+                    crate::wording::count(edits, "edit", "edits"),
+                    crate::wording::count(applied.files.len(), "file", "files"),
+                    crate::wording::count(
+                        applied.signals.len(),
+                        "applied signal",
+                        "applied signals"
+                    ),
+                );
+                if let Some(e) = &applied.unrecorded {
+                    text.push_str(&format!(" (not recorded: {e})"));
+                }
+                match serde_json::to_value(&applied) {
+                    Ok(mut doc) => {
+                        doc["session"] = json!(self.session);
+                        answer(text, doc)
+                    }
+                    Err(e) => failed(e),
+                }
+            }
+            Err(e) => failed(e),
+        }
     }
 
     /// What this server's session recorded, what became of it, and what

@@ -181,10 +181,19 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     // Usage counts need every preferred form in the automaton (a plain
     // matcher leaves out those that cannot change a finding).
     let counting = whole_project && req.record_usage && req.as_of.is_none() && session.is_some();
-    let mut book = RuleBook::new(rules, points, counting);
-    if let Some(s) = session {
-        book = book.with_space(std::sync::Arc::clone(&s.space));
-    }
+    // A long-running process keeps the rule book, and the matchers it
+    // built, for the next check with the same rules.
+    let kept = session.and_then(|s| s.rule_book.take());
+    let mut book = match kept {
+        Some(book) if book.serves(&rules, counting) => book,
+        _ => {
+            let book = RuleBook::new(rules, points, counting);
+            match session {
+                Some(s) => book.with_space(std::sync::Arc::clone(&s.space)),
+                None => book,
+            }
+        }
+    };
     let mut work = Vec::with_capacity(files.len());
     let mut counters = Vec::new();
     for file in files {
@@ -197,6 +206,9 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     } else {
         check_files(&work, threads())
     };
+    if let Some(s) = session.filter(|s| !s.env().ends_with_call()) {
+        s.rule_book.replace(Some(book));
+    }
     warnings.append(&mut outcome.warnings);
     outcome.warnings = warnings;
     for finding in &mut outcome.findings {
@@ -463,6 +475,14 @@ impl RuleBook {
             counting,
             matchers: HashMap::new(),
         }
+    }
+
+    /// Whether this book checks by `rules` as given, counting usage or
+    /// not: then its matchers serve again. (Its points and axes are the
+    /// project's, which a long-running process opens again when
+    /// `kapi.toml` changes, and the book with it.)
+    pub fn serves(&self, rules: &[TermRule], counting: bool) -> bool {
+        self.counting == counting && self.rules == rules
     }
 
     /// Compare scopes on the project's typed axes.

@@ -7,6 +7,7 @@
 //! This file is the facade: what a verb runs in (`Project`, `Call`,
 //! [`Session`]) is in `runtime.rs`, [`ContextError`] in `error.rs`.
 
+pub(crate) mod apply;
 pub(crate) mod atlas;
 pub(crate) mod check;
 pub(crate) mod checkpointed;
@@ -33,6 +34,7 @@ pub(crate) mod sync;
 pub(crate) mod transfer;
 pub mod workspace;
 
+pub(crate) use apply::{Edit, apply_edits};
 #[cfg(test)]
 pub(crate) use env::FixedEnv;
 pub(crate) use env::{Env, EnvError, ProcessEnv};

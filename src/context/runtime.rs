@@ -40,6 +40,9 @@ pub struct Project {
     /// The last folds read, kept by a long-running process between calls
     /// ([`checkpointed`]): served again while the logs' tips are the same.
     pub(super) memo: RefCell<checkpointed::Memo>,
+    /// The rule book the last check read by, with the matchers it built,
+    /// kept by a long-running process for a check by the same rules.
+    pub(super) rule_book: RefCell<Option<super::check::RuleBook>>,
 }
 
 /// What a file's metadata says of its content: its length and when it was
@@ -80,6 +83,7 @@ impl Project {
             fold_fingerprint: OnceLock::new(),
             sources,
             memo: RefCell::default(),
+            rule_book: RefCell::default(),
         })
     }
 

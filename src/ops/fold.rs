@@ -564,7 +564,7 @@ impl Folding {
                         state.standing.usage = Some((signal.preferred, signal.avoided))
                     }
                     SignalSource::Merge => state.standing.merges += 1,
-                    SignalSource::Applied => {}
+                    SignalSource::Applied => state.standing.applied += 1,
                 }
             }
         }
@@ -1185,7 +1185,7 @@ pub(crate) mod tests {
                                     state.standing.usage = Some((signal.preferred, signal.avoided))
                                 }
                                 SignalSource::Merge => state.standing.merges += 1,
-                                SignalSource::Applied => {}
+                                SignalSource::Applied => state.standing.applied += 1,
                             }
                         }
                     }

@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import Implementation
 
 TOOLS = {
+    "apply_edits",
     "context_note",
     "context_log",
     "context_here",

@@ -458,3 +458,167 @@ fn compile_context_and_verify_context_through_the_server() {
     let rooted = server.call(6, "compile_context", json!({"root": "/"}));
     assert_eq!(rooted["result"]["isError"], true, "{rooted}");
 }
+
+/// The text of a tool error, or a panic naming what came back instead.
+fn refusal_of(response: &Value) -> String {
+    assert_eq!(response["result"]["isError"], true, "{response}");
+    text_of(response)
+}
+
+#[test]
+fn apply_edits_writes_the_edits_and_an_applied_signal_for_the_suggestion_they_write() {
+    let repo = TestEnv::new();
+    repo.write(
+        "docs/guide.md",
+        "Quick cast streams video.\n\nQuick cast records.\n",
+    );
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-qm", "guide"]);
+    let suggestion = repo
+        .agent_term(
+            "s1",
+            "Quickcast",
+            "Quick cast",
+            &["--quote", "Quick cast", "--json"],
+        )
+        .ok()
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut server = initialized(&repo, "editor-agent");
+
+    let applied = server.call(
+        2,
+        "apply_edits",
+        json!({"edits": [
+            {"path": "docs/guide.md", "old": "Quick cast streams", "new": "Quickcast streams"},
+            {"path": "docs/guide.md", "old": "Quick cast records", "new": "Quickcast records"},
+        ]}),
+    );
+    assert_ne!(applied["result"]["isError"], true, "{applied}");
+    assert_eq!(
+        text_of(&applied),
+        "applied 2 edits to 1 file; 1 applied signal"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("docs/guide.md")).unwrap(),
+        "Quickcast streams video.\n\nQuickcast records.\n"
+    );
+    let doc = &applied["result"]["structuredContent"];
+    assert_eq!(doc["files"], json!([{"path": "docs/guide.md", "edits": 2}]));
+    assert_eq!(doc["signals"][0]["target"], json!(suggestion), "{doc}");
+    assert_eq!(doc["signals"][0]["preferred"], 2, "{doc}");
+    let session = doc["session"].as_str().unwrap();
+
+    // Recorded as the tool `apply`, in the agent's session; standing only.
+    let signals: Vec<Value> = repo
+        .log()
+        .into_iter()
+        .filter(|op| op["kind"] == "signal")
+        .collect();
+    assert_eq!(signals.len(), 1, "{signals:?}");
+    assert_eq!(
+        signals[0]["actor"],
+        json!({"kind": "tool", "name": "apply", "session": session})
+    );
+    let here = repo
+        .kapi(&["context", "docs/guide.md", "--json"])
+        .ok()
+        .json();
+    let s = &here["suggestions"][0];
+    assert_eq!(s["status"], "suggested", "{here}");
+    assert_eq!(s["standing"], "seen in 1 session · applied 1×", "{here}");
+
+    // An edit that writes no suggestion's form records nothing.
+    let plain = server.call(
+        3,
+        "apply_edits",
+        json!({"edits": [{"path": "docs/guide.md", "old": "video", "new": "films"}]}),
+    );
+    assert_eq!(
+        text_of(&plain),
+        "applied 1 edit to 1 file; 0 applied signals"
+    );
+}
+
+#[test]
+fn apply_edits_writes_nothing_outside_the_work_tree_through_a_link_under_git_or_in_part() {
+    let repo = TestEnv::new();
+    repo.write("docs/guide.md", "Quick cast streams video.\n");
+    repo.write("docs/twice.md", "one cat, one cat\n");
+    let outside = repo.sibling("outside");
+    outside.write("secret.md", "Quick cast\n");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outside.join("secret.md"), repo.join("docs/link.md")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outside.path(), repo.join("linked")).unwrap();
+    let mut server = initialized(&repo, "editor-agent");
+    let edit = |path: &str, old: &str| json!({"edits": [{"path": path, "old": old, "new": "x"}]});
+
+    let cases = [
+        (
+            edit("../outside/secret.md", "Quick cast"),
+            "../outside/secret.md is outside the work tree",
+        ),
+        (
+            edit(".git/config", "bare"),
+            ".git/config: kapi writes nothing under .git; nothing was written",
+        ),
+        (
+            edit("docs/link.md", "Quick cast"),
+            "docs/link.md: it is reached through a symbolic link, which kapi does not write through; nothing was written",
+        ),
+        (
+            edit("linked/secret.md", "Quick cast"),
+            "linked/secret.md: it is reached through a symbolic link, which kapi does not write through; nothing was written",
+        ),
+        (
+            edit("docs/missing.md", "a"),
+            "docs/missing.md: no such file in the work tree (apply_edits edits files that exist); nothing was written",
+        ),
+        (
+            edit("docs/twice.md", "cat"),
+            "edit 1: docs/twice.md holds the text to replace 2 times; give more of it, so it names one place; nothing was written",
+        ),
+        (
+            edit("docs/guide.md", ""),
+            "edit 1: `old` is empty; give the text to replace, as the file holds it",
+        ),
+        // All or none: the first edit is good, the second is not.
+        (
+            json!({"edits": [
+                {"path": "docs/guide.md", "old": "Quick cast", "new": "Quickcast"},
+                {"path": "docs/twice.md", "old": "nowhere", "new": "x"},
+            ]}),
+            "edit 2: docs/twice.md does not hold the text to replace; nothing was written",
+        ),
+    ];
+    for (n, (args, expected)) in cases.into_iter().enumerate() {
+        let refused = server.call(2 + n as u64, "apply_edits", args);
+        let text = refusal_of(&refused);
+        assert!(text.starts_with(expected), "case {n}: {text}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(repo.join("docs/guide.md")).unwrap(),
+        "Quick cast streams video.\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("docs/twice.md")).unwrap(),
+        "one cat, one cat\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret.md")).unwrap(),
+        "Quick cast\n"
+    );
+    // Too many edits at once.
+    let many: Vec<Value> = (0..65)
+        .map(|_| json!({"path": "docs/guide.md", "old": "Quick", "new": "Quick"}))
+        .collect();
+    let refused = server.call(20, "apply_edits", json!({"edits": many}));
+    assert_eq!(
+        refusal_of(&refused),
+        "65 edits; one call applies at most 64"
+    );
+    assert!(repo.log().iter().all(|op| op["kind"] != "signal"));
+}

@@ -180,6 +180,7 @@ async fn the_rust_sdk_client_lists_exactly_the_agents_tools() {
     assert_eq!(
         names,
         [
+            "apply_edits",
             "check",
             "compile_context",
             "context_here",

@@ -71,6 +71,10 @@ pub struct Standing {
     pub usage: Option<(u64, u64)>,
     /// Merge signals recorded for it.
     pub merges: usize,
+    /// Edits an agent applied through kapi that wrote its preferred form
+    /// (`applied` signals): standing only.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub applied: usize,
     /// Person signals settling read for it: corrections toward it seen
     /// where it holds, and merges that wrote it.
     #[serde(skip_serializing_if = "is_zero")]
@@ -104,6 +108,9 @@ impl Standing {
             parts.push(format!("merged in {}", self.merged_in.join(", ")));
         } else if self.merges > 0 {
             parts.push(format!("merged {}×", self.merges));
+        }
+        if self.applied > 0 {
+            parts.push(format!("applied {}×", self.applied));
         }
         let corrections = self.toward.saturating_sub(self.merged_in.len());
         if corrections > 0 {
