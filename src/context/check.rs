@@ -112,7 +112,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     // The log: rules in force now, each with the scope it holds in.
     let (ledger, unreadable) = match session {
         Some(s) => {
-            let (ledger, unreadable) = s.rules_ledger_and_unreadable(req.as_of)?;
+            let (ledger, unreadable) = s.rules_view(req.as_of)?;
             (Some(ledger), unreadable)
         }
         None => (None, 0),

@@ -8,6 +8,8 @@
 //! written again. Whatever path it takes, the answer is the fold of the log
 //! (the property test in `tests::checkpoint` holds it to that).
 
+use std::rc::Rc;
+
 use crate::ops::fold::checkpoint;
 use crate::ops::fold::{Ignored, Ledger};
 use crate::ops::id::OpId;
@@ -47,11 +49,38 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     // A long-running process keeps the fold between calls; a journaled
     // line not yet on the tips is read the long way.
     if pending.is_empty() && !session.env().ends_with_call() {
-        return session.memo.borrow_mut().read(session, tips, now, want);
+        let mut memo = session.memo.borrow_mut();
+        let kept = memo.bring(session, tips, now)?;
+        let ledger = match want {
+            Want::Full => {
+                let mut full = kept.full.clone();
+                name_held(&mut full, &kept.held);
+                full
+            }
+            Want::View => Rc::unwrap_or_clone(kept.view()),
+        };
+        return Ok((ledger, kept.unreadable));
     }
     let (mut ledger, unreadable, held) = read_afresh(session, tips, &pending, now, want)?;
     name_held(&mut ledger, &held);
     Ok((ledger, unreadable))
+}
+
+/// The reader's view ([`Want::View`]) as [`read`] gives it, shared: a
+/// long-running process hands out the view it keeps without a copy.
+pub fn read_view(session: &Session, now: u64) -> Result<(Rc<Ledger>, usize), ContextError> {
+    if !session.env().ends_with_call() {
+        let store = &session.store;
+        store.flush_journal_if_free();
+        let tips = store.tips()?;
+        if store.journal_records()?.is_empty() {
+            let mut memo = session.memo.borrow_mut();
+            let kept = memo.bring(session, tips, now)?;
+            return Ok((kept.view(), kept.unreadable));
+        }
+    }
+    let (ledger, unreadable) = read(session, now, Want::View)?;
+    Ok((Rc::new(ledger), unreadable))
 }
 
 /// The fold a long-running process (the MCP server) keeps between calls:
@@ -74,17 +103,30 @@ struct Kept {
     unreadable: usize,
     /// The whole ledger, finished, without the held-back operations named.
     full: Ledger,
-    view: Option<Ledger>,
+    /// Its reader's view, with them named, once one was asked for.
+    view: Option<Rc<Ledger>>,
+}
+
+impl Kept {
+    fn view(&mut self) -> Rc<Ledger> {
+        let (full, held) = (&self.full, &self.held);
+        Rc::clone(self.view.get_or_insert_with(|| {
+            let mut view = full.view();
+            name_held(&mut view, held);
+            Rc::new(view)
+        }))
+    }
 }
 
 impl Memo {
-    fn read(
+    /// The fold at `tips`: the one kept, advanced by what the logs gained
+    /// since, or read afresh.
+    fn bring(
         &mut self,
         session: &Session,
         tips: Tips,
         now: u64,
-        want: Want,
-    ) -> Result<(Ledger, usize), ContextError> {
+    ) -> Result<&mut Kept, ContextError> {
         let current = match self.kept.as_mut() {
             Some(kept) if due(&kept.held, now) => false,
             Some(kept) if kept.tips == tips => true,
@@ -114,15 +156,9 @@ impl Memo {
                 view: None,
             });
         }
-        let Some(kept) = self.kept.as_mut() else {
-            unreachable!("kept just above")
-        };
-        let mut ledger = match want {
-            Want::Full => kept.full.clone(),
-            Want::View => kept.view.get_or_insert_with(|| kept.full.view()).clone(),
-        };
-        name_held(&mut ledger, &kept.held);
-        Ok((ledger, kept.unreadable))
+        Ok(self
+            .kept
+            .get_or_insert_with(|| unreachable!("kept just above")))
     }
 }
 

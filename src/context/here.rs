@@ -256,7 +256,7 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
         rel.clone()
     };
     let point = super::point_of(&session.config, &probe)?;
-    let ledger = session.rules_ledger_as_of(as_of)?;
+    let (ledger, _) = session.rules_view(as_of)?;
     let at = Some(match as_of {
         Some(at) => at,
         None => session.now_ms()?,

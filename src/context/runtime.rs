@@ -253,23 +253,20 @@ impl Session {
     }
 
     /// [`Session::rules_ledger`] as the log stood at `as_of` (Unix ms;
-    /// `None` for now).
-    pub fn rules_ledger_as_of(&self, as_of: Option<u64>) -> Result<Ledger, ContextError> {
-        Ok(self.rules_ledger_and_unreadable(as_of)?.0)
-    }
-
-    /// [`Session::rules_ledger_as_of`], with how many stored lines could
-    /// not be read (a rule one of them holds is not in the ledger).
-    pub fn rules_ledger_and_unreadable(
-        &self,
-        as_of: Option<u64>,
-    ) -> Result<(Ledger, usize), ContextError> {
+    /// `None` for now), with how many stored lines could not be read (a
+    /// rule one of them holds is not in it), shared: a long-running
+    /// process hands out the view it keeps without a copy (a reader that
+    /// needs its own ledger asks [`Session::rules_ledger`]).
+    pub fn rules_view(&self, as_of: Option<u64>) -> Result<(Rc<Ledger>, usize), ContextError> {
         match as_of {
             None => {
                 let now = self.now_ms()?.max(self.call.env.wall_ms());
-                checkpointed::read(self, now, checkpointed::Want::View)
+                checkpointed::read_view(self, now)
             }
-            Some(_) => self.ledger_as_of(as_of),
+            Some(_) => {
+                let (ledger, unreadable) = self.ledger_as_of(as_of)?;
+                Ok((Rc::new(ledger), unreadable))
+            }
         }
     }
 
