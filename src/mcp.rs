@@ -134,7 +134,20 @@ pub struct LogArgs {
 pub struct HereArgs {
     /// A file or folder of the work tree.
     pub path: String,
+    /// At most this many items in each list (rules, notes, suggestions,
+    /// elsewhere); default 50, at most 1000. What is left out is counted
+    /// in `omitted`.
+    #[serde(default)]
+    pub limit: Option<usize>,
 }
+
+/// `context_here` lists at most this many items in each list unless the
+/// call asks otherwise: an answer an agent's context can hold (Claude Code
+/// warns past 10,000 tokens of tool output and cuts at 25,000).
+pub const HERE_LIMIT: usize = 50;
+
+/// The most a call may ask for.
+pub const HERE_LIMIT_MAX: usize = 1000;
 
 /// `context_search`: rules and notes that mention a text.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -448,9 +461,15 @@ impl Server {
             Ok(s) => s,
             Err(e) => return e,
         };
+        let limit = args.limit.unwrap_or(HERE_LIMIT);
+        if limit == 0 || limit > HERE_LIMIT_MAX {
+            return refusal(format!(
+                "limit {limit}: give 1 to {HERE_LIMIT_MAX} (items in each list)"
+            ));
+        }
         match at_path(&session, &args.path, None) {
-            Ok(at) => {
-                let h = &at.here;
+            Ok(mut at) => {
+                let h = &mut at.here;
                 let text = format!(
                     "{}: {} rule(s), {} note(s), {} suggestion(s), {} held elsewhere",
                     at.path,
@@ -459,7 +478,28 @@ impl Server {
                     h.suggestions.len(),
                     h.elsewhere.len()
                 );
-                answer(text, at.to_json())
+                let mut omitted = serde_json::Map::new();
+                for (name, list) in [
+                    ("rules", &mut h.rules),
+                    ("notes", &mut h.notes),
+                    ("suggestions", &mut h.suggestions),
+                    ("elsewhere", &mut h.elsewhere),
+                ] {
+                    if list.len() > limit {
+                        omitted.insert(name.into(), json!(list.len() - limit));
+                        list.truncate(limit);
+                    }
+                }
+                let mut doc = at.to_json();
+                let text = if omitted.is_empty() {
+                    text
+                } else {
+                    doc["omitted"] = Value::Object(omitted);
+                    format!(
+                        "{text}; {limit} of each listed, the rest counted in `omitted` (ask with a higher `limit`, or narrow with context_search)"
+                    )
+                };
+                answer(text, doc)
             }
             Err(e) => failed(e),
         }

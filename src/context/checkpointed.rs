@@ -8,10 +8,14 @@
 //! written again. Whatever path it takes, the answer is the fold of the log
 //! (the property test in `tests::checkpoint` holds it to that).
 
+use std::cell::OnceCell;
 use std::rc::Rc;
 
 use crate::ops::fold::checkpoint;
 use crate::ops::fold::{Ignored, Ledger};
+use crate::ops::group::Groups;
+
+use super::here::RuleItems;
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
 use crate::store::checkpoint::{Checkpoint, Header, Part, Tips};
@@ -57,7 +61,10 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
                 name_held(&mut full, &kept.held);
                 full
             }
-            Want::View => Rc::unwrap_or_clone(kept.view()),
+            Want::View => match Rc::try_unwrap(kept.view()) {
+                Ok(view) => view.ledger,
+                Err(shared) => shared.ledger.clone(),
+            },
         };
         return Ok((ledger, kept.unreadable));
     }
@@ -66,9 +73,46 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     Ok((ledger, unreadable))
 }
 
+/// A reader's view, shared, with what is derived from it alone made once
+/// and kept beside it: it is never changed, so nothing kept goes stale.
+#[derive(Debug)]
+pub struct SharedView {
+    ledger: Ledger,
+    groups: OnceCell<Groups>,
+    rule_items: OnceCell<RuleItems>,
+}
+
+impl SharedView {
+    pub fn new(ledger: Ledger) -> Self {
+        Self {
+            ledger,
+            groups: OnceCell::new(),
+            rule_items: OnceCell::new(),
+        }
+    }
+
+    /// Its rule groups ([`Ledger::rule_groups`]), made on first use.
+    pub fn groups(&self) -> &Groups {
+        self.groups.get_or_init(|| self.ledger.rule_groups())
+    }
+
+    /// Its term rules with their items ([`RuleItems::of`]), made on
+    /// first use.
+    pub fn rule_items(&self) -> &RuleItems {
+        self.rule_items.get_or_init(|| RuleItems::of(&self.ledger))
+    }
+}
+
+impl std::ops::Deref for SharedView {
+    type Target = Ledger;
+    fn deref(&self) -> &Ledger {
+        &self.ledger
+    }
+}
+
 /// The reader's view ([`Want::View`]) as [`read`] gives it, shared: a
 /// long-running process hands out the view it keeps without a copy.
-pub fn read_view(session: &Session, now: u64) -> Result<(Rc<Ledger>, usize), ContextError> {
+pub fn read_view(session: &Session, now: u64) -> Result<(Rc<SharedView>, usize), ContextError> {
     if !session.env().ends_with_call() {
         let store = &session.store;
         store.flush_journal_if_free();
@@ -80,7 +124,7 @@ pub fn read_view(session: &Session, now: u64) -> Result<(Rc<Ledger>, usize), Con
         }
     }
     let (ledger, unreadable) = read(session, now, Want::View)?;
-    Ok((Rc::new(ledger), unreadable))
+    Ok((Rc::new(SharedView::new(ledger)), unreadable))
 }
 
 /// The fold a long-running process (the MCP server) keeps between calls:
@@ -104,16 +148,16 @@ struct Kept {
     /// The whole ledger, finished, without the held-back operations named.
     full: Ledger,
     /// Its reader's view, with them named, once one was asked for.
-    view: Option<Rc<Ledger>>,
+    view: Option<Rc<SharedView>>,
 }
 
 impl Kept {
-    fn view(&mut self) -> Rc<Ledger> {
+    fn view(&mut self) -> Rc<SharedView> {
         let (full, held) = (&self.full, &self.held);
         Rc::clone(self.view.get_or_insert_with(|| {
             let mut view = full.view();
             name_held(&mut view, held);
-            Rc::new(view)
+            Rc::new(SharedView::new(view))
         }))
     }
 }

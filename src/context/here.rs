@@ -88,6 +88,25 @@ impl Item {
     }
 }
 
+/// A ledger's term rules at every instant ([`Ledger::term_rules`] with no
+/// point and no instant), in id order, each with its item.
+#[derive(Debug)]
+pub struct RuleItems {
+    pub rules: Vec<TermRule>,
+    items: Vec<Item>,
+}
+
+impl RuleItems {
+    pub fn of(ledger: &Ledger) -> Self {
+        let rules = ledger.term_rules(None, None);
+        let items = rules
+            .iter()
+            .map(|rule| Item::of_rule(rule, rule.id.op().and_then(|op| ledger.state(&op))))
+            .collect();
+        Self { rules, items }
+    }
+}
+
 fn standing(state: &State) -> Option<String> {
     state.standing_text()
 }
@@ -149,29 +168,40 @@ pub struct Here {
 /// several operations state ([`crate::ops::group`]) is listed once, by the
 /// first that holds here, naming them all; one that holds here is not
 /// also wording that stays correct here.
-pub fn applies_at(ledger: &Ledger, point: &Point, at: Option<i64>) -> Here {
+/// `groups` are the ledger's ([`Ledger::rule_groups`]), `listed` its term
+/// rules at every instant with their items ([`RuleItems::of`]): a
+/// long-running process makes both once for a ledger it keeps.
+pub fn applies_at(
+    ledger: &Ledger,
+    groups: &Groups,
+    listed: &RuleItems,
+    point: &Point,
+    at: Option<i64>,
+) -> Here {
     let mut here = Here::default();
-    let groups = ledger.rule_groups();
     let (mut rules, mut suggestions, mut elsewhere) =
         (Listing::default(), Listing::default(), Listing::default());
     let mut away = Vec::new();
-    for rule in ledger.term_rules(None, at) {
+    for (rule, item) in listed.rules.iter().zip(&listed.items) {
+        // As `Ledger::term_rules` at `at` would list them.
+        if !rule.scope.in_force(at) {
+            continue;
+        }
         let op = rule.id.op();
-        let item = Item::of_rule(&rule, op.and_then(|op| ledger.state(&op)));
         let covers = op
             .and_then(|op| ledger.get(&op))
             .is_some_and(|r| ledger.covers(r, &rule.scope, point));
         match (covers, rule.suggested) {
-            (true, false) => rules.add(&groups, item),
-            (true, true) => suggestions.add(&groups, item),
-            (false, false) => away.push(item),
+            (true, false) => rules.add(groups, item.clone()),
+            (true, true) => suggestions.add(groups, item.clone()),
+            (false, false) => away.push(item.clone()),
             (false, true) => {}
         }
     }
     for item in away {
-        let here_too = lead(&groups, &item).is_some_and(|(l, _)| rules.by_lead.contains_key(&l));
+        let here_too = lead(groups, &item).is_some_and(|(l, _)| rules.by_lead.contains_key(&l));
         if !here_too {
-            elsewhere.add(&groups, item);
+            elsewhere.add(groups, item);
         }
     }
     here.rules = rules.items;
@@ -261,13 +291,12 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
         Some(at) => at,
         None => session.now_ms()?,
     } as i64);
-    let mut here = applies_at(&ledger, &point, at);
+    let listed = ledger.rule_items();
+    let mut here = applies_at(&ledger, ledger.groups(), listed, &point, at);
     // Rules other repositories widened to the workspace hold here too,
     // unless a rule of the project speaks for the same term.
-    let project = ledger.term_rules(None, None);
-    session.release(ledger);
     for rule in super::workspace::rules_at(session, at) {
-        if rule.shadowed_by(&project) || !rule.scope.covers(&point) {
+        if rule.shadowed_by(&listed.rules) || !rule.scope.covers(&point) {
             continue;
         }
         let item = Item {
@@ -291,6 +320,7 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
             here.suggestions.push(item);
         }
     }
+    session.release(ledger);
     Ok(AtPath {
         path: rel,
         point,

@@ -257,7 +257,10 @@ impl Session {
     /// rule one of them holds is not in it), shared: a long-running
     /// process hands out the view it keeps without a copy (a reader that
     /// needs its own ledger asks [`Session::rules_ledger`]).
-    pub fn rules_view(&self, as_of: Option<u64>) -> Result<(Rc<Ledger>, usize), ContextError> {
+    pub fn rules_view(
+        &self,
+        as_of: Option<u64>,
+    ) -> Result<(Rc<checkpointed::SharedView>, usize), ContextError> {
         match as_of {
             None => {
                 let now = self.now_ms()?.max(self.call.env.wall_ms());
@@ -265,7 +268,7 @@ impl Session {
             }
             Some(_) => {
                 let (ledger, unreadable) = self.ledger_as_of(as_of)?;
-                Ok((Rc::new(ledger), unreadable))
+                Ok((Rc::new(checkpointed::SharedView::new(ledger)), unreadable))
             }
         }
     }

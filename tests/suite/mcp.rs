@@ -622,3 +622,49 @@ fn apply_edits_writes_nothing_outside_the_work_tree_through_a_link_under_git_or_
     );
     assert!(repo.log().iter().all(|op| op["kind"] != "signal"));
 }
+
+#[test]
+fn context_here_lists_a_bounded_number_of_each_and_counts_the_rest() {
+    let repo = TestEnv::new();
+    repo.write("docs/guide.md", "Quick cast streams video.\n");
+    for (n, term) in ["Alphax", "Betax", "Gammax"].iter().enumerate() {
+        let avoided = format!("{} x", &term[..term.len() - 1]);
+        repo.agent_term(&format!("s{n}"), term, &avoided, &["--quote", "seen"])
+            .ok();
+    }
+    let mut server = initialized(&repo, "reader-agent");
+    let all = server.call(2, "context_here", json!({"path": "docs/guide.md"}));
+    let doc = &all["result"]["structuredContent"];
+    assert_eq!(doc["suggestions"].as_array().unwrap().len(), 3, "{doc}");
+    assert_eq!(doc.get("omitted"), None, "{doc}");
+
+    let two = server.call(
+        3,
+        "context_here",
+        json!({"path": "docs/guide.md", "limit": 2}),
+    );
+    let doc = &two["result"]["structuredContent"];
+    let listed: Vec<&str> = doc["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["use"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["Alphax", "Betax"]);
+    assert_eq!(doc["omitted"], json!({"suggestions": 1}));
+    assert_eq!(
+        text_of(&two),
+        "docs/guide.md: 0 rule(s), 0 note(s), 3 suggestion(s), 0 held elsewhere; 2 of each listed, the rest counted in `omitted` (ask with a higher `limit`, or narrow with context_search)"
+    );
+    for (id, limit) in [(4, 0), (5, 1001)] {
+        let refused = server.call(
+            id,
+            "context_here",
+            json!({"path": "docs/guide.md", "limit": limit}),
+        );
+        assert_eq!(
+            refusal_of(&refused),
+            format!("limit {limit}: give 1 to 1000 (items in each list)")
+        );
+    }
+}
