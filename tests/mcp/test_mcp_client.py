@@ -14,6 +14,7 @@ first expectation that fails.
 
 import asyncio
 import json
+import os
 import sys
 
 from mcp import ClientSession
@@ -178,8 +179,37 @@ async def main(kapi, repo, home):
             # session: each answered, as its own.
             await burst(session)
 
+            # The compiled context: compiled as the CLI compiles it, and the
+            # one the CLI wrote (ctx.json) verified as current.
+            compiled = await call(session, "compile_context", {
+                "query": "review", "max_docs": 3, "max_bytes": 8192, "today": "2026-11-30",
+            })
+            assert not compiled.is_error, text(compiled)
+            with open(os.path.join(repo, "ctx.json")) as f:
+                assert compiled.structured_content == json.load(f), text(compiled)
+            verified = await call(session, "verify_context", {"artifact": "ctx.json", "today": "2026-11-30"})
+            assert verified.structured_content["status"] == "current", verified.structured_content
+
+            # Edits through kapi: applied, and an applied signal for the
+            # suggestion whose preferred form they write.
+            applied = await call(session, "apply_edits", {"edits": [
+                {"path": "docs/guide.md", "old": "Quick cast", "new": "Quickcast"},
+            ]})
+            assert not applied.is_error, text(applied)
+            assert applied.structured_content["signals"][0]["target"] == recorded["id"], applied
+            with open(os.path.join(repo, "docs", "guide.md")) as f:
+                assert f.read() == "Quickcast streams video.\n"
+            await refused(session, "apply_edits",
+                          {"edits": [{"path": "../outside.md", "old": "a", "new": "b"}]},
+                          "outside the work tree")
+            await refused(session, "apply_edits",
+                          {"edits": [{"path": ".git/config", "old": "a", "new": "b"}]},
+                          "kapi writes nothing under .git")
+
             again = await call(session, "context_log", {"session": "this"})
-            assert len(again.structured_content["operations"]) == 3, "nothing half-written"
+            ops = again.structured_content["operations"]
+            assert len(ops) == 4, "nothing half-written: " + json.dumps(ops)
+            assert ops[-1]["kind"] == "signal" and ops[-1]["actor"]["name"] == "apply", ops[-1]
             print(f"SESSION {this}")
 
 

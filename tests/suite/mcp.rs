@@ -294,6 +294,26 @@ fn the_official_python_sdk_drives_every_tool() {
     };
     let repo = TestEnv::new();
     repo.write("docs/guide.md", "Quick cast streams video.\n");
+    // A vault, and a context compiled from it, for compile_context and
+    // verify_context.
+    copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vault"),
+        &repo.join("decisions"),
+    );
+    let compiled = repo
+        .kapi(&[
+            "compile-context",
+            "--query",
+            "review",
+            "--max-docs",
+            "3",
+            "--max-bytes",
+            "8192",
+            "--today",
+            "2026-11-30",
+        ])
+        .ok();
+    std::fs::write(repo.join("ctx.json"), compiled.stdout.as_bytes()).unwrap();
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/test_mcp_client.py");
     let home = repo.root().join("home");
