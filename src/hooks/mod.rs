@@ -34,6 +34,41 @@ pub const GIT_HOOKS: &[(&str, &str)] = &[
     ("post-merge", include_str!("../../hooks/post-merge")),
 ];
 
+/// Where a shim names the kapi that installed it (shell-quoted).
+const INSTALLED: &str = "@KAPI_INSTALLED@";
+
+/// The kapi running now, by its absolute path: what a shim runs first.
+fn this_kapi() -> PathBuf {
+    std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .unwrap_or_else(|_| PathBuf::from("kapi"))
+}
+
+/// A shim as `kapi hooks install` writes it: `template` naming `kapi`.
+fn shim_for(template: &str, kapi: &Path) -> String {
+    let quoted = format!("'{}'", kapi.to_string_lossy().replace('\'', r"'\''"));
+    template.replacen(INSTALLED, &quoted, 1)
+}
+
+/// Whether `text` is `template` written for some kapi, wherever it was.
+fn is_shim(text: &str, template: &str) -> bool {
+    let Some((before, after)) = template.split_once(INSTALLED) else {
+        return text == template;
+    };
+    if text.len() < before.len() + after.len()
+        || !text.starts_with(before)
+        || !text.ends_with(after)
+    {
+        return false;
+    }
+    // One path, single-quoted as `shim_for` quotes it, and nothing else.
+    let quoted = &text[before.len()..text.len() - after.len()];
+    quoted
+        .strip_prefix('\'')
+        .and_then(|q| q.strip_suffix('\''))
+        .is_some_and(|inner| !inner.contains('\n') && !inner.replace(r"'\''", "").contains('\''))
+}
+
 /// The `CLAUDE.md` install offers: Claude Code reads it, and it imports
 /// the `AGENTS.md` other agents read.
 pub const CLAUDE_MD: &str = "@AGENTS.md\n";
@@ -287,7 +322,7 @@ impl Hooks {
             let kept = dir.join(format!("{name}{CHAINED}"));
             let state = match read_optional(&path)? {
                 None => State::Absent,
-                Some(text) if text == *shim => State::Installed {
+                Some(text) if is_shim(&text, shim) => State::Installed {
                     chained: is_there(&kept).then_some(kept),
                 },
                 Some(text) if is_kapis(&text) => State::Outdated,
@@ -578,12 +613,14 @@ impl Hooks {
 
     fn install_git(&self, dry_run: bool) -> Result<Vec<Change>, HooksError> {
         let dir = self.git_hooks_dir()?;
+        let kapi = this_kapi();
         let mut changes = Vec::new();
         for (name, shim) in GIT_HOOKS {
             let path = dir.join(name);
             let kept = dir.join(format!("{name}{CHAINED}"));
             let action = match read_optional(&path)? {
-                Some(text) if text == *shim => Action::Unchanged,
+                // Another kapi's shim is written again for this one.
+                Some(text) if text == shim_for(shim, &kapi) => Action::Unchanged,
                 Some(text) if is_kapis(&text) => Action::Updated,
                 // A link to nothing is still there: it is never replaced.
                 Some(_) if is_there(&kept) => {
@@ -607,11 +644,11 @@ impl Hooks {
                 match &change.action {
                     Action::Chained { kept } => {
                         std::fs::rename(path, kept).map_err(io("keep", path))?;
-                        write_executable(path, shim)?;
+                        write_executable(path, &shim_for(shim, &kapi))?;
                     }
                     Action::Installed | Action::Updated => {
                         std::fs::create_dir_all(&dir).map_err(io("create", &dir))?;
-                        write_executable(path, shim)?;
+                        write_executable(path, &shim_for(shim, &kapi))?;
                     }
                     _ => {}
                 }
@@ -976,6 +1013,35 @@ mod tests {
         for (name, shim) in GIT_HOOKS {
             assert!(is_kapis(shim), "{name}");
             assert!(shim.contains(&format!("hook={name}\n")), "{name}");
+            assert_eq!(shim.matches(INSTALLED).count(), 1, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_shim_names_its_kapi_shell_quoted_and_is_known_wherever_that_was() {
+        let (_, template) = GIT_HOOKS[0];
+        let odd = Path::new("/opt/it's here/kapi");
+        let shim = shim_for(template, odd);
+        assert!(
+            shim.contains("installed='/opt/it'\\''s here/kapi'\n"),
+            "{shim}"
+        );
+        assert!(is_shim(&shim, template));
+        assert!(is_shim(
+            &shim_for(template, Path::new("/usr/bin/kapi")),
+            template
+        ));
+        // What sh makes of the quoted path is the path.
+        let line = shim.lines().find(|l| l.starts_with("installed=")).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("{line}; printf %s \"$installed\"")])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "/opt/it's here/kapi");
+        // Another line where the path goes is not kapi's shim.
+        for tampered in ["installed=x\nrm -rf /", "installed='/x'; rm -rf /; ''"] {
+            let text = shim.replace("installed='/opt/it'\\''s here/kapi'", tampered);
+            assert!(!is_shim(&text, template), "{text}");
         }
     }
 }

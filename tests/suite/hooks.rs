@@ -1214,3 +1214,86 @@ fn the_shell_door_is_installed_beside_the_project_s_own_pre_tool_use_hooks() {
         settings
     );
 }
+
+/// git by its absolute path, so a commit can run with `PATH` emptied.
+fn git_path() -> std::path::PathBuf {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// `git commit -m MESSAGE ...extra` with `PATH` emptied, as a GUI client
+/// runs hooks: (exit code, stderr).
+fn commit_without_path(repo: &TestEnv, message: &str, extra: &[&str]) -> (i32, String) {
+    let mut cmd = std::process::Command::new(git_path());
+    repo.isolate(&mut cmd);
+    let out = cmd
+        .args(["commit", "-qm", message])
+        .args(extra)
+        .env("PATH", "")
+        .env_remove("KAPI")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_pre_commit_hook_runs_the_kapi_that_installed_it_and_fails_closed_without_one() {
+    let repo = TestEnv::new();
+    repo.write("README.md", "A project.\n");
+    repo.git(&["add", "README.md"]);
+    repo.git(&["commit", "-qm", "first"]);
+    repo.kept_rule("Quickcast", "Quick cast");
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+    let hook = repo.join(".git/hooks/pre-commit");
+    let shim = std::fs::read_to_string(&hook).unwrap();
+    let kapi = crate::common::kapi_bin().canonicalize().unwrap();
+    let named = format!("installed='{}'\n", kapi.display());
+    assert!(shim.contains(&named), "{shim}");
+
+    // PATH holds no kapi: the hook runs the one that installed it, whose
+    // check refuses the violating commit.
+    repo.write("docs/a.md", "Quick cast streams video.\n");
+    repo.git(&["add", "docs/a.md"]);
+    let (code, stderr) = commit_without_path(&repo, "violating", &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        repo.git(&["rev-list", "--count", "HEAD"]),
+        "1",
+        "nothing committed"
+    );
+
+    // Neither that kapi nor one on PATH: the commit is refused, saying how
+    // to install kapi or bypass on purpose.
+    std::fs::write(&hook, shim.replace(&named, "installed='/nowhere/kapi'\n")).unwrap();
+    repo.write("docs/a.md", "Quickcast streams video.\n");
+    repo.git(&["add", "docs/a.md"]);
+    let (code, stderr) = commit_without_path(&repo, "clean", &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        stderr,
+        "kapi: the pre-commit hook refuses the commit: no kapi to run (not /nowhere/kapi, nor `kapi` on PATH), so the project's rules would go unchecked.\n\
+         kapi: install kapi (see its README), or commit without the hook on purpose: git commit --no-verify\n"
+    );
+    assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]), "1");
+    let (code, stderr) = commit_without_path(&repo, "on purpose", &["--no-verify"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]), "2");
+
+    // `hooks status` knows the shim wherever its kapi was; install writes
+    // it again for this kapi.
+    let status = repo.kapi(&["hooks", "status"]).ok();
+    assert_eq!(
+        status.stdout.lines().next().unwrap_or_default(),
+        "git    pre-commit   .git/hooks/pre-commit: installed",
+        "{}",
+        status.stdout
+    );
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), shim);
+}
