@@ -554,6 +554,7 @@ impl Server {
             extra_rules: Vec::new(),
             record_usage: false,
             as_of: None,
+            stdin: None,
         };
         match check(Some(&session), &request) {
             Ok(report) => {

@@ -223,6 +223,43 @@ fn report_path(root: Option<&Path>, abs: &Path, named: &Path) -> String {
     s.strip_prefix("./").map(str::to_string).unwrap_or(s)
 }
 
+/// Standard input, checked as the file `name` (relative to `cwd`; it need
+/// not exist): its kind by its extension, its path as a named file's.
+/// Without a name it is `-`, read as Markdown. `bytes` holds at most
+/// [`MAX_FILE_BYTES`] + 1 bytes: one more says it was larger.
+pub fn stdin_file(root: Option<&Path>, cwd: &Path, name: Option<&Path>, bytes: Vec<u8>) -> FileRef {
+    let source = if bytes.len() as u64 > MAX_FILE_BYTES {
+        Source::Skipped(Skip::TooLarge(bytes.len() as u64))
+    } else {
+        Source::Blob(bytes)
+    };
+    let Some(name) = name else {
+        return FileRef {
+            path: "-".into(),
+            kind: TextKind::Markdown,
+            source,
+        };
+    };
+    let abs = cwd.join(name);
+    // The file need not exist: its folder places it.
+    let placed = abs.canonicalize().ok().or_else(|| {
+        let dir = abs.parent()?.canonicalize().ok()?;
+        Some(dir.join(abs.file_name()?))
+    });
+    let path = match (root.and_then(|r| r.canonicalize().ok()), placed) {
+        (Some(r), Some(a)) if a.starts_with(&r) => slashes(a.strip_prefix(&r).unwrap_or(&a)),
+        _ => {
+            let s = slashes(name);
+            s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+        }
+    };
+    FileRef {
+        kind: TextKind::of_path(Path::new(&path)),
+        path,
+        source,
+    }
+}
+
 /// Named files and folders (relative to `cwd`). A named file is checked
 /// whatever its name; a folder expands to its prose files (respecting
 /// `.gitignore` inside a repository; outside one, hidden entries are skipped).

@@ -41,6 +41,17 @@ pub struct CheckRequest {
     /// Check against the log as it stood at this instant (Unix ms), with
     /// windows read at it; usage is then never recorded. `None`: now.
     pub as_of: Option<u64>,
+    /// Check this text (standard input) instead of files, as the file
+    /// named (`None`: `-`, read as Markdown).
+    pub stdin: Option<Stdin>,
+}
+
+/// Text from standard input, checked as a file.
+#[derive(Debug, Clone)]
+pub struct Stdin {
+    pub name: Option<PathBuf>,
+    /// At most 16 MiB and one byte (one more says it was larger).
+    pub bytes: Vec<u8>,
 }
 
 /// What a check found: the findings and warnings, and how many usage
@@ -175,7 +186,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         Some(s) => PointMap::from_config(&s.config.points).map_err(CheckError::Points)?,
         None => PointMap::default(),
     };
-    let whole_project = req.paths.is_empty() && !req.staged;
+    let whole_project = req.paths.is_empty() && !req.staged && req.stdin.is_none();
     let repo = session.map(|s| s.store.git());
     let files = list_files(req, repo, &filter)?;
     // Usage counts need every preferred form in the automaton (a plain
@@ -240,6 +251,14 @@ fn list_files(
     filter: &ProseFilter,
 ) -> Result<Vec<FileRef>, CheckError> {
     let wt = repo.map(|r| r as &dyn files::Worktree);
+    if let Some(stdin) = &req.stdin {
+        return Ok(vec![files::stdin_file(
+            wt.map(|w| w.root()),
+            &req.cwd,
+            stdin.name.as_deref(),
+            stdin.bytes.clone(),
+        )]);
+    }
     if req.staged {
         let wt = wt.ok_or_else(|| CheckError::Usage("--staged needs a git repository".into()))?;
         let only = req

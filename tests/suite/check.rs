@@ -574,3 +574,59 @@ fn markdown_prose_is_what_commonmark_reads_as_text() {
         "{doc}"
     );
 }
+
+#[test]
+fn standard_input_is_checked_as_the_file_it_is_named_and_records_nothing() {
+    let env = TestEnv::new();
+    env.write("docs/guide.md", "Quickcast streams video.\n");
+    env.kept_rule("Quickcast", "Quick cast");
+    let before = env.log().len();
+    let text = b"Open Quick cast.\n\n```\nQuick cast --help\n```\n";
+    let mut t = Transcript::new();
+    t.comment("`-`: standard input, read as Markdown (the fence is code)");
+    t.kapi_stdin(&env, &["check", "-"], text).code(1);
+    t.comment("named: its place and its kind (a .txt file has no fences)");
+    t.kapi_stdin(
+        &env,
+        &["check", "-", "--stdin-filename", "docs/new.txt"],
+        text,
+    )
+    .code(1);
+    t.comment("nothing else goes with it");
+    t.kapi_stdin(&env, &["check", "-", "docs/guide.md"], text)
+        .code(2);
+    t.kapi_stdin(&env, &["check", "--stdin-filename", "a.md"], text)
+        .code(2);
+    t.kapi_stdin(&env, &["check", "-", "--staged"], text)
+        .code(2);
+    insta::assert_snapshot!(t.text());
+
+    let json = env
+        .kapi_stdin(
+            &[
+                "check",
+                "-",
+                "--stdin-filename",
+                "docs/new.md",
+                "--format",
+                "json",
+            ],
+            text,
+        )
+        .code(1)
+        .json();
+    let at: Vec<(String, u64)> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(at, [("docs/new.md".to_owned(), 1)]);
+    // A check of standard input says nothing of how the project writes.
+    assert_eq!(env.log().len(), before);
+}

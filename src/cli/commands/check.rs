@@ -6,7 +6,10 @@ use super::Ctx;
 use crate::check::format::{github, human, json, sarif};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
-use crate::context::check::{CheckRequest, check};
+use std::io::Read;
+
+use crate::check::files::MAX_FILE_BYTES;
+use crate::context::check::{CheckRequest, Stdin, check};
 
 /// Check prose against the rules in force: established rules fail,
 /// suggestions only advise.
@@ -22,7 +25,8 @@ use crate::context::check::{CheckRequest, check};
 /// configuration errors, 5 when the repository cannot be read.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Files or folders to check; a folder means its prose files.
+    /// Files or folders to check; a folder means its prose files; `-`:
+    /// standard input.
     #[arg(value_name = "PATHS")]
     pub paths: Vec<PathBuf>,
 
@@ -44,6 +48,12 @@ pub struct Args {
     /// this date (UTC), with rule windows read at it.
     #[arg(long, value_name = "WHEN", value_parser = crate::cli::commands::parse_as_of)]
     pub as_of: Option<u64>,
+
+    /// With `-` as the path: check standard input as the file NAME (its
+    /// kind by its extension, the rules that hold where it sits; it need
+    /// not exist). Without it, standard input is `-`, read as Markdown.
+    #[arg(long, value_name = "NAME")]
+    pub stdin_filename: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -59,14 +69,20 @@ pub enum FormatArg {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    let stdin = stdin_of(&args)?;
     let session = ctx.session_if_in_work_tree()?;
     let request = CheckRequest {
         cwd: ctx.cwd.clone(),
-        paths: args.paths,
+        paths: if stdin.is_some() {
+            Vec::new()
+        } else {
+            args.paths
+        },
         staged: args.staged,
         extra_rules: args.rules,
         record_usage: true,
         as_of: args.as_of,
+        stdin,
     };
     let report = check(session.as_ref(), &request)?;
     let text = match args.format {
@@ -83,4 +99,38 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     } else {
         Exit::Ok
     })
+}
+
+/// Standard input, when the one path is `-` (as Vale and typos read it):
+/// at most 16 MiB and one byte is read, one more saying it was larger.
+fn stdin_of(args: &Args) -> Result<Option<Stdin>, CliError> {
+    let dash = args.paths.iter().any(|p| p.as_os_str() == "-");
+    if !dash {
+        return match args.stdin_filename {
+            Some(_) => Err(CliError::usage(
+                "--stdin-filename names standard input: give `-` as the path (kapi check - --stdin-filename NAME)",
+            )),
+            None => Ok(None),
+        };
+    }
+    if args.paths.len() > 1 {
+        return Err(CliError::usage(
+            "`-` (standard input) is checked alone: name no other path with it",
+        ));
+    }
+    if args.staged {
+        return Err(CliError::usage(
+            "`-` checks standard input, --staged the index: give one of them",
+        ));
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::usage(format!("cannot read standard input: {e}")))?;
+    Ok(Some(Stdin {
+        name: args.stdin_filename.clone(),
+        bytes,
+    }))
 }
