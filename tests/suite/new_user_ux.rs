@@ -927,3 +927,101 @@ fn hints_are_read_from_backticks_and_line_ends() {
         ["kapi", "context", "search", ""]
     );
 }
+
+/// PATH with the built kapi and git-kapi first.
+fn path_with_kapi() -> String {
+    let bin_dir = crate::common::kapi_bin().parent().unwrap().to_path_buf();
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[test]
+fn bash_loads_the_completions_and_completes_a_command() {
+    let repo = TestEnv::new();
+    let script = r#"source <(kapi completions bash) || exit 3
+complete -p kapi
+COMP_WORDS=(kapi che); COMP_CWORD=1; _kapi kapi che kapi; echo "${COMPREPLY[*]}"
+COMP_WORDS=(kapi context rev); COMP_CWORD=2; _kapi kapi rev context; echo "${COMPREPLY[*]}"
+"#;
+    let out = Command::new("bash")
+        .args(["-c", script])
+        .current_dir(repo.path())
+        .env("PATH", path_with_kapi())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "complete -o bashdefault -o default -o nosort -F _kapi kapi\ncheck\nreview\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Every shell clap knows.
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let run = repo.kapi(&["completions", shell]).ok();
+        assert!(run.stdout.len() > 1000, "{shell}: {}", run.stdout);
+    }
+    repo.kapi(&["completions", "tcsh"]).code(2);
+}
+
+#[test]
+fn git_kapi_help_opens_the_manual_page_kapi_man_installs() {
+    if Command::new("man").arg("-w").arg("man").output().is_err() {
+        // ci/run installs man-db; a machine without man has no `git help`.
+        println!("skipped: no `man` here");
+        return;
+    }
+    let repo = TestEnv::new();
+    let home = repo.root().join("home");
+    let run = repo
+        .kapi_cmd(&["man", "--install"])
+        .env("HOME", &home)
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let man1 = home.join(".local/share/man/man1");
+    for page in [
+        "kapi.1",
+        "git-kapi.1",
+        "kapi-check.1",
+        "kapi-context-note.1",
+        "kapi-context-review.1",
+        "kapi-mcp.1",
+    ] {
+        assert!(man1.join(page).is_file(), "{page}");
+    }
+    let out = repo
+        .git_cmd(&["kapi", "--help"])
+        .env("PATH", path_with_kapi())
+        .env("MANPATH", home.join(".local/share/man"))
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .env("MANWIDTH", "80")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // man justifies its lines: words, not spaces, are compared.
+    let first: Vec<String> = text
+        .lines()
+        .take(4)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(first[0].starts_with("git-kapi(1) "), "{text}");
+    assert_eq!(first[2], "NAME", "{text}");
+    assert_eq!(
+        first[3], "git-kapi - kapi: a git-native context ledger for people and coding",
+        "{text}"
+    );
+}

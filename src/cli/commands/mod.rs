@@ -11,9 +11,11 @@ use crate::context::{Env, ProcessEnv, Session};
 
 pub mod check;
 pub mod compile_context;
+pub mod completions;
 pub mod context;
 pub mod hook;
 pub mod hooks;
+pub mod man;
 pub mod mcp;
 pub mod store;
 pub mod vault_args;
@@ -41,6 +43,10 @@ pub enum Command {
     Workspace(workspace::Args),
     /// Serve the context tools to a coding agent over stdio (MCP); it names the agent.
     Mcp(mcp::Args),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(completions::Args),
+    /// Write the manual pages (`--install`: where `man` and `git kapi --help` find them).
+    Man(man::Args),
 }
 
 /// What every command may read about where and how it runs.
@@ -144,6 +150,8 @@ pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
         Command::Hook(args) => hook::run(args, ctx),
         Command::Workspace(args) => workspace::run(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
+        Command::Completions(args) => completions::run(args, ctx),
+        Command::Man(args) => man::run(args, ctx),
     }
 }
 
