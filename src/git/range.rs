@@ -72,6 +72,21 @@ pub enum RangeError {
     },
 }
 
+/// What a push moved a branch over (`BEFORE` and `AFTER`, as CI gives
+/// them), as the CI step counts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pushed {
+    /// `BEFORE` is all zeros: a new branch, nothing merged to count.
+    NewBranch,
+    /// `BEFORE` names no commit this clone holds (a shallow checkout).
+    BeforeMissing,
+    /// `BEFORE` and `AFTER` share no history (a forced push of another one).
+    Unrelated,
+    /// The range to count: from `BEFORE`, or from the merge base when the
+    /// push was forced (`forced`).
+    Range { range: MergedRange, forced: bool },
+}
+
 type Entries = BTreeMap<Vec<u8>, (bool, ObjectId)>;
 
 /// Trees decoded while walking a range: a commit's tree is its child's
@@ -174,6 +189,30 @@ impl Repo {
         Ok(MergedRange {
             from: resolve(from)?,
             to: resolve(to)?,
+        })
+    }
+
+    /// What a push from `before` to `after` moved the branch over. `after`
+    /// must be a commit this clone holds.
+    pub fn pushed(&self, before: &str, after: &str) -> Result<Pushed, GitError> {
+        let to = self.commit_of(after)?;
+        if !before.is_empty() && before.bytes().all(|b| b == b'0') {
+            return Ok(Pushed::NewBranch);
+        }
+        let Ok(from) = self.commit_of(before) else {
+            return Ok(Pushed::BeforeMissing);
+        };
+        let base = self
+            .repo
+            .merge_base(from, to)
+            .map_err(git("finding the merge base"))?
+            .map(|id| id.detach());
+        Ok(match base {
+            None => Pushed::Unrelated,
+            Some(base) => Pushed::Range {
+                range: MergedRange { from: base, to },
+                forced: base != from,
+            },
         })
     }
 

@@ -554,5 +554,10 @@ fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
     let zeros = "0".repeat(40);
     let line = format!("ci/kapi-after-push {zeros} {after}");
     t.step(&ci, &line, step(&zeros).into()).ok();
+    // The command itself: a BEFORE this clone lacks (a shallow checkout)
+    // syncs without counting; an AFTER it lacks is refused.
+    let missing = "1234567890abcdef1234567890abcdef12345678";
+    t.kapi(&ci, &["ci", "after-push", missing, &after]).ok();
+    t.kapi(&ci, &["ci", "after-push", &before, missing]).code(2);
     insta::assert_snapshot!(t.text());
 }

@@ -10,6 +10,7 @@ use super::exit::{CliError, Exit};
 use crate::context::{Env, ProcessEnv, Session};
 
 pub mod check;
+pub mod ci;
 pub mod compile_context;
 pub mod completions;
 pub mod context;
@@ -43,6 +44,8 @@ pub enum Command {
     Workspace(workspace::Args),
     /// Serve the context tools to a coding agent over stdio (MCP); it names the agent.
     Mcp(mcp::Args),
+    /// Steps for a CI job: after-push records merge signals and syncs.
+    Ci(ci::Args),
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
     Completions(completions::Args),
     /// Write the manual pages (`--install`: where `man` and `git kapi --help` find them).
@@ -150,6 +153,7 @@ pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
         Command::Hook(args) => hook::run(args, ctx),
         Command::Workspace(args) => workspace::run(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
+        Command::Ci(args) => ci::run(args, ctx),
         Command::Completions(args) => completions::run(args, ctx),
         Command::Man(args) => man::run(args, ctx),
     }

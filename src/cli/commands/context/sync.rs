@@ -59,9 +59,19 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         allow_other_project: args.allow_other_project,
         timeout: args.timeout.map(std::time::Duration::from_secs),
     };
-    let mut synced = sync(&session, &req)?;
+    let synced = sync(&session, &req)?;
+    report(&session, synced, args.json)
+}
+
+/// Print what a sync did (as one JSON object with `json`), its warnings on
+/// stderr, and the rules files it refreshed.
+pub(crate) fn report(
+    session: &crate::context::Session,
+    mut synced: Synced,
+    json: bool,
+) -> Result<Exit, CliError> {
     let mut out = Out::new();
-    if args.json {
+    if json {
         out.json(&synced)?;
     } else {
         describe(&synced, &mut out)?;
@@ -75,7 +85,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             synced.remote, r.location, r.error
         ));
     }
-    if args.json {
+    if json {
         // The JSON names the rules files refreshed; a failure is the error.
         if let Some(e) = synced.refresh_error.take() {
             out.flush()?;
@@ -83,7 +93,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         }
     } else {
         report_rules_files(
-            &session,
+            session,
             &synced.refreshed,
             synced.refresh_error.take(),
             &mut out,
