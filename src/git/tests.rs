@@ -438,3 +438,52 @@ fn a_shallow_clones_boundary_commit_reads_as_a_root() {
     assert_eq!(range.len(), 1);
     assert_eq!(range[0].files[0].added, ["one", "two"]);
 }
+
+#[test]
+fn a_push_is_read_as_a_new_branch_a_range_a_forced_range_or_nothing_to_count() {
+    use super::range::Pushed;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("repo");
+    init(&dir);
+    let commit = |file: &str, message: &str| {
+        write(&dir.join(file), message);
+        sh(&dir, &["add", file]);
+        sh(&dir, &["commit", "-qm", message]);
+        sh(&dir, &["rev-parse", "HEAD"])
+    };
+    let a = commit("a.md", "a");
+    let b = commit("b.md", "b");
+    // A push that rewrote b: c sits on a, beside b.
+    sh(&dir, &["checkout", "-q", "-b", "side", &a]);
+    let c = commit("c.md", "c");
+    // History of its own.
+    sh(&dir, &["checkout", "-q", "--orphan", "other"]);
+    let d = commit("d.md", "d");
+    let repo = Repo::discover(&dir).unwrap();
+    let id = |hex: &str| ObjectId::from_hex(hex.as_bytes()).unwrap();
+    let range = |from: &str, to: &str| MergedRange {
+        from: id(from),
+        to: id(to),
+    };
+    let zeros = "0".repeat(40);
+    assert_eq!(repo.pushed(&zeros, &b).unwrap(), Pushed::NewBranch);
+    assert_eq!(
+        repo.pushed(&a, &b).unwrap(),
+        Pushed::Range {
+            range: range(&a, &b),
+            forced: false
+        }
+    );
+    // b was pushed over c: counted from their merge base, a.
+    assert_eq!(
+        repo.pushed(&c, &b).unwrap(),
+        Pushed::Range {
+            range: range(&a, &b),
+            forced: true
+        }
+    );
+    assert_eq!(repo.pushed(&d, &b).unwrap(), Pushed::Unrelated);
+    let absent = "1234567890abcdef1234567890abcdef12345678";
+    assert_eq!(repo.pushed(absent, &b).unwrap(), Pushed::BeforeMissing);
+    assert!(repo.pushed(&a, absent).is_err());
+}
