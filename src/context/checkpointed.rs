@@ -14,13 +14,12 @@ use std::rc::Rc;
 use crate::ops::fold::checkpoint;
 use crate::ops::fold::{Ignored, Ledger};
 use crate::ops::group::Groups;
-
-use super::here::RuleItems;
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
 use crate::store::checkpoint::{Checkpoint, Header, Part, Tips};
 use crate::store::newest::is_ahead;
 
+use super::here::RuleItems;
 use super::{ContextError, Session};
 
 /// What a reader wants of the fold.
@@ -133,8 +132,9 @@ pub fn read_view(session: &Session, now: u64) -> Result<(Rc<SharedView>, usize),
 /// move, the operations they gained are applied to it as to the base
 /// checkpoint ([`advance`]); when that cannot be (a merge brought in an
 /// older operation, a ref was rewritten, one held back came due) it is
-/// read afresh. Readers get a copy: a reader may change its ledger. The
-/// project ([`super::Project`]) keeps it; a server opens the project again,
+/// read afresh. A reader of the whole ledger gets a copy (it may change
+/// it); readers of the view share it ([`read_view`]). The project
+/// ([`super::Project`]) keeps it; a server opens the project again,
 /// and so folds again, when `kapi.toml` or a gazetteer changed.
 #[derive(Default)]
 pub struct Memo {
