@@ -243,12 +243,45 @@ impl Hooks {
         &self.root
     }
 
+    /// Read every settings and config file installing `targets` edits, as
+    /// the install will: an error here is what the install would meet
+    /// after writing some of them.
+    fn preflight(&self, targets: &[Target]) -> Result<(), HooksError> {
+        for target in targets {
+            match target {
+                Target::Git => {}
+                Target::Claude => {
+                    read_settings(&self.claude_settings())?;
+                    let path = self.mcp_config();
+                    if let Some(config) = read_settings(&path)?
+                        && config
+                            .get("mcpServers")
+                            .is_some_and(|s| !matches!(s, J::Obj(_)))
+                    {
+                        return Err(HooksError::Settings {
+                            path,
+                            message: "`mcpServers` is not an object".into(),
+                        });
+                    }
+                }
+                Target::Codex => {
+                    read_settings(&self.codex_settings())?;
+                    self.install_codex_mcp()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The folder git runs hooks from.
     pub fn git_hooks_dir(&self) -> Result<PathBuf, HooksError> {
         Ok(self.repo.hooks_dir()?)
     }
 
     pub fn install(&self, targets: &[Target], dry_run: bool) -> Result<Vec<Change>, HooksError> {
+        // Every file an install edits is read first: one kapi cannot read
+        // or edit stops the install before anything is written.
+        self.preflight(targets)?;
         let mut changes = Vec::new();
         for target in targets {
             match target {

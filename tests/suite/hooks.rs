@@ -1297,3 +1297,27 @@ fn the_pre_commit_hook_runs_the_kapi_that_installed_it_and_fails_closed_without_
     repo.kapi(&["hooks", "install", "--git"]).ok();
     assert_eq!(std::fs::read_to_string(&hook).unwrap(), shim);
 }
+
+#[test]
+fn an_install_that_meets_a_file_it_cannot_edit_writes_nothing() {
+    let repo = TestEnv::new();
+    repo.write(".mcp.json", "{ not json");
+    let run = repo.kapi(&["hooks", "install"]).code(2);
+    assert_eq!(
+        repo.normalize(&run.stderr),
+        "error: [ROOT]/work/.mcp.json is not JSON kapi can edit (key must be a string at line 1 column 3); fix it, or add the hooks by hand (docs/hooks.md)\n"
+    );
+    assert!(!repo.join(".git/hooks/pre-commit").exists());
+    assert!(!repo.join(".claude/settings.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".mcp.json")).unwrap(),
+        "{ not json"
+    );
+    repo.write(".mcp.json", "{\"mcpServers\": []}");
+    let run = repo.kapi(&["hooks", "install", "--claude"]).code(2);
+    assert_eq!(
+        repo.normalize(&run.stderr),
+        "error: [ROOT]/work/.mcp.json is not JSON kapi can edit (`mcpServers` is not an object); fix it, or add the hooks by hand (docs/hooks.md)\n"
+    );
+    assert!(!repo.join(".claude/settings.json").exists());
+}
