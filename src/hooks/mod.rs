@@ -222,6 +222,8 @@ pub enum State {
     Outdated,
     /// Not kapi's.
     Foreign,
+    /// The file cannot be read as what it should be: why.
+    Unreadable(String),
     /// Nothing there.
     Absent,
 }
@@ -372,8 +374,25 @@ impl Hooks {
             (Target::Claude, self.claude_settings(), CLAUDE_HOOKS),
             (Target::Codex, self.codex_settings(), CODEX_HOOKS),
         ] {
-            let settings = read_settings(&path)?;
-            for (event, _, command, _) in events {
+            // A file kapi cannot read is reported, and the rest still is.
+            let settings = match read_settings(&path) {
+                Ok(settings) => settings,
+                Err(e) => {
+                    for (event, ..) in events {
+                        out.push(Status {
+                            target,
+                            hook: (*event).to_owned(),
+                            path: path.clone(),
+                            state: State::Unreadable(e.to_string()),
+                        });
+                    }
+                    None
+                }
+            };
+            let unreadable = out
+                .last()
+                .is_some_and(|s| s.path == path && matches!(s.state, State::Unreadable(_)));
+            for (event, _, command, _) in events.iter().filter(|_| !unreadable) {
                 let commands = settings
                     .as_ref()
                     .map(|s| event_commands(s, event))
@@ -395,9 +414,13 @@ impl Hooks {
                 });
             }
             let (path, state) = match target {
-                Target::Codex => (self.codex_config(), self.codex_mcp_state()?.1),
-                _ => (self.mcp_config(), self.mcp_state()?),
+                Target::Codex => (
+                    self.codex_config(),
+                    self.codex_mcp_state().map(|(_, state)| state),
+                ),
+                _ => (self.mcp_config(), self.mcp_state()),
             };
+            let state = state.unwrap_or_else(|e| State::Unreadable(e.to_string()));
             out.push(Status {
                 target,
                 hook: "mcp server".into(),
@@ -462,7 +485,7 @@ impl Hooks {
         let mut config = existing.unwrap_or(J::Obj(Vec::new()));
         let action = match self.mcp_state()? {
             State::Installed { .. } => Action::Unchanged,
-            State::Foreign | State::Outdated => Action::Foreign,
+            State::Foreign | State::Outdated | State::Unreadable(_) => Action::Foreign,
             State::Absent => {
                 match config.entry("mcpServers", J::Obj(Vec::new())) {
                     Some(servers @ J::Obj(_)) => {
@@ -505,7 +528,7 @@ impl Hooks {
         let path = self.mcp_config();
         let action = match self.mcp_state()? {
             State::Absent => Action::Absent,
-            State::Foreign | State::Outdated => Action::Foreign,
+            State::Foreign | State::Outdated | State::Unreadable(_) => Action::Foreign,
             State::Installed { .. } => {
                 let mut config = read_settings(&path)?.unwrap_or(J::Obj(Vec::new()));
                 if let Some(servers) = config.get_mut("mcpServers") {
@@ -562,7 +585,9 @@ impl Hooks {
         let created = text.is_none();
         let (action, edit) = match state {
             State::Installed { .. } => (Action::Unchanged, ConfigEdit::None),
-            State::Foreign | State::Outdated => (Action::Foreign, ConfigEdit::None),
+            State::Foreign | State::Outdated | State::Unreadable(_) => {
+                (Action::Foreign, ConfigEdit::None)
+            }
             State::Absent => {
                 match codex_config::add(text.as_deref().unwrap_or(""))
                     .map_err(codex_error(&path))?

@@ -1313,6 +1313,19 @@ fn an_install_that_meets_a_file_it_cannot_edit_writes_nothing() {
         std::fs::read_to_string(repo.join(".mcp.json")).unwrap(),
         "{ not json"
     );
+    // Status reports every hook, the file it cannot read among them, and
+    // fails.
+    let status = repo.kapi(&["hooks", "status"]).code(2);
+    let lines: Vec<String> = repo
+        .normalize(&status.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines.len(), 9, "{lines:?}");
+    assert_eq!(
+        lines[6],
+        "claude mcp server   .mcp.json: unreadable: [ROOT]/work/.mcp.json is not JSON kapi can edit (key must be a string at line 1 column 3); fix it, or add the hooks by hand (docs/hooks.md)"
+    );
     repo.write(".mcp.json", "{\"mcpServers\": []}");
     let run = repo.kapi(&["hooks", "install", "--claude"]).code(2);
     assert_eq!(

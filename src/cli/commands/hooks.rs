@@ -101,6 +101,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             report(&hooks, &changes, w.dry_run, &mut out)?;
         }
         HooksCommand::Status => {
+            let mut unreadable = false;
             for s in hooks.status()? {
                 let state = match &s.state {
                     State::Installed { chained: None } => "installed".to_owned(),
@@ -113,6 +114,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
                     }
                     State::Foreign => "foreign (not kapi's)".to_owned(),
                     State::Absent => "not installed".to_owned(),
+                    State::Unreadable(why) => {
+                        unreadable = true;
+                        format!("unreadable: {why}")
+                    }
                 };
                 out.line(format!(
                     "{:<6} {:<12} {}: {state}",
@@ -120,6 +125,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
                     s.hook,
                     name(&hooks, &s.path)
                 ))?;
+            }
+            // Every line is printed; a file kapi cannot read fails the status.
+            if unreadable {
+                out.flush()?;
+                return Ok(Exit::Usage);
             }
         }
     }
