@@ -630,3 +630,41 @@ fn standard_input_is_checked_as_the_file_it_is_named_and_records_nothing() {
     // A check of standard input says nothing of how the project writes.
     assert_eq!(env.log().len(), before);
 }
+
+#[test]
+fn colour_is_for_terminals_and_never_reaches_a_pipe_unasked() {
+    let env = TestEnv::new();
+    env.write("docs/guide.md", "Open Quick cast.\n");
+    env.kept_rule("Quickcast", "Quick cast");
+    // Through a pipe (as here): no escape codes, whatever TERM says.
+    let plain = env.kapi(&["check", "docs/guide.md"]).code(1);
+    // An escape code is one byte, ESC, whose presence is the question.
+    assert!(!plain.stdout.contains('\u{1b}'), "{}", plain.stdout);
+    let always = env
+        .kapi(&["check", "--color", "always", "docs/guide.md"])
+        .code(1);
+    assert_eq!(
+        always.stdout.lines().next().unwrap_or_default(),
+        "\u{1b}[1m\u{1b}[31merror[term]\u{1b}[0m: use \"Quickcast\", not \"Quick cast\""
+    );
+    // Without the codes, the same report.
+    let stripped: String = always
+        .stdout
+        .split('\u{1b}')
+        .enumerate()
+        .map(|(i, part)| {
+            if i == 0 {
+                part
+            } else {
+                &part[part.find('m').map_or(0, |m| m + 1)..]
+            }
+        })
+        .collect();
+    assert_eq!(stripped, plain.stdout);
+    let never = env
+        .kapi_cmd(&["check", "--color", "never", "docs/guide.md"])
+        .env("TERM", "xterm-256color")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&never.stdout), plain.stdout);
+}

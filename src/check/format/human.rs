@@ -6,13 +6,38 @@ use crate::check::finding::{advice, suggested_note};
 use crate::check::{Finding, Outcome, Severity, Summary};
 use crate::terminal::{columns, escape, push_shown};
 
-/// One finding as a rustc-style diagnostic.
-pub fn finding(f: &Finding) -> String {
+/// The style a severity is shown in on a terminal, as rustc colours it.
+fn severity_style(severity: Severity) -> anstyle::Style {
+    let colour = match severity {
+        Severity::Error => anstyle::AnsiColor::Red,
+        Severity::Warning => anstyle::AnsiColor::Yellow,
+        Severity::Note => anstyle::AnsiColor::Cyan,
+    };
+    anstyle::Style::new().bold().fg_color(Some(colour.into()))
+}
+
+/// `text` in `style` when `styled`, else as it is.
+fn paint(text: &str, style: anstyle::Style, styled: bool) -> String {
+    if styled {
+        format!("{style}{text}{style:#}")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// One finding as a rustc-style diagnostic; its head and carets in colour
+/// when `styled` (and the gutter in blue, as rustc draws it).
+fn finding(f: &Finding, styled: bool) -> String {
     let head = match f.severity {
         Severity::Error => "error[term]",
         Severity::Warning => "warning[advisory]",
         Severity::Note => "warning[suggested]",
     };
+    let style = severity_style(f.severity);
+    let gutter = anstyle::Style::new()
+        .bold()
+        .fg_color(Some(anstyle::AnsiColor::Blue.into()));
+    let head = paint(head, style, styled);
     let num = f.line.to_string();
     let pad = " ".repeat(num.len());
     let len = f.matched.chars().count();
@@ -21,9 +46,14 @@ pub fn finding(f: &Finding) -> String {
     // stand under the match as shown.
     let (shown, before, width) = escaped_window(&cut, before, len);
     let before = " ".repeat(before);
-    let carets = "^".repeat(width.max(1));
+    let carets = paint(&"^".repeat(width.max(1)), style, styled);
+    let (arrow, bar, num_shown) = (
+        paint("-->", gutter, styled),
+        paint("|", gutter, styled),
+        paint(&num, gutter, styled),
+    );
     let mut s = format!(
-        "{head}: {advice}\n{pad}--> {path}:{line}:{col}\n{pad} |\n{num} | {shown}\n{pad} | {before}{carets}\n",
+        "{head}: {advice}\n{pad}{arrow} {path}:{line}:{col}\n{pad} {bar}\n{num_shown} {bar} {shown}\n{pad} {bar} {before}{carets}\n",
         advice = escape(&advice(&f.preferred, &f.matched)),
         path = escape(&f.path),
         line = f.line,
@@ -177,6 +207,11 @@ pub fn summary(s: &Summary) -> String {
 
 /// The whole report.
 pub fn render(outcome: &Outcome) -> String {
+    render_styled(outcome, false)
+}
+
+/// [`render`], the findings in colour when `styled` (for a terminal).
+pub fn render_styled(outcome: &Outcome, styled: bool) -> String {
     let mut out = String::new();
     for w in &outcome.warnings {
         match &w.path {
@@ -185,7 +220,7 @@ pub fn render(outcome: &Outcome) -> String {
         }
     }
     for f in &outcome.findings {
-        out.push_str(&finding(f));
+        out.push_str(&finding(f, styled));
         out.push('\n');
     }
     out.push_str(&summary(&outcome.summary()));

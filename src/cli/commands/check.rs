@@ -49,11 +49,40 @@ pub struct Args {
     #[arg(long, value_name = "WHEN", value_parser = crate::cli::commands::parse_as_of)]
     pub as_of: Option<u64>,
 
+    /// Colour the findings: auto (on a terminal, unless NO_COLOR is set or
+    /// TERM is dumb), always, never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
+
     /// With `-` as the path: check standard input as the file NAME (its
     /// kind by its extension, the rules that hold where it sits; it need
     /// not exist). Without it, standard input is `-`, read as Markdown.
     #[arg(long, value_name = "NAME")]
     pub stdin_filename: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorArg {
+    /// Whether standard output gets colour: `auto` only on a terminal,
+    /// and not when `NO_COLOR` is set (to anything) or `TERM` is `dumb`.
+    fn for_stdout(self, env: &dyn crate::context::Env) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            ColorArg::Always => true,
+            ColorArg::Never => false,
+            ColorArg::Auto => {
+                std::io::stdout().is_terminal()
+                    && env.var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && env.var("TERM").as_deref() != Some("dumb")
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -86,7 +115,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     };
     let report = check(session.as_ref(), &request)?;
     let text = match args.format {
-        FormatArg::Human => human::render(&report.outcome),
+        FormatArg::Human => human::render_styled(&report.outcome, args.color.for_stdout(&*ctx.env)),
         FormatArg::Json => json::render(&report.outcome),
         FormatArg::Sarif => sarif::render(&report.outcome),
         FormatArg::Github => github::render(&report.outcome),
