@@ -41,6 +41,35 @@ const REBASE: usize = if cfg!(test) { 2 } else { 500 };
 /// minutes past it are held back and named in `ignored`. Returns the
 /// ledger and how many stored lines could not be read.
 pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), ContextError> {
+    read_with(
+        session,
+        now,
+        want,
+        |kept| match want {
+            Want::Full => {
+                let mut full = kept.full.clone();
+                name_held(&mut full, &kept.held);
+                full
+            }
+            Want::View => match Rc::try_unwrap(kept.view()) {
+                Ok(view) => view.ledger,
+                Err(shared) => shared.ledger.clone(),
+            },
+        },
+        |ledger| ledger,
+    )
+}
+
+/// Every read's one path: from the fold a long-running process keeps
+/// (`kept`), or afresh (`afresh`, given the ledger `want` asks for, with
+/// what it holds back named); with how many stored lines could not be read.
+fn read_with<T>(
+    session: &Session,
+    now: u64,
+    want: Want,
+    kept: impl FnOnce(&mut Kept) -> T,
+    afresh: impl FnOnce(Ledger) -> T,
+) -> Result<(T, usize), ContextError> {
     let store = &session.store;
     store.flush_journal_if_free();
     // The tips are read before anything else: the ledger folded below
@@ -53,23 +82,13 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
     // line not yet on the tips is read the long way.
     if pending.is_empty() && !session.env().ends_with_call() {
         let mut memo = session.memo.borrow_mut();
-        let kept = memo.bring(session, tips, now)?;
-        let ledger = match want {
-            Want::Full => {
-                let mut full = kept.full.clone();
-                name_held(&mut full, &kept.held);
-                full
-            }
-            Want::View => match Rc::try_unwrap(kept.view()) {
-                Ok(view) => view.ledger,
-                Err(shared) => shared.ledger.clone(),
-            },
-        };
-        return Ok((ledger, kept.unreadable));
+        let found = memo.bring(session, tips, now)?;
+        let unreadable = found.unreadable;
+        return Ok((kept(found), unreadable));
     }
     let (mut ledger, unreadable, held) = read_afresh(session, tips, &pending, now, want)?;
     name_held(&mut ledger, &held);
-    Ok((ledger, unreadable))
+    Ok((afresh(ledger), unreadable))
 }
 
 /// A reader's view, shared, with what is derived from it alone made once
@@ -112,18 +131,9 @@ impl std::ops::Deref for SharedView {
 /// The reader's view ([`Want::View`]) as [`read`] gives it, shared: a
 /// long-running process hands out the view it keeps without a copy.
 pub fn read_view(session: &Session, now: u64) -> Result<(Rc<SharedView>, usize), ContextError> {
-    if !session.env().ends_with_call() {
-        let store = &session.store;
-        store.flush_journal_if_free();
-        let tips = store.tips()?;
-        if store.journal_records()?.is_empty() {
-            let mut memo = session.memo.borrow_mut();
-            let kept = memo.bring(session, tips, now)?;
-            return Ok((kept.view(), kept.unreadable));
-        }
-    }
-    let (ledger, unreadable) = read(session, now, Want::View)?;
-    Ok((Rc::new(SharedView::new(ledger)), unreadable))
+    read_with(session, now, Want::View, Kept::view, |ledger| {
+        Rc::new(SharedView::new(ledger))
+    })
 }
 
 /// The fold a long-running process (the MCP server) keeps between calls:
