@@ -213,8 +213,14 @@ fn slashes(p: &Path) -> String {
 /// The path a finding carries for `abs`: repository-relative inside `root`,
 /// otherwise `named` as given.
 fn report_path(root: Option<&Path>, abs: &Path, named: &Path) -> String {
+    // A file that is not there (standard input's name) is placed by its
+    // folder.
+    let placed = abs.canonicalize().ok().or_else(|| {
+        let dir = abs.parent()?.canonicalize().ok()?;
+        Some(dir.join(abs.file_name()?))
+    });
     if let Some(root) = root
-        && let (Ok(r), Ok(a)) = (root.canonicalize(), abs.canonicalize())
+        && let (Ok(r), Some(a)) = (root.canonicalize(), placed)
         && let Ok(rel) = a.strip_prefix(&r)
     {
         return slashes(rel);
@@ -240,19 +246,7 @@ pub fn stdin_file(root: Option<&Path>, cwd: &Path, name: Option<&Path>, bytes: V
             source,
         };
     };
-    let abs = cwd.join(name);
-    // The file need not exist: its folder places it.
-    let placed = abs.canonicalize().ok().or_else(|| {
-        let dir = abs.parent()?.canonicalize().ok()?;
-        Some(dir.join(abs.file_name()?))
-    });
-    let path = match (root.and_then(|r| r.canonicalize().ok()), placed) {
-        (Some(r), Some(a)) if a.starts_with(&r) => slashes(a.strip_prefix(&r).unwrap_or(&a)),
-        _ => {
-            let s = slashes(name);
-            s.strip_prefix("./").map(str::to_string).unwrap_or(s)
-        }
-    };
+    let path = report_path(root, &cwd.join(name), name);
     FileRef {
         kind: TextKind::of_path(Path::new(&path)),
         path,
