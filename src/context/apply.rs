@@ -184,6 +184,9 @@ fn plan(session: &Session, rel: String) -> Result<Planned, ContextError> {
     }
     let mut absolute = session.root.clone();
     let parts: Vec<&str> = rel.split('/').collect();
+    // The file's own metadata, once the walk reaches it (not a link, so
+    // its permissions are the file's).
+    let mut permissions = None;
     for (k, part) in parts.iter().enumerate() {
         absolute.push(part);
         let meta = match std::fs::symlink_metadata(&absolute) {
@@ -210,12 +213,13 @@ fn plan(session: &Session, rel: String) -> Result<Planned, ContextError> {
                 MAX_FILE_BYTES >> 20
             ));
         }
+        permissions = Some(meta.permissions());
     }
+    let Some(permissions) = permissions else {
+        return refuse("not a file");
+    };
     let bytes = std::fs::read(&absolute)
         .map_err(|e| ContextError::Usage(format!("{rel}: cannot read it: {e}")))?;
-    let permissions = std::fs::metadata(&absolute)
-        .map_err(|e| ContextError::Usage(format!("{rel}: cannot read it: {e}")))?
-        .permissions();
     let Ok(before) = String::from_utf8(bytes) else {
         return refuse("not UTF-8 text");
     };
