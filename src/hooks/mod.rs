@@ -254,17 +254,7 @@ impl Hooks {
                 Target::Git => {}
                 Target::Claude => {
                     read_settings(&self.claude_settings())?;
-                    let path = self.mcp_config();
-                    if let Some(config) = read_settings(&path)?
-                        && config
-                            .get("mcpServers")
-                            .is_some_and(|s| !matches!(s, J::Obj(_)))
-                    {
-                        return Err(HooksError::Settings {
-                            path,
-                            message: "`mcpServers` is not an object".into(),
-                        });
-                    }
+                    self.read_mcp_config()?;
                 }
                 Target::Codex => {
                     read_settings(&self.codex_settings())?;
@@ -478,9 +468,24 @@ impl Hooks {
     /// Register `kapi mcp` in the project's `.mcp.json` (Claude Code's
     /// project-scoped servers), keeping every other server and key in
     /// order. An entry named `kapi` that is not kapi's is left alone.
+    /// `.mcp.json`, when there is one, refused when its `mcpServers` is
+    /// not an object (kapi could not add its server to it).
+    fn read_mcp_config(&self) -> Result<Option<J>, HooksError> {
+        let path = self.mcp_config();
+        let config = read_settings(&path)?;
+        if config
+            .as_ref()
+            .and_then(|c| c.get("mcpServers"))
+            .is_some_and(|s| !matches!(s, J::Obj(_)))
+        {
+            return Err(servers_not_an_object(path));
+        }
+        Ok(config)
+    }
+
     fn install_mcp(&self, dry_run: bool) -> Result<Vec<Change>, HooksError> {
         let path = self.mcp_config();
-        let existing = read_settings(&path)?;
+        let existing = self.read_mcp_config()?;
         let created = existing.is_none();
         let mut config = existing.unwrap_or(J::Obj(Vec::new()));
         let action = match self.mcp_state()? {
@@ -491,12 +496,7 @@ impl Hooks {
                     Some(servers @ J::Obj(_)) => {
                         servers.entry(MCP_SERVER, mcp_entry());
                     }
-                    _ => {
-                        return Err(HooksError::Settings {
-                            path,
-                            message: "`mcpServers` is not an object".into(),
-                        });
-                    }
+                    _ => return Err(servers_not_an_object(path)),
                 }
                 if !dry_run {
                     write_settings(&path, &config)?;
@@ -882,6 +882,13 @@ enum ConfigEdit {
 /// Whether a hook file is one kapi wrote.
 fn is_kapis(text: &str) -> bool {
     text.lines().any(|l| l.starts_with(MARKER))
+}
+
+fn servers_not_an_object(path: PathBuf) -> HooksError {
+    HooksError::Settings {
+        path,
+        message: "`mcpServers` is not an object".into(),
+    }
 }
 
 /// Whether anything is at `path`, a symbolic link leading nowhere included.
