@@ -26,7 +26,9 @@ use rmcp::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::check::format::json::Document;
 use crate::context::check::{CheckRequest, check};
+use crate::context::fix::{FixMode, fix};
 use crate::context::log::{Filter, query};
 use crate::context::outcomes::outcomes;
 use crate::context::search::search;
@@ -166,6 +168,15 @@ pub struct CheckArgs {
     /// Files or folders to check; none: the whole project.
     #[serde(default)]
     pub paths: Vec<String>,
+    /// Rewrite each avoided form of an established rule to its preferred
+    /// form in those files, in prose only, all files or none (as `kapi
+    /// check --fix`); the findings are then what remains.
+    #[serde(default)]
+    pub fix: bool,
+    /// Only say what `fix` would write, as a unified diff; nothing is
+    /// written.
+    #[serde(default)]
+    pub diff: bool,
 }
 
 /// `compile_context`: a bounded context from the decision records, as
@@ -537,6 +548,9 @@ impl Server {
 
     /// Check files (or the whole project) against the rules in force;
     /// suggestions only advise. Findings as `kapi check --format json`.
+    /// With `fix`, rewrite each avoided form of an established rule to its
+    /// preferred form in prose (as `kapi check --fix`), then report what
+    /// remains; with `diff`, only show what `fix` would write.
     #[tool(name = "check")]
     fn check(
         &self,
@@ -555,7 +569,11 @@ impl Server {
             record_usage: false,
             as_of: None,
             stdin: None,
+            to_fix: false,
         };
+        if args.fix || args.diff {
+            return self.fix(&session, &request, args.fix, args.diff);
+        }
         match check(Some(&session), &request) {
             Ok(report) => {
                 let summary = report.outcome.summary();
@@ -677,6 +695,59 @@ impl Server {
 }
 
 impl Server {
+    /// `check` with `fix` or `diff`: the fixes written (recorded in this
+    /// server's session) or shown, and the findings that remain.
+    fn fix(
+        &self,
+        session: &Session,
+        request: &CheckRequest,
+        write: bool,
+        diff: bool,
+    ) -> CallToolResult {
+        if write && diff {
+            return refusal(
+                "`diff` shows what `fix` would write and writes nothing: give one of them",
+            );
+        }
+        let mode = if write { FixMode::Write } else { FixMode::Diff };
+        let fixed = match fix(Some(session), request, mode) {
+            Ok(fixed) => fixed,
+            Err(e) => return failed(e),
+        };
+        let outcome = &fixed.report.outcome;
+        let doc = Document::of(outcome).with_fixed(fixed.fixed());
+        let mut doc = match serde_json::to_value(&doc) {
+            Ok(doc) => doc,
+            Err(e) => return failed(e),
+        };
+        let fixes = crate::wording::count(fixed.fixes(), "finding", "findings");
+        let files = fixed.files.iter().filter(|f| f.fixed.fixes > 0).count();
+        let files = crate::wording::count(files, "file", "files");
+        let text = if diff {
+            doc["diff"] = json!(crate::check::format::diff::render(fixed.files.iter().map(
+                |f| (f.fixed.path.as_str(), f.before.as_str(), f.after.as_str())
+            )));
+            format!("would fix {fixes} in {files}; nothing was written")
+        } else {
+            let summary = outcome.summary();
+            let mut text = format!(
+                "fixed {fixes} in {files}; {} failing, {} in all remain",
+                summary.failing,
+                crate::wording::count(outcome.findings.len(), "finding", "findings"),
+            );
+            if let Some(applied) = &fixed.applied {
+                doc["signals"] = json!(applied.signals);
+                if let Some(e) = &applied.unrecorded {
+                    doc["unrecorded"] = json!(e);
+                    text.push_str(&format!(" (applied signals not recorded: {e})"));
+                }
+            }
+            doc["session"] = json!(self.session);
+            text
+        };
+        answer(text, doc)
+    }
+
     fn compile(&self, args: CompileArgs) -> Result<CallToolResult, String> {
         use crate::compile::{self, Options, Ranking, Recipe, Request};
         let request = Request {

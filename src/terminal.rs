@@ -46,7 +46,8 @@ pub fn escape_lines(text: &str) -> Cow<'_, str> {
     escape_but(text, |c| c == '\n')
 }
 
-fn escape_but(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
+/// [`escape`], keeping the characters `keep` names (a diff's tabs).
+pub fn escape_but(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     let hostile = |c: char| steers(c) && !keep(c);
     if !text.chars().any(hostile) {
         return Cow::Borrowed(text);

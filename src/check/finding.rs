@@ -28,6 +28,13 @@ pub struct Finding {
     pub matched: String,
     /// The form to write instead.
     pub preferred: String,
+    /// What `kapi check --fix` writes in place of `matched`: the preferred
+    /// form in the case the match allows ([`super::case::fitted`]). `None`
+    /// when the rule has no preferred form, or the match is no form the
+    /// rule lists (a pattern rule's match, which may hold more than the
+    /// term). Not part of the JSON document.
+    #[serde(skip)]
+    pub fix: Option<String>,
     /// The rule is a suggestion (or contested): the finding only advises.
     pub suggested: bool,
     /// The finding fails the check (an established, non-advisory rule).
@@ -84,9 +91,16 @@ impl Finding {
     fn absorb(&mut self, other: Finding) {
         let mut rules: Vec<String> = std::mem::take(&mut self.rules);
         rules.extend(other.rules.iter().cloned());
+        // Both ask for the same form: a rule that lists the text gives
+        // the fix when the carrier's pattern only matched it.
+        let mut fix = self.fix.take();
         if other.strength() < self.strength() {
             *self = other;
+            fix = self.fix.take().or(fix);
+        } else {
+            fix = fix.or(other.fix);
         }
+        self.fix = fix;
         rules.sort_unstable();
         rules.dedup();
         if let Some(at) = rules.iter().position(|r| *r == self.rule) {

@@ -77,6 +77,9 @@ pub struct Matcher {
     /// of runs of blanks, so a file whose masker loosens it can be scanned
     /// before it is masked (see [`Matcher::check`]).
     scan_first: bool,
+    /// Per rule, its avoided forms as a fix recognises them: a form matched
+    /// only as written (`true`) as written, any other folded.
+    listed: Vec<Vec<(Box<str>, bool)>>,
 }
 
 fn is_word(c: char) -> bool {
@@ -323,6 +326,7 @@ impl Matcher {
             entries[k].push(entry);
         }
         let mut with_avoided = vec![false; rules.len()];
+        let mut listed: Vec<Vec<(Box<str>, bool)>> = vec![Vec::new(); rules.len()];
         for (r, rule) in rules.iter().enumerate() {
             let preferred = rule.preferred_form().trim();
             let folded_preferred = case_key_same_len(preferred);
@@ -333,6 +337,7 @@ impl Matcher {
                 }
                 let key = case_key_same_len(form);
                 let exact = rule.exact || key == folded_preferred;
+                listed[r].push((if exact { form.into() } else { key.as_str().into() }, exact));
                 let entry = Entry {
                     rule: r as u32,
                     form: form.into(),
@@ -414,6 +419,7 @@ impl Matcher {
             patterns: compiled,
             keys: patterns.into_iter().map(String::into_boxed_str).collect(),
             scan_first,
+            listed,
             groups: {
                 let mut ids: HashMap<&str, u32> = HashMap::new();
                 rules
@@ -758,6 +764,7 @@ impl Matcher {
                         None => message(rule.preferred_form(), &matched, rule.suggested),
                     },
                     level: rule.level.clone(),
+                    fix: self.fix_for(h.rule, &matched),
                     matched,
                     preferred: rule.preferred_form().to_owned(),
                     suggested: rule.suggested,
@@ -776,6 +783,48 @@ impl Matcher {
                 }
             })
             .collect()
+    }
+}
+
+impl Matcher {
+    /// What a fix writes in place of `matched`, an avoided text the rule
+    /// `rule` found: its preferred form, in the case the text allows
+    /// ([`super::case::fitted`]) when the rule then finds nothing in it,
+    /// else as the rule writes it. `None` for a rule with no preferred form,
+    /// and for a text that is none of the rule's listed forms (a pattern's
+    /// match may hold more than the term: `e.g. ` with its space).
+    fn fix_for(&self, rule: usize, matched: &str) -> Option<String> {
+        let r = &self.rules[rule];
+        let preferred = r.preferred_form().trim();
+        if preferred.is_empty() || !self.lists(rule, matched) {
+            return None;
+        }
+        let fitted = super::case::fitted(preferred, matched, r.exact)
+            .into_iter()
+            .find(|candidate| {
+                let prose = Prose {
+                    text: candidate.clone(),
+                    switches: Vec::new(),
+                };
+                !self
+                    .hits(candidate, &prose)
+                    .iter()
+                    .any(|h| h.rule == rule && !h.preferred)
+            });
+        Some(fitted.unwrap_or_else(|| preferred.to_owned()))
+    }
+
+    /// Whether `matched` is one of the avoided forms rule `rule` lists, as
+    /// the matcher reads it: as written for a form matched exactly, in any
+    /// case otherwise.
+    fn lists(&self, rule: usize, matched: &str) -> bool {
+        self.listed[rule].iter().any(|(form, exact)| {
+            if *exact {
+                **form == *matched
+            } else {
+                folds_to(matched, form)
+            }
+        })
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod case;
 pub mod files;
 pub mod finding;
+pub mod fix;
 pub mod format;
 pub mod markdown;
 pub mod matcher;
@@ -45,6 +46,18 @@ pub struct Outcome {
     /// With [`check_files_counting`]: uses of each rule's preferred and
     /// avoided forms over every file it was checked in, by rule id.
     pub usage: std::collections::BTreeMap<String, usage::Usage>,
+    /// With [`check_files_to_fix`]: the text checked of each file with a
+    /// finding `--fix` would rewrite ([`fix::fixable`]), in path order.
+    pub texts: Vec<Checked>,
+}
+
+/// A file's text as the check read it: what its findings' spans are of.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub path: String,
+    /// Where it was read on disk (`None`: standard input or a blob).
+    pub disk: Option<std::path::PathBuf>,
+    pub text: String,
 }
 
 impl Outcome {
@@ -55,7 +68,14 @@ impl Outcome {
 
 /// Read and check `files`, each with its matcher, on up to `threads` threads.
 pub fn check_files(files: &[(FileRef, Arc<Matcher>)], threads: usize) -> Outcome {
-    run(files, None, threads)
+    run(files, None, threads, false)
+}
+
+/// [`check_files`], keeping the text of each file with a finding `--fix`
+/// would rewrite ([`Outcome::texts`]), so the fix is made to the text the
+/// findings were found in.
+pub fn check_files_to_fix(files: &[(FileRef, Arc<Matcher>)], threads: usize) -> Outcome {
+    run(files, None, threads, true)
 }
 
 /// [`check_files`], also counting each rule's uses in the same pass (for
@@ -66,15 +86,18 @@ pub fn check_files_counting(
     counters: &[Arc<Matcher>],
     threads: usize,
 ) -> Outcome {
-    run(files, Some(counters), threads)
+    run(files, Some(counters), threads, false)
 }
 
-type FileResult = Result<(Vec<Finding>, Vec<usage::Usage>), Skip>;
+/// A file's findings and usage counts, and with `keep`, its text when a
+/// finding is fixable.
+type FileResult = Result<(Vec<Finding>, Vec<usage::Usage>, Option<String>), Skip>;
 
 fn run(
     files: &[(FileRef, Arc<Matcher>)],
     counters: Option<&[Arc<Matcher>]>,
     threads: usize,
+    keep: bool,
 ) -> Outcome {
     let next = AtomicUsize::new(0);
     let threads = threads.clamp(1, files.len().max(1));
@@ -91,7 +114,8 @@ fn run(
                     Some(c) => usage::count(&c[i], &text, file.kind),
                     None => Vec::new(),
                 };
-                (found, used)
+                let kept = (keep && found.iter().any(fix::fixable)).then_some(text);
+                (found, used, kept)
             });
             out.push((i, r));
         }
@@ -112,8 +136,18 @@ fn run(
     let mut outcome = Outcome::default();
     for (i, r) in results {
         match r {
-            Ok((found, used)) => {
+            Ok((found, used, kept)) => {
                 outcome.files += 1;
+                if let Some(text) = kept {
+                    outcome.texts.push(Checked {
+                        path: files[i].0.path.clone(),
+                        disk: match &files[i].0.source {
+                            files::Source::Disk(p) => Some(p.clone()),
+                            _ => None,
+                        },
+                        text,
+                    });
+                }
                 outcome.findings.extend(found);
                 let counted = counters.map_or(&[][..], |c| c[i].rules());
                 for (rule, u) in counted.iter().zip(used) {

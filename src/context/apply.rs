@@ -143,6 +143,75 @@ pub fn apply_edits(session: &Session, edits: Vec<Edit>) -> Result<Applied, Conte
             )));
         }
     }
+    finish(session, plans)
+}
+
+/// A file's whole new text, made from the text it held when read
+/// (`kapi check --fix`: the text the check read). Written by
+/// [`rewrite`], through the same checks and signals as [`apply_edits`].
+#[derive(Debug, Clone)]
+pub struct Rewrite {
+    /// Relative to the work tree, with forward slashes.
+    pub path: String,
+    /// What the file must still hold.
+    pub before: String,
+    pub after: String,
+    /// How many changes `after` makes.
+    pub edits: usize,
+}
+
+/// Write each file's new text, all or none, and record an `applied`
+/// signal for each suggestion whose preferred form the new texts write:
+/// [`apply_edits`] for a caller that made the whole text itself. A file
+/// that no longer holds the text it was made from stops them all.
+pub fn rewrite(session: &Session, rewrites: Vec<Rewrite>) -> Result<Applied, ContextError> {
+    let mut plans: Vec<Planned> = Vec::with_capacity(rewrites.len());
+    for r in rewrites {
+        // A path the check names outside the work tree is as it was
+        // named: absolute, or climbing out with `..`.
+        let parts: Option<Vec<&str>> = Path::new(&r.path)
+            .components()
+            .map(|c| match c {
+                std::path::Component::Normal(p) => p.to_str(),
+                _ => None,
+            })
+            .collect();
+        let Some(rel) = parts.filter(|p| !p.is_empty()).map(|p| p.join("/")) else {
+            return Err(ContextError::Usage(format!(
+                "{} is outside the work tree {}; nothing was written",
+                r.path,
+                session.root.display()
+            )));
+        };
+        if plans.iter().any(|p| p.rel == rel) {
+            return Err(ContextError::Usage(format!(
+                "{rel} is named twice; nothing was written"
+            )));
+        }
+        let mut planned = plan(session, rel)?;
+        if planned.before != r.before {
+            return Err(ContextError::Usage(format!(
+                "{} changed since it was checked; nothing was written: check it again",
+                planned.rel
+            )));
+        }
+        if r.after.len() as u64 > MAX_FILE_BYTES {
+            return Err(ContextError::Usage(format!(
+                "{} would grow past {} MiB; nothing was written",
+                planned.rel,
+                MAX_FILE_BYTES >> 20
+            )));
+        }
+        planned.after = r.after;
+        planned.edits = r.edits;
+        plans.push(planned);
+    }
+    finish(session, plans)
+}
+
+/// Write the planned files, all or none, and record the signals for the
+/// suggestions they write.
+fn finish(session: &Session, plans: Vec<Planned>) -> Result<Applied, ContextError> {
     let counts = written_forms(session, &plans)?;
     write_all(&plans)?;
     let files = plans

@@ -17,6 +17,7 @@ use crate::check::format::json::Document;
 use crate::check::usage::Usage;
 use crate::check::{
     FileRef, Matcher, MatcherError, Outcome, Warning, check_files, check_files_counting,
+    check_files_to_fix,
 };
 use crate::config::Config;
 use crate::formats::{self, RuleStatus};
@@ -44,6 +45,10 @@ pub struct CheckRequest {
     /// Check this text (standard input) instead of files, as the file
     /// named (`None`: `-`, read as Markdown).
     pub stdin: Option<Stdin>,
+    /// Keep the text of each file with a finding `--fix` would rewrite
+    /// ([`Outcome::texts`]); usage is then never counted (`context::fix`
+    /// counts it in the check after the fix).
+    pub to_fix: bool,
 }
 
 /// Text from standard input, checked as a file.
@@ -191,7 +196,11 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     let files = list_files(req, repo, &filter)?;
     // Usage counts need every preferred form in the automaton (a plain
     // matcher leaves out those that cannot change a finding).
-    let counting = whole_project && req.record_usage && req.as_of.is_none() && session.is_some();
+    let counting = whole_project
+        && req.record_usage
+        && !req.to_fix
+        && req.as_of.is_none()
+        && session.is_some();
     // A long-running process keeps the rule book, and the matchers it
     // built, for the next check with the same rules.
     let kept = session.and_then(|s| s.rule_book.take());
@@ -212,7 +221,9 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         work.push((file, matcher));
         counters.extend(counter);
     }
-    let mut outcome = if counters.len() == work.len() && !work.is_empty() {
+    let mut outcome = if req.to_fix {
+        check_files_to_fix(&work, threads())
+    } else if counters.len() == work.len() && !work.is_empty() {
         check_files_counting(&work, &counters, threads())
     } else {
         check_files(&work, threads())

@@ -17,6 +17,7 @@ pub(crate) mod doctor;
 pub(crate) mod door;
 pub(crate) mod env;
 mod error;
+pub(crate) mod fix;
 mod here;
 pub mod hook;
 mod import;

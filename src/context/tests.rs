@@ -601,3 +601,47 @@ fn an_agent_dates_its_writes_by_the_machine_clock_outside_test_builds() {
         assert_eq!(super::write_clock(kind, pinned, wall, false), pinned);
     }
 }
+
+#[test]
+fn a_fix_refuses_a_file_changed_since_it_was_checked_and_writes_nothing() {
+    use super::apply::{Rewrite, rewrite};
+    use super::fix::{FixMode, fix};
+    let repo = Repo::new();
+    repo.write("docs/a.md", "Quick cast streams.\n");
+    repo.write("docs/b.md", "Quick cast records.\n");
+    repo.write("terms.tsv", "1\testablished\tQuickcast\tQuick cast\n");
+    let person = repo.person();
+    let request = CheckRequest {
+        cwd: repo.path().to_path_buf(),
+        extra_rules: vec!["terms.tsv".into()],
+        ..CheckRequest::default()
+    };
+    let shown = fix(Some(&person), &request, FixMode::Diff).unwrap();
+    assert_eq!(shown.fixes(), 2);
+    // docs/b.md changes after the check read it: the texts made from the
+    // check are refused, the first file included.
+    repo.write("docs/b.md", "Quick cast records, now.\n");
+    let rewrites = shown
+        .files
+        .iter()
+        .map(|f| Rewrite {
+            path: f.fixed.path.clone(),
+            before: f.before.clone(),
+            after: f.after.clone(),
+            edits: f.fixed.fixes,
+        })
+        .collect();
+    let e = rewrite(&person, rewrites).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "docs/b.md changed since it was checked; nothing was written: check it again"
+    );
+    let read = |rel: &str| std::fs::read_to_string(repo.path().join(rel)).unwrap();
+    assert_eq!(read("docs/a.md"), "Quick cast streams.\n");
+    assert_eq!(read("docs/b.md"), "Quick cast records, now.\n");
+    // A fix reads what is there now.
+    let written = fix(Some(&person), &request, FixMode::Write).unwrap();
+    assert_eq!(written.fixes(), 2);
+    assert!(!written.report.failed());
+    assert_eq!(read("docs/b.md"), "Quickcast records, now.\n");
+}

@@ -563,6 +563,67 @@ fn apply_edits_writes_the_edits_and_an_applied_signal_for_the_suggestion_they_wr
 }
 
 #[test]
+fn check_with_fix_rewrites_prose_in_the_servers_session_and_diff_only_shows_it() {
+    let repo = TestEnv::new();
+    let guide = "Quick cast streams video.\n\n```\nQuick cast --help\n```\n\nquick cast records.\n";
+    repo.write("docs/guide.md", guide);
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-qm", "guide"]);
+    repo.kept_rule("Quickcast", "Quick cast");
+    let mut server = initialized(&repo, "editor-agent");
+
+    let shown = server.call(
+        2,
+        "check",
+        json!({"paths": ["docs/guide.md"], "diff": true}),
+    );
+    assert_eq!(
+        text_of(&shown),
+        "would fix 2 findings in 1 file; nothing was written"
+    );
+    let doc = &shown["result"]["structuredContent"];
+    assert_eq!(
+        doc["diff"],
+        "--- a/docs/guide.md\n+++ b/docs/guide.md\n@@ -1,7 +1,7 @@\n-Quick cast streams video.\n+Quickcast streams video.\n \n ```\n Quick cast --help\n ```\n \n-quick cast records.\n+Quickcast records.\n",
+        "{doc}"
+    );
+    assert_eq!(
+        doc["fixed"],
+        json!([{"path": "docs/guide.md", "fixes": 2, "left": 0}])
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("docs/guide.md")).unwrap(),
+        guide
+    );
+
+    let both = server.call(3, "check", json!({"fix": true, "diff": true}));
+    assert_eq!(
+        refusal_of(&both),
+        "`diff` shows what `fix` would write and writes nothing: give one of them"
+    );
+
+    let fixed = server.call(4, "check", json!({"paths": ["docs/guide.md"], "fix": true}));
+    assert_ne!(fixed["result"]["isError"], true, "{fixed}");
+    assert_eq!(
+        text_of(&fixed),
+        "fixed 2 findings in 1 file; 0 failing, 0 findings in all remain"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("docs/guide.md")).unwrap(),
+        "Quickcast streams video.\n\n```\nQuick cast --help\n```\n\nQuickcast records.\n"
+    );
+    let doc = &fixed["result"]["structuredContent"];
+    assert_eq!(doc["summary"]["failing"], 0, "{doc}");
+    assert!(doc["session"].as_str().unwrap().starts_with("mcp-"), "{doc}");
+    // Nothing left: a second call fixes nothing.
+    let again = server.call(5, "check", json!({"fix": true}));
+    assert_eq!(
+        text_of(&again),
+        "fixed 0 findings in 0 files; 0 failing, 0 findings in all remain"
+    );
+}
+
+#[test]
 fn apply_edits_writes_nothing_outside_the_work_tree_through_a_link_under_git_or_in_part() {
     let repo = TestEnv::new();
     repo.write("docs/guide.md", "Quick cast streams video.\n");

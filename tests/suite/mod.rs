@@ -4,6 +4,7 @@ mod agent_trust;
 mod atlas;
 mod axes;
 mod check;
+mod check_fix;
 mod compiled_context;
 mod context;
 mod durability;

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::check::fix::Fixed;
 use crate::check::{Finding, Outcome, Summary, Warning};
 
 /// The version of the document's shape; bumped only on breaking changes.
@@ -15,6 +16,10 @@ pub struct Document<'a> {
     findings: &'a [Finding],
     summary: Summary,
     warnings: &'a [Warning],
+    /// With `--fix`: each file that had a finding to fix, and how many
+    /// were fixed; the findings are then what remains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fixed: Option<Vec<Fixed>>,
 }
 
 impl<'a> Document<'a> {
@@ -24,14 +29,25 @@ impl<'a> Document<'a> {
             findings: &outcome.findings,
             summary: outcome.summary(),
             warnings: &outcome.warnings,
+            fixed: None,
         }
+    }
+
+    /// The document of a check after `--fix`, saying what was fixed.
+    pub fn with_fixed(mut self, fixed: Vec<Fixed>) -> Self {
+        self.fixed = Some(fixed);
+        self
     }
 }
 
 pub fn render(outcome: &Outcome) -> String {
-    let doc = Document::of(outcome);
+    render_document(&Document::of(outcome))
+}
+
+/// A document, pretty-printed, with a final line end.
+pub fn render_document(doc: &Document<'_>) -> String {
     let mut s =
-        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        serde_json::to_string_pretty(doc).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
     s.push('\n');
     s
 }

@@ -1,6 +1,8 @@
 //! Rendering a check's outcome: for people (rustc style), for tools (JSON),
-//! for code scanning (SARIF 2.1.0) and for GitHub Actions (annotations).
+//! for code scanning (SARIF 2.1.0) and for GitHub Actions (annotations);
+//! and what `--fix` would write, as a unified diff.
 
+pub mod diff;
 pub mod github;
 pub mod human;
 pub mod json;

@@ -184,6 +184,7 @@ mod tests {
             end: 15,
             matched: "Quick cast".into(),
             preferred: "Quickcast".into(),
+            fix: Some("Quickcast".into()),
             suggested: false,
             fails: true,
             severity: Severity::Error,

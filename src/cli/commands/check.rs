@@ -8,8 +8,15 @@ use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use std::io::Read;
 
+use crate::check::Outcome;
 use crate::check::files::MAX_FILE_BYTES;
+use crate::check::fix::Fixed;
+use crate::check::format::diff;
+use crate::check::format::json::Document;
+use crate::cli::output::stderr_line;
 use crate::context::check::{CheckRequest, Stdin, check};
+use crate::context::fix::{FixMode, FixReport, fix};
+use crate::wording;
 
 /// Check prose against the rules in force: established rules fail,
 /// suggestions only advise.
@@ -21,8 +28,13 @@ use crate::context::check::{CheckRequest, Stdin, check};
 /// `<!-- kapi off -->` ... `<!-- kapi on -->` switches checking off for a
 /// passage (`<!-- kapi off: Quickcast -->` for one rule).
 ///
-/// Exit status: 0 when nothing fails, 1 when a finding fails, 2 for usage or
-/// configuration errors, 5 when the repository cannot be read.
+/// `--fix` rewrites each avoided form of an established rule to its
+/// preferred form, in prose only, and reports what remains; `--diff`
+/// shows what it would write.
+///
+/// Exit status: 0 when nothing fails, 1 when a finding fails (`--diff`:
+/// when there is something to fix), 2 for usage or configuration errors,
+/// 5 when the repository cannot be read.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files or folders to check; a folder means its prose files; `-`:
@@ -53,6 +65,19 @@ pub struct Args {
     /// TERM is dumb), always, never.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
+
+    /// Rewrite each avoided form of an established rule to the rule's
+    /// preferred form, in prose only (never in code, front matter or link
+    /// targets; never for suggestions or advisory rules), all files or
+    /// none; then report what remains. With `-`: the fixed text goes to
+    /// standard output, the report to standard error.
+    #[arg(long)]
+    pub fix: bool,
+
+    /// Show what --fix would write, as a unified diff (`git apply` reads
+    /// it), and write nothing; exit 1 when there is something to fix.
+    #[arg(long)]
+    pub diff: bool,
 
     /// With `-` as the path: check standard input as the file NAME (its
     /// kind by its extension, the rules that hold where it sits; it need
@@ -98,6 +123,7 @@ pub enum FormatArg {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    refuse_combinations(&args)?;
     let stdin = stdin_of(&args)?;
     let session = ctx.session_if_in_work_tree()?;
     let request = CheckRequest {
@@ -112,18 +138,176 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         record_usage: true,
         as_of: args.as_of,
         stdin,
+        to_fix: false,
     };
+    if args.fix || args.diff {
+        let mode = if args.fix {
+            FixMode::Write
+        } else {
+            FixMode::Diff
+        };
+        let fixed = fix(session.as_ref(), &request, mode)?;
+        return match mode {
+            FixMode::Diff => show_diff(&fixed, args.color.for_stdout(&*ctx.env)),
+            FixMode::Write if request.stdin.is_some() => {
+                fixed_stdin(&fixed, args.format)
+            }
+            FixMode::Write => {
+                fixed_files(&fixed, args.format, args.color.for_stdout(&*ctx.env))
+            }
+        };
+    }
     let report = check(session.as_ref(), &request)?;
-    let text = match args.format {
-        FormatArg::Human => human::render_styled(&report.outcome, args.color.for_stdout(&*ctx.env)),
-        FormatArg::Json => json::render(&report.outcome),
-        FormatArg::Sarif => sarif::render(&report.outcome),
-        FormatArg::Github => github::render(&report.outcome),
-    };
+    let text = rendered(
+        &report.outcome,
+        args.format,
+        args.color.for_stdout(&*ctx.env),
+        None,
+    );
     let mut out = Out::new();
     out.raw(text.as_bytes())?;
     out.flush()?;
     Ok(if report.failed() {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    })
+}
+
+/// Flags that make no sense together, refused before anything is read.
+fn refuse_combinations(args: &Args) -> Result<(), CliError> {
+    if args.fix && args.diff {
+        return Err(CliError::usage(
+            "--diff shows what --fix would write and writes nothing: give one of them",
+        ));
+    }
+    if args.diff && args.format != FormatArg::Human {
+        return Err(CliError::usage(
+            "--diff prints a unified diff, not findings: drop --format (or use --fix --format ...)",
+        ));
+    }
+    Ok(())
+}
+
+/// The findings of a report in `format`.
+fn rendered(outcome: &Outcome, format: FormatArg, styled: bool, fixed: Option<Vec<Fixed>>) -> String {
+    match format {
+        FormatArg::Human => human::render_styled(outcome, styled),
+        FormatArg::Json => match fixed {
+            Some(f) => json::render_document(&Document::of(outcome).with_fixed(f)),
+            None => json::render(outcome),
+        },
+        FormatArg::Sarif => sarif::render(outcome),
+        FormatArg::Github => github::render(outcome),
+    }
+}
+
+/// What was fixed, one line a file (`fixed 2 findings in docs/a.md`), and
+/// what was left; `verb` is `fixed` or `would fix`.
+fn fixed_lines(fixed: &FixReport, verb: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for f in &fixed.files {
+        let f = &f.fixed;
+        if f.fixes > 0 {
+            lines.push(format!(
+                "{verb} {} in {}",
+                wording::count(f.fixes, "finding", "findings"),
+                f.path
+            ));
+        }
+        if f.left > 0 {
+            lines.push(format!(
+                "left {} in {} unfixed: {} overlaps another fix, or rules disagree on the form to write",
+                wording::count(f.left, "finding", "findings"),
+                f.path,
+                wording::noun(f.left, "it", "each"),
+            ));
+        }
+    }
+    if fixed.fixes() == 0 && lines.is_empty() {
+        lines.push("nothing to fix".into());
+    }
+    lines
+}
+
+/// `--diff`: the diff on stdout (exact into a pipe, so `git apply` reads
+/// it; escaped, and coloured when `styled`, on a terminal), what it would
+/// fix on stderr; exit 1 when there is something to fix.
+fn show_diff(fixed: &FixReport, styled: bool) -> Result<Exit, CliError> {
+    use std::io::IsTerminal;
+    let text = diff::render(
+        fixed
+            .files
+            .iter()
+            .map(|f| (f.fixed.path.as_str(), f.before.as_str(), f.after.as_str())),
+    );
+    let mut out = Out::new();
+    if std::io::stdout().is_terminal() {
+        out.raw(diff::for_terminal(&text, styled).as_bytes())?;
+    } else {
+        out.raw(text.as_bytes())?;
+    }
+    out.flush()?;
+    for line in fixed_lines(fixed, "would fix") {
+        stderr_line(line);
+    }
+    Ok(if fixed.fixes() > 0 { Exit::Failed } else { Exit::Ok })
+}
+
+/// `--fix` on files: what was fixed, then the check of what remains
+/// (for people on stdout; beside a document, on stderr, so stdout stays
+/// one document).
+fn fixed_files(fixed: &FixReport, format: FormatArg, styled: bool) -> Result<Exit, CliError> {
+    let mut lines = fixed_lines(fixed, "fixed");
+    if let Some(applied) = &fixed.applied {
+        let n = applied.signals.len();
+        if n > 0 {
+            lines.push(format!(
+                "recorded {}: the fixes write the preferred form of {}",
+                wording::count(n, "applied signal", "applied signals"),
+                wording::count(n, "suggestion", "suggestions"),
+            ));
+        }
+        if let Some(e) = &applied.unrecorded {
+            stderr_line(format!(
+                "warning: the files were written, but their applied signals were not recorded: {e}"
+            ));
+        }
+    }
+    let mut out = Out::new();
+    if format == FormatArg::Human {
+        for line in &lines {
+            out.line(line)?;
+        }
+    } else {
+        for line in &lines {
+            stderr_line(line);
+        }
+    }
+    let text = rendered(&fixed.report.outcome, format, styled, Some(fixed.fixed()));
+    out.raw(text.as_bytes())?;
+    out.flush()?;
+    Ok(if fixed.report.failed() {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    })
+}
+
+/// `--fix` on standard input: the fixed text on stdout, as a formatter
+/// writes it; what was fixed and the check of what remains on stderr.
+fn fixed_stdin(fixed: &FixReport, format: FormatArg) -> Result<Exit, CliError> {
+    use std::io::Write;
+    let mut out = Out::new();
+    out.raw(fixed.input.as_deref().unwrap_or_default())?;
+    out.flush()?;
+    for line in fixed_lines(fixed, "fixed") {
+        stderr_line(line);
+    }
+    let text = rendered(&fixed.report.outcome, format, false, Some(fixed.fixed()));
+    // As `stderr_line`: a failure to write to stderr has nowhere to go.
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    Ok(if fixed.report.failed() {
         Exit::Failed
     } else {
         Exit::Ok
