@@ -724,9 +724,10 @@ impl Server {
         let files = fixed.files.iter().filter(|f| f.fixed.fixes > 0).count();
         let files = crate::wording::count(files, "file", "files");
         let text = if diff {
-            doc["diff"] = json!(crate::check::format::diff::render(fixed.files.iter().map(
-                |f| (f.fixed.path.as_str(), f.before.as_str(), f.after.as_str())
-            )));
+            doc["diff"] =
+                json!(crate::check::format::diff::render(fixed.files.iter().map(
+                    |f| (f.fixed.path.as_str(), f.before.as_str(), f.after.as_str())
+                )));
             format!("would fix {fixes} in {files}; nothing was written")
         } else {
             let summary = outcome.summary();

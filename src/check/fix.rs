@@ -52,7 +52,11 @@ pub fn fixable(f: &Finding) -> bool {
 pub fn plan<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Plan {
     let mut found: Vec<&Finding> = findings.into_iter().filter(|f| fixable(f)).collect();
     found.sort_by(|a, b| {
-        (a.start, std::cmp::Reverse(a.end), &a.rule).cmp(&(b.start, std::cmp::Reverse(b.end), &b.rule))
+        (a.start, std::cmp::Reverse(a.end), &a.rule).cmp(&(
+            b.start,
+            std::cmp::Reverse(b.end),
+            &b.rule,
+        ))
     });
     let mut plan = Plan::default();
     // Past the last fix taken, or the last text rules disagree on.
@@ -123,7 +127,11 @@ mod tests {
             fix: (!fix.is_empty()).then(|| fix.into()),
             suggested: !fails,
             fails,
-            severity: if fails { Severity::Error } else { Severity::Note },
+            severity: if fails {
+                Severity::Error
+            } else {
+                Severity::Note
+            },
             level: None,
             message: String::new(),
             workspace: None,
@@ -144,10 +152,7 @@ mod tests {
         ];
         let plan = plan(&found);
         assert_eq!(plan.left, 0);
-        assert_eq!(
-            apply(text, &plan.fixes),
-            "Quickcast and GitHub, run time."
-        );
+        assert_eq!(apply(text, &plan.fixes), "Quickcast and GitHub, run time.");
     }
 
     #[test]

@@ -337,7 +337,14 @@ impl Matcher {
                 }
                 let key = case_key_same_len(form);
                 let exact = rule.exact || key == folded_preferred;
-                listed[r].push((if exact { form.into() } else { key.as_str().into() }, exact));
+                listed[r].push((
+                    if exact {
+                        form.into()
+                    } else {
+                        key.as_str().into()
+                    },
+                    exact,
+                ));
                 let entry = Entry {
                     rule: r as u32,
                     form: form.into(),
@@ -919,6 +926,55 @@ mod tests {
             .into_iter()
             .map(|f| format!("{}:{}:{}", f.line, f.column, f.matched))
             .collect()
+    }
+
+    fn fixes(rules: &[TermRule], text: &str) -> Vec<Option<String>> {
+        Matcher::new(rules)
+            .unwrap()
+            .check("a.md", text, TextKind::Markdown)
+            .into_iter()
+            .map(|f| f.fix)
+            .collect()
+    }
+
+    #[test]
+    fn a_fix_writes_the_preferred_form_in_the_case_the_rule_allows() {
+        let open = [rule("1", "open source", &["open-source"])];
+        assert_eq!(
+            fixes(&open, "Open-source, OPEN-SOURCE and open-source."),
+            [
+                Some("Open source".into()),
+                Some("OPEN SOURCE".into()),
+                Some("open source".into())
+            ]
+        );
+        // A form with a capital is the term as written.
+        let quick = [rule("1", "Quickcast", &["quick cast"])];
+        assert_eq!(fixes(&quick, "QUICK CAST"), [Some("Quickcast".into())]);
+        // Capitalized, the form would hold an avoided form the rule
+        // reports ("grafana alloy" stands against "alloy" only as written):
+        // written as the rule has it.
+        let alloy = [rule("1", "grafana alloy", &["alloy"])];
+        assert_eq!(fixes(&alloy, "Alloy runs."), [Some("grafana alloy".into())]);
+        // A case-only variant the rule avoids is not written either.
+        let kapi = [rule("1", "kapi", &["Kapi", "kappi"])];
+        assert_eq!(
+            fixes(&kapi, "Kapi and Kappi."),
+            [Some("kapi".into()), Some("kapi".into())]
+        );
+        // A rule matched as written asks for its form exactly.
+        let exact = [TermRule {
+            exact: true,
+            ..rule("1", "open source", &["Open-source"])
+        }];
+        assert_eq!(fixes(&exact, "Open-source."), [Some("open source".into())]);
+        // No preferred form, or a pattern's match: nothing to write.
+        assert_eq!(fixes(&[rule("1", "", &["utilize"])], "utilize"), [None]);
+        let pattern = [TermRule {
+            pattern: Some("quick(?= cast)".into()),
+            ..rule("1", "fast", &[])
+        }];
+        assert_eq!(fixes(&pattern, "quick cast"), [None]);
     }
 
     /// Many hits on one long line: each line is copied once and shared,

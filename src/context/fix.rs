@@ -211,10 +211,8 @@ fn same_file(
     let Some(disk) = disk else {
         return Err(refuse());
     };
-    let (Ok(read), Ok(named)) = (
-        disk.canonicalize(),
-        session.root.join(path).canonicalize(),
-    ) else {
+    let (Ok(read), Ok(named)) = (disk.canonicalize(), session.root.join(path).canonicalize())
+    else {
         return Err(refuse());
     };
     if read != named {

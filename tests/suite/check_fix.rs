@@ -120,7 +120,9 @@ const DIFF: &str = "--- a/docs/guide.md
 #[test]
 fn diff_shows_what_fix_would_write_and_writes_nothing() {
     let env = tree();
-    let run = env.kapi(&["check", "--diff", "--rules", "terms.tsv"]).code(1);
+    let run = env
+        .kapi(&["check", "--diff", "--rules", "terms.tsv"])
+        .code(1);
     assert_eq!(run.stdout, DIFF);
     assert_eq!(
         run.stderr,
@@ -167,7 +169,11 @@ fn fix_rewrites_established_forms_in_prose_only_and_a_second_run_changes_nothing
     assert!(env.log().is_empty());
 
     let again = env.kapi(&["check", "--fix", "--rules", "terms.tsv"]).ok();
-    assert!(again.stdout.starts_with("nothing to fix\n"), "{}", again.stdout);
+    assert!(
+        again.stdout.starts_with("nothing to fix\n"),
+        "{}",
+        again.stdout
+    );
     assert_eq!(read(&env, "docs/guide.md"), GUIDE_FIXED);
     assert_eq!(read(&env, "notes.txt"), NOTES_FIXED);
     // The fixed tree passes the check.
@@ -175,38 +181,20 @@ fn fix_rewrites_established_forms_in_prose_only_and_a_second_run_changes_nothing
 }
 
 #[test]
-fn fix_of_named_files_leaves_the_others_and_reports_what_no_fix_can_mend() {
+fn fix_of_named_files_writes_only_those() {
     let env = tree();
-    // A rejected term (no preferred form) fails and has nothing to write.
-    env.write(
-        "more.tsv",
-        "1\testablished\t\tutilize\n",
-    );
-    env.write("docs/other.md", "Quick cast. We utilize it.\n");
+    env.write("docs/other.md", "Quick cast, twice: Quick cast.\n");
     let run = env
-        .kapi(&[
-            "check",
-            "--fix",
-            "--rules",
-            "terms.tsv",
-            "--rules",
-            "more.tsv",
-            "docs/other.md",
-        ])
-        .code(1);
-    assert_eq!(read(&env, "docs/other.md"), "Quickcast. We utilize it.\n");
-    untouched(&env);
-    assert!(
-        run.stdout
-            .starts_with("fixed 1 finding in docs/other.md\nerror[term]: avoid \"utilize\"\n"),
-        "{}",
-        run.stdout
+        .kapi(&["check", "--fix", "--rules", "terms.tsv", "docs/other.md"])
+        .ok();
+    assert_eq!(
+        read(&env, "docs/other.md"),
+        "Quickcast, twice: Quickcast.\n"
     );
-    assert!(
-        run.stdout
-            .ends_with("checked 1 file: 1 finding, 1 failing, 0 reporting (score 1)\n"),
-        "{}",
-        run.stdout
+    untouched(&env);
+    assert_eq!(
+        run.stdout,
+        "fixed 2 findings in docs/other.md\nchecked 1 file: 0 findings, 0 failing, 0 reporting (score 0)\n"
     );
 }
 
@@ -320,13 +308,18 @@ fn fix_records_an_applied_signal_when_it_writes_a_suggestions_preferred_form() {
     assert_eq!(signals.len(), 1, "{signals:?}");
     assert_eq!(signals[0]["target"], json!(suggestion), "{signals:?}");
     // A person ran it: the tool `apply`, in no session.
-    assert_eq!(signals[0]["actor"], json!({"kind": "tool", "name": "apply"}));
+    assert_eq!(
+        signals[0]["actor"],
+        json!({"kind": "tool", "name": "apply"})
+    );
     let here = env
         .kapi(&["context", "docs/guide.md", "--json"])
         .ok()
         .json();
     assert_eq!(
-        here["suggestions"][0]["standing"], "seen in 1 session · applied 1×",
+        // The check after the fix counts the uses it wrote, too.
+        here["suggestions"][0]["standing"],
+        "seen in 1 session · 5 of 5 uses · applied 1×",
         "{here}"
     );
 }
@@ -338,7 +331,11 @@ fn an_agent_may_fix_and_the_applied_signal_is_its_sessions() {
         .ok();
     let run = env.agent("s2", &["check", "--fix", "--rules", "terms.tsv"]);
     let run = run.ok();
-    assert!(run.stdout.contains("recorded 1 applied signal"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("recorded 1 applied signal"),
+        "{}",
+        run.stdout
+    );
     assert_eq!(read(&env, "docs/guide.md"), GUIDE_FIXED);
     let signal = env
         .log()
@@ -382,15 +379,26 @@ fn fix_on_standard_input_writes_the_fixed_text_to_stdout_and_the_report_to_stder
     );
     assert!(!env.join("docs/new.md").exists());
     untouched(&env);
-    // A rejected term stays, and fails; the text comes through whole.
-    env.write("more.tsv", "1\testablished\t\tutilize\n");
+    // Text two rules disagree on stays, and fails; the text comes
+    // through whole, its last line end missing as it was.
+    env.write("a.tsv", "1\testablished\tcolor\tcolour\n");
+    env.write("b.tsv", "1\testablished\thue\tcolour\n");
     let run = env
         .kapi_stdin(
-            &["check", "--fix", "-", "--rules", "more.tsv"],
-            b"We utilize it",
+            &[
+                "check", "--fix", "-", "--rules", "a.tsv", "--rules", "b.tsv",
+            ],
+            b"Quick cast in colour",
         )
         .code(1);
-    assert_eq!(run.stdout, "We utilize it");
+    assert_eq!(run.stdout, "Quick cast in colour");
+    assert!(
+        run.stderr.starts_with(
+            "left 2 findings in - unfixed: each overlaps another fix, or rules disagree on the form to write\n"
+        ),
+        "{}",
+        run.stderr
+    );
     // The diff of standard input.
     let run = env
         .kapi_stdin(
@@ -421,7 +429,14 @@ fn fix_refuses_what_makes_no_sense_and_files_it_may_not_write() {
         "--diff shows what --fix would write and writes nothing: give one of them",
     );
     refused(
-        &["check", "--diff", "--format", "json", "--rules", "terms.tsv"],
+        &[
+            "check",
+            "--diff",
+            "--format",
+            "json",
+            "--rules",
+            "terms.tsv",
+        ],
         "--diff prints a unified diff, not findings",
     );
     refused(
@@ -433,14 +448,27 @@ fn fix_refuses_what_makes_no_sense_and_files_it_may_not_write() {
         "--staged checks the index, and a fix rewrites the work tree",
     );
     refused(
-        &["check", "--fix", "--as-of", "2026-11-01", "--rules", "terms.tsv"],
+        &[
+            "check",
+            "--fix",
+            "--as-of",
+            "2026-11-01",
+            "--rules",
+            "terms.tsv",
+        ],
         "--as-of checks by the rules of the past",
     );
     // A file outside the work tree, and one reached through a link.
     let outside = env.sibling("outside");
     outside.write("page.md", "Quick cast\n");
     refused(
-        &["check", "--fix", "--rules", "terms.tsv", "../outside/page.md"],
+        &[
+            "check",
+            "--fix",
+            "--rules",
+            "terms.tsv",
+            "../outside/page.md",
+        ],
         "../outside/page.md is outside the work tree",
     );
     #[cfg(unix)]
@@ -476,8 +504,9 @@ fn outside_a_repository_fix_refuses_files_but_diffs_and_fixes_standard_input() {
         .kapi(&["check", "--fix", "--rules", "terms.tsv", "page.md"])
         .code(2);
     assert!(
-        run.stderr
-            .starts_with("error: --fix writes files of a git work tree, and this is not inside one"),
+        run.stderr.starts_with(
+            "error: --fix writes files of a git work tree, and this is not inside one"
+        ),
         "{}",
         run.stderr
     );
@@ -490,7 +519,10 @@ fn outside_a_repository_fix_refuses_files_but_diffs_and_fixes_standard_input() {
         "--- a/page.md\n+++ b/page.md\n@@ -1 +1 @@\n-Quick cast\n+Quickcast\n"
     );
     let run = env
-        .kapi_stdin(&["check", "--fix", "-", "--rules", "terms.tsv"], b"Quick cast\n")
+        .kapi_stdin(
+            &["check", "--fix", "-", "--rules", "terms.tsv"],
+            b"Quick cast\n",
+        )
         .ok();
     assert_eq!(run.stdout, "Quickcast\n");
 }
@@ -500,8 +532,10 @@ fn a_vale_pattern_is_reported_not_rewritten_and_a_case_sensitive_rule_writes_its
     let env = TestEnv::new();
     env.write(
         ".vale.ini",
-        "StylesPath = styles\n\n[*.md]\nBasedOnStyles = House\n",
+        "StylesPath = styles\nVocab = House\n\n[*.md]\nBasedOnStyles = Vale, House\n",
     );
+    // A rejected term: no form to write instead.
+    env.write("styles/config/vocabularies/House/reject.txt", "utilize\n");
     // `open-source` matches only as written (no ignorecase); the
     // look-behind key is a pattern rule.
     env.write(
@@ -510,16 +544,28 @@ fn a_vale_pattern_is_reported_not_rewritten_and_a_case_sensitive_rule_writes_its
     );
     env.write(
         "page.md",
-        "Open-source and open-source code, speedy and very speedy.\n",
+        "Open-source and open-source code, speedy and very speedy. We utilize it.\n",
     );
     env.kapi(&["store", "import"]).ok();
     let run = env.kapi(&["check", "--fix", "page.md"]).code(1);
     assert_eq!(
         read(&env, "page.md"),
-        "Open-source and open source code, speedy and very speedy.\n"
+        "Open-source and open source code, speedy and very speedy. We utilize it.\n"
     );
     assert!(
-        run.stdout.starts_with("fixed 1 finding in page.md\nerror[term]: use \"fast\", not \"speedy\"\n"),
+        run.stdout
+            .starts_with("fixed 1 finding in page.md\nerror[term]: use \"fast\", not \"speedy\"\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("error[term]: avoid \"utilize\"\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .ends_with("checked 1 file: 2 findings, 2 failing, 0 reporting (score 2)\n"),
         "{}",
         run.stdout
     );

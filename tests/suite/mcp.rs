@@ -570,6 +570,19 @@ fn check_with_fix_rewrites_prose_in_the_servers_session_and_diff_only_shows_it()
     repo.git(&["add", "."]);
     repo.git(&["commit", "-qm", "guide"]);
     repo.kept_rule("Quickcast", "Quick cast");
+    // Another agent's suggestion of the same form: the fix writes it.
+    let suggestion = repo
+        .agent_term(
+            "s1",
+            "Quickcast",
+            "Quik cast",
+            &["--quote", "Quik cast", "--json"],
+        )
+        .ok()
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let mut server = initialized(&repo, "editor-agent");
 
     let shown = server.call(
@@ -614,7 +627,21 @@ fn check_with_fix_rewrites_prose_in_the_servers_session_and_diff_only_shows_it()
     );
     let doc = &fixed["result"]["structuredContent"];
     assert_eq!(doc["summary"]["failing"], 0, "{doc}");
-    assert!(doc["session"].as_str().unwrap().starts_with("mcp-"), "{doc}");
+    let session = doc["session"].as_str().unwrap();
+    assert!(session.starts_with("mcp-"), "{doc}");
+    // The applied signal is the server's session's, as apply_edits's.
+    assert_eq!(doc["signals"][0]["target"], json!(suggestion), "{doc}");
+    assert_eq!(doc["signals"][0]["preferred"], 2, "{doc}");
+    let signals: Vec<Value> = repo
+        .log()
+        .into_iter()
+        .filter(|op| op["kind"] == "signal" && op["signal"]["source"] == "applied")
+        .collect();
+    assert_eq!(signals.len(), 1, "{signals:?}");
+    assert_eq!(
+        signals[0]["actor"],
+        json!({"kind": "tool", "name": "apply", "session": session})
+    );
     // Nothing left: a second call fixes nothing.
     let again = server.call(5, "check", json!({"fix": true}));
     assert_eq!(

@@ -61,7 +61,11 @@ mod tests {
     #[test]
     fn a_diff_names_each_changed_file_and_skips_the_rest() {
         let d = render([
-            ("a.md", "one\nQuick cast\nthree\n", "one\nQuickcast\nthree\n"),
+            (
+                "a.md",
+                "one\nQuick cast\nthree\n",
+                "one\nQuickcast\nthree\n",
+            ),
             ("b.md", "same\n", "same\n"),
             ("c.md", "Quick cast", "Quickcast"),
         ]);

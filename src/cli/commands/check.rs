@@ -149,12 +149,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         let fixed = fix(session.as_ref(), &request, mode)?;
         return match mode {
             FixMode::Diff => show_diff(&fixed, args.color.for_stdout(&*ctx.env)),
-            FixMode::Write if request.stdin.is_some() => {
-                fixed_stdin(&fixed, args.format)
-            }
-            FixMode::Write => {
-                fixed_files(&fixed, args.format, args.color.for_stdout(&*ctx.env))
-            }
+            FixMode::Write if request.stdin.is_some() => fixed_stdin(&fixed, args.format),
+            FixMode::Write => fixed_files(&fixed, args.format, args.color.for_stdout(&*ctx.env)),
         };
     }
     let report = check(session.as_ref(), &request)?;
@@ -190,7 +186,12 @@ fn refuse_combinations(args: &Args) -> Result<(), CliError> {
 }
 
 /// The findings of a report in `format`.
-fn rendered(outcome: &Outcome, format: FormatArg, styled: bool, fixed: Option<Vec<Fixed>>) -> String {
+fn rendered(
+    outcome: &Outcome,
+    format: FormatArg,
+    styled: bool,
+    fixed: Option<Vec<Fixed>>,
+) -> String {
     match format {
         FormatArg::Human => human::render_styled(outcome, styled),
         FormatArg::Json => match fixed {
@@ -251,7 +252,11 @@ fn show_diff(fixed: &FixReport, styled: bool) -> Result<Exit, CliError> {
     for line in fixed_lines(fixed, "would fix") {
         stderr_line(line);
     }
-    Ok(if fixed.fixes() > 0 { Exit::Failed } else { Exit::Ok })
+    Ok(if fixed.fixes() > 0 {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    })
 }
 
 /// `--fix` on files: what was fixed, then the check of what remains
