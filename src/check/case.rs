@@ -2,7 +2,7 @@
 //! whose lower case has another length in UTF-8 is left as it is, so
 //! offsets in folded text are those of the file. The matcher finds forms
 //! in folded text, and a masker's loosened text (`prose.rs`) is folded the
-//! same way. And the case a fix writes a preferred form in ([`fitted`]).
+//! same way. And the case a fix writes a preferred form in ([`in_shape`]).
 
 /// Lower-case each character whose lower case has the same UTF-8 length.
 /// The checker's own case key, beside `ops::forms::case_key` (full Unicode
@@ -70,39 +70,58 @@ pub(crate) fn folds_to(span: &str, key: &str) -> bool {
     }
 }
 
-/// The preferred form in the case of the text it replaces, for a fix:
-/// the forms to try, best first, before the preferred form as the rule
-/// writes it. Only a preferred form written all in lower case (a common
-/// word, whose case follows its place in a sentence) follows the text: in
-/// capitals where the text is (`OPEN-SOURCE`, two letters or more, none in
-/// lower case: `OPEN SOURCE`), with an initial capital where the text has
-/// one (`Open-source` at the start of a sentence or in a title: `Open
-/// source`). A preferred form holding a capital (`GitHub`, `iOS`) is the
-/// term as written, and a rule matched only as written (`exact`) asks for
-/// its form as it is: neither gets a candidate. A candidate must fold as
-/// the preferred form does ([`case_key_same_len`]), so `ß` never becomes
-/// `SS`; the matcher still has to accept it (a candidate the rule itself
-/// would report is not written).
-pub fn fitted(preferred: &str, matched: &str, exact: bool) -> Vec<String> {
-    let lower = |c: char| c.is_lowercase();
-    if exact || preferred.chars().any(char::is_uppercase) || !preferred.chars().any(lower) {
-        return Vec::new();
+/// The case a text is written in, as a fix follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Two letters or more, none in lower case: `OPEN-SOURCE`.
+    Capitals,
+    /// An initial capital: `Open-source` (at the start of a sentence, in
+    /// a title).
+    Initial,
+    /// Anything else.
+    AsWritten,
+}
+
+/// The shape of `text`.
+pub fn shape(text: &str) -> Shape {
+    let letters = text.chars().filter(|c| c.is_alphabetic()).count();
+    if letters >= 2 && !text.chars().any(char::is_lowercase) {
+        Shape::Capitals
+    } else if text.chars().next().is_some_and(char::is_uppercase) {
+        Shape::Initial
+    } else {
+        Shape::AsWritten
     }
-    let key = case_key_same_len(preferred);
-    let mut out = Vec::new();
-    let letters = matched.chars().filter(|c| c.is_alphabetic()).count();
-    if letters >= 2 && !matched.chars().any(lower) {
-        out.push(preferred.to_uppercase());
+}
+
+/// The preferred form in `shape`, for a fix, when the case rules allow
+/// one other than the form as written. Only a preferred form written all
+/// in lower case (a common word, whose case follows its place in a
+/// sentence) takes the shape of the text it replaces: `OPEN SOURCE`,
+/// `Open source`. A preferred form holding a capital (`GitHub`, `iOS`) is
+/// the term as written, and a rule matched only as written (`exact`) asks
+/// for its form as it is: neither has another shape. Nor has a form whose
+/// shape would fold otherwise than it does ([`case_key_same_len`]: `ß` in
+/// capitals is `SS`). The matcher still has to accept the form in that
+/// shape (a shape the rule itself would report is not written).
+pub fn in_shape(preferred: &str, shape: Shape, exact: bool) -> Option<String> {
+    if exact
+        || preferred.chars().any(char::is_uppercase)
+        || !preferred.chars().any(char::is_lowercase)
+    {
+        return None;
     }
-    if matched.chars().next().is_some_and(char::is_uppercase) {
-        let mut chars = preferred.chars();
-        if let Some(first) = chars.next() {
-            out.push(first.to_uppercase().chain(chars).collect());
+    let shaped: String = match shape {
+        Shape::AsWritten => return None,
+        Shape::Capitals => preferred.to_uppercase(),
+        Shape::Initial => {
+            let mut chars = preferred.chars();
+            let first = chars.next()?;
+            first.to_uppercase().chain(chars).collect()
         }
-    }
-    out.retain(|c| c != preferred && case_key_same_len(c) == key);
-    out.dedup();
-    out
+    };
+    (shaped != preferred && case_key_same_len(&shaped) == case_key_same_len(preferred))
+        .then_some(shaped)
 }
 
 #[cfg(test)]
@@ -110,23 +129,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lower_case_preferred_form_follows_the_case_of_the_text() {
-        assert_eq!(fitted("open source", "Open-source", false), ["Open source"]);
-        assert_eq!(
-            fitted("open source", "OPEN-SOURCE", false),
-            ["OPEN SOURCE", "Open source"]
-        );
-        assert!(fitted("open source", "open-source", false).is_empty());
+    fn a_lower_case_preferred_form_takes_the_shape_of_the_text() {
+        assert_eq!(shape("Open-source"), Shape::Initial);
+        assert_eq!(shape("OPEN-SOURCE"), Shape::Capitals);
+        assert_eq!(shape("open-source"), Shape::AsWritten);
         // One capital letter is an initial, not capitals.
-        assert_eq!(fitted("utilise", "U", false), ["Utilise"]);
+        assert_eq!(shape("U"), Shape::Initial);
+        let shaped = |p: &str, s: Shape| in_shape(p, s, false);
+        assert_eq!(
+            shaped("open source", Shape::Initial).as_deref(),
+            Some("Open source")
+        );
+        assert_eq!(
+            shaped("open source", Shape::Capitals).as_deref(),
+            Some("OPEN SOURCE")
+        );
+        assert_eq!(shaped("open source", Shape::AsWritten), None);
         // A term with a capital, or a rule matched as written: as written.
-        assert!(fitted("GitHub", "GITHUB", false).is_empty());
-        assert!(fitted("iOS", "I-OS", false).is_empty());
-        assert!(fitted("open source", "Open-source", true).is_empty());
-        // A capital that would change the form's length or folding is not
-        // written: `ß` in capitals is `SS`.
-        assert_eq!(fitted("straße", "STRASSE", false), ["Straße"]);
-        assert!(fitted("1.0", "V1", false).is_empty());
+        assert_eq!(shaped("GitHub", Shape::Capitals), None);
+        assert_eq!(shaped("iOS", Shape::Initial), None);
+        assert_eq!(in_shape("open source", Shape::Initial, true), None);
+        // A shape that would change the form's folding is not written:
+        // `ß` in capitals is `SS`.
+        assert_eq!(shaped("straße", Shape::Capitals), None);
+        assert_eq!(shaped("straße", Shape::Initial).as_deref(), Some("Straße"));
+        assert_eq!(shaped("1.0", Shape::Initial), None);
     }
 
     proptest::proptest! {

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
-use super::case::{case_key_same_len, folds_to};
+use super::case::{self, Shape, case_key_same_len, folds_to};
 use super::finding::{Finding, Severity, message};
 use super::prose::{Masker, Prose, Switch, is_markup};
 use super::rule::Bounds;
@@ -80,6 +80,9 @@ pub struct Matcher {
     /// Per rule, its avoided forms as a fix recognises them: a form matched
     /// only as written (`true`) as written, any other folded.
     listed: Vec<Vec<(Box<str>, bool)>>,
+    /// Per rule, its preferred form in capitals and with an initial
+    /// capital, where it may be written so ([`Matcher::shaped`]).
+    shapes: Vec<OnceLock<[Option<Box<str>>; 2]>>,
 }
 
 fn is_word(c: char) -> bool {
@@ -426,6 +429,7 @@ impl Matcher {
             patterns: compiled,
             keys: patterns.into_iter().map(String::into_boxed_str).collect(),
             scan_first,
+            shapes: (0..listed.len()).map(|_| OnceLock::new()).collect(),
             listed,
             groups: {
                 let mut ids: HashMap<&str, u32> = HashMap::new();
@@ -795,30 +799,52 @@ impl Matcher {
 
 impl Matcher {
     /// What a fix writes in place of `matched`, an avoided text the rule
-    /// `rule` found: its preferred form, in the case the text allows
-    /// ([`super::case::fitted`]) when the rule then finds nothing in it,
-    /// else as the rule writes it. `None` for a rule with no preferred form,
-    /// and for a text that is none of the rule's listed forms (a pattern's
-    /// match may hold more than the term: `e.g. ` with its space).
+    /// `rule` found: its preferred form, in the shape of the text where
+    /// the rule allows it ([`case::in_shape`]: capitals, else an initial
+    /// capital, when the rule then finds nothing in it), else as the rule
+    /// writes it. `None` for a rule with no preferred form, and for a text
+    /// that is none of the rule's listed forms (a pattern's match may hold
+    /// more than the term: `e.g. ` with its space).
     fn fix_for(&self, rule: usize, matched: &str) -> Option<String> {
-        let r = &self.rules[rule];
-        let preferred = r.preferred_form().trim();
+        let preferred = self.rules[rule].preferred_form().trim();
         if preferred.is_empty() || !self.lists(rule, matched) {
             return None;
         }
-        let fitted = super::case::fitted(preferred, matched, r.exact)
-            .into_iter()
-            .find(|candidate| {
-                let prose = Prose {
-                    text: candidate.clone(),
-                    switches: Vec::new(),
-                };
-                !self
-                    .hits(candidate, &prose)
-                    .iter()
-                    .any(|h| h.rule == rule && !h.preferred)
-            });
-        Some(fitted.unwrap_or_else(|| preferred.to_owned()))
+        let tries: &[Shape] = match case::shape(matched) {
+            Shape::Capitals => &[Shape::Capitals, Shape::Initial],
+            Shape::Initial => &[Shape::Initial],
+            Shape::AsWritten => &[],
+        };
+        let shaped = tries.iter().find_map(|&s| self.shaped(rule, s));
+        Some(shaped.map_or_else(|| preferred.to_owned(), str::to_owned))
+    }
+
+    /// Rule `rule`'s preferred form in `shape`, when the rule allows it
+    /// and reports nothing in it; worked out once per rule.
+    fn shaped(&self, rule: usize, shape: Shape) -> Option<&str> {
+        let [capitals, initial] = self.shapes[rule].get_or_init(|| {
+            let r = &self.rules[rule];
+            let preferred = r.preferred_form().trim();
+            [Shape::Capitals, Shape::Initial].map(|s| {
+                case::in_shape(preferred, s, r.exact)
+                    .filter(|form| {
+                        let prose = Prose {
+                            text: form.clone(),
+                            switches: Vec::new(),
+                        };
+                        !self
+                            .hits(form, &prose)
+                            .iter()
+                            .any(|h| h.rule == rule && !h.preferred)
+                    })
+                    .map(String::into_boxed_str)
+            })
+        });
+        match shape {
+            Shape::Capitals => capitals.as_deref(),
+            Shape::Initial => initial.as_deref(),
+            Shape::AsWritten => None,
+        }
     }
 
     /// Whether `matched` is one of the avoided forms rule `rule` lists, as
