@@ -47,7 +47,8 @@ pub struct Outcome {
     /// avoided forms over every file it was checked in, by rule id.
     pub usage: std::collections::BTreeMap<String, usage::Usage>,
     /// With [`check_files_to_fix`]: the text checked of each file with a
-    /// finding `--fix` would rewrite ([`fix::fixable`]), in path order.
+    /// finding `--fix` would rewrite ([`fix::fixable`]), in the order the
+    /// files were listed.
     pub texts: Vec<Checked>,
 }
 

@@ -196,6 +196,21 @@ fn fix_of_named_files_writes_only_those() {
         run.stdout,
         "fixed 2 findings in docs/other.md\nchecked 1 file: 0 findings, 0 failing, 0 reporting (score 0)\n"
     );
+    // Named from a folder below the root: the path is the folder's.
+    let run = env
+        .kapi_in(
+            "docs",
+            &["check", "--fix", "--rules", "../terms.tsv", "guide.md"],
+        )
+        .ok();
+    assert!(
+        run.stdout
+            .starts_with("fixed 8 findings in docs/guide.md\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(read(&env, "docs/guide.md"), GUIDE_FIXED);
+    assert_eq!(read(&env, "notes.txt"), NOTES);
 }
 
 #[test]
@@ -398,6 +413,17 @@ fn fix_on_standard_input_writes_the_fixed_text_to_stdout_and_the_report_to_stder
         ),
         "{}",
         run.stderr
+    );
+    // More than 16 MiB is refused, never passed through cut.
+    let mut big = b"Quick cast ".repeat((16 << 20) / 11 + 1);
+    big.truncate((16 << 20) + 1);
+    let run = env
+        .kapi_stdin(&["check", "--fix", "-", "--rules", "terms.tsv"], &big)
+        .code(2);
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "error: standard input is larger than 16 MiB, which kapi does not fix; nothing was written\n"
     );
     // The diff of standard input.
     let run = env
