@@ -8,6 +8,7 @@ mod compiled_context;
 mod context;
 mod durability;
 mod errors;
+mod front_matter;
 mod fuzz_corpus;
 mod hardening;
 mod harness;
