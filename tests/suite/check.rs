@@ -484,16 +484,32 @@ fn dash_c_runs_as_if_started_there() {
 fn sarif_uris_are_percent_encoded() {
     let env = repo();
     env.write("my docs/50% off#1.md", "Quick cast\n");
+    env.write("notes/größe?v=2;a:b@c.md", "Quick cast\n");
     let (code, out, _) = run(
         &env,
         &["check", "--rules", "terms.tsv", "--format", "sarif"],
     );
     assert_eq!(code, 1, "{out}");
     let doc: Value = serde_json::from_str(&out).unwrap();
-    let loc = &doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"];
+    let mut uris: Vec<&str> = doc["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    uris.sort_unstable();
+    // RFC 3986 path segments: space, `%`, `#`, `?` and non-ASCII encoded;
+    // `;`, `=`, `:` (past the first segment) and `@` kept.
     assert_eq!(
-        loc["artifactLocation"]["uri"],
-        "my%20docs/50%25%20off%231.md"
+        uris,
+        [
+            "my%20docs/50%25%20off%231.md",
+            "notes/gr%C3%B6%C3%9Fe%3Fv=2;a:b@c.md"
+        ]
     );
 }
 

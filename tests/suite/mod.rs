@@ -9,6 +9,7 @@ mod context;
 mod distribution;
 mod durability;
 mod errors;
+mod front_matter;
 mod fuzz_corpus;
 mod hardening;
 mod harness;
