@@ -5,6 +5,7 @@ mod atlas;
 mod axes;
 mod check;
 mod compiled_context;
+mod conventions;
 mod context;
 mod durability;
 mod errors;
