@@ -7,21 +7,18 @@ use std::sync::OnceLock;
 /// Flags that hold for every command, before or after its name.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GlobalArgs {
-    /// Colour: auto (on a terminal, unless NO_COLOR is set to anything
-    /// but empty or TERM is dumb; CLICOLOR_FORCE forces it), always,
-    /// never.
+    /// When to colour: auto (a terminal, unless NO_COLOR is set or TERM is
+    /// dumb; CLICOLOR_FORCE: a pipe too), always, never
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
 
-    /// Print only the answer: no notes, hints or progress (errors and
-    /// warnings stay); `kapi check` prints only failing findings. Exit
-    /// codes and machine formats never change.
+    /// Print only the answer: no notes, hints or progress (check: only
+    /// failing findings)
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
-    /// Say more on stderr where a command has more to say (`kapi check`:
-    /// the rules loaded and from where, timings; `kapi context sync`: the
-    /// refs moved). Repeat for more (`-vv`: every rule).
+    /// Say more on stderr (check: rules, sources, timings; sync: refs
+    /// moved); -vv: more still
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 }
@@ -54,9 +51,7 @@ impl ColorArg {
         match self {
             ColorArg::Always => true,
             ColorArg::Never => false,
-            ColorArg::Auto => {
-                anstream::AutoStream::choice(stream) != anstream::ColorChoice::Never
-            }
+            ColorArg::Auto => anstream::AutoStream::choice(stream) != anstream::ColorChoice::Never,
         }
     }
 }
@@ -140,9 +135,7 @@ pub fn label(label: &str, styled: bool) -> String {
         "warning" => anstyle::AnsiColor::BrightYellow,
         _ => anstyle::AnsiColor::BrightCyan,
     };
-    let style = anstyle::Style::new()
-        .bold()
-        .fg_color(Some(colour.into()));
+    let style = anstyle::Style::new().bold().fg_color(Some(colour.into()));
     format!("{style}{label}{style:#}")
 }
 

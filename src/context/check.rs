@@ -75,7 +75,10 @@ pub enum RuleOrigin {
     /// This repository's log (`refs/kapi/ops`).
     Log,
     /// Another repository's log, shared with the workspace.
-    Workspace { project: String, repository: PathBuf },
+    Workspace {
+        project: String,
+        repository: PathBuf,
+    },
     /// A term list named with `--rules`, as it was named.
     TermList(PathBuf),
 }
@@ -167,7 +170,11 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         rule_sources.push(RuleSource {
             origin: RuleOrigin::TermList(file.clone()),
             count: list.len(),
-            rules: if req.list_rules { list.clone() } else { Vec::new() },
+            rules: if req.list_rules {
+                list.clone()
+            } else {
+                Vec::new()
+            },
         });
         rules.extend(list);
     }

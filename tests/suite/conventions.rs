@@ -50,7 +50,9 @@ fn on_a_terminal(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> String 
     for (k, v) in vars {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("script (util-linux) runs a command on a terminal");
+    let out = cmd
+        .output()
+        .expect("script (util-linux) runs a command on a terminal");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -78,7 +80,11 @@ fn a_pipe_gets_no_escape_codes_from_check_help_or_a_usage_error_unless_asked() {
     ] {
         assert!(!coloured(text), "{what}: {text}");
     }
-    assert!(usage.stderr.starts_with("error: unexpected argument '--bogus'"));
+    assert!(
+        usage
+            .stderr
+            .starts_with("error: unexpected argument '--bogus'")
+    );
     assert!(own.stderr.starts_with("error: "), "{}", own.stderr);
 
     // --color always, before the command or after it: each gets colour.
@@ -102,7 +108,8 @@ fn a_pipe_gets_no_escape_codes_from_check_help_or_a_usage_error_unless_asked() {
         .kapi(&["--color", "always", "context", "review", "--keep", "zzzz"])
         .code(2);
     assert!(
-        own.stderr.starts_with("\u{1b}[1m\u{1b}[91merror\u{1b}[0m: "),
+        own.stderr
+            .starts_with("\u{1b}[1m\u{1b}[91merror\u{1b}[0m: "),
         "{}",
         own.stderr
     );
@@ -111,7 +118,12 @@ fn a_pipe_gets_no_escape_codes_from_check_help_or_a_usage_error_unless_asked() {
     assert_eq!(strip(&always.stdout), check.stdout);
     // A bad --color is a usage error, and says which values it takes.
     let bad = env.kapi(&["--color", "sometimes", "check"]).code(2);
-    assert!(bad.stderr.contains("[possible values: auto, always, never]"), "{}", bad.stderr);
+    assert!(
+        bad.stderr
+            .contains("[possible values: auto, always, never]"),
+        "{}",
+        bad.stderr
+    );
 }
 
 #[test]
@@ -126,7 +138,10 @@ fn no_color_clicolor_force_and_the_flag_decide_in_that_order() {
     // over it; an empty NO_COLOR is no NO_COLOR (no-color.org).
     assert!(check(&[("CLICOLOR_FORCE", "1")], &[]));
     assert!(!check(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")], &[]));
-    assert!(!check(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "false")], &[]));
+    assert!(!check(
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "false")],
+        &[]
+    ));
     assert!(check(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "")], &[]));
     // The flag wins over the environment, both ways.
     assert!(check(&[("NO_COLOR", "1")], &["--color", "always"]));
@@ -134,7 +149,12 @@ fn no_color_clicolor_force_and_the_flag_decide_in_that_order() {
     // Help follows the same rules.
     let help = kapi_with(&env, &["--help"], &[("CLICOLOR_FORCE", "1")]).ok();
     assert!(coloured(&help.stdout));
-    let help = kapi_with(&env, &["--help"], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]).ok();
+    let help = kapi_with(
+        &env,
+        &["--help"],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")],
+    )
+    .ok();
     assert!(!coloured(&help.stdout));
 }
 
@@ -159,8 +179,16 @@ fn on_a_terminal_auto_colours_unless_no_color_or_a_dumb_terminal() {
             assert!(!coloured(&shown), "{vars:?} {args:?}: {shown}");
         }
     }
-    assert!(coloured(&on_a_terminal(&env, &["check"], &[("NO_COLOR", "")])));
-    assert!(!coloured(&on_a_terminal(&env, &["--color", "never", "check"], &[])));
+    assert!(coloured(&on_a_terminal(
+        &env,
+        &["check"],
+        &[("NO_COLOR", "")]
+    )));
+    assert!(!coloured(&on_a_terminal(
+        &env,
+        &["--color", "never", "check"],
+        &[]
+    )));
 }
 
 #[test]
@@ -183,8 +211,16 @@ fn the_demo_colours_only_where_kapi_would() {
     assert!(!coloured(&plain.stdout) && !coloured(&plain.stderr));
     // CLICOLOR_FORCE: its headings and kapi's findings both coloured.
     let forced = demo(&[("CLICOLOR_FORCE", "1")]).ok();
-    assert!(forced.stdout.contains("\u{1b}[1m== kapi check: the established rule binds"));
-    assert!(forced.stdout.contains("\u{1b}[91merror"), "{}", forced.stdout);
+    assert!(
+        forced
+            .stdout
+            .contains("\u{1b}[1m== kapi check: the established rule binds")
+    );
+    assert!(
+        forced.stdout.contains("\u{1b}[91merror"),
+        "{}",
+        forced.stdout
+    );
     // NO_COLOR wins, as it does for kapi.
     let both = demo(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]).ok();
     assert!(!coloured(&both.stdout), "{}", both.stdout);
@@ -218,8 +254,16 @@ fn mixed() -> TestEnv {
 fn quiet_check_prints_only_failing_findings_and_keeps_codes_and_machine_formats() {
     let env = mixed();
     let full = env.kapi(&["check"]).code(1);
-    assert!(full.stdout.contains("warning[suggested]"), "{}", full.stdout);
-    for quiet in [&["-q", "check"][..], &["check", "-q"], &["check", "--quiet"]] {
+    assert!(
+        full.stdout.contains("warning[suggested]"),
+        "{}",
+        full.stdout
+    );
+    for quiet in [
+        &["-q", "check"][..],
+        &["check", "-q"],
+        &["check", "--quiet"],
+    ] {
         let run = env.kapi(quiet).code(1);
         assert_eq!(
             run.stdout,
@@ -242,12 +286,26 @@ fn quiet_check_prints_only_failing_findings_and_keeps_codes_and_machine_formats(
     env.write("docs/guide.md", "Open Quick cast.\n");
     for format in ["json", "sarif", "github"] {
         let plain = env.kapi(&["check", "--format", format]).code(1).stdout;
-        assert_eq!(env.kapi(&["-q", "check", "--format", format]).code(1).stdout, plain);
-        assert_eq!(env.kapi(&["-vv", "check", "--format", format]).code(1).stdout, plain);
+        assert_eq!(
+            env.kapi(&["-q", "check", "--format", format])
+                .code(1)
+                .stdout,
+            plain
+        );
+        assert_eq!(
+            env.kapi(&["-vv", "check", "--format", format])
+                .code(1)
+                .stdout,
+            plain
+        );
     }
     // -q and -v together are a usage error.
     let both = env.kapi(&["-q", "-v", "check"]).code(2);
-    assert!(both.stderr.contains("cannot be used with"), "{}", both.stderr);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
 }
 
 #[test]
@@ -258,24 +316,56 @@ fn quiet_leaves_out_notes_and_hints_but_never_an_error() {
     let other = env.suggested_rule("Flowkit", "Flow kit");
     // A keep refreshes AGENTS.md: said without -q, not with it.
     let loud = env.kapi(&["context", "review", "--keep", &id]).ok();
-    assert!(loud.stdout.contains("updated the rules in force in AGENTS.md"), "{}", loud.stdout);
-    let quiet = env.kapi(&["-q", "context", "review", "--keep", &other]).ok();
-    assert!(!quiet.stdout.contains("updated the rules"), "{}", quiet.stdout);
-    assert!(std::fs::read_to_string(env.join("AGENTS.md")).unwrap().contains("Flowkit"));
+    assert!(
+        loud.stdout
+            .contains("updated the rules in force in AGENTS.md"),
+        "{}",
+        loud.stdout
+    );
+    let quiet = env
+        .kapi(&["-q", "context", "review", "--keep", &other])
+        .ok();
+    assert!(
+        !quiet.stdout.contains("updated the rules"),
+        "{}",
+        quiet.stdout
+    );
+    assert!(
+        std::fs::read_to_string(env.join("AGENTS.md"))
+            .unwrap()
+            .contains("Flowkit")
+    );
     // An error keeps its message, loses its hint.
-    let with_hint = env.kapi(&["compile-context", "D-001", "--root", "nowhere"]).code(2);
-    assert!(with_hint.stderr.contains("\nhint: "), "{}", with_hint.stderr);
+    let with_hint = env
+        .kapi(&["compile-context", "D-001", "--root", "nowhere"])
+        .code(2);
+    assert!(
+        with_hint.stderr.contains("\nhint: "),
+        "{}",
+        with_hint.stderr
+    );
     let quiet = env
         .kapi(&["-q", "compile-context", "D-001", "--root", "nowhere"])
         .code(2);
-    assert_eq!(quiet.stderr, with_hint.stderr.split("\nhint: ").next().unwrap().to_owned() + "\n");
+    assert_eq!(
+        quiet.stderr,
+        with_hint
+            .stderr
+            .split("\nhint: ")
+            .next()
+            .unwrap()
+            .to_owned()
+            + "\n"
+    );
     // A note on stderr (what an export did) goes; the file is written.
     let loud = env.kapi(&["store", "export", "all.jsonl"]).ok();
     assert!(loud.stderr.starts_with("exported "), "{}", loud.stderr);
     let quiet = env.kapi(&["-q", "store", "export", "again.jsonl"]).ok();
     assert_eq!(quiet.stderr, "");
-    assert_eq!(std::fs::read(env.join("again.jsonl")).unwrap(),
-        std::fs::read(env.join("all.jsonl")).unwrap());
+    assert_eq!(
+        std::fs::read(env.join("again.jsonl")).unwrap(),
+        std::fs::read(env.join("all.jsonl")).unwrap()
+    );
 }
 
 #[test]
@@ -297,7 +387,11 @@ fn verbose_check_says_which_rules_from_where_and_how_long_on_stderr() {
         "{}",
         verbose.stderr
     );
-    assert_eq!(lines[3], "recorded 2 usage signals in refs/kapi/local", "{}", verbose.stderr);
+    assert_eq!(
+        lines[3], "recorded 2 usage signals in refs/kapi/local",
+        "{}",
+        verbose.stderr
+    );
     assert_eq!(lines.len(), 4, "{}", verbose.stderr);
     // The counts have not changed since: nothing recorded, nothing said.
     let again = env.kapi(&["-v", "check", "--rules", "terms.tsv"]).code(1);
@@ -307,8 +401,16 @@ fn verbose_check_says_which_rules_from_where_and_how_long_on_stderr() {
     assert_eq!(very.stdout, plain.stdout);
     let lines: Vec<&str> = very.stderr.lines().collect();
     assert_eq!(lines[0], "rules: 2 rules from the log (refs/kapi/ops)");
-    assert!(lines[1].starts_with("  #") && lines[1].contains("\"Quickcast\", not \"Quick cast\""), "{}", very.stderr);
-    assert!(lines[2].starts_with("  #") && lines[2].contains("\"Flowkit\", not \"Flow kit\""), "{}", very.stderr);
+    assert!(
+        lines[1].starts_with("  #") && lines[1].contains("\"Quickcast\", not \"Quick cast\""),
+        "{}",
+        very.stderr
+    );
+    assert!(
+        lines[2].starts_with("  #") && lines[2].contains("\"Flowkit\", not \"Flow kit\""),
+        "{}",
+        very.stderr
+    );
     assert_eq!(lines[3], "rules: 1 rule from the term list terms.tsv");
     assert_eq!(lines[4], "  terms.tsv:1 \"GitHub\", not \"Github\"");
 }

@@ -225,9 +225,9 @@ pub fn render_with(outcome: &Outcome, style: Style) -> String {
                 Some(p) => format!("{}: {}", escape(p), escape(&w.message)),
                 None => escape(&w.message).into_owned(),
             };
-            out.push_str(&renderer.render(&[Group::with_title(
-                Level::WARNING.primary_title(message),
-            )]));
+            out.push_str(
+                &renderer.render(&[Group::with_title(Level::WARNING.primary_title(message))]),
+            );
             out.push('\n');
         }
     }
@@ -265,7 +265,10 @@ mod tests {
         let start = format!("Github{}", " b".repeat(400));
         let (cut, before) = window(&start, 1, 6, 0);
         assert_eq!(before, 0);
-        assert!(cut.starts_with("Github b") && cut.ends_with(" b..."), "{cut}");
+        assert!(
+            cut.starts_with("Github b") && cut.ends_with(" b..."),
+            "{cut}"
+        );
         // A line within CUT_BYTES is the renderer's to window, whole.
         let line = format!("{}Github", "a ".repeat(300));
         assert_eq!(window(&line, 601, 6, 600), (line.clone(), 600));

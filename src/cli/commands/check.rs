@@ -160,10 +160,7 @@ fn explain(report: &CheckReport, elapsed: std::time::Duration, verbose: u8) {
             RuleOrigin::Workspace {
                 project,
                 repository,
-            } => format!(
-                "the workspace: {project} at {}",
-                repository.display()
-            ),
+            } => format!("the workspace: {project} at {}", repository.display()),
             RuleOrigin::TermList(path) => format!("the term list {}", path.display()),
         };
         detail(
