@@ -436,6 +436,16 @@ fn verbose_sync_names_the_refs_it_moved() {
     // Quiet: nothing at all when all went well.
     let quiet = a.kapi(&["-q", "context", "sync"]).ok();
     assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
+    // --json is the same document with -q and -v (-v's lines on stderr).
+    let json = a.kapi(&["context", "sync", "--json"]).ok().stdout;
+    assert!(json.starts_with('{'), "{json}");
+    assert_eq!(
+        a.kapi(&["-q", "context", "sync", "--json"]).ok().stdout,
+        json
+    );
+    let verbose = a.kapi(&["-v", "context", "sync", "--json"]).ok();
+    assert_eq!(verbose.stdout, json);
+    assert!(verbose.stderr.starts_with("refs/kapi/ops: unchanged at "));
     // A clone that fetches the log moves its own ref.
     let b = TestEnv::clone_of(&remote, "Bob", "bob@example.com");
     let run = b.kapi(&["-v", "context", "sync", "--no-push"]).ok();
