@@ -555,6 +555,7 @@ impl Server {
             record_usage: false,
             as_of: None,
             stdin: None,
+            list_rules: false,
         };
         match check(Some(&session), &request) {
             Ok(report) => {

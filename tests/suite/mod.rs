@@ -6,6 +6,7 @@ mod axes;
 mod check;
 mod compiled_context;
 mod context;
+mod conventions;
 mod distribution;
 mod durability;
 mod errors;

@@ -5,11 +5,12 @@ use std::path::PathBuf;
 use super::Ctx;
 use crate::check::format::{github, human, json, sarif};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::Out;
+use crate::cli::global::Settings;
+use crate::cli::output::{Out, detail};
 use std::io::Read;
 
 use crate::check::files::MAX_FILE_BYTES;
-use crate::context::check::{CheckRequest, Stdin, check};
+use crate::context::check::{CheckReport, CheckRequest, RuleOrigin, Stdin, check};
 
 /// Check prose against the rules in force: established rules fail,
 /// suggestions only advise.
@@ -49,40 +50,11 @@ pub struct Args {
     #[arg(long, value_name = "WHEN", value_parser = crate::cli::commands::parse_as_of)]
     pub as_of: Option<u64>,
 
-    /// Colour the findings: auto (on a terminal, unless NO_COLOR is set or
-    /// TERM is dumb), always, never.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
-    pub color: ColorArg,
-
     /// With `-` as the path: check standard input as the file NAME (its
     /// kind by its extension, the rules that hold where it sits; it need
     /// not exist). Without it, standard input is `-`, read as Markdown.
     #[arg(long, value_name = "NAME")]
     pub stdin_filename: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorArg {
-    Auto,
-    Always,
-    Never,
-}
-
-impl ColorArg {
-    /// Whether standard output gets colour: `auto` only on a terminal,
-    /// and not when `NO_COLOR` is set (to anything) or `TERM` is `dumb`.
-    fn for_stdout(self, env: &dyn crate::context::Env) -> bool {
-        use std::io::IsTerminal;
-        match self {
-            ColorArg::Always => true,
-            ColorArg::Never => false,
-            ColorArg::Auto => {
-                std::io::stdout().is_terminal()
-                    && env.var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                    && env.var("TERM").as_deref() != Some("dumb")
-            }
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -98,6 +70,7 @@ pub enum FormatArg {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    let settings = Settings::get();
     let stdin = stdin_of(&args)?;
     let session = ctx.session_if_in_work_tree()?;
     let request = CheckRequest {
@@ -112,10 +85,20 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         record_usage: true,
         as_of: args.as_of,
         stdin,
+        list_rules: settings.verbose >= 2,
     };
+    let started = std::time::Instant::now();
     let report = check(session.as_ref(), &request)?;
+    let elapsed = started.elapsed();
+    explain(&report, elapsed, settings.verbose);
     let text = match args.format {
-        FormatArg::Human => human::render_styled(&report.outcome, args.color.for_stdout(&*ctx.env)),
+        FormatArg::Human => human::render_with(
+            &report.outcome,
+            human::Style {
+                styled: settings.stdout_styled,
+                failing_only: settings.quiet,
+            },
+        ),
         FormatArg::Json => json::render(&report.outcome),
         FormatArg::Sarif => sarif::render(&report.outcome),
         FormatArg::Github => github::render(&report.outcome),
@@ -162,4 +145,79 @@ fn stdin_of(args: &Args) -> Result<Option<Stdin>, CliError> {
         name: args.stdin_filename.clone(),
         bytes,
     }))
+}
+
+/// `-v`: where the rules came from, how many files were checked and how
+/// long it took, what was recorded; `-vv`: every rule, under its source.
+/// On stderr, so the findings on stdout (in any format) stay as they are.
+fn explain(report: &CheckReport, elapsed: std::time::Duration, verbose: u8) {
+    if verbose == 0 {
+        return;
+    }
+    for source in &report.sources {
+        let from = match &source.origin {
+            RuleOrigin::Log => "the log (refs/kapi/ops)".to_owned(),
+            RuleOrigin::Workspace {
+                project,
+                repository,
+            } => format!("the workspace: {project} at {}", repository.display()),
+            RuleOrigin::TermList(path) => format!("the term list {}", path.display()),
+        };
+        detail(
+            1,
+            format!(
+                "rules: {} from {from}",
+                crate::wording::count(source.count, "rule", "rules")
+            ),
+        );
+        for rule in &source.rules {
+            detail(2, format!("  {}", rule_line(rule)));
+        }
+    }
+    if report.sources.is_empty() {
+        detail(1, "rules: none in force");
+    }
+    let files = report.outcome.files;
+    detail(
+        1,
+        format!(
+            "checked {} in {} ms",
+            crate::wording::count(files, "file", "files"),
+            elapsed.as_millis()
+        ),
+    );
+    if report.signals > 0 {
+        detail(
+            1,
+            format!(
+                "recorded {} in refs/kapi/local",
+                crate::wording::count(report.signals, "usage signal", "usage signals")
+            ),
+        );
+    }
+}
+
+/// A rule as `-vv` lists it: `#0ttd83m01q "Quickcast", not "Quick cast",
+/// "Quick-cast"`, a term list's as `terms.tsv:3 ...`; `(suggested)` or
+/// `(advisory)` when it does not fail a check.
+fn rule_line(rule: &crate::ops::TermRule) -> String {
+    use crate::ops::RuleId;
+    let name = match &rule.id {
+        RuleId::Op(id) => format!("#{}", id.short()),
+        RuleId::Imported(id, n) => format!("#{}:{n}", id.short()),
+        RuleId::File(file, line) => format!("{file}:{line}"),
+    };
+    let avoided: Vec<String> = rule.avoided.iter().map(|a| format!("\"{a}\"")).collect();
+    let what = match &rule.preferred {
+        Some(p) => format!("\"{p}\", not {}", avoided.join(", ")),
+        None => format!("avoid {}", avoided.join(", ")),
+    };
+    let how = if rule.suggested {
+        " (suggested)"
+    } else if rule.advisory {
+        " (advisory)"
+    } else {
+        ""
+    };
+    format!("{name} {what}{how}")
 }
