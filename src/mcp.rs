@@ -570,6 +570,7 @@ impl Server {
             as_of: None,
             stdin: None,
             to_fix: false,
+            list_rules: false,
         };
         if args.fix || args.diff {
             return self.fix(&session, &request, args.fix, args.diff);

@@ -72,15 +72,6 @@ pub fn push_shown(out: &mut String, c: char) {
     }
 }
 
-/// The columns `shown` takes on a terminal, for aligning under it: an East
-/// Asian wide character (漢, ア, 한) takes two, a combining mark or a
-/// zero-width joiner none, as the Unicode data says (`unicode-width`, the
-/// width a terminal gives them). For text already shown: escapes are ASCII
-/// and take a column a character; a raw control has no width to give.
-pub fn columns(shown: &str) -> usize {
-    unicode_width::UnicodeWidthStr::width(shown)
-}
-
 /// `\t`, `\r`, `\n`, `\0`, or `\u{…}` in lower-case hex, as
 /// `char::escape_debug` writes them.
 fn push_escaped(out: &mut String, c: char) {
@@ -124,17 +115,5 @@ mod tests {
         push_shown(&mut s, 'é');
         push_shown(&mut s, '\x1b');
         assert_eq!(s, "é\\u{1b}");
-        assert_eq!(columns(&s), 7);
-    }
-
-    #[test]
-    fn columns_are_what_a_terminal_gives() {
-        assert_eq!(columns("Quickcast"), 9);
-        // East Asian wide characters take two columns, half-width kana one.
-        assert_eq!(columns("クイックキャスト"), 16);
-        assert_eq!(columns("漢字 ｶﾅ"), 7);
-        // Combining marks and a zero-width joiner take none.
-        assert_eq!(columns("e\u{301}"), 1);
-        assert_eq!(columns("a\u{200d}b"), 2);
     }
 }

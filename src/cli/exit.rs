@@ -106,10 +106,27 @@ impl CliError {
     /// message quotes (an id, a range, git's words) never steers the
     /// terminal; the lines of git's words stay lines. An error whose code
     /// is success (a reader that went away: a broken pipe) is not printed.
-    pub fn report(self) -> ExitCode {
+    ///
+    /// Under `-q` the hint is left out (the error stays); `error:` and
+    /// `hint:` are in colour where stderr takes it.
+    pub fn report(mut self) -> ExitCode {
         if self.exit != Exit::Ok {
+            let settings = super::global::Settings::get();
+            if settings.quiet {
+                self.hint = None;
+            }
+            let label = |name| super::global::label(name, settings.stderr_styled);
+            let mut text = format!(
+                "{}: {}",
+                label("error"),
+                crate::terminal::escape_lines(&self.message)
+            );
+            if let Some(hint) = &self.hint {
+                let hint = crate::terminal::escape_lines(hint);
+                text.push_str(&format!("\n{}: {hint}", label("hint")));
+            }
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "{}", crate::terminal::escape_lines(&self.render()));
+            let _ = writeln!(err, "{text}");
         }
         self.exit.into()
     }

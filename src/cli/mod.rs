@@ -3,26 +3,31 @@
 
 pub(crate) mod commands;
 pub(crate) mod exit;
+pub(crate) mod global;
 pub(crate) mod output;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 pub(crate) use exit::Exit;
+use global::{GlobalArgs, Settings};
 
 /// kapi: a git-native context ledger for people and coding agents.
 ///
 /// Agents note how the project writes; people decide what becomes a rule;
 /// `kapi check` enforces established rules and only advises on suggestions.
 /// Decision records compile into a bounded, verifiable context for an agent.
-#[derive(Debug, Parser)]
+#[derive(Debug, clap::Parser)]
 #[command(name = "kapi", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     /// Run as if kapi was started in this directory.
     #[arg(short = 'C', global = true, value_name = "DIR")]
     pub directory: Option<std::path::PathBuf>,
+
+    #[command(flatten)]
+    pub global: GlobalArgs,
 
     #[command(subcommand)]
     pub command: commands::Command,
@@ -31,7 +36,14 @@ pub struct Cli {
 /// Entry point shared by the `kapi` and `git-kapi` binaries.
 pub fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(args) {
+    // Help and usage errors are coloured as --color says, so it is read
+    // before the parse that may end in either.
+    let color = global::early_color(Cli::command(), &args);
+    let parsed = Cli::command()
+        .color(color.for_clap())
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
             let code = if err.use_stderr() {
@@ -43,6 +55,7 @@ pub fn main() -> ExitCode {
             return code.into();
         }
     };
+    Settings::of(&cli.global).install();
     // The Bash guard needs no directory, and must refuse, not fail, when
     // the current one cannot be read (Claude Code lets any other failure
     // through).

@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use super::exit::{CliError, Exit};
+use super::global::{Settings, paint_line};
 
 /// Locked, buffered stdout whose broken-pipe errors end the program quietly.
 pub struct Out {
@@ -23,6 +24,15 @@ impl Out {
     /// calls.
     pub fn line(&mut self, text: impl AsRef<str>) -> Result<(), CliError> {
         self.exact(crate::terminal::escape(text.as_ref()))
+    }
+
+    /// [`Out::line`] for what is not the answer (what was done besides,
+    /// `updated the rules in force in AGENTS.md`): nothing under `-q`.
+    pub fn note(&mut self, text: impl AsRef<str>) -> Result<(), CliError> {
+        if Settings::get().quiet {
+            return Ok(());
+        }
+        self.line(text)
     }
 
     /// One line written as it is: a JSON document, which escapes by itself.
@@ -75,23 +85,46 @@ impl Drop for Out {
 }
 
 /// One line for people on stderr (a warning, a hook's message), escaped
-/// as [`Out::line`] escapes. A failed write is ignored (where `eprintln!`
-/// would panic): stderr is where a failure would be reported.
+/// as [`Out::line`] escapes; a leading `error:`, `warning:` or `hint:` in
+/// colour where stderr takes it. A failed write is ignored (where
+/// `eprintln!` would panic): stderr is where a failure would be reported.
 pub fn stderr_line(text: impl AsRef<str>) {
-    let mut err = io::stderr().lock();
-    let _ = err
-        .write_all(crate::terminal::escape(text.as_ref()).as_bytes())
-        .and_then(|()| err.write_all(b"\n"));
+    write_stderr(&crate::terminal::escape(text.as_ref()));
 }
 
 /// Text kapi broke into lines for people on stderr (an error quoting git
 /// or a TOML parser): its line ends stay, everything else that would
 /// steer a terminal is escaped, as [`CliError::report`] does.
 pub fn stderr_text(text: impl AsRef<str>) {
+    write_stderr(&crate::terminal::escape_lines(text.as_ref()));
+}
+
+/// A line on stderr that is not the answer nor a warning (what a step is
+/// doing, what it did besides): nothing under `-q`.
+pub fn note(text: impl AsRef<str>) {
+    if !Settings::get().quiet {
+        stderr_line(text);
+    }
+}
+
+/// A detail on stderr for `-v` (`level` 1) or `-vv` (2).
+pub fn detail(level: u8, text: impl AsRef<str>) {
+    if Settings::get().verbose >= level {
+        stderr_line(text);
+    }
+}
+
+/// Escaped text and a line end on stderr, each line's leading label
+/// painted where stderr takes colour.
+fn write_stderr(escaped: &str) {
+    let styled = Settings::get().stderr_styled;
     let mut err = io::stderr().lock();
-    let _ = err
-        .write_all(crate::terminal::escape_lines(text.as_ref()).as_bytes())
-        .and_then(|()| err.write_all(b"\n"));
+    let mut text = String::with_capacity(escaped.len() + 1);
+    for line in escaped.split_inclusive('\n') {
+        text.push_str(&paint_line(line, styled));
+    }
+    text.push('\n');
+    let _ = err.write_all(text.as_bytes());
 }
 
 fn map_pipe(r: io::Result<()>) -> Result<(), CliError> {

@@ -49,6 +49,9 @@ pub struct CheckRequest {
     /// ([`Outcome::texts`]); usage is then never counted (`context::fix`
     /// counts it in the check after the fix).
     pub to_fix: bool,
+    /// Keep each rule applied in [`CheckReport::sources`] (`kapi check
+    /// -vv`); otherwise only their counts.
+    pub list_rules: bool,
 }
 
 /// Text from standard input, checked as a file.
@@ -65,11 +68,33 @@ pub struct Stdin {
 pub struct CheckReport {
     pub outcome: Outcome,
     /// Usage signals recorded in the log.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "only the in-process tests read it yet")
-    )]
     pub signals: usize,
+    /// Where the rules applied came from, in order: this log, each
+    /// repository sharing rules with the workspace, each term list.
+    pub sources: Vec<RuleSource>,
+}
+
+/// Where some of the rules a check applied came from (`kapi check -v`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleOrigin {
+    /// This repository's log (`refs/kapi/ops`).
+    Log,
+    /// Another repository's log, shared with the workspace.
+    Workspace {
+        project: String,
+        repository: PathBuf,
+    },
+    /// A term list named with `--rules`, as it was named.
+    TermList(PathBuf),
+}
+
+/// How many rules one origin gave a check, and (when
+/// [`CheckRequest::list_rules`] asked) the rules themselves.
+#[derive(Debug, Clone)]
+pub struct RuleSource {
+    pub origin: RuleOrigin,
+    pub count: usize,
+    pub rules: Vec<TermRule>,
 }
 
 impl CheckReport {
@@ -144,8 +169,19 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         }
         _ => Vec::new(),
     };
+    let mut rule_sources = sources_of(&rules, &sources, req.list_rules);
     for file in &req.extra_rules {
-        rules.extend(rules_from_term_list(&req.cwd, file)?);
+        let list = rules_from_term_list(&req.cwd, file)?;
+        rule_sources.push(RuleSource {
+            origin: RuleOrigin::TermList(file.clone()),
+            count: list.len(),
+            rules: if req.list_rules {
+                list.clone()
+            } else {
+                Vec::new()
+            },
+        });
+        rules.extend(list);
     }
     let mut warnings = Vec::new();
     // A stored operation that cannot be read may hold a rule: the check
@@ -246,7 +282,58 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     if let (Some(session), Some(ledger)) = (session, ledger) {
         session.release(ledger);
     }
-    Ok(CheckReport { outcome, signals })
+    Ok(CheckReport {
+        outcome,
+        signals,
+        sources: rule_sources,
+    })
+}
+
+/// The log's rules by origin: this repository's, then each workspace
+/// repository's in the order they come (`sources` names the workspace
+/// ones); none when the log gave none.
+fn sources_of(rules: &[TermRule], sources: &WorkspaceSources, list: bool) -> Vec<RuleSource> {
+    let mut out: Vec<RuleSource> = Vec::new();
+    let mut add = |origin: RuleOrigin, rule: &TermRule| {
+        let at = match out.iter().position(|s| s.origin == origin) {
+            Some(at) => at,
+            None => {
+                out.push(RuleSource {
+                    origin,
+                    count: 0,
+                    rules: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        out[at].count += 1;
+        if list {
+            out[at].rules.push(rule.clone());
+        }
+    };
+    if sources.is_empty() && !list {
+        if !rules.is_empty() {
+            out.push(RuleSource {
+                origin: RuleOrigin::Log,
+                count: rules.len(),
+                rules: Vec::new(),
+            });
+        }
+        return out;
+    }
+    for rule in rules {
+        let origin = match sources.get(&rule.id.to_string()) {
+            Some((project, repository)) => RuleOrigin::Workspace {
+                project: project.clone(),
+                repository: repository.clone(),
+            },
+            None => RuleOrigin::Log,
+        };
+        add(origin, rule);
+    }
+    // This log's own first, whatever order the rules came in.
+    out.sort_by_key(|s| s.origin != RuleOrigin::Log);
+    out
 }
 
 /// Files are read and checked on up to 8 threads.

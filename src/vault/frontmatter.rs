@@ -1,24 +1,57 @@
-//! A bounded parser for the YAML front-matter subset the vault uses.
+//! Front matter: the YAML between a first `---` line and the next `---`
+//! line, read as YAML 1.2 by `yaml-rust2` (through the bounded reader in
+//! [`crate::formats::yaml`]: quoted strings and their escapes, block
+//! scalars, comments, flow and block collections, anchors and aliases), then
+//! mapped to the shapes the vault reads ([`Value`]).
 //!
-//! Front matter is untrusted input. The parser accepts only what the vault
-//! format documents (`docs/vault.md`) and fails closed on anything else:
-//! top-level `key: scalar`, flow lists `key: [a, b]`, block lists
-//! (`key:` then `  - item` lines) and one level of nested mapping (`key:`
-//! then `  sub: scalar` lines). Anchors, aliases, tags, block scalars and
-//! nesting deeper than one level are errors, never guesses.
+//! Front matter is untrusted input. What stays kapi's own, around the
+//! library, and why:
+//! - the framing: front matter is a Markdown convention, not YAML, so the
+//!   library cannot say where it ends; it must close within the first
+//!   [`FRONT_MATTER_LIMIT`] bytes, the prefix a denied file is read through;
+//! - the bounds the library does not set: nesting depth, and what aliases
+//!   may repeat (no more than the prefix itself could hold, so a "billion
+//!   laughs" is refused, not expanded), checked as its events arrive
+//!   ([`LIMITS`]); at most [`MAX_KEYS`] keys and [`MAX_ITEMS`] items in a
+//!   list or mapping kapi keeps;
+//! - tags are refused: they change what a value is in ways kapi does not
+//!   model, and no front-matter format uses them.
+//!
+//! Numbers, booleans, dates and nulls are kept as the text written (a null
+//! as an empty string); what kapi does not read (deeper nesting, a list
+//! inside a list) is left out.
 
 use std::collections::BTreeMap;
 
+use crate::formats::yaml::{self, Limits, Node};
+
 /// The prefix through which front matter is inspected: it must close within it.
 pub(crate) const FRONT_MATTER_LIMIT: usize = 64 * 1024;
+/// Keys of the front matter's top-level mapping.
 const MAX_KEYS: usize = 256;
+/// Items of one list, or keys of one mapping, under a top-level key.
 const MAX_ITEMS: usize = 256;
+/// The bounds on the YAML: far deeper than any front matter nests, and no
+/// more nodes or text than the prefix could hold without aliases.
+const LIMITS: Limits = Limits {
+    depth: 16,
+    nodes: FRONT_MATTER_LIMIT,
+    bytes: FRONT_MATTER_LIMIT,
+    refuse_tags: true,
+};
 
-/// One front-matter value.
+/// One front-matter value, as far as the vault reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
+    /// A scalar's text as YAML reads it (after quotes, escapes and folding);
+    /// a null (`~`, `null`, nothing) is empty.
     Str(String),
-    List(Vec<String>),
+    /// A list's items: scalars ([`Value::Str`]) and mappings
+    /// ([`Value::Map`], such as `- cites: E-001`); a list inside a list is
+    /// left out.
+    List(Vec<Value>),
+    /// A mapping's scalar entries; entries whose value is a collection are
+    /// left out.
     Map(BTreeMap<String, String>),
 }
 
@@ -46,12 +79,25 @@ impl FrontMatter {
             .filter(|s| !s.is_empty())
     }
 
-    /// A scalar or a list, as a list of strings.
+    /// A scalar or a list's scalar items, as a list of strings.
     pub(crate) fn list(&self, key: &str) -> Vec<String> {
         match self.fields.get(key) {
             Some(Value::Str(s)) if !s.is_empty() => vec![s.clone()],
-            Some(Value::List(items)) => items.clone(),
+            Some(Value::List(items)) => items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
             _ => Vec::new(),
+        }
+    }
+
+    /// A list's items, or a lone scalar or mapping as one item.
+    pub(crate) fn items(&self, key: &str) -> &[Value] {
+        match self.fields.get(key) {
+            Some(Value::List(items)) => items,
+            Some(v) => std::slice::from_ref(v),
+            None => &[],
         }
     }
 
@@ -71,8 +117,9 @@ pub enum FrontMatterError {
     Unterminated,
     #[error("the front matter is not UTF-8")]
     NotUtf8,
+    /// Not YAML, or YAML past a bound; `line` is the file's line.
     #[error("line {line}: {what}")]
-    Syntax { line: usize, what: &'static str },
+    Syntax { line: usize, what: String },
 }
 
 /// Parse the front matter at the start of `bytes` (a file or its prefix).
@@ -89,7 +136,9 @@ pub fn parse(bytes: &[u8]) -> Result<FrontMatter, FrontMatterError> {
         find_close(window, first_end).ok_or(FrontMatterError::Unterminated)?;
     let text =
         std::str::from_utf8(&bytes[first_end..text_end]).map_err(|_| FrontMatterError::NotUtf8)?;
-    let fields = parse_fields(text)?;
+    // The YAML starts on the file's second line.
+    let doc = yaml::parse_bounded(text, &LIMITS).map_err(|e| err(e.line + 1, e.message))?;
+    let fields = fields(doc)?;
     Ok(FrontMatter {
         fields,
         body_offset,
@@ -121,188 +170,80 @@ fn find_close(window: &[u8], start: usize) -> Option<(usize, usize)> {
     None
 }
 
-fn err(line: usize, what: &'static str) -> FrontMatterError {
-    FrontMatterError::Syntax { line, what }
+fn err(line: usize, what: impl Into<String>) -> FrontMatterError {
+    FrontMatterError::Syntax {
+        line,
+        what: what.into(),
+    }
 }
 
-fn parse_fields(text: &str) -> Result<BTreeMap<String, Value>, FrontMatterError> {
-    let mut fields = BTreeMap::new();
-    // The key whose `key:` line had no value, waiting for its block.
-    let mut open: Option<(String, usize)> = None;
-    let mut block: Option<Value> = None;
-    for (i, raw) in text.lines().enumerate() {
-        let n = i + 2;
-        let line = raw.trim_end();
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let indented = line.len() != trimmed.len();
-        if indented {
-            if open.is_none() {
-                return Err(err(n, "an indented line belongs to no key"));
-            }
-            if let Some(item) =
-                trimmed
-                    .strip_prefix("- ")
-                    .or(if trimmed == "-" { Some("") } else { None })
-            {
-                let item = scalar(item.trim(), n)?;
-                match block.get_or_insert_with(|| Value::List(Vec::new())) {
-                    Value::List(items) if items.len() < MAX_ITEMS => items.push(item),
-                    Value::List(_) => return Err(err(n, "too many list items")),
-                    _ => return Err(err(n, "a list item inside a mapping")),
-                }
-            } else {
-                let (sub, value) = split_key(trimmed, n)?;
-                if value.is_empty() && trimmed.ends_with(':') {
-                    return Err(err(n, "nesting deeper than one level"));
-                }
-                let value = scalar(value, n)?;
-                match block.get_or_insert_with(|| Value::Map(BTreeMap::new())) {
-                    Value::Map(m) if m.len() < MAX_ITEMS => {
-                        if m.insert(sub.to_string(), value).is_some() {
-                            return Err(err(n, "a duplicate key"));
-                        }
-                    }
-                    Value::Map(_) => return Err(err(n, "too many mapping keys")),
-                    _ => return Err(err(n, "a mapping key inside a list")),
-                }
-            }
-            continue;
-        }
-        close_block(&mut fields, &mut open, &mut block)?;
-        if fields.len() >= MAX_KEYS {
-            return Err(err(n, "too many keys"));
-        }
-        let (key, value) = split_key(trimmed, n)?;
-        if fields.contains_key(key) {
-            return Err(err(n, "a duplicate key"));
-        }
-        if value.is_empty() {
-            open = Some((key.to_string(), n));
-        } else if let Some(inner) = value.strip_prefix('[') {
-            let inner = inner
-                .strip_suffix(']')
-                .ok_or_else(|| err(n, "an unclosed flow list"))?;
-            let mut items = Vec::new();
-            for part in split_flow(inner, n)? {
-                if items.len() >= MAX_ITEMS {
-                    return Err(err(n, "too many list items"));
-                }
-                items.push(scalar(part.trim(), n)?);
-            }
-            fields.insert(key.to_string(), Value::List(items));
-        } else {
-            fields.insert(key.to_string(), Value::Str(scalar(value, n)?));
-        }
+/// A scalar's text, a null as empty; `None` for a collection.
+fn text(node: &Node) -> Option<String> {
+    match &node.value {
+        yaml::Value::Scalar { .. } if node.is_null() => Some(String::new()),
+        yaml::Value::Scalar { text, .. } => Some(text.clone()),
+        _ => None,
     }
-    close_block(&mut fields, &mut open, &mut block)?;
+}
+
+/// The top-level mapping, mapped to kapi's shapes.
+fn fields(doc: Node) -> Result<BTreeMap<String, Value>, FrontMatterError> {
+    let pairs = match doc.value {
+        yaml::Value::Mapping(pairs) => pairs,
+        // Nothing but comments, or nothing at all.
+        yaml::Value::Scalar { .. } if doc.is_null() => return Ok(BTreeMap::new()),
+        _ => {
+            return Err(err(
+                doc.line + 1,
+                format!("the front matter is {}, not a mapping of keys", doc.kind()),
+            ));
+        }
+    };
+    if pairs.len() > MAX_KEYS {
+        let line = pairs[MAX_KEYS].0.line + 1;
+        return Err(err(line, format!("more than {MAX_KEYS} keys")));
+    }
+    let mut fields = BTreeMap::new();
+    for (key, value) in pairs {
+        // A key that is a collection is nothing kapi reads.
+        let Some(key) = key.as_str() else { continue };
+        let value = match value.value {
+            yaml::Value::Scalar { .. } => Value::Str(text(&value).unwrap_or_default()),
+            yaml::Value::Sequence(items) => {
+                if items.len() > MAX_ITEMS {
+                    let line = items[MAX_ITEMS].line + 1;
+                    return Err(err(line, format!("more than {MAX_ITEMS} list items")));
+                }
+                Value::List(
+                    items
+                        .into_iter()
+                        .filter_map(|item| match item.value {
+                            yaml::Value::Scalar { .. } => text(&item).map(Value::Str),
+                            yaml::Value::Mapping(pairs) => Some(Value::Map(scalars(pairs))),
+                            yaml::Value::Sequence(_) => None,
+                        })
+                        .collect(),
+                )
+            }
+            yaml::Value::Mapping(pairs) => {
+                if pairs.len() > MAX_ITEMS {
+                    let line = pairs[MAX_ITEMS].0.line + 1;
+                    return Err(err(line, format!("more than {MAX_ITEMS} mapping keys")));
+                }
+                Value::Map(scalars(pairs))
+            }
+        };
+        fields.insert(key.to_string(), value);
+    }
     Ok(fields)
 }
 
-fn close_block(
-    fields: &mut BTreeMap<String, Value>,
-    open: &mut Option<(String, usize)>,
-    block: &mut Option<Value>,
-) -> Result<(), FrontMatterError> {
-    if let Some((key, _)) = open.take() {
-        let value = block.take().unwrap_or(Value::Str(String::new()));
-        fields.insert(key, value);
-    }
-    Ok(())
-}
-
-/// `key: rest` with a plain key of letters, digits, `_` and `-`.
-fn split_key(line: &str, n: usize) -> Result<(&str, &str), FrontMatterError> {
-    let (key, rest) = match line.split_once(':') {
-        Some(kv) => kv,
-        None => return Err(err(n, "a line without `key:`")),
-    };
-    if key.is_empty()
-        || key.len() > 64
-        || !key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        return Err(err(n, "a key that is not a plain name"));
-    }
-    if !rest.is_empty() && !rest.starts_with(' ') && !rest.starts_with('\t') {
-        return Err(err(n, "a key without a space after `:`"));
-    }
-    Ok((key, rest.trim()))
-}
-
-/// Split a flow list's inside on commas outside quotes.
-fn split_flow(inner: &str, n: usize) -> Result<Vec<&str>, FrontMatterError> {
-    if inner.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut parts = Vec::new();
-    let mut quote: Option<char> = None;
-    let mut start = 0;
-    for (i, c) in inner.char_indices() {
-        match (quote, c) {
-            (None, '"' | '\'') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, ',') => {
-                parts.push(&inner[start..i]);
-                start = i + 1;
-            }
-            (None, '[' | ']' | '{' | '}') => return Err(err(n, "a nested flow collection")),
-            _ => {}
-        }
-    }
-    if quote.is_some() {
-        return Err(err(n, "an unclosed quote"));
-    }
-    parts.push(&inner[start..]);
-    Ok(parts)
-}
-
-/// One scalar: quoted (`"..."` or `'...'`) or plain. Plain scalars lose a
-/// trailing ` # comment`; YAML's special starts are refused.
-fn scalar(text: &str, n: usize) -> Result<String, FrontMatterError> {
-    if let Some(rest) = text.strip_prefix('"') {
-        let inner = rest
-            .strip_suffix('"')
-            .ok_or_else(|| err(n, "an unclosed double quote"))?;
-        let mut out = String::with_capacity(inner.len());
-        let mut chars = inner.chars();
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => match chars.next() {
-                    Some('"') => out.push('"'),
-                    Some('\\') => out.push('\\'),
-                    Some('n') => out.push('\n'),
-                    Some('t') => out.push('\t'),
-                    _ => return Err(err(n, "an unsupported escape")),
-                },
-                '"' => return Err(err(n, "a stray double quote")),
-                c => out.push(c),
-            }
-        }
-        return Ok(out);
-    }
-    if let Some(rest) = text.strip_prefix('\'') {
-        let inner = rest
-            .strip_suffix('\'')
-            .ok_or_else(|| err(n, "an unclosed single quote"))?;
-        if inner.replace("''", "").contains('\'') {
-            return Err(err(n, "a stray single quote"));
-        }
-        return Ok(inner.replace("''", "'"));
-    }
-    let plain = match text.find(" #") {
-        Some(i) => text[..i].trim_end(),
-        None => text,
-    };
-    if let Some(c) = plain.chars().next()
-        && matches!(c, '&' | '*' | '!' | '|' | '>' | '{' | '[' | '%' | '@' | '`')
-    {
-        return Err(err(n, "an unsupported YAML construct"));
-    }
-    Ok(plain.to_string())
+/// A mapping's entries whose key and value are scalars.
+fn scalars(pairs: Vec<(Node, Node)>) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str()?.to_string(), text(v)?)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -313,37 +254,170 @@ mod tests {
         parse(text.as_bytes())
     }
 
+    fn syntax(text: &str) -> (usize, String) {
+        match fm(text) {
+            Err(FrontMatterError::Syntax { line, what }) => (line, what),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+
     #[test]
-    fn the_subset() {
+    fn what_the_old_subset_read_reads_the_same() {
         let text = "---\nid: D-001\ntitle: \"Review: policy\" \nstatus: approved # ok\nsupersedes: [D-000, 'D-00''x']\nlinks:\n  - cites: E-001\n  - informs: S-001\napproval:\n  by: Ana\n  sha256: abc\n---\nbody\n";
         let f = fm(text).unwrap();
         assert_eq!(f.str("id"), Some("D-001"));
         assert_eq!(f.str("title"), Some("Review: policy"));
         assert_eq!(f.str("status"), Some("approved"));
         assert_eq!(f.list("supersedes"), ["D-000", "D-00'x"]);
-        assert_eq!(f.list("links"), ["cites: E-001", "informs: S-001"]);
+        let pair = |k: &str, v: &str| Value::Map(BTreeMap::from([(k.into(), v.into())]));
+        assert_eq!(
+            f.items("links"),
+            [pair("cites", "E-001"), pair("informs", "S-001")]
+        );
         assert_eq!(f.map("approval").unwrap()["by"], "Ana");
         assert_eq!(&text.as_bytes()[f.body_offset..], b"body\n");
+    }
+
+    #[test]
+    fn reads_yaml_as_yaml_reads_it() {
+        let text = concat!(
+            "---\r\n",
+            "# a comment line\n",
+            "title: \"Tabs\\tand \\\"quotes\\\" \\u00e9\"\n",
+            "single: 'it''s'\n",
+            "literal: |\n  line one\n  line two\n",
+            "folded: >-\n  one\n  two\n",
+            "plain: a long\n  title folded\n",
+            "weight: 30\t# a comment after a tab\n",
+            "draft: false\n",
+            "date: 2018-09-19 18:00:00 +0530\n",
+            "version: 3.8.4\n",
+            "empty:\n",
+            "tilde: ~\n",
+            "quoted_null: \"null\"\n",
+            "flow: [a, \"b, c\", {x: y}, [nested]]\n",
+            "menu:\n  docs:\n    parent: cm\n    weight: 30\n  name: Docs\n",
+            "anchored: &who Ana Lima\n",
+            "approval:\n  by: *who\n  on: 2026-01-14\n",
+            "---\r\n",
+            "body\n",
+        );
+        let f = fm(text).unwrap();
+        assert_eq!(f.str("title"), Some("Tabs\tand \"quotes\" é"));
+        assert_eq!(f.str("single"), Some("it's"));
+        assert_eq!(f.str("literal"), Some("line one\nline two\n"));
+        assert_eq!(f.str("folded"), Some("one two"));
+        assert_eq!(f.str("plain"), Some("a long title folded"));
+        assert_eq!(f.str("weight"), Some("30"));
+        assert_eq!(f.str("draft"), Some("false"));
+        assert_eq!(f.str("date"), Some("2018-09-19 18:00:00 +0530"));
+        assert_eq!(f.str("version"), Some("3.8.4"));
+        assert_eq!(f.fields["empty"], Value::Str(String::new()));
+        assert_eq!(f.str("tilde"), None);
+        assert_eq!(f.str("quoted_null"), Some("null"));
+        // A mapping item is kept, a list inside the list is left out.
+        assert_eq!(f.list("flow"), ["a", "b, c"]);
+        assert_eq!(f.items("flow").len(), 3);
+        // Only the scalar entries of a mapping; `docs` nests deeper.
+        let menu = f.map("menu").unwrap();
+        assert_eq!(menu.keys().collect::<Vec<_>>(), ["name"]);
+        let approval = f.map("approval").unwrap();
+        assert_eq!(approval["by"], "Ana Lima");
+        assert_eq!(approval["on"], "2026-01-14");
+        assert_eq!(&text.as_bytes()[f.body_offset..], b"body\n");
+    }
+
+    #[test]
+    fn empty_front_matter_has_no_fields() {
+        for text in ["---\n---\n", "---\n# only a comment\n---\nbody\n"] {
+            assert_eq!(fm(text).unwrap().fields, BTreeMap::new(), "{text:?}");
+        }
     }
 
     #[test]
     fn fails_closed() {
         assert_eq!(fm("id: x\n"), Err(FrontMatterError::Missing));
         assert_eq!(fm("---\nid: x\n"), Err(FrontMatterError::Unterminated));
-        for bad in [
-            "---\nid: &a x\n---\n",
-            "---\nid: x\nid: y\n---\n",
-            "---\n  id: x\n---\n",
-            "---\nid x\n---\n",
-            "---\na:\n  b:\n    c: d\n---\n",
-            "---\nt: |\n  text\n---\n",
-            "---\nl: [a, [b]]\n---\n",
+        assert_eq!(
+            parse(b"---\nid: \xff\n---\n"),
+            Err(FrontMatterError::NotUtf8)
+        );
+        for (bad, line, what) in [
+            ("---\nid: x\nid: y\n---\n", 3, "appears twice"),
+            ("---\nid x\n---\n", 2, "not a mapping"),
+            ("---\n- a\n- b\n---\n", 2, "not a mapping"),
+            ("---\ntitle: Review: policy\n---\n", 2, "not valid YAML"),
+            ("---\nid: \"open\n---\n", 2, "not valid YAML"),
+            ("---\nid: !!str x\n---\n", 2, "tag (`!!str`)"),
+            ("---\nid: !custom x\n---\n", 2, "tag"),
+            ("---\nid: *nowhere\n---\n", 2, "not valid YAML"),
+            ("---\na: 1\n--- b\n---\n", 3, "more than one YAML document"),
         ] {
+            let (l, w) = syntax(bad);
+            assert!(w.contains(what), "{bad:?}: {w}");
+            assert_eq!(l, line, "{bad:?}: {w}");
+        }
+    }
+
+    #[test]
+    fn caps_keys_and_items() {
+        let mut keys = String::from("---\n");
+        for i in 0..=MAX_KEYS {
+            keys.push_str(&format!("k{i}: v\n"));
+        }
+        keys.push_str("---\n");
+        assert!(syntax(&keys).1.contains("keys"));
+        let items = format!("---\nl: [{}]\n---\n", vec!["x"; MAX_ITEMS + 1].join(", "));
+        assert!(syntax(&items).1.contains("list items"));
+        let ok = format!("---\nl: [{}]\n---\n", vec!["x"; MAX_ITEMS].join(", "));
+        assert_eq!(fm(&ok).unwrap().list("l").len(), MAX_ITEMS);
+    }
+
+    #[test]
+    fn billion_laughs_is_refused_not_expanded() {
+        let mut text = String::from("---\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for i in 1..10 {
+            let refs = vec![format!("*l{}", i - 1); 9].join(", ");
+            text.push_str(&format!("l{i}: &l{i} [{refs}]\n"));
+        }
+        text.push_str("---\n");
+        let started = std::time::Instant::now();
+        let (_, what) = syntax(&text);
+        assert!(what.contains("an alias counts"), "{what}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        // Sequences 10,000 deep in block style (compact, on one line).
+        let (line, what) = syntax(&format!("---\nk:\n  {}x\n---\n", "- ".repeat(10_000)));
+        assert_eq!(line, 3, "{what}");
+        assert!(what.contains("nesting deeper than 16"), "{what}");
+        // In flow style the library's scanner may look ahead for a key
+        // and stop itself at 255 levels, before the events get that deep.
+        for text in [
+            format!(
+                "---\nk: {}{}\n---\n",
+                "[".repeat(10_000),
+                "]".repeat(10_000)
+            ),
+            format!(
+                "---\nk: {}\n---\n",
+                "{a: ".repeat(10_000) + &"}".repeat(10_000)
+            ),
+        ] {
+            let (line, what) = syntax(&text);
+            assert_eq!(line, 2, "{what}");
             assert!(
-                matches!(fm(bad), Err(FrontMatterError::Syntax { .. })),
-                "{bad}"
+                what.contains("recursion limit exceeded") || what.contains("deeper than 16"),
+                "{what}"
             );
         }
+        // Twenty levels of flow: the library reads them, the bound refuses.
+        let text = format!("---\nk: {}{}\n---\n", "[".repeat(20), "]".repeat(20));
+        assert!(syntax(&text).1.contains("nesting deeper than 16"));
+        let ok = "---\nk:\n  - - - - x\n---\n";
+        assert!(fm(ok).is_ok());
     }
 
     #[test]
@@ -358,7 +432,7 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn never_panics(text in "(---\n)?([ a-z:\\[\\]\"'#&|>,-]{0,20}\n){0,12}(---\n)?") {
+        fn never_panics(text in "(---\n)?([ a-z:\\[\\]{}\"'#&*!|>,?-]{0,20}\n){0,12}(---\n)?") {
             let _ = fm(&text);
         }
     }

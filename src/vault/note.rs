@@ -2,7 +2,7 @@
 //! front matter is read into [`Meta`] here: kapi's own fields, or a MADR
 //! record's (`madr.rs`), told apart by what it declares.
 
-use super::frontmatter::FrontMatter;
+use super::frontmatter::{FrontMatter, Value};
 use super::madr;
 use super::meta::{Approval, Kind, Link, Status};
 use super::sensitivity::Sensitivity;
@@ -30,11 +30,16 @@ impl Meta {
             on: m.get("on").filter(|s| !s.is_empty()).cloned(),
             sha256: m.get("sha256").filter(|s| !s.is_empty()).cloned(),
         });
-        let mut links: Vec<Link> = fm
-            .list("links")
-            .iter()
-            .filter_map(|item| parse_link(item))
-            .collect();
+        let mut links: Vec<Link> = Vec::new();
+        for item in fm.items("links") {
+            match item {
+                // `- cites: E-001`: a mapping item, one link per entry.
+                Value::Map(m) => links.extend(m.iter().filter_map(|(rel, t)| link(rel, t))),
+                // `- "cites: E-001"`: a quoted item in the same form.
+                Value::Str(s) => links.extend(parse_link(s)),
+                Value::List(_) => {}
+            }
+        }
         for e in fm.list("evidence") {
             links.push(Link {
                 rel: "cites".into(),
@@ -72,6 +77,11 @@ pub fn valid_id(id: &str) -> bool {
 
 fn parse_link(item: &str) -> Option<Link> {
     let (rel, target) = item.split_once(':')?;
+    link(rel, target)
+}
+
+/// A link of relation `rel` (lower-case letters and `_`) to the id `target`.
+fn link(rel: &str, target: &str) -> Option<Link> {
     let (rel, target) = (rel.trim(), target.trim());
     let rel_ok = !rel.is_empty() && rel.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
     (rel_ok && valid_id(target)).then(|| Link {

@@ -72,6 +72,10 @@ const CLEARED: &[&str] = &[
     "KAPI_SESSION",
     "KAPI_TOOL",
     "KAPI_FAULT",
+    // Colour is asked for by each test that wants it.
+    "NO_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
     "KAPI_LOCK_TIMEOUT_MS",
     "KAPI_BLESS",
     // The installed hooks run `$KAPI` when it is set.

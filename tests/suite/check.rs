@@ -93,7 +93,7 @@ fn human_format_is_rustc_style() {
     let (code, out, _) = run(&env, &["check", "--rules", "terms.tsv"]);
     assert_eq!(code, 1);
     let expected = "error[term]: use \"Quickcast\", not \"Quick cast\"\n \
---> a.md:2:5\n  |\n2 | Try Quick cast today.\n  |     ^^^^^^^^^^\n  = help: write \"Quickcast\"\n\n\
+--> a.md:2:5\n  |\n2 | Try Quick cast today.\n  |     ^^^^^^^^^^\n  |\n  = help: write \"Quickcast\"\n\n\
 checked 1 file: 1 finding, 1 failing, 0 reporting (score 1)\n";
     assert_eq!(out, expected);
 }
@@ -484,16 +484,32 @@ fn dash_c_runs_as_if_started_there() {
 fn sarif_uris_are_percent_encoded() {
     let env = repo();
     env.write("my docs/50% off#1.md", "Quick cast\n");
+    env.write("notes/größe?v=2;a:b@c.md", "Quick cast\n");
     let (code, out, _) = run(
         &env,
         &["check", "--rules", "terms.tsv", "--format", "sarif"],
     );
     assert_eq!(code, 1, "{out}");
     let doc: Value = serde_json::from_str(&out).unwrap();
-    let loc = &doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"];
+    let mut uris: Vec<&str> = doc["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    uris.sort_unstable();
+    // RFC 3986 path segments: space, `%`, `#`, `?` and non-ASCII encoded;
+    // `;`, `=`, `:` (past the first segment) and `@` kept.
     assert_eq!(
-        loc["artifactLocation"]["uri"],
-        "my%20docs/50%25%20off%231.md"
+        uris,
+        [
+            "my%20docs/50%25%20off%231.md",
+            "notes/gr%C3%B6%C3%9Fe%3Fv=2;a:b@c.md"
+        ]
     );
 }
 
@@ -631,6 +647,73 @@ fn standard_input_is_checked_as_the_file_it_is_named_and_records_nothing() {
     assert_eq!(env.log().len(), before);
 }
 
+/// The columns a line of ASCII and CJK text takes on a terminal.
+fn columns(text: &str) -> usize {
+    text.chars().map(|c| if c.is_ascii() { 1 } else { 2 }).sum()
+}
+
+/// Each finding's source line (`N | ...`) and caret line, as shown.
+fn drawn(out: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = out.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[1].trim_start().starts_with("| ") && w[1].contains('^'))
+        .map(|w| (w[0].to_owned(), w[1].to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_long_line_is_windowed_around_the_match_and_the_carets_stay_under_it() {
+    let env = repo();
+    // A line of 600 bytes (the renderer windows it), one of 1 kB in wide
+    // text and one of 97 kB with a finding every 3 kB (cut by kapi first,
+    // then windowed): each shown within 140 columns, marked `...` where it was
+    // cut, the carets under the match.
+    let ascii = format!("{}Quick cast{}", "word ".repeat(60), " more".repeat(60));
+    let wide = format!("{}Github {}\n", "日本語 ".repeat(100), "本".repeat(10));
+    let long: String = (0..30)
+        .map(|_| format!("{}Quick cast {}", "漢字 ".repeat(250), "字".repeat(490)))
+        .collect();
+    env.write("a.txt", &format!("{ascii}\n{wide}{long}\n"));
+    let (code, out, _) = run(&env, &["check", "--rules", "terms.tsv", "a.txt"]);
+    assert_eq!(code, 1);
+    let shown = drawn(&out);
+    assert_eq!(shown.len(), 32, "{out}");
+    for (i, (line, carets)) in shown.iter().enumerate() {
+        let source = line.split_once(" | ").unwrap().1;
+        let gutter = line.len() - source.len();
+        assert!(source.starts_with("..."), "{i}: {line}");
+        // The wide line's end fits: shown as it ends.
+        let end = if i == 1 {
+            "Github 本本本本本本本本本本"
+        } else {
+            "..."
+        };
+        assert!(source.ends_with(end), "{i}: {line}");
+        assert!(
+            columns(line) <= 140,
+            "{i}: {} columns: {line}",
+            columns(line)
+        );
+        let form = if i == 1 { "Github" } else { "Quick cast" };
+        let at = source.find(form).unwrap_or_else(|| panic!("{i}: {line}"));
+        let caret = carets.find('^').unwrap() - gutter;
+        assert_eq!(caret, columns(&source[..at]), "{i}:\n{line}\n{carets}");
+        assert_eq!(
+            carets.trim_end().len() - carets.find('^').unwrap(),
+            form.len()
+        );
+    }
+    // The place named is the file's, counted in characters.
+    assert!(out.contains(" --> a.txt:1:301\n"), "{out}");
+    assert!(out.contains(" --> a.txt:2:401\n"), "{out}");
+    assert!(out.contains(" --> a.txt:3:751\n"), "{out}");
+    assert!(
+        out.contains(&format!(" --> a.txt:3:{}\n", 1251 * 29 + 751)),
+        "{out}"
+    );
+}
+
 #[test]
 fn colour_is_for_terminals_and_never_reaches_a_pipe_unasked() {
     let env = TestEnv::new();
@@ -643,9 +726,20 @@ fn colour_is_for_terminals_and_never_reaches_a_pipe_unasked() {
     let always = env
         .kapi(&["check", "--color", "always", "docs/guide.md"])
         .code(1);
+    // rustc's colours: the level bold bright red, the message bold, the
+    // gutter bold bright blue, the carets as the level.
+    let lines: Vec<&str> = always.stdout.lines().collect();
     assert_eq!(
-        always.stdout.lines().next().unwrap_or_default(),
-        "\u{1b}[1m\u{1b}[31merror[term]\u{1b}[0m: use \"Quickcast\", not \"Quick cast\""
+        lines[0],
+        "\u{1b}[1m\u{1b}[91merror[term]\u{1b}[0m\u{1b}[1m: use \"Quickcast\", not \"Quick cast\"\u{1b}[0m"
+    );
+    assert_eq!(
+        lines[1],
+        " \u{1b}[1m\u{1b}[94m--> \u{1b}[0mdocs/guide.md:1:6"
+    );
+    assert_eq!(
+        lines[4],
+        "  \u{1b}[1m\u{1b}[94m|\u{1b}[0m      \u{1b}[1m\u{1b}[91m^^^^^^^^^^\u{1b}[0m"
     );
     // Without the codes, the same report.
     let stripped: String = always

@@ -6,8 +6,11 @@
 use crate::common::{TestEnv, Transcript};
 
 /// The carets stand under the match as a terminal shows the line: a
-/// Japanese character takes two columns, a combining mark none, a tab is
-/// shown as one space and an escaped control as its escape.
+/// Japanese character takes two columns, a half-width kana one, a
+/// combining mark none, a tab four (drawn as four spaces, as rustc draws
+/// it), and a control, a bell, a carriage return or a bidi override from
+/// the file is shown as its escape, never written raw, taking the columns
+/// its escape takes.
 #[test]
 fn carets_stand_under_a_match_in_japanese_text() {
     let env = TestEnv::new();
@@ -17,22 +20,29 @@ fn carets_stand_under_a_match_in_japanese_text() {
     );
     env.write(
         "docs/ja.txt",
-        "\t日本語では Quick cast と書かない。\n\u{1b}e\u{301} 漢字の後に クイック キャスト も。\n",
+        "\t日本語では Quick cast と書かない。\n\
+         \u{1b}e\u{301} 漢字の後に クイック キャスト も。\n\
+         \x07鐘\r\u{202e}右から\u{2066}x\u{2069} ｶﾅ\tQuick cast.\n",
     );
     let run = env
         .kapi(&["check", "--rules", "terms.tsv", "docs/ja.txt"])
         .code(1);
-    // Line 1: the tab shown as one space, five wide characters (ten
-    // columns) and a space before the match. Line 2: the escape `\u{1b}`
-    // (six), `e` with a combining acute (one), a space, five wide
-    // characters and a space (nineteen) before a match of seventeen.
+    // Line 1: the tab (four), five wide characters (ten) and a space
+    // before the match. Line 2: the escape `\u{1b}` (six), `e` with a
+    // combining acute (one), a space, five wide characters and a space
+    // (nineteen) before a match of seventeen. Line 3: `\u{7}` (five), a
+    // wide character (two), `\r` (two), `\u{202e}` (eight), three wide
+    // characters (six), `\u{2066}x\u{2069}` (seventeen), a space, two
+    // half-width kana (two) and the tab (four): forty-seven. The columns
+    // after the path count characters, as JSON and SARIF do.
     let expected = format!(
         "\
 error[term]: use \"Quickcast\", not \"Quick cast\"
  --> docs/ja.txt:1:8
   |
-1 |  日本語では Quick cast と書かない。
+1 |     日本語では Quick cast と書かない。
   | {}^^^^^^^^^^
+  |
   = help: write \"Quickcast\"
 
 error[term]: use \"クイックキャスト\", not \"クイック キャスト\"
@@ -40,14 +50,27 @@ error[term]: use \"クイックキャスト\", not \"クイック キャスト\"
   |
 2 | \\u{{1b}}e\u{301} 漢字の後に クイック キャスト も。
   | {}^^^^^^^^^^^^^^^^^
+  |
   = help: write \"クイックキャスト\"
 
-checked 1 file: 2 findings, 2 failing, 0 reporting (score 2)
+error[term]: use \"Quickcast\", not \"Quick cast\"
+ --> docs/ja.txt:3:15
+  |
+3 | \\u{{7}}鐘\\r\\u{{202e}}右から\\u{{2066}}x\\u{{2069}} ｶﾅ    Quick cast.
+  | {}^^^^^^^^^^
+  |
+  = help: write \"Quickcast\"
+
+checked 1 file: 3 findings, 3 failing, 0 reporting (score 3)
 ",
-        " ".repeat(12),
-        " ".repeat(19)
+        " ".repeat(15),
+        " ".repeat(19),
+        " ".repeat(47),
     );
     assert_eq!(run.stdout, expected);
+    for c in ['\x07', '\r', '\x1b', '\u{202e}', '\u{2066}', '\t'] {
+        assert!(!run.stdout.contains(c), "{c:?} written raw");
+    }
 }
 
 /// A vocabulary that `Vocab` names is two rules of Vale's own style,

@@ -18,13 +18,13 @@ axes = { section = "legal" }
 
 /// A bare remote and two clones of one project: `a` (Ada) pushed the first
 /// commit, `b` (Bob) cloned it. The remote is in `a`'s root.
-struct Pair {
-    remote: PathBuf,
-    a: TestEnv,
-    b: TestEnv,
+pub(super) struct Pair {
+    pub(super) remote: PathBuf,
+    pub(super) a: TestEnv,
+    pub(super) b: TestEnv,
 }
 
-fn pair() -> Pair {
+pub(super) fn pair() -> Pair {
     let a = TestEnv::new();
     let remote = a.bare_remote();
     a.write("kapi.toml", POINTS);
@@ -70,7 +70,7 @@ fn on_b(pair: &Pair, args: &[&str]) -> Run {
         .into()
 }
 
-fn suggest(env: &TestEnv, session: &str, path: &str) -> String {
+pub(super) fn suggest(env: &TestEnv, session: &str, path: &str) -> String {
     let run = env
         .agent_term(
             session,
@@ -96,7 +96,7 @@ fn statuses(env: &TestEnv) -> Vec<(String, String)> {
         .collect()
 }
 
-fn status_of(env: &TestEnv, id: &str) -> String {
+pub(super) fn status_of(env: &TestEnv, id: &str) -> String {
     statuses(env)
         .into_iter()
         .find(|(i, _)| i == id)

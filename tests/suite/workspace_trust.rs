@@ -218,6 +218,29 @@ fn a_person_adds_a_repository_and_its_rule_holds_elsewhere_naming_where_it_came_
     let here = c.kapi(&["context", "guide.md", "--json"]).ok().json();
     assert_eq!(here["rules"][0]["workspace"], "work", "{here}");
     assert_eq!(here["rules"][0]["repository"], b.path().to_str().unwrap());
+    // `check -v` names where its rules came from: here, only b's log.
+    let verbose = c.kapi(&["-v", "check"]).code(1);
+    assert_eq!(
+        verbose.stderr.lines().next(),
+        Some(
+            format!(
+                "rules: 1 rule from the workspace: work at {}",
+                b.path().display()
+            )
+            .as_str()
+        ),
+        "{}",
+        verbose.stderr
+    );
+    let very = c.kapi(&["-vv", "check"]).code(1);
+    assert!(
+        very.stderr
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("  #")),
+        "{}",
+        very.stderr
+    );
 
     // Forgetting it lifts the rule.
     c.kapi(&["workspace", "forget", b.path().to_str().unwrap()])

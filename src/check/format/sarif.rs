@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 
 use crate::check::{Finding, Outcome, Severity};
@@ -35,44 +36,43 @@ fn fingerprint(f: &Finding) -> String {
     hex
 }
 
-/// A relative path as a URI reference (RFC 3986): each segment
-/// percent-encoded, keeping the unreserved characters, the sub-delimiters
-/// other than those a path could misread, `:` and `@`, and `/` between
-/// segments.
+/// What a path segment (RFC 3986 `segment`, made of `pchar`) must
+/// percent-encode: everything but the unreserved characters
+/// (`A-Z a-z 0-9 - . _ ~`), the sub-delimiters (`! $ & ' ( ) * + , ; =`),
+/// `:` and `@`. Non-ASCII bytes are always encoded (as UTF-8).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b':')
+    .remove(b'@');
+
+/// The first segment of a relative reference (`segment-nz-nc`): a `:` there
+/// would read as a scheme, so it is encoded too.
+const FIRST_SEGMENT: &AsciiSet = &SEGMENT.add(b':');
+
+/// A relative path as a URI reference (RFC 3986 `path-noscheme`): each
+/// segment percent-encoded, `/` between segments.
 fn uri(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for (i, segment) in path.split('/').enumerate() {
         if i > 0 {
             out.push('/');
         }
-        for &b in segment.as_bytes() {
-            // A `:` in the first segment would read as a scheme.
-            let keep = b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'-' | b'.'
-                        | b'_'
-                        | b'~'
-                        | b'!'
-                        | b'$'
-                        | b'&'
-                        | b'\''
-                        | b'('
-                        | b')'
-                        | b'*'
-                        | b'+'
-                        | b','
-                        | b';'
-                        | b'='
-                        | b'@'
-                )
-                || (b == b':' && i > 0);
-            if keep {
-                out.push(b as char);
-            } else {
-                out.push_str(&format!("%{b:02X}"));
-            }
-        }
+        let set = if i == 0 { FIRST_SEGMENT } else { SEGMENT };
+        out.extend(utf8_percent_encode(segment, set));
     }
     out
 }
@@ -208,5 +208,16 @@ mod tests {
         assert_eq!(uri("my docs/50% off#1.md"), "my%20docs/50%25%20off%231.md");
         assert_eq!(uri("a?b[c]/d:e/é.md"), "a%3Fb%5Bc%5D/d:e/%C3%A9.md");
         assert_eq!(uri("c:x.md"), "c%3Ax.md");
+        // Every sub-delimiter, `:` (past the first segment) and `@` stay.
+        assert_eq!(uri("d/!$&'()*+,;=:@-._~"), "d/!$&'()*+,;=:@-._~");
+    }
+
+    #[test]
+    fn uris_encode_spaces_fragments_queries_percents_and_non_ascii() {
+        assert_eq!(
+            uri("notes/a b#c?d%e/ü 中.md"),
+            "notes/a%20b%23c%3Fd%25e/%C3%BC%20%E4%B8%AD.md"
+        );
+        assert_eq!(uri("x\\y\"<>^`{|}.md"), "x%5Cy%22%3C%3E%5E%60%7B%7C%7D.md");
     }
 }

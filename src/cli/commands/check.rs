@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use super::Ctx;
 use crate::check::format::{github, human, json, sarif};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::Out;
+use crate::cli::global::Settings;
+use crate::cli::output::{Out, detail};
 use std::io::Read;
 
 use crate::check::Outcome;
@@ -14,7 +15,7 @@ use crate::check::fix::Fixed;
 use crate::check::format::diff;
 use crate::check::format::json::Document;
 use crate::cli::output::stderr_line;
-use crate::context::check::{CheckRequest, Stdin, check};
+use crate::context::check::{CheckReport, CheckRequest, RuleOrigin, Stdin, check};
 use crate::context::fix::{FixMode, FixReport, fix};
 use crate::wording;
 
@@ -61,11 +62,6 @@ pub struct Args {
     #[arg(long, value_name = "WHEN", value_parser = crate::cli::commands::parse_as_of)]
     pub as_of: Option<u64>,
 
-    /// Colour the findings: auto (on a terminal, unless NO_COLOR is set or
-    /// TERM is dumb), always, never.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
-    pub color: ColorArg,
-
     /// Rewrite each avoided form of an established rule to the rule's
     /// preferred form, in prose only (never in code, front matter or link
     /// targets; never for suggestions or advisory rules), all files or
@@ -87,30 +83,6 @@ pub struct Args {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorArg {
-    Auto,
-    Always,
-    Never,
-}
-
-impl ColorArg {
-    /// Whether standard output gets colour: `auto` only on a terminal,
-    /// and not when `NO_COLOR` is set (to anything) or `TERM` is `dumb`.
-    fn for_stdout(self, env: &dyn crate::context::Env) -> bool {
-        use std::io::IsTerminal;
-        match self {
-            ColorArg::Always => true,
-            ColorArg::Never => false,
-            ColorArg::Auto => {
-                std::io::stdout().is_terminal()
-                    && env.var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                    && env.var("TERM").as_deref() != Some("dumb")
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FormatArg {
     /// For people, in rustc's style.
     Human,
@@ -123,6 +95,7 @@ pub enum FormatArg {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
+    let settings = Settings::get();
     refuse_combinations(&args)?;
     let stdin = stdin_of(&args)?;
     let session = ctx.session_if_in_work_tree()?;
@@ -138,8 +111,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         record_usage: true,
         as_of: args.as_of,
         stdin,
+        list_rules: settings.verbose >= 2,
         to_fix: false,
     };
+    let started = std::time::Instant::now();
     if args.fix || args.diff {
         let mode = if args.fix {
             FixMode::Write
@@ -147,17 +122,22 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             FixMode::Diff
         };
         let fixed = fix(session.as_ref(), &request, mode)?;
+        explain(&fixed.report, started.elapsed(), settings.verbose);
         return match mode {
-            FixMode::Diff => show_diff(&fixed, args.color.for_stdout(&*ctx.env)),
-            FixMode::Write if request.stdin.is_some() => fixed_stdin(&fixed, args.format),
-            FixMode::Write => fixed_files(&fixed, args.format, args.color.for_stdout(&*ctx.env)),
+            FixMode::Diff => show_diff(&fixed, &settings),
+            FixMode::Write if request.stdin.is_some() => {
+                fixed_stdin(&fixed, args.format, &settings)
+            }
+            FixMode::Write => fixed_files(&fixed, args.format, &settings),
         };
     }
     let report = check(session.as_ref(), &request)?;
+    let elapsed = started.elapsed();
+    explain(&report, elapsed, settings.verbose);
     let text = rendered(
         &report.outcome,
         args.format,
-        args.color.for_stdout(&*ctx.env),
+        human_style(&settings, settings.stdout_styled),
         None,
     );
     let mut out = Out::new();
@@ -185,15 +165,25 @@ fn refuse_combinations(args: &Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The findings of a report in `format`.
+/// How people's findings are drawn: `styled` for the stream they go to,
+/// only the failing ones under `-q`.
+fn human_style(settings: &Settings, styled: bool) -> human::Style {
+    human::Style {
+        styled,
+        failing_only: settings.quiet,
+    }
+}
+
+/// The findings of a report in `format`; with `fixed`, the JSON document
+/// says what `--fix` fixed.
 fn rendered(
     outcome: &Outcome,
     format: FormatArg,
-    styled: bool,
+    style: human::Style,
     fixed: Option<Vec<Fixed>>,
 ) -> String {
     match format {
-        FormatArg::Human => human::render_styled(outcome, styled),
+        FormatArg::Human => human::render_with(outcome, style),
         FormatArg::Json => match fixed {
             Some(f) => json::render_document(&Document::of(outcome).with_fixed(f)),
             None => json::render(outcome),
@@ -204,9 +194,12 @@ fn rendered(
 }
 
 /// What was fixed, one line a file (`fixed 2 findings in docs/a.md`), and
-/// what was left; `verb` is `fixed` or `would fix`.
-fn fixed_lines(fixed: &FixReport, verb: &str) -> Vec<String> {
+/// what was left; `verb` is `fixed` or `would fix`. None under `-q`.
+fn fixed_lines(fixed: &FixReport, verb: &str, settings: &Settings) -> Vec<String> {
     let mut lines = Vec::new();
+    if settings.quiet {
+        return lines;
+    }
     for f in &fixed.files {
         let f = &f.fixed;
         if f.fixes > 0 {
@@ -232,9 +225,9 @@ fn fixed_lines(fixed: &FixReport, verb: &str) -> Vec<String> {
 }
 
 /// `--diff`: the diff on stdout (exact into a pipe, so `git apply` reads
-/// it; escaped, and coloured when `styled`, on a terminal), what it would
-/// fix on stderr; exit 1 when there is something to fix.
-fn show_diff(fixed: &FixReport, styled: bool) -> Result<Exit, CliError> {
+/// it; escaped, and coloured as the settings say, on a terminal), what it
+/// would fix on stderr; exit 1 when there is something to fix.
+fn show_diff(fixed: &FixReport, settings: &Settings) -> Result<Exit, CliError> {
     use std::io::IsTerminal;
     let text = diff::render(
         fixed
@@ -244,12 +237,12 @@ fn show_diff(fixed: &FixReport, styled: bool) -> Result<Exit, CliError> {
     );
     let mut out = Out::new();
     if std::io::stdout().is_terminal() {
-        out.raw(diff::for_terminal(&text, styled).as_bytes())?;
+        out.raw(diff::for_terminal(&text, settings.stdout_styled).as_bytes())?;
     } else {
         out.raw(text.as_bytes())?;
     }
     out.flush()?;
-    for line in fixed_lines(fixed, "would fix") {
+    for line in fixed_lines(fixed, "would fix", settings) {
         stderr_line(line);
     }
     Ok(if fixed.fixes() > 0 {
@@ -262,11 +255,15 @@ fn show_diff(fixed: &FixReport, styled: bool) -> Result<Exit, CliError> {
 /// `--fix` on files: what was fixed, then the check of what remains
 /// (for people on stdout; beside a document, on stderr, so stdout stays
 /// one document).
-fn fixed_files(fixed: &FixReport, format: FormatArg, styled: bool) -> Result<Exit, CliError> {
-    let mut lines = fixed_lines(fixed, "fixed");
+fn fixed_files(
+    fixed: &FixReport,
+    format: FormatArg,
+    settings: &Settings,
+) -> Result<Exit, CliError> {
+    let mut lines = fixed_lines(fixed, "fixed", settings);
     if let Some(applied) = &fixed.applied {
         let n = applied.signals.len();
-        if n > 0 {
+        if n > 0 && !settings.quiet {
             lines.push(format!(
                 "recorded {}: the fixes write the preferred form of {}",
                 wording::count(n, "applied signal", "applied signals"),
@@ -289,7 +286,12 @@ fn fixed_files(fixed: &FixReport, format: FormatArg, styled: bool) -> Result<Exi
             stderr_line(line);
         }
     }
-    let text = rendered(&fixed.report.outcome, format, styled, Some(fixed.fixed()));
+    let text = rendered(
+        &fixed.report.outcome,
+        format,
+        human_style(settings, settings.stdout_styled),
+        Some(fixed.fixed()),
+    );
     out.raw(text.as_bytes())?;
     out.flush()?;
     Ok(if fixed.report.failed() {
@@ -301,15 +303,24 @@ fn fixed_files(fixed: &FixReport, format: FormatArg, styled: bool) -> Result<Exi
 
 /// `--fix` on standard input: the fixed text on stdout, as a formatter
 /// writes it; what was fixed and the check of what remains on stderr.
-fn fixed_stdin(fixed: &FixReport, format: FormatArg) -> Result<Exit, CliError> {
+fn fixed_stdin(
+    fixed: &FixReport,
+    format: FormatArg,
+    settings: &Settings,
+) -> Result<Exit, CliError> {
     use std::io::Write;
     let mut out = Out::new();
     out.raw(fixed.input.as_deref().unwrap_or_default())?;
     out.flush()?;
-    for line in fixed_lines(fixed, "fixed") {
+    for line in fixed_lines(fixed, "fixed", settings) {
         stderr_line(line);
     }
-    let text = rendered(&fixed.report.outcome, format, false, Some(fixed.fixed()));
+    let text = rendered(
+        &fixed.report.outcome,
+        format,
+        human_style(settings, settings.stderr_styled),
+        Some(fixed.fixed()),
+    );
     // As `stderr_line`: a failure to write to stderr has nowhere to go.
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
     Ok(if fixed.report.failed() {
@@ -351,4 +362,79 @@ fn stdin_of(args: &Args) -> Result<Option<Stdin>, CliError> {
         name: args.stdin_filename.clone(),
         bytes,
     }))
+}
+
+/// `-v`: where the rules came from, how many files were checked and how
+/// long it took, what was recorded; `-vv`: every rule, under its source.
+/// On stderr, so the findings on stdout (in any format) stay as they are.
+fn explain(report: &CheckReport, elapsed: std::time::Duration, verbose: u8) {
+    if verbose == 0 {
+        return;
+    }
+    for source in &report.sources {
+        let from = match &source.origin {
+            RuleOrigin::Log => "the log (refs/kapi/ops)".to_owned(),
+            RuleOrigin::Workspace {
+                project,
+                repository,
+            } => format!("the workspace: {project} at {}", repository.display()),
+            RuleOrigin::TermList(path) => format!("the term list {}", path.display()),
+        };
+        detail(
+            1,
+            format!(
+                "rules: {} from {from}",
+                crate::wording::count(source.count, "rule", "rules")
+            ),
+        );
+        for rule in &source.rules {
+            detail(2, format!("  {}", rule_line(rule)));
+        }
+    }
+    if report.sources.is_empty() {
+        detail(1, "rules: none in force");
+    }
+    let files = report.outcome.files;
+    detail(
+        1,
+        format!(
+            "checked {} in {} ms",
+            crate::wording::count(files, "file", "files"),
+            elapsed.as_millis()
+        ),
+    );
+    if report.signals > 0 {
+        detail(
+            1,
+            format!(
+                "recorded {} in refs/kapi/local",
+                crate::wording::count(report.signals, "usage signal", "usage signals")
+            ),
+        );
+    }
+}
+
+/// A rule as `-vv` lists it: `#0ttd83m01q "Quickcast", not "Quick cast",
+/// "Quick-cast"`, a term list's as `terms.tsv:3 ...`; `(suggested)` or
+/// `(advisory)` when it does not fail a check.
+fn rule_line(rule: &crate::ops::TermRule) -> String {
+    use crate::ops::RuleId;
+    let name = match &rule.id {
+        RuleId::Op(id) => format!("#{}", id.short()),
+        RuleId::Imported(id, n) => format!("#{}:{n}", id.short()),
+        RuleId::File(file, line) => format!("{file}:{line}"),
+    };
+    let avoided: Vec<String> = rule.avoided.iter().map(|a| format!("\"{a}\"")).collect();
+    let what = match &rule.preferred {
+        Some(p) => format!("\"{p}\", not {}", avoided.join(", ")),
+        None => format!("avoid {}", avoided.join(", ")),
+    };
+    let how = if rule.suggested {
+        " (suggested)"
+    } else if rule.advisory {
+        " (advisory)"
+    } else {
+        ""
+    };
+    format!("{name} {what}{how}")
 }

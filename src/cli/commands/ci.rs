@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::Ctx;
 use crate::cli::commands::context::sync::report;
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::stderr_line;
+use crate::cli::output::note;
 use crate::context::Session;
 use crate::context::sync::{SyncRequest, sync};
 use crate::git::range::Pushed;
@@ -70,18 +70,18 @@ fn after_push(step: AfterPush, ctx: &Ctx) -> Result<Exit, CliError> {
         })?;
     let merged = match pushed {
         Pushed::NewBranch => {
-            stderr_line("kapi ci after-push: a new branch: nothing merged to count; syncing only");
+            note("kapi ci after-push: a new branch: nothing merged to count; syncing only");
             None
         }
         Pushed::BeforeMissing => {
-            stderr_line(format!(
+            note(format!(
                 "kapi ci after-push: {} is not in this clone (a shallow checkout? fetch with depth 0); syncing without merge signals",
                 step.before
             ));
             None
         }
         Pushed::Unrelated => {
-            stderr_line(format!(
+            note(format!(
                 "kapi ci after-push: {} and {} share no history (a forced push); syncing without merge signals",
                 step.before, step.after
             ));
@@ -89,7 +89,7 @@ fn after_push(step: AfterPush, ctx: &Ctx) -> Result<Exit, CliError> {
         }
         Pushed::Range { range, forced } => {
             if forced {
-                stderr_line(format!(
+                note(format!(
                     "kapi ci after-push: a forced push; counting from the merge base {}",
                     range.from
                 ));
@@ -105,7 +105,9 @@ fn after_push(step: AfterPush, ctx: &Ctx) -> Result<Exit, CliError> {
         allow_other_project: false,
         timeout: step.timeout.map(std::time::Duration::from_secs),
     };
+    let before = super::context::sync::shared_tip(&session);
     let synced = sync(&session, &request)?;
+    super::context::sync::moved(&session, before, &synced);
     report(&session, synced, step.json)
 }
 

@@ -136,7 +136,7 @@ pub(crate) fn report_rules_files(
                 .to_string()
         })
         .collect();
-    out.line(format!(
+    out.note(format!(
         "updated the rules in force in {}",
         names.join(", ")
     ))

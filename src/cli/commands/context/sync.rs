@@ -2,7 +2,7 @@
 
 use crate::cli::commands::{Ctx, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::{Out, stderr_line};
+use crate::cli::output::{Out, detail, stderr_line};
 use crate::context::sync::{PushOutcome, SyncRequest, Synced, sync};
 use crate::store::Joined;
 use crate::wording::{count, noun};
@@ -59,8 +59,48 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         allow_other_project: args.allow_other_project,
         timeout: args.timeout.map(std::time::Duration::from_secs),
     };
+    let before = shared_tip(&session);
     let synced = sync(&session, &req)?;
+    moved(&session, before, &synced);
     report(&session, synced, args.json)
+}
+
+/// Where `refs/kapi/ops` points now, if anywhere (for `-v`).
+pub(crate) fn shared_tip(session: &crate::context::Session) -> Option<String> {
+    let [shared, _] = session.store.tips().ok()?;
+    shared.map(|id| id.to_string())
+}
+
+/// `-v`: the refs a sync moved, as `git fetch -v` names them: this
+/// repository's `refs/kapi/ops` (from its tip `before`) and, when it
+/// pushed, the remote's. On stderr, so the report stays as it is.
+pub(crate) fn moved(session: &crate::context::Session, before: Option<String>, synced: &Synced) {
+    if crate::cli::global::Settings::get().verbose == 0 {
+        return;
+    }
+    let after = shared_tip(session);
+    let short = |id: &Option<String>| match id {
+        Some(id) => id[..id.len().min(10)].to_owned(),
+        None => "(none)".to_owned(),
+    };
+    if before == after {
+        detail(1, format!("refs/kapi/ops: unchanged at {}", short(&after)));
+    } else {
+        detail(
+            1,
+            format!("refs/kapi/ops: {} -> {}", short(&before), short(&after)),
+        );
+    }
+    if synced.push == PushOutcome::Pushed {
+        detail(
+            1,
+            format!(
+                "{}: refs/kapi/ops -> {} (pushed)",
+                synced.remote,
+                short(&after)
+            ),
+        );
+    }
 }
 
 /// Print what a sync did (as one JSON object with `json`), its warnings on
@@ -73,7 +113,7 @@ pub(crate) fn report(
     let mut out = Out::new();
     if json {
         out.json(&synced)?;
-    } else {
+    } else if !crate::cli::global::Settings::get().quiet {
         describe(&synced, &mut out)?;
     }
     for value in synced.merged.iter().flat_map(|m| &m.skipped) {

@@ -16,7 +16,11 @@ pub(super) fn pre_commit(ctx: &Ctx) -> Result<Exit, CliError> {
     let run = hook::run::pre_commit(Arc::clone(&ctx.env), &ctx.cwd)?;
     let outcome = &run.done.check.outcome;
     if !outcome.findings.is_empty() {
-        eprint!("{}", human::render(outcome));
+        let style = human::Style {
+            styled: crate::cli::global::Settings::get().stderr_styled,
+            failing_only: false,
+        };
+        eprint!("{}", human::render_with(outcome, style));
     }
     for state in &run.done.artifacts {
         match state {

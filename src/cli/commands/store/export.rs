@@ -2,7 +2,7 @@
 
 use crate::cli::commands::Ctx;
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::{Out, stderr_line};
+use crate::cli::output::{Out, note, stderr_line};
 use crate::context::transfer::{export, write_to};
 use crate::wording::{count, noun};
 
@@ -30,7 +30,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         out.flush()?;
     } else {
         write_to(&ctx.cwd.join(&args.file), exported.jsonl.as_bytes())?;
-        stderr_line(format!(
+        note(format!(
             "exported {} to {}",
             count(exported.operations, "operation", "operations"),
             args.file

@@ -4,7 +4,7 @@ use std::io::Read;
 
 use crate::cli::commands::{Ctx, disagreement, report_rules_files};
 use crate::cli::exit::{CliError, Exit};
-use crate::cli::output::{Out, stderr_line};
+use crate::cli::output::{Out, note, stderr_line};
 use crate::context::transfer::{FileImported, import_files, import_log};
 use crate::context::{ImportOutcome, Session};
 use crate::wording::{count, noun};
@@ -53,7 +53,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             .with_hint("split it into files of at most 1 GiB and import each"));
     }
     let mut imported = import_log(&session, &bytes, &file)?;
-    stderr_line(format!(
+    note(format!(
         "read {} from {file}: {} new, {} already held, {} refused",
         count(imported.read, "operation", "operations"),
         imported.added,
