@@ -71,6 +71,7 @@ fn kind_of(file_type: std::fs::FileType) -> &'static str {
 }
 
 fn options(links: Links) -> OpenOptions {
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut options = OpenOptions::new();
     #[cfg(unix)]
     {
