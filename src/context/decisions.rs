@@ -28,7 +28,7 @@ pub struct Digest {
 /// The digest of the log, or of what the session `of` recorded.
 pub fn digest(session: &Session, of: Option<&str>) -> Result<Digest, ContextError> {
     let ledger = session.ledger()?;
-    let items = pending_from(&ledger, of);
+    let items = pending_from(&ledger, of, Some(session.actor()));
     let disagreeing = match of {
         None => super::disagreements(session, &ledger),
         Some(_) => Ok(Vec::new()),
@@ -130,7 +130,7 @@ pub fn next_item(
     seen: &[OpId],
 ) -> Result<Option<Pending>, ContextError> {
     let ledger = session.ledger()?;
-    let items = pending_from(&ledger, of);
+    let items = pending_from(&ledger, of, Some(session.actor()));
     session.release(ledger);
     let awaiting = items.iter().filter(|p| p.awaiting);
     let in_force = items.iter().filter(|p| !p.awaiting);
@@ -152,6 +152,7 @@ mod tests {
             status: Status::Suggested,
             subject: "\"Quickcast\", not \"Quick cast\"".into(),
             actor: "agent claude-code".into(),
+            yours: false,
             contested_by: if contested {
                 vec![OpId::parse("0n79tw5k9s0000000000000b").unwrap()]
             } else {

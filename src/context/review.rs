@@ -16,7 +16,7 @@ use super::door::Recorded;
 use super::{ContextError, Session};
 use crate::ops::group::Groups;
 use crate::ops::id::{OpId, resolve};
-use crate::ops::record::{ActorKind, Kind, Record, Scope, Subject};
+use crate::ops::record::{Actor, ActorKind, Kind, Record, Scope, Subject};
 use crate::ops::scope::check_window;
 use crate::ops::widen::{WidenError, WidenTo, widenable, widened};
 use crate::ops::{Draft, Drafted};
@@ -132,6 +132,11 @@ pub struct Pending {
     pub subject: String,
     /// Who recorded it (`claude (session s1)`).
     pub actor: String,
+    /// The reader recorded it (the same person, or the same agent in the
+    /// same session): the digest says "you". Not in the JSON document,
+    /// whose `actor` names every party the same way for every reader.
+    #[serde(skip)]
+    pub yours: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub contested_by: Vec<OpId>,
     /// The counts behind it, e.g. `seen in 2 sessions`.
@@ -169,6 +174,9 @@ pub struct Member {
     pub short: String,
     /// Who recorded it.
     pub actor: String,
+    /// The reader recorded it, as [`Pending::yours`].
+    #[serde(skip)]
+    pub yours: bool,
     /// Where and when it holds.
     #[serde(skip_serializing_if = "Scope::is_empty")]
     pub scope: Scope,
@@ -178,14 +186,20 @@ pub struct Member {
 /// force, in id order.
 #[cfg(test)]
 pub fn pending(ledger: &Ledger) -> Vec<Pending> {
-    pending_from(ledger, None)
+    pending_from(ledger, None, None)
 }
 
 /// The digest of what `session` recorded, when one is named. A rule that
 /// several operations state (two agents suggested it) is one item, shown
 /// by the first of them and naming them all; with `session`, an item shows
-/// when one of its members was recorded in it.
-pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
+/// when one of its members was recorded in it. What `reader` recorded is
+/// marked [`Pending::yours`].
+pub fn pending_from(
+    ledger: &Ledger,
+    session: Option<&str>,
+    reader: Option<&Actor>,
+) -> Vec<Pending> {
+    let yours = |r: &Record| reader.is_some_and(|a| r.actor.same_party(a));
     let groups = ledger.rule_groups();
     let mut shown: std::collections::HashSet<OpId> = std::collections::HashSet::new();
     let mut out = Vec::new();
@@ -230,6 +244,7 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
             status: state.status,
             subject: describe(record),
             actor: record.actor.label(),
+            yours: yours(record),
             contested_by,
             standing: drifting.unwrap_or(state).standing_text(),
             scope: state.scope.clone(),
@@ -243,6 +258,7 @@ pub fn pending_from(ledger: &Ledger, session: Option<&str>) -> Vec<Pending> {
                     id: r.op_id(),
                     short: r.short().to_owned(),
                     actor: r.actor.label(),
+                    yours: yours(r),
                     scope: s.scope.clone(),
                 })
                 .collect(),

@@ -100,6 +100,9 @@ fn an_actor_name_from_the_log_cannot_steer_the_terminal() {
     ]);
     env.kapi(&["context", "note", "Write for administrators"])
         .ok();
+    // Read by a teammate: the log names the writer (the writer would read
+    // "you").
+    env.git(&["config", "user.email", "bob@example.com"]);
     let mut t = Transcript::new();
     let log = t.kapi(&env, &["context", "log"]).ok();
     assert_inert("log", &log.stdout);

@@ -561,3 +561,60 @@ fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
     t.kapi(&ci, &["ci", "after-push", &before, missing]).code(2);
     insta::assert_snapshot!(t.text());
 }
+
+/// The seed's actor paragraph: the digest and the log show a teammate's
+/// operation under the teammate's name and the reader's own as "you";
+/// the JSON names every party the same way for every reader.
+#[test]
+fn the_digest_and_the_log_say_you_for_the_readers_own_operations_and_name_a_teammate() {
+    let p = pair();
+    // Ada keeps an agent's suggestion and shares it.
+    p.a.kept_rule("Quickcast", "Quick cast");
+    p.a.kapi(&["context", "sync"]).ok();
+    // Bob fetches it and suggests one of his own.
+    on_b(&p, &["context", "sync"]).ok();
+    on_b(
+        &p,
+        &[
+            "context",
+            "note",
+            "--term",
+            "Flowkit",
+            "--instead-of",
+            "Flow kit",
+            "--path",
+            "docs/help/start.md",
+        ],
+    )
+    .ok();
+    let bobs_log = on_b(&p, &["context", "log"]).ok().stdout;
+    let keep = bobs_log.lines().find(|l| l.contains(" keep ")).unwrap();
+    assert!(keep.ends_with("· person ada@example.com"), "{bobs_log}");
+    let note = bobs_log.lines().find(|l| l.contains("Flowkit")).unwrap();
+    assert!(note.contains("· you"), "{bobs_log}");
+    // The digest Bob reads: Ada's rule in force is Ada's (the agent's
+    // suggestion she kept is the agent's), his own suggestion is his.
+    let digest = on_b(&p, &["context", "review"]).ok().stdout;
+    let flowkit = digest.lines().find(|l| l.contains("Flowkit")).unwrap();
+    assert!(flowkit.contains(" · you · "), "{digest}");
+    assert!(!digest.contains("bob@example.com"), "{digest}");
+    // Ada, after a sync, reads the same operations the other way round.
+    on_b(&p, &["context", "sync"]).ok();
+    p.a.kapi(&["context", "sync"]).ok();
+    let adas_log = p.a.kapi(&["context", "log"]).ok().stdout;
+    let keep = adas_log.lines().find(|l| l.contains(" keep ")).unwrap();
+    assert!(keep.ends_with("· you"), "{adas_log}");
+    let note = adas_log.lines().find(|l| l.contains("Flowkit")).unwrap();
+    assert!(note.contains("· person bob@example.com"), "{adas_log}");
+    let adas_digest = p.a.kapi(&["context", "review"]).ok().stdout;
+    assert!(
+        adas_digest.contains("person bob@example.com"),
+        "{adas_digest}"
+    );
+    // `--actor you` is the reader's; the JSON names the party.
+    let mine = p.a.kapi(&["context", "log", "--actor", "you"]).ok().stdout;
+    assert!(mine.lines().any(|l| l.contains(" keep ")), "{mine}");
+    assert!(!mine.contains("Flowkit"), "{mine}");
+    let json = p.a.kapi(&["context", "review", "--json"]).ok().stdout;
+    assert!(!json.contains("\"you\""), "{json}");
+}

@@ -4,7 +4,7 @@ use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
 use crate::context::log::{Filter, query};
-use crate::ops::record::{Kind, Record};
+use crate::ops::record::{Actor, Kind, Record};
 use crate::ops::{State, Status};
 use crate::wording::{count, noun};
 
@@ -103,7 +103,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             }
             out.exact(json.to_string())?;
         } else {
-            let mut line = human_line(entry.record, entry.state);
+            let mut line = human_line(entry.record, entry.state, session.actor());
             if let Some(reason) = entry.ignored {
                 line.push_str(&format!(" [ignored: {reason}]"));
             }
@@ -131,7 +131,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
-fn human_line(record: &Record, state: Option<&State>) -> String {
+/// One operation as a line; what `reader` recorded is "you", a teammate's
+/// operation is under the teammate's name (the JSON lines name every
+/// party the same way for every reader).
+fn human_line(record: &Record, state: Option<&State>, reader: &Actor) -> String {
     let mut line = format!("{} {:<9}", record.short(), record.kind.as_str());
     if let Some(state) = state {
         line.push_str(&format!(" {:<11}", state.status.as_str()));
@@ -158,7 +161,11 @@ fn human_line(record: &Record, state: Option<&State>) -> String {
             line.push_str(" (advisory)");
         }
     }
-    line.push_str(&format!(" · {}", record.actor.label()));
+    if record.actor.same_party(reader) {
+        line.push_str(" · you");
+    } else {
+        line.push_str(&format!(" · {}", record.actor.label()));
+    }
     if let Some(standing) = state.and_then(State::standing_text) {
         line.push_str(&format!(" · {standing}"));
     }

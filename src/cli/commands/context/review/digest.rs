@@ -64,7 +64,7 @@ pub(super) fn line(p: &Pending) -> String {
             } else {
                 format!(" [{}]", where_(&m.scope))
             };
-            format!("#{} ({}){at}", m.short, m.actor)
+            format!("#{} ({}){at}", m.short, who(m.yours, &m.actor))
         })
         .collect();
     let also = if also.is_empty() {
@@ -77,9 +77,15 @@ pub(super) fn line(p: &Pending) -> String {
         p.short,
         p.status.as_str(),
         p.subject,
-        p.actor,
+        who(p.yours, &p.actor),
         may.join(", ")
     )
+}
+
+/// Who recorded an item: "you" when the reader did, else the party's
+/// label (a teammate by name, an agent with its session).
+fn who(yours: bool, label: &str) -> &str {
+    if yours { "you" } else { label }
 }
 
 /// A decision as the flag that takes it.
