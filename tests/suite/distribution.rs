@@ -347,7 +347,11 @@ fn the_action_refuses_an_archive_that_does_not_match_its_checksum_and_installs_n
     let missing = format!("file://{}", ci.root().join("nowhere").display());
     let run = run_action(
         &ci,
-        &[("download-url", missing.as_str()), ("version", "9.9.9")],
+        &[
+            ("download-url", missing.as_str()),
+            ("version", "9.9.9"),
+            ("build-if-unreleased", "false"),
+        ],
         &[("event.before", head.as_str()), ("sha", head.as_str())],
         SYSTEM_PATH,
     );
@@ -357,6 +361,62 @@ fn the_action_refuses_an_archive_that_does_not_match_its_checksum_and_installs_n
         "{}",
         run.steps[0].stderr
     );
+}
+
+#[test]
+fn an_unreleased_version_is_built_from_the_action_s_own_source() {
+    // The action used at a branch before its release: no archive, so it
+    // runs `cargo install` on its own checkout. A stand-in cargo records
+    // the command and places the binary under test where it was asked to.
+    let p = pair();
+    let head = p.a.git(&["rev-parse", "HEAD"]);
+    let ci = TestEnv::clone_of(&p.remote, "Ada", "ada@example.com");
+    let fake = ci.root().join("fake-cargo");
+    std::fs::create_dir_all(&fake).unwrap();
+    let record = ci.root().join("cargo-args");
+    std::fs::write(
+        fake.join("cargo"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nwhile [ $# -gt 0 ]; do [ \"$1\" = --root ] && root=$2; shift; done\nmkdir -p \"$root/bin\" && cp '{}' \"$root/bin/kapi\"\n",
+            record.display(),
+            kapi_bin().display()
+        ),
+    )
+    .unwrap();
+    let mut mode = std::fs::metadata(fake.join("cargo")).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(fake.join("cargo"), mode).unwrap();
+    let missing = format!("file://{}", ci.root().join("nowhere").display());
+    let path = format!("{}:{SYSTEM_PATH}", fake.display());
+    let run = run_action(
+        &ci,
+        &[("download-url", missing.as_str()), ("version", "9.9.9")],
+        &[("event.before", head.as_str()), ("sha", head.as_str())],
+        &path,
+    );
+    for (i, step) in run.steps.iter().enumerate() {
+        assert_eq!(step.code, 0, "step {i}: {}{}", step.stdout, step.stderr);
+    }
+    assert!(
+        run.steps[0].stdout.contains("::warning::no kapi release"),
+        "{}",
+        run.steps[0].stdout
+    );
+    let args = std::fs::read_to_string(&record).unwrap();
+    let build = ci.root().join("runner/kapi-build");
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "install",
+            "--locked",
+            "--quiet",
+            "--path",
+            manifest_dir().to_str().unwrap(),
+            "--root",
+            build.to_str().unwrap()
+        ]
+    );
+    assert_eq!(PathBuf::from(&run.outputs["kapi"]), build.join("bin/kapi"));
 }
 
 #[test]
