@@ -240,6 +240,22 @@ fn finish(session: &Session, plans: Vec<Planned>) -> Result<Applied, ContextErro
     })
 }
 
+/// Whether `rel` is kapi's own configuration or an agent host's settings,
+/// which name the hooks and the server that hold an agent to the rules:
+/// an agent does not rewrite them through kapi. (Its host's own editing
+/// tools are the host's to guard.) Compared without case, as a
+/// case-insensitive file system would open them.
+fn is_configuration(rel: &str) -> bool {
+    let first = rel
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let nested = rel.contains('/');
+    matches!(first.as_str(), "kapi.toml" | ".mcp.json") && !nested
+        || matches!(first.as_str(), ".kapi" | ".claude" | ".codex") && nested
+}
+
 /// The file `rel` names, read to be edited: a regular file of the work
 /// tree, reached through no symbolic link and under no `.git` folder.
 fn plan(session: &Session, rel: String) -> Result<Planned, ContextError> {
@@ -250,6 +266,11 @@ fn plan(session: &Session, rel: String) -> Result<Planned, ContextError> {
     };
     if rel.split('/').any(|part| part.eq_ignore_ascii_case(".git")) {
         return refuse("kapi writes nothing under .git");
+    }
+    if session.actor().kind != ActorKind::Person && is_configuration(&rel) {
+        return refuse(
+            "kapi's configuration and the agent hosts' settings (kapi.toml, .kapi/, .claude/, .codex/, .mcp.json) are a person's to change, not an agent's through kapi",
+        );
     }
     let mut absolute = session.root.clone();
     let parts: Vec<&str> = rel.split('/').collect();

@@ -655,6 +655,9 @@ fn apply_edits_writes_nothing_outside_the_work_tree_through_a_link_under_git_or_
     let repo = TestEnv::new();
     repo.write("docs/guide.md", "Quick cast streams video.\n");
     repo.write("docs/twice.md", "one cat, one cat\n");
+    repo.write("kapi.toml", "[context]\nsettle = \"keep-only\"\n");
+    repo.write(".claude/settings.json", "{\"hooks\": {}}\n");
+    repo.write(".mcp.json", "{\"mcpServers\": {}}\n");
     let outside = repo.sibling("outside");
     outside.write("secret.md", "Quick cast\n");
     #[cfg(unix)]
@@ -680,6 +683,19 @@ fn apply_edits_writes_nothing_outside_the_work_tree_through_a_link_under_git_or_
         (
             edit("linked/secret.md", "Quick cast"),
             "linked/secret.md: it is reached through a symbolic link, which kapi does not write through; nothing was written",
+        ),
+        // What holds an agent to the rules is a person's to change.
+        (
+            edit("kapi.toml", "keep-only"),
+            "kapi.toml: kapi's configuration and the agent hosts' settings (kapi.toml, .kapi/, .claude/, .codex/, .mcp.json) are a person's to change, not an agent's through kapi; nothing was written",
+        ),
+        (
+            edit(".Claude/settings.json", "hooks"),
+            ".Claude/settings.json: kapi's configuration and the agent hosts' settings",
+        ),
+        (
+            edit(".mcp.json", "mcpServers"),
+            ".mcp.json: kapi's configuration and the agent hosts' settings",
         ),
         (
             edit("docs/missing.md", "a"),
