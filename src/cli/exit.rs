@@ -36,6 +36,14 @@ pub enum Exit {
     Internal = 70,
 }
 
+impl Exit {
+    /// 1 when something fails (a finding, a fix left to make, a doctor's
+    /// diagnosis), else 0.
+    pub fn failed_if(failed: bool) -> Exit {
+        if failed { Exit::Failed } else { Exit::Ok }
+    }
+}
+
 /// A verdict's code: current 0, stale 1, refused 3.
 impl From<VerifyStatus> for Exit {
     fn from(status: VerifyStatus) -> Self {

@@ -143,11 +143,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let mut out = Out::new();
     out.raw(text.as_bytes())?;
     out.flush()?;
-    Ok(if report.failed() {
-        Exit::Failed
-    } else {
-        Exit::Ok
-    })
+    Ok(Exit::failed_if(report.failed()))
 }
 
 /// Flags that make no sense together, refused before anything is read.
@@ -245,11 +241,7 @@ fn show_diff(fixed: &FixReport, settings: &Settings) -> Result<Exit, CliError> {
     for line in fixed_lines(fixed, "would fix", settings) {
         stderr_line(line);
     }
-    Ok(if fixed.fixes() > 0 {
-        Exit::Failed
-    } else {
-        Exit::Ok
-    })
+    Ok(Exit::failed_if(fixed.fixes() > 0))
 }
 
 /// `--fix` on files: what was fixed, then the check of what remains
@@ -294,11 +286,7 @@ fn fixed_files(
     );
     out.raw(text.as_bytes())?;
     out.flush()?;
-    Ok(if fixed.report.failed() {
-        Exit::Failed
-    } else {
-        Exit::Ok
-    })
+    Ok(Exit::failed_if(fixed.report.failed()))
 }
 
 /// `--fix` on standard input: the fixed text on stdout, as a formatter
@@ -323,11 +311,7 @@ fn fixed_stdin(
     );
     // As `stderr_line`: a failure to write to stderr has nowhere to go.
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
-    Ok(if fixed.report.failed() {
-        Exit::Failed
-    } else {
-        Exit::Ok
-    })
+    Ok(Exit::failed_if(fixed.report.failed()))
 }
 
 /// Standard input, when the one path is `-` (as Vale and typos read it):

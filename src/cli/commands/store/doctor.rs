@@ -49,9 +49,5 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             diagnosis.ignored
         ))?;
     }
-    Ok(if diagnosis.clean() {
-        Exit::Ok
-    } else {
-        Exit::Failed
-    })
+    Ok(Exit::failed_if(!diagnosis.clean()))
 }
