@@ -105,15 +105,25 @@ pub fn fix(
             ..req.clone()
         },
     )?;
+    // The findings by file, grouped once (not a scan of every finding for
+    // every file checked).
+    let mut by_path: std::collections::HashMap<&str, Vec<&crate::check::Finding>> =
+        std::collections::HashMap::new();
+    for finding in &checked.outcome.findings {
+        by_path
+            .entry(finding.path.as_str())
+            .or_default()
+            .push(finding);
+    }
     let mut files = Vec::new();
     let mut disks = Vec::new();
     for text in &checked.outcome.texts {
         let plan = fix::plan(
-            checked
-                .outcome
-                .findings
-                .iter()
-                .filter(|f| f.path == text.path),
+            by_path
+                .get(text.path.as_str())
+                .into_iter()
+                .flatten()
+                .copied(),
         );
         files.push(FixedFile {
             fixed: Fixed {
