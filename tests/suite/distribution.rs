@@ -9,7 +9,7 @@ use std::process::Command;
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-use super::sync::{pair, status_of, suggest};
+use super::sync::{counted_by_ci, pair, pushed_suggestion};
 use crate::common::{Run, TestEnv, kapi_bin};
 
 fn manifest_dir() -> &'static Path {
@@ -260,18 +260,7 @@ fn the_action_installs_a_checked_release_and_runs_the_ci_step_on_a_clone_with_a_
         return;
     };
     no_kapi_on(SYSTEM_PATH);
-    // A push to the remote's main that writes an agent's suggestion.
-    let p = pair();
-    let legal = suggest(&p.a, "a1", "docs/legal/terms.md");
-    p.a.kapi(&["context", "sync"]).ok();
-    let before = p.a.git(&["rev-parse", "HEAD"]);
-    p.a.write(
-        "docs/legal/terms.md",
-        "# Terms\n\nQuickcast is a trademark.\n",
-    );
-    p.a.git(&["commit", "-qam", "Use the product's name (#77)"]);
-    p.a.git(&["push", "-q", "origin", "main"]);
-    let after = p.a.git(&["rev-parse", "HEAD"]);
+    let (p, legal, before, after) = pushed_suggestion();
     // The CI job: a fresh clone of the remote (actions/checkout), then the
     // action, with the release served from a folder.
     let ci = TestEnv::clone_of(&p.remote, "Ada", "ada@example.com");
@@ -300,11 +289,7 @@ fn the_action_installs_a_checked_release_and_runs_the_ci_step_on_a_clone_with_a_
         run.steps[1].stderr
     );
     // The step counted the merge as the tool ci and pushed the log.
-    p.a.kapi(&["context", "sync"]).ok();
-    assert_eq!(status_of(&p.a, &legal), "established");
-    let log = p.a.log();
-    let signal = log.iter().find(|l| l["kind"] == "signal").unwrap();
-    assert_eq!(signal["actor"]["name"], "ci", "{signal}");
+    let signal = counted_by_ci(&p, &legal);
     assert!(signal.to_string().contains("77"), "{signal}");
 }
 

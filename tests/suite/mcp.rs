@@ -256,6 +256,20 @@ fn a_client_without_a_usable_name_records_nothing() {
     assert!(repo.log().is_empty());
 }
 
+/// The CLI's compile of the fixture vault (copied to `decisions/`) that
+/// the server's `compile_context` is held to.
+const COMPILE_FIXTURE_VAULT: [&str; 9] = [
+    "compile-context",
+    "--query",
+    "review",
+    "--max-docs",
+    "3",
+    "--max-bytes",
+    "8192",
+    "--today",
+    "2026-11-30",
+];
+
 /// The Python the MCP SDK is installed for: `KAPI_MCP_PYTHON`, else the
 /// virtual environment ci/run makes (`~/.cache/kapi-venv`), else
 /// `python3`.
@@ -300,19 +314,7 @@ fn the_official_python_sdk_drives_every_tool() {
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vault"),
         &repo.join("decisions"),
     );
-    let compiled = repo
-        .kapi(&[
-            "compile-context",
-            "--query",
-            "review",
-            "--max-docs",
-            "3",
-            "--max-bytes",
-            "8192",
-            "--today",
-            "2026-11-30",
-        ])
-        .ok();
+    let compiled = repo.kapi(&COMPILE_FIXTURE_VAULT).ok();
     std::fs::write(repo.join("ctx.json"), compiled.stdout.as_bytes()).unwrap();
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/test_mcp_client.py");
@@ -437,19 +439,7 @@ fn compile_context_and_verify_context_through_the_server() {
     let doc = compiled["result"]["structuredContent"].clone();
     assert!(doc.is_object(), "{compiled}");
     // The same artifact, byte for byte, as the CLI compiles.
-    let cli = repo
-        .kapi(&[
-            "compile-context",
-            "--query",
-            "review",
-            "--max-docs",
-            "3",
-            "--max-bytes",
-            "8192",
-            "--today",
-            "2026-11-30",
-        ])
-        .ok();
+    let cli = repo.kapi(&COMPILE_FIXTURE_VAULT).ok();
     let cli_doc: Value = serde_json::from_str(&cli.stdout).unwrap();
     assert_eq!(doc, cli_doc);
     std::fs::write(repo.join("ctx.json"), cli.stdout.as_bytes()).unwrap();

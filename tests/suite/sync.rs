@@ -70,7 +70,7 @@ fn on_b(pair: &Pair, args: &[&str]) -> Run {
         .into()
 }
 
-pub(super) fn suggest(env: &TestEnv, session: &str, path: &str) -> String {
+fn suggest(env: &TestEnv, session: &str, path: &str) -> String {
     let run = env
         .agent_term(
             session,
@@ -96,7 +96,7 @@ fn statuses(env: &TestEnv) -> Vec<(String, String)> {
         .collect()
 }
 
-pub(super) fn status_of(env: &TestEnv, id: &str) -> String {
+fn status_of(env: &TestEnv, id: &str) -> String {
     statuses(env)
         .into_iter()
         .find(|(i, _)| i == id)
@@ -513,8 +513,10 @@ fn two_machines_merging_the_same_two_tips_write_the_same_commit() {
     assert_eq!(tip(q.a.path()), tip(q.b.path()), "{qa} {qb}");
 }
 
-#[test]
-fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
+/// A push to the remote's main (merged as #77) that writes the preferred
+/// form of an agent's suggestion for `docs/legal/terms.md`: the pair, the
+/// suggestion's id, and the branch's commits before and after the push.
+pub(super) fn pushed_suggestion() -> (Pair, String, String, String) {
     let p = pair();
     let legal = suggest(&p.a, "a1", "docs/legal/terms.md");
     p.a.kapi(&["context", "sync"]).ok();
@@ -526,6 +528,23 @@ fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
     p.a.git(&["commit", "-qam", "Use the product's name (#77)"]);
     p.a.git(&["push", "-q", "origin", "main"]);
     let after = p.a.git(&["rev-parse", "HEAD"]);
+    (p, legal, before, after)
+}
+
+/// After a CI step ran for [`pushed_suggestion`]: once Ada syncs, the
+/// suggestion is established by a merge signal the tool `ci` recorded.
+pub(super) fn counted_by_ci(p: &Pair, legal: &str) -> Value {
+    p.a.kapi(&["context", "sync"]).ok();
+    assert_eq!(status_of(&p.a, legal), "established");
+    let log = p.a.log();
+    let signal = log.iter().find(|l| l["kind"] == "signal").unwrap().clone();
+    assert_eq!(signal["actor"]["name"], "ci", "{signal}");
+    signal
+}
+
+#[test]
+fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
+    let (p, legal, before, after) = pushed_suggestion();
     // CI: a fresh clone of the remote runs the step.
     let ci = TestEnv::clone_of(&p.remote, "Ada", "ada@example.com");
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/kapi-after-push");
@@ -545,11 +564,7 @@ fn the_ci_step_records_merge_signals_for_a_push_as_the_tool_ci() {
     let line = format!("ci/kapi-after-push {before} {after}");
     t.step(&ci, &line, step(&before).into()).ok();
     // The signal is the CI tool's, and both the remote and Ada see the rule.
-    p.a.kapi(&["context", "sync"]).ok();
-    assert_eq!(status_of(&p.a, &legal), "established");
-    let log = p.a.log();
-    let signal = log.iter().find(|l| l["kind"] == "signal").unwrap();
-    assert_eq!(signal["actor"]["name"], "ci");
+    counted_by_ci(&p, &legal);
     // A new branch's push only syncs.
     let zeros = "0".repeat(40);
     let line = format!("ci/kapi-after-push {zeros} {after}");
