@@ -36,16 +36,21 @@ pub struct Cli {
 /// Entry point shared by the `kapi` and `git-kapi` binaries.
 pub fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
-    // Help and usage errors are coloured as --color says, so it is read
-    // before the parse that may end in either.
-    let color = global::early_color(Cli::command(), &args);
-    let parsed = Cli::command()
-        .color(color.for_clap())
-        .try_get_matches_from(args)
-        .and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
+    let parse = |color: clap::ColorChoice| {
+        Cli::command()
+            .color(color)
+            .try_get_matches_from(&args)
+            .and_then(|m| Cli::from_arg_matches(&m))
+    };
+    let cli = match parse(clap::ColorChoice::Auto) {
         Ok(cli) => cli,
-        Err(err) => {
+        Err(first) => {
+            // Help, a version or a usage error: coloured as --color says,
+            // which is read (ahead of the parse that ended in it) only on
+            // this path, and the arguments parsed again with it, so a
+            // command that parses pays for one parse.
+            let color = global::early_color(Cli::command(), &args);
+            let err = parse(color.for_clap()).err().unwrap_or(first);
             let code = if err.use_stderr() {
                 Exit::Usage
             } else {
