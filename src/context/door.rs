@@ -317,7 +317,7 @@ mod tests {
         let named = || ids.get(g.target % ids.len().max(1)).copied();
         let needs_target = !matches!(
             g.kind,
-            Kind::Observe | Kind::Correct | Kind::Import | Kind::Edit | Kind::Check
+            Kind::Observe | Kind::Correct | Kind::Import | Kind::Check
         );
         let target = match needs_target {
             true => named()?,

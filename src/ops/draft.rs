@@ -34,17 +34,13 @@ pub enum Drafted {
         scope: Scope,
         evidence: Vec<Evidence>,
     },
-    /// A person wrote a rule directly.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "no surface drafts an edit yet; the policy tests do"
-        )
-    )]
+    /// A person wrote a rule directly; naming `target`, a rule in force
+    /// it replaces.
     Edit {
+        target: Option<OpId>,
         subject: Subject,
         scope: Scope,
+        advisory: bool,
     },
     /// A person kept a suggestion, optionally for a window, optionally as
     /// advice only.
@@ -144,10 +140,10 @@ impl Draft {
             | Drafted::Signal { target, .. }
             | Drafted::Establish { target, .. } => Some(*target),
             Drafted::Reset { before } => Some(*before),
+            Drafted::Edit { target, .. } => *target,
             Drafted::Observe { .. }
             | Drafted::Correct { .. }
             | Drafted::Import { .. }
-            | Drafted::Edit { .. }
             | Drafted::Check { .. } => None,
         }
     }
@@ -192,9 +188,16 @@ impl Draft {
                 r.scope = scope;
                 r.evidence = evidence;
             }
-            Drafted::Edit { subject, scope } => {
+            Drafted::Edit {
+                target,
+                subject,
+                scope,
+                advisory,
+            } => {
+                r.target = target.map(|t| t.as_str().into());
                 r.subject = Some(subject);
                 r.scope = scope;
+                r.advisory = advisory;
             }
             Drafted::Keep {
                 target,
@@ -259,8 +262,10 @@ impl Drafted {
                 evidence: Vec::new(),
             },
             Kind::Edit => Drafted::Edit {
+                target: Some(target),
                 subject: term(),
                 scope: Scope::default(),
+                advisory: false,
             },
             Kind::Keep => Drafted::Keep {
                 target,

@@ -452,6 +452,10 @@ impl Folding {
         target_at: Option<usize>,
     ) {
         let decision = match op {
+            Op::Edit {
+                target: Some(target),
+                ..
+            } => return self.edit(records, ignored, i, op, target, target_at),
             Op::Observe { .. } | Op::Correct { .. } | Op::Edit { .. } => {
                 return self.state_subject(records, i, op);
             }
@@ -486,7 +490,11 @@ impl Folding {
         } else {
             Status::Suggested
         };
-        self.states[i] = Some(Box::new(new_state(r, status)));
+        let mut state = new_state(r, status);
+        if let Op::Edit { advisory, .. } = op {
+            state.advisory = advisory;
+        }
+        self.states[i] = Some(Box::new(state));
         self.emit(records, i, i, status);
         if let Op::Import { evidence, .. } = op
             && let Some(path) = evidence.first().and_then(|e| e.path.clone())
@@ -497,6 +505,32 @@ impl Folding {
             state.status = Status::Dropped;
             state.decided_by = Some(r.op_id());
             self.emit(records, earlier, i, Status::Dropped);
+        }
+    }
+
+    /// A person's edit of the subject at `target_at`: the edit states the
+    /// rule as it now is, established from the start, and the subject it
+    /// replaces stops answering (dropped, decided by the edit). An edit
+    /// naming what holds no subject here is ignored, as any decision is.
+    fn edit(
+        &mut self,
+        records: &[Record],
+        ignored: &mut Vec<Ignored>,
+        i: usize,
+        op: Op<'_>,
+        target: OpId,
+        target_at: Option<usize>,
+    ) {
+        let Some(t) = target_at.filter(|&t| self.states[t].is_some()) else {
+            let reason = format!("it edits #{}, which holds no subject here", target.as_str());
+            return self.ignore(ignored, records, i, reason);
+        };
+        self.state_subject(records, i, op);
+        let state = self.states[t].as_mut().expect("a state");
+        if state.status.answers() {
+            state.status = Status::Dropped;
+            state.decided_by = Some(records[i].op_id());
+            self.emit(records, t, i, Status::Dropped);
         }
     }
 
@@ -881,6 +915,82 @@ pub(crate) mod tests {
             Some(Status::Suggested)
         );
         assert!(ledger.ignored.iter().any(|i| i.id == forged.op_id()));
+    }
+
+    #[test]
+    fn an_edit_is_the_rule_from_then_on_and_a_reset_before_it_brings_back_the_old() {
+        let term = |preferred: &str| Subject::Term {
+            preferred: preferred.into(),
+            avoid: vec!["Quick cast".into()],
+        };
+        let rule = Record {
+            subject: Some(term("Quickcast")),
+            ..op(1, Kind::Import, ActorKind::Person)
+        };
+        let edit = Record {
+            target: Some(rule.id.clone()),
+            subject: Some(term("QuickCast")),
+            advisory: true,
+            ..op(2, Kind::Edit, ActorKind::Person)
+        };
+        let ledger = fold_with_history(vec![rule.clone(), edit.clone()]);
+        let old = ledger.state(&rule.op_id()).unwrap();
+        assert_eq!(old.status, Status::Dropped);
+        assert_eq!(old.decided_by, Some(edit.op_id()));
+        let new = ledger.state(&edit.op_id()).unwrap();
+        assert_eq!(
+            new.status,
+            Status::Established,
+            "not contested by what it replaced"
+        );
+        assert!(new.advisory && new.kept);
+        assert!(
+            ledger
+                .history(&rule.op_id())
+                .iter()
+                .any(|e| e.by == edit.op_id() && e.to == Status::Dropped)
+        );
+        // A reset to before the edit: the rule it replaced answers again.
+        let undo = reset(3, &edit);
+        let ledger = fold(vec![rule.clone(), edit.clone(), undo]);
+        assert_eq!(
+            ledger.state(&rule.op_id()).unwrap().status,
+            Status::Established
+        );
+        assert_eq!(ledger.state(&edit.op_id()).unwrap().status, Status::Reset);
+        // An agent's edit is ignored and changes nothing; so is an edit of
+        // what holds no subject.
+        let forged = Record {
+            actor: Actor {
+                kind: ActorKind::Agent,
+                name: "x".into(),
+                session: Some("s".into()),
+            },
+            ..edit.clone()
+        };
+        let ledger = fold(vec![rule.clone(), forged.clone()]);
+        assert_eq!(
+            ledger.state(&rule.op_id()).unwrap().status,
+            Status::Established
+        );
+        let why = &ledger
+            .ignored
+            .iter()
+            .find(|i| i.id == forged.op_id())
+            .unwrap()
+            .reason;
+        assert!(why.contains("may not edit #"), "{why}");
+        let stray = Record {
+            target: Some(note(4, "n").id),
+            ..op(5, Kind::Edit, ActorKind::Person)
+        };
+        let stray = Record {
+            subject: Some(term("Flowkit")),
+            ..stray
+        };
+        let ledger = fold(vec![rule.clone(), stray.clone()]);
+        assert!(ledger.state(&stray.op_id()).is_none());
+        assert!(ledger.ignored.iter().any(|i| i.id == stray.op_id()));
     }
 
     #[test]

@@ -300,7 +300,12 @@ fn touch(
         corrections.push((case_key(&c.from), case_key(&c.to)));
     }
     match op {
-        Op::Reset { .. } | Op::Import { .. } | Op::Correct { .. } => {
+        Op::Reset { .. }
+        | Op::Import { .. }
+        | Op::Correct { .. }
+        | Op::Edit {
+            target: Some(_), ..
+        } => {
             // Their forms join components that stay loud from now on.
             match op.stated() {
                 Stated::Term { preferred, avoid } => {

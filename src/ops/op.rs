@@ -57,10 +57,14 @@ pub enum Op<'r> {
         scope: &'r Scope,
         evidence: &'r [Evidence],
     },
-    /// A person wrote a rule directly.
+    /// A person wrote a rule directly: a new one, or, when it names
+    /// `target`, a rule that was in force, which it replaces (its
+    /// preferred or avoided forms, scope, window or advice).
     Edit {
+        target: Option<OpId>,
         subject: &'r Subject,
         scope: &'r Scope,
+        advisory: bool,
     },
     /// A person kept a suggestion, optionally for a window, optionally as
     /// advice only.
@@ -125,9 +129,18 @@ impl<'r> Op<'r> {
                 None => return invalid("a observe carries a subject"),
             },
             Kind::Edit => match &r.subject {
+                Some(Subject::Terms { .. }) => {
+                    return invalid("a edit states one term rule, note or pair");
+                }
                 Some(subject) => Op::Edit {
+                    target: r
+                        .target
+                        .as_ref()
+                        .map(|_| id(r.target.as_ref(), "target", r.kind))
+                        .transpose()?,
                     subject,
                     scope: &r.scope,
+                    advisory: r.advisory,
                 },
                 None => return invalid("a edit carries a subject"),
             },
@@ -213,10 +226,10 @@ impl<'r> Op<'r> {
             | Op::Widen { target, .. }
             | Op::Signal { target, .. }
             | Op::Establish { target, .. } => Some(target),
+            Op::Edit { target, .. } => target,
             Op::Observe { .. }
             | Op::Correct { .. }
             | Op::Import { .. }
-            | Op::Edit { .. }
             | Op::Reset { .. }
             | Op::Check { .. } => None,
         }

@@ -8,6 +8,8 @@
 //! establishments settling derives from it. Any actor records a check run.
 //! Everything that turns advice into a rule, or sets another actor's advice
 //! aside, belongs to a person: keep, edit, import, drop, widen, reset.
+//! Editing (an `edit` that names the rule in force it replaces, whoever
+//! recorded that rule) is refused for anyone else by name.
 
 use super::op::Op;
 use super::record::{Actor, ActorKind, Kind, Record};
@@ -31,9 +33,6 @@ pub fn person_decides(
     target: Option<&Record>,
 ) -> Result<(), PolicyError> {
     let kind = op.kind();
-    if kind != Kind::Withdraw {
-        return permits(actor, kind);
-    }
     let refuse = |what: String, why: String| {
         Err(PolicyError {
             actor: actor.label(),
@@ -41,6 +40,22 @@ pub fn person_decides(
             why,
         })
     };
+    // Editing: a person replaces a rule that was in force, whoever
+    // suggested it. Only a person; anyone else records a note.
+    if let Op::Edit {
+        target: Some(edited),
+        ..
+    } = op
+        && actor.kind != ActorKind::Person
+    {
+        return refuse(
+            format!("edit #{}", edited.short()),
+            "only a person edits a rule in force; record a note instead (`kapi context note \"<text>\"`), and a person decides in review".into(),
+        );
+    }
+    if kind != Kind::Withdraw {
+        return permits(actor, kind);
+    }
     match target {
         Some(target) if target.actor.same_party(actor) => Ok(()),
         Some(target) if target.actor.kind == actor.kind && target.actor.name == actor.name => {
