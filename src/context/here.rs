@@ -30,6 +30,10 @@ pub struct Item {
     /// For a note: its text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// For a content-memory pair: the phrase it renders (`use` is the
+    /// rendering kept for it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     #[serde(skip_serializing_if = "Scope::is_empty")]
     pub scope: Scope,
     pub advisory: bool,
@@ -57,6 +61,10 @@ impl Item {
         if let Some(note) = &self.note {
             return note.clone();
         }
+        if let Some(source) = &self.source {
+            let target = self.preferred.as_deref().unwrap_or_default();
+            return format!("\"{source}\" → \"{target}\"");
+        }
         let avoided: Vec<String> = self.avoid.iter().map(|a| format!("\"{a}\"")).collect();
         match &self.preferred {
             Some(p) => format!("\"{p}\", not {}", avoided.join(", ")),
@@ -77,6 +85,7 @@ impl Item {
                 .chain(rule.pattern.as_ref().map(|p| format!("/{p}/")))
                 .collect(),
             note: None,
+            source: None,
             scope: rule.scope.clone(),
             advisory: rule.advisory,
             contested_by: state.map(|s| s.contested_by.clone()).unwrap_or_default(),
@@ -101,7 +110,20 @@ impl RuleItems {
         let rules = ledger.term_rules(None, None);
         let items = rules
             .iter()
-            .map(|rule| Item::of_rule(rule, rule.id.op().and_then(|op| ledger.state(&op))))
+            .map(|rule| {
+                let mut item = Item::of_rule(rule, rule.id.op().and_then(|op| ledger.state(&op)));
+                // A pair in force reads as the pair it is.
+                if let Some(Subject::Pair { source, .. }) = rule
+                    .id
+                    .op()
+                    .and_then(|op| ledger.get(&op))
+                    .and_then(|r| r.subject.as_ref())
+                {
+                    item.source = Some(source.clone());
+                    item.avoid.clear();
+                }
+                item
+            })
             .collect();
         Self { rules, items }
     }
@@ -162,6 +184,9 @@ pub struct Here {
     pub suggestions: Vec<Item>,
     /// Established term rules held elsewhere in the project and not here.
     pub elsewhere: Vec<Item>,
+    /// Content-memory pairs in force here: the rendering kept for a
+    /// phrase (a check reports the phrase where its rendering is expected).
+    pub pairs: Vec<Item>,
 }
 
 /// Fold the ledger's answer for `point` at instant `at` (Unix ms). A rule
@@ -183,8 +208,9 @@ pub fn applies_at(
         (Listing::default(), Listing::default(), Listing::default());
     let mut away = Vec::new();
     for (rule, item) in listed.rules.iter().zip(&listed.items) {
-        // As `Ledger::term_rules` at `at` would list them.
-        if !rule.scope.in_force(at) {
+        // As `Ledger::term_rules` at `at` would list them; pairs are
+        // listed below, with the pairs suggested.
+        if !rule.scope.in_force(at) || item.source.is_some() {
             continue;
         }
         let op = rule.id.op();
@@ -208,8 +234,15 @@ pub fn applies_at(
     here.suggestions = suggestions.items;
     here.elsewhere = elsewhere.items;
     for (record, state) in ledger.iter() {
-        let (Some(state), Some(Subject::Note { text })) = (state, record.subject.as_ref()) else {
+        let Some(state) = state else {
             continue;
+        };
+        let (preferred, note, source) = match record.subject.as_ref() {
+            Some(Subject::Note { text }) => (None, Some(text.clone()), None),
+            Some(Subject::Pair { source, target }) => {
+                (Some(target.clone()), None, Some(source.clone()))
+            }
+            _ => continue,
         };
         if !state.status.answers()
             || !state.scope.in_force(at)
@@ -217,13 +250,15 @@ pub fn applies_at(
         {
             continue;
         }
+        let pair = source.is_some();
         let item = Item {
             id: RuleId::Op(record.op_id()),
             short: record.short().to_owned(),
             status: state.status,
-            preferred: None,
+            preferred,
             avoid: Vec::new(),
-            note: Some(text.clone()),
+            note,
+            source,
             scope: state.scope.clone(),
             advisory: state.advisory,
             contested_by: state.contested_by.clone(),
@@ -232,10 +267,10 @@ pub fn applies_at(
             members: Vec::new(),
             repository: None,
         };
-        if state.status == Status::Established {
-            here.notes.push(item);
-        } else {
-            here.suggestions.push(item);
+        match (state.status == Status::Established, pair) {
+            (true, true) => here.pairs.push(item),
+            (true, false) => here.notes.push(item),
+            (false, _) => here.suggestions.push(item),
         }
     }
     here
@@ -256,7 +291,7 @@ impl AtPath {
     pub fn to_json(&self) -> serde_json::Value {
         let here = &self.here;
         serde_json::json!({"path": self.path, "point": self.point, "rules": here.rules, "notes": here.notes,
-            "suggestions": here.suggestions, "elsewhere": here.elsewhere})
+            "suggestions": here.suggestions, "elsewhere": here.elsewhere, "pairs": here.pairs})
     }
 }
 
@@ -306,6 +341,7 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
             preferred: Some(rule.preferred.clone()),
             avoid: rule.avoid.clone(),
             note: None,
+            source: None,
             scope: rule.scope.clone(),
             advisory: rule.advisory,
             contested_by: Vec::new(),

@@ -1,6 +1,6 @@
 //! `kapi context note`: what an assistant (or a person) noticed — a term
-//! rule, a note in prose, a person's change of wording — or the withdrawal
-//! of the caller's own suggestion.
+//! rule, a note in prose, a content-memory pair, a person's change of
+//! wording — or the withdrawal of the caller's own suggestion.
 
 use std::path::PathBuf;
 
@@ -26,6 +26,9 @@ pub enum NoteWhat {
     },
     /// A fact in prose.
     Prose { text: String },
+    /// A content-memory pair: the rendering (`target`) kept for a phrase
+    /// (`source`), e.g. at a locale's point.
+    Pair { source: String, target: String },
     /// A person's change of wording, and optionally the rule it implies.
     Correction {
         from: String,
@@ -113,7 +116,7 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Recorded, ContextE
         .transpose()?;
     let states_rule = matches!(
         req.what,
-        NoteWhat::Term { .. } | NoteWhat::Correction { .. }
+        NoteWhat::Term { .. } | NoteWhat::Correction { .. } | NoteWhat::Pair { .. }
     );
     if states_rule && path.is_none() && req.quote.as_deref().is_none_or(|q| q.trim().is_empty()) {
         return Err(ContextError::Usage(
@@ -137,6 +140,7 @@ fn record_note(session: &Session, req: NoteRequest) -> Result<Recorded, ContextE
                 text: text.trim().to_owned(),
             })
         }
+        NoteWhat::Pair { source, target } => Rule::Observe(pair(&source, &target)?),
         NoteWhat::Correction { from, to, suggest } => {
             if from.trim().is_empty() || to.trim().is_empty() || from == to {
                 return Err(ContextError::Usage(
@@ -291,7 +295,24 @@ fn scope(
     })
 }
 
+/// A content-memory pair from a phrase and its rendering: both non-empty
+/// and different once whitespace is collapsed.
+pub(crate) fn pair(source: &str, target: &str) -> Result<Subject, ContextError> {
+    let (source, target) = (normalize(source), normalize(target));
+    if source.is_empty() || target.is_empty() {
+        return Err(ContextError::Usage(
+            "a pair needs a phrase (--pair) and its rendering (--target), neither empty".into(),
+        ));
+    }
+    if source == target {
+        return Err(ContextError::Usage(format!(
+            "the pair renders \"{source}\" as itself: give a different --target"
+        )));
+    }
+    Ok(Subject::Pair { source, target })
+}
+
 /// Collapse runs of whitespace and trim, as avoided forms are.
-fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -96,6 +96,7 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
             preferred: None,
             avoid: Vec::new(),
             note: Some(text),
+            source: None,
             scope: state.scope.clone(),
             advisory: state.advisory,
             contested_by: state.contested_by.clone(),

@@ -1,6 +1,8 @@
 //! Term rules as the readers need them: every rule that answers at a point
 //! and instant, one entry per rule (an imported file contributes one per
-//! line it held), with whether it binds or only advises.
+//! line it held, a content-memory pair in force one whose preferred form
+//! is its target and whose one avoided form is its source), with whether
+//! it binds or only advises.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -139,6 +141,23 @@ impl Ledger {
                     avoided: avoid.clone(),
                     status: state.status,
                     suggested: advises,
+                    advisory: state.advisory,
+                    exact: false,
+                    pattern: None,
+                    bounds: Bounds::Words,
+                    level: None,
+                    paths: Vec::new(),
+                    scope: state.scope.clone(),
+                }),
+                // A content-memory pair in force: its source is reported
+                // where its target is expected. A suggested pair says
+                // nothing to a check.
+                Some(Subject::Pair { source, target }) if !advises => out.push(TermRule {
+                    id: RuleId::Op(record.op_id()),
+                    preferred: Some(target.clone()),
+                    avoided: vec![source.clone()],
+                    status: state.status,
+                    suggested: false,
                     advisory: state.advisory,
                     exact: false,
                     pattern: None,

@@ -5,7 +5,7 @@ use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
 use crate::context::{NoteRequest, NoteWhat, note};
 
-/// Record what you noticed. A term rule or a correction needs evidence:
+/// Record what you noticed. A term rule, a pair or a correction needs evidence:
 /// the file it was seen in (--path) or a quotation (--quote). An agent
 /// recording a person's change names the file they changed (--path): git
 /// must show it, the --from wording committed or staged, the --to wording
@@ -15,6 +15,7 @@ use crate::context::{NoteRequest, NoteWhat, note};
 ///   kapi context note --term Quickcast --instead-of "Quick cast" --path docs/intro.md --quote "Open Quick cast"
 ///   kapi context note "The docs address the administrator" --path docs/admin.md
 ///   kapi context note --from "Quick cast" --to Quickcast --suggest --path docs/intro.md
+///   kapi context note --pair "Sign in" --target Anmelden --path docs/de/login.md
 ///   kapi context note --withdraw 0n79tw5k9s
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -23,8 +24,15 @@ pub struct Args {
     #[arg(value_name = "TEXT")]
     pub text: Option<String>,
     /// The form the project uses (a term rule).
-    #[arg(long, value_name = "FORM", conflicts_with_all = ["text", "from", "withdraw"])]
+    #[arg(long, value_name = "FORM", conflicts_with_all = ["text", "from", "withdraw", "pair"])]
     pub term: Option<String>,
+    /// A content-memory pair: the phrase (with --target, its rendering
+    /// kept, e.g. at a locale's point: --point locale=de).
+    #[arg(long, value_name = "SOURCE", requires = "target", conflicts_with_all = ["text", "from", "withdraw"])]
+    pub pair: Option<String>,
+    /// With --pair: the rendering kept for the phrase.
+    #[arg(long, value_name = "TEXT", requires = "pair")]
+    pub target: Option<String>,
     /// A form the project avoids instead of --term (repeatable); spacing, hyphen and capitalisation variants are derived.
     #[arg(long = "instead-of", value_name = "FORM", requires = "term")]
     pub instead_of: Vec<String>,
@@ -72,6 +80,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             term,
             instead_of: args.instead_of,
         }
+    } else if let (Some(source), Some(target)) = (args.pair, args.target) {
+        NoteWhat::Pair { source, target }
     } else if let (Some(from), Some(to)) = (args.from, args.to) {
         NoteWhat::Correction {
             from,
@@ -84,7 +94,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         NoteWhat::Prose { text }
     } else {
         return Err(CliError::usage("nothing to record").with_hint(
-            "say what: a note in prose, --term with --instead-of, --from with --to, or --withdraw <id>",
+            "say what: a note in prose, --term with --instead-of, --pair with --target, --from with --to, or --withdraw <id>",
         ));
     };
     let session = ctx.session()?;

@@ -55,6 +55,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     section(&mut out, "Notes a person kept", &here.notes)?;
     section(
         &mut out,
+        "Pairs in force (the rendering kept for a phrase)",
+        &here.pairs,
+    )?;
+    section(
+        &mut out,
         "Suggestions here (advice, not yet established)",
         &here.suggestions,
     )?;
@@ -67,6 +72,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         && here.notes.is_empty()
         && here.suggestions.is_empty()
         && here.elsewhere.is_empty()
+        && here.pairs.is_empty()
     {
         out.line("nothing applies here yet")?;
     }
