@@ -27,6 +27,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::check::format::json::Document;
+use crate::context::changeset::{ChangeSet, apply_change_set};
 use crate::context::check::{CheckRequest, check};
 use crate::context::fix::{FixMode, fix};
 use crate::context::log::{Filter, query};
@@ -78,6 +79,13 @@ pub struct NoteArgs {
     /// A note in prose: a fact about the project.
     #[serde(default)]
     pub text: Option<String>,
+    /// A content-memory pair: the phrase (with `target`, its rendering
+    /// kept, e.g. at a locale's point).
+    #[serde(default)]
+    pub pair: Option<String>,
+    /// A content-memory pair: the rendering kept for `pair`.
+    #[serde(default)]
+    pub target: Option<String>,
     /// A person's correction: the wording before (with `to`).
     #[serde(default)]
     pub from: Option<String>,
@@ -245,6 +253,11 @@ pub struct ApplyArgs {
     /// The edits, applied in order (an edit sees the ones before it in
     /// the same file); at most 64.
     pub edits: Vec<EditArg>,
+    /// Edits of rules in force, as a change set's `edits` (`kapi apply`):
+    /// only a person edits a rule, so an agent's call that carries any is
+    /// refused before anything is written; record a note instead.
+    #[serde(default)]
+    pub rules: Vec<Value>,
 }
 
 /// `context_session_summary`: takes nothing; it reads this server's session.
@@ -350,21 +363,38 @@ impl Server {
         peer: Peer<RoleServer>,
         Parameters(args): Parameters<NoteArgs>,
     ) -> CallToolResult {
-        let what = match (args.term, args.text, args.from, args.to, args.withdraw) {
-            (Some(term), None, None, None, None) => NoteWhat::Term {
+        let pair = match (args.pair, args.target) {
+            (Some(source), Some(target)) => Some(NoteWhat::Pair { source, target }),
+            (None, None) => None,
+            _ => {
+                return refusal(
+                    "a pair gives both `pair` (the phrase) and `target` (its rendering)",
+                );
+            }
+        };
+        let what = match (
+            args.term,
+            args.text,
+            args.from,
+            args.to,
+            args.withdraw,
+            pair,
+        ) {
+            (Some(term), None, None, None, None, None) => NoteWhat::Term {
                 term,
                 instead_of: args.instead_of,
             },
-            (None, Some(text), None, None, None) => NoteWhat::Prose { text },
-            (None, None, Some(from), Some(to), None) => NoteWhat::Correction {
+            (None, Some(text), None, None, None, None) => NoteWhat::Prose { text },
+            (None, None, Some(from), Some(to), None, None) => NoteWhat::Correction {
                 from,
                 to,
                 suggest: args.suggest,
             },
-            (None, None, None, None, Some(target)) => NoteWhat::Withdraw { target },
+            (None, None, None, None, Some(target), None) => NoteWhat::Withdraw { target },
+            (None, None, None, None, None, Some(pair)) => pair,
             _ => {
                 return refusal(
-                    "give exactly one of: `term` (a term rule, with `instead_of`), `text` (a note), `from` and `to` (a correction), `withdraw` (an id)",
+                    "give exactly one of: `term` (a term rule, with `instead_of`), `text` (a note), `pair` and `target` (a content-memory pair), `from` and `to` (a correction), `withdraw` (an id)",
                 );
             }
         };
@@ -495,6 +525,7 @@ impl Server {
                     ("notes", &mut h.notes),
                     ("suggestions", &mut h.suggestions),
                     ("elsewhere", &mut h.elsewhere),
+                    ("pairs", &mut h.pairs),
                 ] {
                     if list.len() > limit {
                         omitted.insert(name.into(), json!(list.len() - limit));
@@ -627,7 +658,7 @@ impl Server {
             Ok(s) => s,
             Err(e) => return e,
         };
-        let edits = args
+        let edits: Vec<Edit> = args
             .edits
             .into_iter()
             .map(|e| Edit {
@@ -636,6 +667,37 @@ impl Server {
                 new: e.new,
             })
             .collect();
+        if !args.rules.is_empty() {
+            // A change set with rule edits, through the one policy: the
+            // calling agent is refused before anything is read or written.
+            if let Err(e) = session.permits(Kind::Edit) {
+                return failed(e);
+            }
+            let doc = json!({ "edits": args.rules });
+            let mut set = match ChangeSet::parse(doc.to_string().as_bytes()) {
+                Ok(set) => set,
+                Err(e) => return failed(e),
+            };
+            set.content = edits;
+            return match apply_change_set(&session, set) {
+                Ok(applied) => match serde_json::to_value(&applied) {
+                    Ok(mut doc) => {
+                        doc["session"] = json!(self.session);
+                        let text = format!(
+                            "recorded {}",
+                            crate::wording::count(
+                                applied.recorded.len(),
+                                "operation",
+                                "operations"
+                            )
+                        );
+                        answer(text, doc)
+                    }
+                    Err(e) => failed(e),
+                },
+                Err(e) => failed(e),
+            };
+        }
         match apply_edits(&session, edits) {
             Ok(applied) => {
                 let edits: usize = applied.files.iter().map(|f| f.edits).sum();

@@ -83,6 +83,31 @@ struct Planned {
 /// Apply `edits` to the work tree, all or none, and record an `applied`
 /// signal for each suggestion whose preferred form they write.
 pub fn apply_edits(session: &Session, edits: Vec<Edit>) -> Result<Applied, ContextError> {
+    let prepared = prepare(session, edits, |n| format!("edit {}", n + 1))?;
+    Ok(prepared.write(session)?.signal(session))
+}
+
+/// Edits read and checked against the files they name, nothing written
+/// yet: what `kapi apply` holds while it checks its rule edits.
+pub(crate) struct Prepared {
+    plans: Vec<Planned>,
+    counts: BTreeMap<OpId, (u64, u64)>,
+}
+
+/// Edits written: their signals are still to record, or the files to put
+/// back when what they came with could not be recorded.
+pub(crate) struct Written {
+    plans: Vec<Planned>,
+    counts: BTreeMap<OpId, (u64, u64)>,
+}
+
+/// Read the files `edits` name and check every edit against them (`name`
+/// names the n-th edit in a message), and count what they write.
+pub(crate) fn prepare(
+    session: &Session,
+    edits: Vec<Edit>,
+    name: impl Fn(usize) -> String,
+) -> Result<Prepared, ContextError> {
     if edits.is_empty() {
         return Err(ContextError::Usage(
             "no edits: give at least one {path, old, new}".into(),
@@ -107,16 +132,16 @@ pub fn apply_edits(session: &Session, edits: Vec<Edit>) -> Result<Applied, Conte
         let planned = &mut plans[at];
         if edit.old.is_empty() {
             return Err(ContextError::Usage(format!(
-                "edit {}: `old` is empty; give the text to replace, as the file holds it",
-                n + 1
+                "{}: `old` is empty; give the text to replace, as the file holds it",
+                name(n)
             )));
         }
         match planned.after.matches(edit.old.as_str()).count() {
             1 => {}
             0 => {
                 return Err(ContextError::Usage(format!(
-                    "edit {}: {} does not hold the text to replace{}; nothing was written",
-                    n + 1,
+                    "{}: {} does not hold the text to replace{}; nothing was written",
+                    name(n),
                     planned.rel,
                     if planned.edits > 0 {
                         " (after the edits before it)"
@@ -127,8 +152,8 @@ pub fn apply_edits(session: &Session, edits: Vec<Edit>) -> Result<Applied, Conte
             }
             k => {
                 return Err(ContextError::Usage(format!(
-                    "edit {}: {} holds the text to replace {k} times; give more of it, so it names one place; nothing was written",
-                    n + 1,
+                    "{}: {} holds the text to replace {k} times; give more of it, so it names one place; nothing was written",
+                    name(n),
                     planned.rel
                 )));
             }
@@ -143,7 +168,63 @@ pub fn apply_edits(session: &Session, edits: Vec<Edit>) -> Result<Applied, Conte
             )));
         }
     }
-    finish(session, plans)
+    let counts = written_forms(session, &plans)?;
+    Ok(Prepared { plans, counts })
+}
+
+impl Prepared {
+    /// Write every file, or none.
+    pub(crate) fn write(self, _session: &Session) -> Result<Written, ContextError> {
+        write_all(&self.plans)?;
+        Ok(Written {
+            plans: self.plans,
+            counts: self.counts,
+        })
+    }
+}
+
+impl Written {
+    /// Put back what each file held before (best effort): what the
+    /// edits came with was refused.
+    pub(crate) fn put_back(&self) {
+        for p in &self.plans {
+            let _ = crate::atomic::replace(
+                &p.absolute,
+                p.before.as_bytes(),
+                Some(p.permissions.clone()),
+            );
+        }
+    }
+
+    /// Record the `applied` signals, and say what was written.
+    pub(crate) fn signal(self, session: &Session) -> Applied {
+        let files = self
+            .plans
+            .iter()
+            .map(|p| FileEdited {
+                path: p.rel.clone(),
+                edits: p.edits,
+            })
+            .collect();
+        let mut signals: Vec<AppliedSignal> = self
+            .counts
+            .into_iter()
+            .map(|(target, (preferred, avoided))| AppliedSignal {
+                target,
+                preferred,
+                avoided,
+                id: None,
+            })
+            .collect();
+        let unrecorded = record_signals(session, &mut signals)
+            .err()
+            .map(|e| e.to_string());
+        Applied {
+            files,
+            signals,
+            unrecorded,
+        }
+    }
 }
 
 /// A file's whole new text, made from the text it held when read
@@ -213,31 +294,7 @@ pub fn rewrite(session: &Session, rewrites: Vec<Rewrite>) -> Result<Applied, Con
 /// suggestions they write.
 fn finish(session: &Session, plans: Vec<Planned>) -> Result<Applied, ContextError> {
     let counts = written_forms(session, &plans)?;
-    write_all(&plans)?;
-    let files = plans
-        .iter()
-        .map(|p| FileEdited {
-            path: p.rel.clone(),
-            edits: p.edits,
-        })
-        .collect();
-    let mut signals: Vec<AppliedSignal> = counts
-        .into_iter()
-        .map(|(target, (preferred, avoided))| AppliedSignal {
-            target,
-            preferred,
-            avoided,
-            id: None,
-        })
-        .collect();
-    let unrecorded = record_signals(session, &mut signals)
-        .err()
-        .map(|e| e.to_string());
-    Ok(Applied {
-        files,
-        signals,
-        unrecorded,
-    })
+    Ok(Prepared { plans, counts }.write(session)?.signal(session))
 }
 
 /// Whether `rel` is kapi's own configuration or an agent host's settings,

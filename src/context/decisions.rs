@@ -47,6 +47,8 @@ pub fn digest(session: &Session, of: Option<&str>) -> Result<Digest, ContextErro
 pub enum Decision {
     /// Keep a suggestion: it binds.
     Keep,
+    /// Keep a term rule with other forms than proposed: keep + edit.
+    Replace,
     /// Drop a suggestion or a rule in force: it falls silent.
     Drop,
     /// Settle a disagreement for this side.
@@ -63,6 +65,9 @@ impl Decision {
         let mut out = Vec::new();
         if item.keepable && uncontested {
             out.push(Decision::Keep);
+            if item.replaceable {
+                out.push(Decision::Replace);
+            }
         }
         if item.droppable {
             out.push(Decision::Drop);
@@ -100,12 +105,14 @@ impl Decision {
     }
 
     /// The round that takes this decision on `item`; a widening holds
-    /// `to` (a suggestion widened is kept there at once).
+    /// `to` (a suggestion widened is kept there at once). A replacement's
+    /// forms are set on the round it returns (`replace_use`,
+    /// `replace_avoid`).
     pub fn round(self, item: &Pending, to: Option<WidenTo>) -> ReviewRequest {
         let id = item.id.to_string();
         let mut req = ReviewRequest::default();
         match self {
-            Decision::Keep => req.keep.push(id),
+            Decision::Keep | Decision::Replace => req.keep.push(id),
             Decision::Drop => req.drop.push(id),
             Decision::Choose => req.choose = Some(id),
             Decision::Widen => {
@@ -162,6 +169,7 @@ mod tests {
             scope: Default::default(),
             awaiting: true,
             keepable,
+            replaceable: keepable,
             droppable,
             widenable,
             members: Vec::new(),
@@ -171,10 +179,11 @@ mod tests {
     #[test]
     fn each_item_takes_the_decisions_its_state_allows() {
         use Decision::*;
-        // A suggestion: kept, dropped, or kept wider at once.
+        // A suggestion: kept (as proposed or with other forms), dropped,
+        // or kept wider at once.
         assert_eq!(
             Decision::on(&item(true, true, false, false)),
-            [Keep, Drop, Widen]
+            [Keep, Replace, Drop, Widen]
         );
         // A contested side: chosen, never kept alone.
         assert_eq!(Decision::on(&item(true, true, false, true)), [Drop, Choose]);

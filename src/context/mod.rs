@@ -9,6 +9,7 @@
 
 pub(crate) mod apply;
 pub(crate) mod atlas;
+pub(crate) mod changeset;
 pub(crate) mod check;
 pub(crate) mod checkpointed;
 pub(crate) mod corroborate;

@@ -6,7 +6,10 @@
 //! checked whole before anything is recorded, then recorded in a fixed
 //! order: the choice (the rivals dropped, the chosen side kept), the drops,
 //! the keeps, then the widenings. So a keep never meets a rival the same
-//! round drops. The terminal walk and the flags both call [`review`].
+//! round drops. A round may carry a Replacement (other forms than the
+//! agent proposed for the one suggestion it keeps): recorded as the keep,
+//! then an `edit` naming it. The terminal walk and the flags both call
+//! [`review`].
 
 use std::path::PathBuf;
 
@@ -45,6 +48,12 @@ pub struct ReviewRequest {
     pub valid_to: Option<String>,
     /// Why, in the person's words, recorded on every operation of the round.
     pub note: Option<String>,
+    /// A Replacement: keep the one suggestion named (`--keep <id>` or
+    /// `--choose <id>`) with this form to use instead of the one proposed
+    /// (recorded as keep + edit).
+    pub replace_use: Option<String>,
+    /// A Replacement's forms to avoid instead of those proposed.
+    pub replace_avoid: Vec<String>,
 }
 
 /// What one round of decisions recorded, and the rules files it refreshed.
@@ -150,6 +159,11 @@ pub struct Pending {
     pub awaiting: bool,
     /// A person may keep it (a suggestion, or a contested side by choosing).
     pub keepable: bool,
+    /// A term rule a person may keep with other forms than proposed (a
+    /// Replacement). Not in the JSON document: `keepable` and the subject
+    /// say it.
+    #[serde(skip)]
+    pub replaceable: bool,
     /// A person may drop it: a suggestion or a rule in force.
     pub droppable: bool,
     /// A rule or note in force that can apply more widely
@@ -250,6 +264,7 @@ pub fn pending_from(
             scope: state.scope.clone(),
             awaiting: !in_force || drifting.is_some(),
             keepable: !in_force,
+            replaceable: !in_force && matches!(record.subject, Some(Subject::Term { .. })),
             droppable: true,
             widenable: in_force && states.iter().any(|(r, s)| widens_at_all(r, s)),
             members: states
@@ -626,6 +641,30 @@ impl ReviewRequest {
         Ok(())
     }
 
+    fn replaces(&self) -> bool {
+        self.replace_use.is_some() || !self.replace_avoid.is_empty()
+    }
+
+    /// The one subject a Replacement keeps, named before the log is read.
+    fn replaced(&self) -> Result<Option<&str>, ContextError> {
+        if !self.replaces() {
+            return Ok(None);
+        }
+        let usage = |m: &str| Err(ContextError::Usage(m.to_owned()));
+        if self.widen_to.is_some() {
+            return usage(
+                "a replacement keeps the rule as you wrote it where it was seen; widen it in a round of its own (`--widen <id> --widen-to <where>`)",
+            );
+        }
+        match (self.keep.as_slice(), &self.choose) {
+            ([one], None) if one != "all" => Ok(Some(one)),
+            ([], Some(one)) => Ok(Some(one)),
+            _ => usage(
+                "--replace-use and --replace-avoid replace what one suggestion proposes: name it with one --keep <id> or --choose <id>",
+            ),
+        }
+    }
+
     /// Whether a keep of an established rule would change its window or advice.
     fn changes(&self, state: &State) -> bool {
         self.valid_from.is_some() || self.valid_to.is_some() || self.advisory != state.advisory
@@ -637,6 +676,7 @@ type Decided = (Recorded, Vec<Left>, Vec<OpId>);
 
 fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextError> {
     req.check_shape()?;
+    let replaced = req.replaced()?;
     // The policy first: an agent is refused before the log is read (the
     // door asks it again of every operation the round records).
     let kinds = [
@@ -647,6 +687,9 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
     for kind in kinds.into_iter().flatten() {
         session.permits(kind)?;
     }
+    if replaced.is_some() {
+        session.permits(Kind::Edit)?;
+    }
     let ledger = session.ledger()?;
     let ids = ledger.ids();
     let resolved = |prefixes: &[String]| -> Result<Vec<OpId>, ContextError> {
@@ -655,6 +698,24 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
             .filter(|p| *p != "all")
             .map(|p| resolve(p, &ids).copied())
             .collect::<Result<_, _>>()?)
+    };
+    // A Replacement names one suggestion; one in force is edited instead.
+    let replaced = match replaced {
+        Some(named) => {
+            let id = *resolve(named, &ids)?;
+            if ledger
+                .state(&id)
+                .is_some_and(|s| s.status == Status::Established)
+            {
+                return Err(ContextError::Refused(format!(
+                    "#{} is in force already; edit it with `kapi context edit {} --prefer <form> --avoid <form>`",
+                    id.short(),
+                    id.short()
+                )));
+            }
+            Some(id)
+        }
+        None => None,
     };
     let mut round = Round::new(&ledger);
     // The choice, the drops, the keeps: in this order.
@@ -695,6 +756,21 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
             round.steps.push((Kind::Widen, id, Some(scope)));
         }
     }
+    // A Replacement: the suggestion named is kept and edited; the other
+    // operations that proposed it as the agent did are dropped.
+    let replacement = match replaced {
+        Some(id) => {
+            let members = round.groups.of(&id);
+            for step in round.steps.iter_mut() {
+                if step.0 == Kind::Keep && step.1 != id && members.contains(&step.1) {
+                    step.0 = Kind::Drop;
+                }
+            }
+            round.kept.retain(|k| *k == id || !members.contains(k));
+            Some(replacement(&ledger, req, id)?)
+        }
+        None => None,
+    };
     let left = std::mem::take(&mut round.left);
     let notes_kept = round
         .kept
@@ -722,6 +798,8 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
             Draft::from(what).noting(req.note.clone())
         })
         .collect();
+    let mut drafts = drafts;
+    drafts.extend(replacement);
     if drafts.is_empty() {
         let s = req.session.as_deref().unwrap_or_default();
         return Err(ContextError::Refused(if left.is_empty() {
@@ -735,6 +813,45 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
     }
     let recorded = session.record(drafts, Some(&ledger))?;
     Ok((recorded, left, notes_kept))
+}
+
+/// The edit a Replacement records after the keep of `id`: the forms the
+/// person gave instead of those proposed, where the suggestion holds, with
+/// the round's window and advice.
+fn replacement(ledger: &Ledger, req: &ReviewRequest, id: OpId) -> Result<Draft, ContextError> {
+    let record = held(ledger, &id)?;
+    let state = subject_state(ledger, &id, "keep")?;
+    let short = id.short();
+    let Some(Subject::Term { preferred, avoid }) = &record.subject else {
+        return Err(ContextError::Refused(format!(
+            "refusing to replace #{short}: only a term rule's forms are replaced in review; keep it, then `kapi context edit {short}`"
+        )));
+    };
+    let edit = super::changeset::RuleEdit {
+        preferred: req.replace_use.clone(),
+        avoid: (!req.replace_avoid.is_empty()).then(|| req.replace_avoid.clone()),
+        ..Default::default()
+    };
+    let subject = super::changeset::edited_term(preferred, avoid, &edit)?;
+    if record.subject.as_ref() == Some(&subject) {
+        return Err(ContextError::Usage(format!(
+            "the replacement is what #{short} proposes; keep it without --replace-use and --replace-avoid"
+        )));
+    }
+    let mut scope = state.scope.clone();
+    if let Some(from) = &req.valid_from {
+        scope.valid_from = Some(from.clone());
+    }
+    if let Some(to) = &req.valid_to {
+        scope.valid_to = Some(to.clone());
+    }
+    Ok(Draft::from(Drafted::Edit {
+        target: Some(id),
+        subject,
+        scope,
+        advisory: req.advisory,
+    })
+    .noting(req.note.clone()))
 }
 
 /// `#a is contested by #b; choose a side with ...`

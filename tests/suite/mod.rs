@@ -10,6 +10,7 @@ mod context;
 mod conventions;
 mod distribution;
 mod durability;
+mod edits;
 mod errors;
 mod front_matter;
 mod fuzz_corpus;

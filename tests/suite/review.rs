@@ -276,7 +276,7 @@ fn in_a_pseudo_terminal(repo: &TestEnv) {
     // What a terminal shows (the answers echoed, CRLF, timing) is no
     // snapshot's business: only that it asked.
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("[k]eep / [d]rop"), "{stdout}");
+    assert!(stdout.contains("[k]eep / [r]eplace / [d]rop"), "{stdout}");
     assert_eq!(status_of(repo, "Flowkit"), "established");
     assert_eq!(status_of(repo, "Supabase"), "suggested");
 }

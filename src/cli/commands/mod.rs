@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::exit::{CliError, Exit};
 use crate::context::{Env, ProcessEnv, Session};
 
+pub mod apply;
 pub mod check;
 pub mod ci;
 pub mod compile_context;
@@ -30,6 +31,8 @@ pub enum Command {
     Context(context::Args),
     /// Check prose against established rules; suggestions only advise.
     Check(check::Args),
+    /// (For people) Apply a change set: edits of rules in force, and content edits.
+    Apply(apply::Args),
     /// Compile decision records into a bounded JSON context for an agent.
     CompileContext(compile_context::Args),
     /// Say whether a compiled context is current, stale or refused.
@@ -146,6 +149,7 @@ pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
     match command {
         Command::Context(args) => context::run(args, ctx),
         Command::Check(args) => check::run(args, ctx),
+        Command::Apply(args) => apply::run(args, ctx),
         Command::CompileContext(args) => compile_context::run(args, ctx),
         Command::VerifyContext(args) => verify_context::run(args, ctx),
         Command::Store(args) => store::run(args, ctx),

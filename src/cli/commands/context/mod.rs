@@ -6,6 +6,7 @@ use clap::Subcommand;
 use super::Ctx;
 
 pub mod atlas;
+pub mod edit;
 pub mod log;
 pub mod note;
 pub mod path;
@@ -28,7 +29,7 @@ Commands:
 {subcommands}
 
 For assistants:
-  note     Record a term rule, a note, a person's correction, or withdraw your own suggestion
+  note     Record a term rule, a note, a pair, a person's correction, or withdraw your own suggestion
   log      List every operation, folded: status, contests, standing
 
 Arguments:
@@ -65,13 +66,15 @@ pub enum ContextCommand {
     Search(search::Args),
     /// Keep, drop, choose a side, widen; without a decision, the digest (a walk in a terminal).
     Review(review::Args),
+    /// Edit a rule in force: its forms, where or when it holds, whether it binds.
+    Edit(edit::Args),
     /// Go back to how the context stood before a session, a date, an instant or an operation.
     Reset(reset::Args),
     /// Fetch, merge by union, settle and push refs/kapi/ops.
     Sync(sync::Args),
     /// What a session recorded, what became of it, and what its checks caught.
     Session(session::Args),
-    /// Record a term rule, a note, a person's correction, or withdraw your own suggestion.
+    /// Record a term rule, a note, a pair, a person's correction, or withdraw your own suggestion.
     #[command(hide = true)]
     Note(note::Args),
     /// List every operation, folded: status, contests, standing.
@@ -86,6 +89,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         Some(ContextCommand::Note(a)) => note::run(a, ctx),
         Some(ContextCommand::Log(a)) => log::run(a, ctx),
         Some(ContextCommand::Review(a)) => review::run(a, ctx),
+        Some(ContextCommand::Edit(a)) => edit::run(a, ctx),
         Some(ContextCommand::Reset(a)) => reset::run(a, ctx),
         Some(ContextCommand::Search(a)) => search::run(a, ctx),
         Some(ContextCommand::Sync(a)) => sync::run(a, ctx),

@@ -92,6 +92,7 @@ fn who(yours: bool, label: &str) -> &str {
 fn flag(decision: Decision) -> &'static str {
     match decision {
         Decision::Keep => "--keep <id>",
+        Decision::Replace => "--keep <id> --replace-use <form>",
         Decision::Drop => "--drop <id>",
         Decision::Choose => "--choose <id>",
         Decision::Widen => "--widen <id> --widen-to <where>",

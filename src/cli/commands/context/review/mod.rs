@@ -23,7 +23,9 @@ use crate::ops::widen::WidenTo;
 /// Without a decision, in a terminal, it walks the digest one item at a
 /// time and asks; elsewhere it prints the digest. Decisions given as flags
 /// are one round, recorded in a fixed order: the choice, the drops, the
-/// keeps, the widenings.
+/// keeps, the widenings. A keep may carry a replacement (--replace-use,
+/// --replace-avoid): the suggestion is kept with your forms, recorded as
+/// keep + edit.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Keep this suggestion (an id or an unambiguous prefix; repeatable);
@@ -56,6 +58,14 @@ pub struct Args {
     /// With --keep or --choose: the rule reports but never fails a check.
     #[arg(long)]
     pub advisory: bool,
+    /// With one --keep or --choose: keep it with this form to use instead
+    /// of the one proposed (recorded as keep + edit).
+    #[arg(long, value_name = "FORM")]
+    pub replace_use: Option<String>,
+    /// With one --keep or --choose: the forms to avoid instead of those
+    /// proposed (repeatable; variants derived).
+    #[arg(long, value_name = "FORM")]
+    pub replace_avoid: Vec<String>,
     /// Why, in your words.
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
@@ -90,10 +100,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         let for_keeps = args.valid_from.is_some()
             || args.valid_to.is_some()
             || args.advisory
-            || args.widen_to.is_some();
+            || args.widen_to.is_some()
+            || args.replace_use.is_some()
+            || !args.replace_avoid.is_empty();
         if for_keeps {
             return Err(CliError::usage(
-                "--valid-from, --valid-to, --advisory and --widen-to go with a decision",
+                "--valid-from, --valid-to, --advisory, --widen-to and --replace-use/--replace-avoid go with a decision",
             )
             .with_hint("add --keep <id>, --choose <id> or --widen <id>"));
         }
@@ -114,6 +126,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         valid_to: args.valid_to,
         advisory: args.advisory,
         note: args.note,
+        replace_use: args.replace_use,
+        replace_avoid: args.replace_avoid,
     };
     let reviewed = review(&session, request)?;
     let mut out = Out::new();
@@ -142,6 +156,9 @@ pub(super) fn report(
         );
         if record.kind == crate::ops::Kind::Widen {
             line.push_str(&format!(": now holds {}", digest::where_(&record.scope)));
+        }
+        if let (crate::ops::Kind::Edit, Some(subject)) = (record.kind, &record.subject) {
+            line.push_str(&format!(": {}", subject.describe()));
         }
         out.line(line)?;
     }

@@ -17,6 +17,7 @@ use crate::ops::widen::WidenTo;
 fn key(decision: Decision) -> &'static str {
     match decision {
         Decision::Keep => "[k]eep",
+        Decision::Replace => "[r]eplace",
         Decision::Drop => "[d]rop",
         Decision::Choose => "[c]hoose",
         Decision::Widen => "[w]iden",
@@ -33,6 +34,7 @@ enum Answer {
 fn answer(text: &str) -> Option<Answer> {
     Some(match text.to_lowercase().as_str() {
         "k" | "keep" => Answer::Decide(Decision::Keep),
+        "r" | "replace" => Answer::Decide(Decision::Replace),
         "d" | "drop" => Answer::Decide(Decision::Drop),
         "c" | "choose" => Answer::Decide(Decision::Choose),
         "w" | "widen" => Answer::Decide(Decision::Widen),
@@ -87,7 +89,31 @@ pub(super) fn walk(session: &Session, of: Option<&str>) -> Result<Exit, CliError
                     }
                 }
             }
-            match review(session, decision.round(&item, to)) {
+            let mut round = decision.round(&item, to);
+            if decision == Decision::Replace {
+                let Some(form) = ask(&mut input, "  form to use (empty: as proposed)? ")? else {
+                    return finish(decided);
+                };
+                let Some(avoid) = ask(
+                    &mut input,
+                    "  forms to avoid, separated by commas (empty: as proposed)? ",
+                )?
+                else {
+                    return finish(decided);
+                };
+                round.replace_use = Some(form).filter(|f| !f.is_empty());
+                round.replace_avoid = avoid
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|f| !f.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                if round.replace_use.is_none() && round.replace_avoid.is_empty() {
+                    stderr_line("error: nothing replaced: give a form to use or forms to avoid");
+                    continue;
+                }
+            }
+            match review(session, round) {
                 Ok(reviewed) => {
                     decided += reviewed.recorded.len();
                     let mut out = Out::new();
