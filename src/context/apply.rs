@@ -84,7 +84,7 @@ struct Planned {
 /// signal for each suggestion whose preferred form they write.
 pub fn apply_edits(session: &Session, edits: Vec<Edit>) -> Result<Applied, ContextError> {
     let prepared = prepare(session, edits, |n| format!("edit {}", n + 1))?;
-    Ok(prepared.write(session)?.signal(session))
+    Ok(prepared.write()?.signal(session))
 }
 
 /// Edits read and checked against the files they name, nothing written
@@ -174,7 +174,7 @@ pub(crate) fn prepare(
 
 impl Prepared {
     /// Write every file, or none.
-    pub(crate) fn write(self, _session: &Session) -> Result<Written, ContextError> {
+    pub(crate) fn write(self) -> Result<Written, ContextError> {
         write_all(&self.plans)?;
         Ok(Written {
             plans: self.plans,
@@ -294,7 +294,7 @@ pub fn rewrite(session: &Session, rewrites: Vec<Rewrite>) -> Result<Applied, Con
 /// suggestions they write.
 fn finish(session: &Session, plans: Vec<Planned>) -> Result<Applied, ContextError> {
     let counts = written_forms(session, &plans)?;
-    Ok(Prepared { plans, counts }.write(session)?.signal(session))
+    Ok(Prepared { plans, counts }.write()?.signal(session))
 }
 
 /// Whether `rel` is kapi's own configuration or an agent host's settings,

@@ -196,20 +196,31 @@ pub fn apply_change_set(session: &Session, set: ChangeSet) -> Result<ChangeAppli
         // log is read or a file is opened.
         session.permits(Kind::Edit)?;
     }
-    let ledger = session.ledger()?;
-    let drafts = edit_drafts(session, &ledger, &set.edits)?;
-    // Every edit admitted before anything is written.
-    session.admit_all(drafts.clone(), Some(&ledger))?;
+    // The log is read only for rule edits (a change set of content
+    // alone is `apply_edits`'s work).
+    let ledger = match set.edits.is_empty() {
+        true => None,
+        false => Some(session.ledger()?),
+    };
+    let drafts = match &ledger {
+        Some(ledger) => {
+            let drafts = edit_drafts(session, ledger, &set.edits)?;
+            // Every edit admitted before anything is written.
+            session.admit_all(drafts.clone(), Some(ledger))?;
+            drafts
+        }
+        None => Vec::new(),
+    };
     let planned = match set.content.is_empty() {
         true => None,
         false => Some(apply::prepare(session, set.content, |n| {
             format!("content[{n}]")
         })?),
     };
-    let written = planned.map(|p| p.write(session)).transpose()?;
+    let written = planned.map(|p| p.write()).transpose()?;
     let recorded = match drafts.is_empty() {
         true => None,
-        false => match session.record(drafts, Some(&ledger)) {
+        false => match session.record(drafts, ledger.as_ref()) {
             Ok(recorded) => Some(recorded),
             Err(e) => {
                 if let Some(w) = &written {
