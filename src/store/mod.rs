@@ -13,6 +13,7 @@
 //! the rest, and nothing pushed can stop this machine from writing.
 
 mod append;
+pub(crate) mod arrivals;
 mod cache;
 pub(crate) mod checkpoint;
 pub(crate) mod content;

@@ -1,6 +1,7 @@
 //! The end-to-end suites, one module per area.
 
 mod agent_trust;
+mod arrivals;
 mod atlas;
 mod axes;
 mod check;
