@@ -36,7 +36,7 @@ use crate::fsutil::{self, Links};
 use crate::ops::id::{LEN, OpId};
 
 const NAME: &str = "arrivals";
-const TIPS: &str = "arrivals.tips";
+pub(super) const TIPS: &str = "arrivals.tips";
 const LOCK: &str = "arrivals.lock";
 const MAGIC: &str = "kapi arrivals v1 ";
 /// One listed id and its newline.

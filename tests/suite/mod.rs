@@ -27,6 +27,7 @@ mod new_user_check;
 mod new_user_store;
 mod new_user_ux;
 mod oplog;
+mod rebuild;
 mod reset;
 mod review;
 mod snapshots;
