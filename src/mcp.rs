@@ -30,7 +30,7 @@ use crate::check::format::json::Document;
 use crate::context::changeset::{ChangeSet, apply_change_set};
 use crate::context::check::{CheckRequest, check};
 use crate::context::fix::{FixMode, fix};
-use crate::context::log::{Filter, query};
+use crate::context::log::{Arrivals, Filter, query};
 use crate::context::outcomes::outcomes;
 use crate::context::search::search;
 use crate::context::{
@@ -135,6 +135,15 @@ pub struct LogArgs {
     /// Only what this session recorded; `this`: this server's session.
     #[serde(default)]
     pub session: Option<String>,
+    /// Only what arrived in this clone's log after this arrival position
+    /// (`position` of an earlier answer; 0: everything), in arrival order;
+    /// the answer then carries `position`, `generation` and `restarted`.
+    #[serde(default)]
+    pub since: Option<u64>,
+    /// The generation of `since` (the `generation` of the answer it came
+    /// from): a position of another generation lists everything again.
+    #[serde(default)]
+    pub generation: Option<String>,
 }
 
 /// `context_here`: what applies at a path.
@@ -477,6 +486,33 @@ impl Server {
             },
             actor: None,
         };
+        if let Some(since) = args.since {
+            let arrivals = match Arrivals::read(&session, since, args.generation.as_deref()) {
+                Ok(a) => a,
+                Err(e) => return failed(e),
+            };
+            let at = &arrivals.since;
+            let entries: Vec<Value> = arrivals
+                .entries(&filter)
+                .into_iter()
+                .map(|e| e.to_json())
+                .collect();
+            let text = format!(
+                "{} operation(s) arrived after position {since}{}; the position is now {}",
+                entries.len(),
+                if at.restarted {
+                    " (not this log's: listed from 0)"
+                } else {
+                    ""
+                },
+                at.position
+            );
+            return answer(
+                text,
+                json!({"position": at.position, "generation": at.generation,
+                       "restarted": at.restarted, "operations": entries}),
+            );
+        }
         let ledger = match session.ledger() {
             Ok(l) => l,
             Err(e) => return failed(e),

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::{ContextError, Session};
 use crate::ops::record::{Kind, Record};
 use crate::ops::{Ledger, State, Status};
+use crate::store::arrivals::Since;
 
 /// Which operations to list; every field narrows.
 #[derive(Debug, Clone, Default)]
@@ -107,14 +108,22 @@ impl Serialize for LogEntry<'_> {
 
 /// The operations of `ledger` the filter admits, in id order.
 pub fn query<'a>(ledger: &'a Ledger, filter: &Filter) -> Vec<LogEntry<'a>> {
+    entries(ledger, ledger.records().iter(), filter)
+}
+
+/// The entries of `records` (held by `ledger`) the filter admits, in the
+/// order given.
+fn entries<'a>(
+    ledger: &'a Ledger,
+    records: impl Iterator<Item = &'a Record>,
+    filter: &Filter,
+) -> Vec<LogEntry<'a>> {
     let ignored: HashMap<&str, &str> = ledger
         .ignored
         .iter()
         .map(|i| (i.id.as_str(), i.reason.as_str()))
         .collect();
-    ledger
-        .records()
-        .iter()
+    records
         .map(|record| (record, ledger.state(&record.op_id())))
         .filter(|(record, state)| filter.admits(record, *state))
         .map(|(record, state)| LogEntry {
@@ -123,4 +132,61 @@ pub fn query<'a>(ledger: &'a Ledger, filter: &Filter) -> Vec<LogEntry<'a>> {
             ignored: ignored.get(record.id.as_str()).copied(),
         })
         .collect()
+}
+
+/// What arrived after an arrival position (`kapi context log --since`):
+/// the folded log, how many stored lines could not be read, and the
+/// arrival record's answer (`store::arrivals`).
+pub struct Arrivals {
+    pub ledger: Ledger,
+    pub unreadable: usize,
+    pub since: Since,
+}
+
+impl Arrivals {
+    /// Read the log and what arrived in it after `since` (a position of
+    /// `generation`, when the caller names one).
+    pub fn read(
+        session: &Session,
+        since: u64,
+        generation: Option<&str>,
+    ) -> Result<Self, ContextError> {
+        // The tips first: the ledger read after them holds at least what
+        // they hold, so the record is never marked caught up past it.
+        let tips = session.store.tips()?;
+        let (ledger, unreadable) = session.ledger_and_unreadable()?;
+        let since = session
+            .store
+            .arrivals_since(tips, &ledger.ids(), since, generation, || {
+                new_generation(session.env().random())
+            })?;
+        Ok(Self {
+            ledger,
+            unreadable,
+            since,
+        })
+    }
+
+    /// The operations that arrived, in arrival order, that `filter` admits.
+    pub fn entries(&self, filter: &Filter) -> Vec<LogEntry<'_>> {
+        let records = self
+            .since
+            .arrived
+            .iter()
+            .filter_map(|id| self.ledger.get(id));
+        entries(&self.ledger, records, filter)
+    }
+}
+
+/// A new arrival record's generation: the call's randomness mixed with the
+/// machine's clock and the process, so a record started again is never
+/// named like the one before it, even under a pinned seed (`KAPI_SEED`).
+fn new_generation(random: u128) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mixed = crate::digest::sha256_hex(
+        format!("{random:x} {nanos:x} {:x}", std::process::id()).as_bytes(),
+    );
+    mixed[..12].to_owned()
 }

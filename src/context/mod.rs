@@ -26,6 +26,7 @@ pub(crate) mod log;
 mod note;
 pub(crate) mod outcomes;
 mod points;
+pub(crate) mod rebuild;
 pub(crate) mod reset;
 pub(crate) mod review;
 pub(crate) mod rulesfiles;

@@ -345,6 +345,35 @@ pub(crate) fn rules(session: &Session) -> Result<Vec<WorkspaceRule>, ContextErro
     Ok(rules_at(session, None))
 }
 
+/// `kapi store rebuild`'s share of the workspace: remove every log's
+/// cached answer (the files this cache writes, by their names alone) and
+/// read again each registered log that shares with the workspace. Returns
+/// how many entries were removed and how many logs were read.
+pub(crate) fn rebuild_cache(session: &Session) -> (usize, usize) {
+    let mut removed = 0;
+    if let Some(dir) = cache_dir(session.env())
+        && let Ok(entries) = std::fs::read_dir(&dir)
+    {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let ours = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .is_some_and(|key| key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()));
+            if ours && std::fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    let here = checkout(session);
+    let read = registered(session.env())
+        .iter()
+        .filter(|r| r.shares && r.path != here && r.path.is_dir())
+        .count();
+    let _ = rules_at(session, None);
+    (removed, read)
+}
+
 /// The rules `path`'s log widens to the workspace and that answer at `at`.
 /// What a log widens changes only when its shared log does, so the answer
 /// for every window is cached (under `cache`, keyed by the log's tip and

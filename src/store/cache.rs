@@ -11,7 +11,7 @@ use std::path::Path;
 
 use gix::ObjectId;
 
-const NAME: &str = "segments.cache";
+pub(super) const NAME: &str = "segments.cache";
 const MAGIC: &[u8] = b"kapi segment cache v2\n";
 /// Below this many bytes of segments a log reads fast enough without it.
 pub const MIN_BYTES: usize = 256 * 1024;

@@ -34,7 +34,7 @@ pub enum Part {
 }
 
 impl Part {
-    fn name(self) -> &'static str {
+    pub(super) const fn name(self) -> &'static str {
         match self {
             Part::View => "fold.checkpoint",
             Part::Base => "fold.base",

@@ -38,6 +38,12 @@ impl Lock {
         Self::wait(kapi_dir, JOURNAL, timeout)
     }
 
+    /// The lock `name` under `.git/kapi/` (one a single reader-writer of a
+    /// derived file takes), waiting at most `timeout`.
+    pub fn named(kapi_dir: &Path, name: &str, timeout: Duration) -> Result<Self, StoreError> {
+        Self::wait(kapi_dir, name, timeout)
+    }
+
     /// The commit lock if no one holds it now.
     pub fn try_commit(kapi_dir: &Path) -> Result<Option<Self>, StoreError> {
         Self::try_named(kapi_dir, COMMIT)

@@ -13,9 +13,11 @@
 //! the rest, and nothing pushed can stop this machine from writing.
 
 mod append;
+pub(crate) mod arrivals;
 mod cache;
 pub(crate) mod checkpoint;
 pub(crate) mod content;
+mod derived;
 pub mod fault;
 mod intake;
 mod journal;
@@ -39,6 +41,7 @@ use gix::ObjectId;
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
 pub(crate) use append::SetAside;
+pub(crate) use derived::Removed;
 pub use journal::{holds_any as journal_holds_any, parse as parse_journal};
 pub(crate) use reflock::RefLock;
 pub(crate) use segment::{EntryError, Problem};

@@ -43,7 +43,7 @@ pub fn system_now_ms() -> u64 {
 /// At most this many ahead ids are remembered per ref.
 const MAX_AHEAD: usize = 1024;
 
-const NAME: &str = "newest";
+pub(super) const NAME: &str = "newest";
 const MAGIC: &str = "kapi newest v1";
 
 /// The newest ids of one log's tree, as seen at `seen_at`.

@@ -16,7 +16,7 @@ use std::path::Path;
 use super::{LogRef, Store, StoreError, cache, newest, segment, tree};
 use crate::ops::id::OpId;
 
-const NAME: &str = "project";
+pub(super) const NAME: &str = "project";
 const MAGIC: &str = "kapi project v1";
 
 impl Store {

@@ -369,7 +369,7 @@ async fn the_rust_sdk_client_is_refused_an_actor_an_unknown_tool_and_a_wrong_typ
         .unwrap();
     assert_eq!(
         refusal_text(&unknown),
-        "unknown argument `colour` for context_log; it takes: kind, session, status"
+        "unknown argument `colour` for context_log; it takes: generation, kind, session, since, status"
     );
     let text = "a".repeat(70 * 1024);
     let arguments = json!({"text": text, "quote": "a"});

@@ -1,6 +1,7 @@
 //! The end-to-end suites, one module per area.
 
 mod agent_trust;
+mod arrivals;
 mod atlas;
 mod axes;
 mod check;
@@ -27,6 +28,7 @@ mod new_user_check;
 mod new_user_store;
 mod new_user_ux;
 mod oplog;
+mod rebuild;
 mod reset;
 mod review;
 mod snapshots;

@@ -3,7 +3,7 @@
 use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
-use crate::context::log::{Filter, query};
+use crate::context::log::{Arrivals, Filter, query};
 use crate::ops::record::{Actor, Kind, Record};
 use crate::ops::{State, Status};
 use crate::wording::{count, noun};
@@ -36,6 +36,16 @@ pub struct Args {
     /// the log accepted the operation that made it, and that operation).
     #[arg(long, conflicts_with = "as_of")]
     pub history: bool,
+    /// Only what arrived in this clone's log after this arrival position
+    /// (recorded here or merged in from elsewhere), in arrival order, and
+    /// the position now: a watcher polls with the position it was given.
+    /// `0` lists everything.
+    #[arg(long, value_name = "POSITION", conflicts_with_all = ["as_of", "history"])]
+    pub since: Option<u64>,
+    /// The generation the position belongs to (given with every position):
+    /// a position of another generation lists everything again.
+    #[arg(long, value_name = "GENERATION", requires = "since")]
+    pub generation: Option<String>,
 }
 
 fn parse_status(s: &str) -> Result<Status, String> {
@@ -61,6 +71,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         actor: args.actor,
     }
     .resolve(&session)?;
+    if let Some(since) = args.since {
+        return run_since(
+            &session,
+            &filter,
+            since,
+            args.generation.as_deref(),
+            args.json,
+        );
+    }
     let (histories, ledger, unreadable) = if args.history {
         let (h, unreadable) = session.histories()?;
         (Some(h), None, unreadable)
@@ -120,6 +139,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     }
     session.release(histories);
     session.release(ledger);
+    warn_unreadable(unreadable);
+    Ok(Exit::Ok)
+}
+
+/// Say how many stored lines were skipped, if any.
+fn warn_unreadable(unreadable: usize) {
     if unreadable > 0 {
         stderr_line(format!(
             "warning: {} could not be read and {} skipped; `kapi store doctor` names {}",
@@ -128,6 +153,53 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             noun(unreadable, "it", "them"),
         ));
     }
+}
+
+/// `--since`: what arrived after a position, and the position now (JSON:
+/// one document, docs/operations.md "Arrival positions").
+fn run_since(
+    session: &crate::context::Session,
+    filter: &Filter,
+    since: u64,
+    generation: Option<&str>,
+    json: bool,
+) -> Result<Exit, CliError> {
+    let arrivals = Arrivals::read(session, since, generation)?;
+    let entries = arrivals.entries(filter);
+    let at = &arrivals.since;
+    let mut out = Out::new();
+    if at.restarted {
+        stderr_line(format!(
+            "note: position {since}{} is not one of this log's (generation {}, position {}): everything is listed, from position 0",
+            generation
+                .map(|g| format!(" of generation {g}"))
+                .unwrap_or_default(),
+            at.generation,
+            at.position
+        ));
+    }
+    if json {
+        out.json(&serde_json::json!({
+            "position": at.position,
+            "generation": at.generation,
+            "restarted": at.restarted,
+            "operations": entries,
+        }))?;
+    } else {
+        for entry in &entries {
+            let mut line = human_line(entry.record, entry.state, session.actor());
+            if let Some(reason) = entry.ignored {
+                line.push_str(&format!(" [ignored: {reason}]"));
+            }
+            out.line(line)?;
+        }
+        out.line(format!(
+            "position {} (generation {}): `kapi context log --since {} --generation {}` lists what arrives next",
+            at.position, at.generation, at.position, at.generation
+        ))?;
+    }
+    warn_unreadable(arrivals.unreadable);
+    session.release(arrivals);
     Ok(Exit::Ok)
 }
 
