@@ -11,6 +11,7 @@ pub(crate) mod apply;
 pub(crate) mod atlas;
 pub(crate) mod check;
 pub(crate) mod checkpointed;
+pub(crate) mod content;
 pub(crate) mod corroborate;
 pub(crate) mod decisions;
 pub(crate) mod doctor;

@@ -12,6 +12,7 @@ mod conventions;
 mod distribution;
 mod durability;
 mod errors;
+mod folders;
 mod front_matter;
 mod fuzz_corpus;
 mod hardening;
