@@ -116,7 +116,11 @@ pub fn read(session: &Session, this: ProjectDoc) -> Workspace {
 /// at most [`MAX_OPERATIONS`] and `room`; with the number of stored
 /// operations that could not be read. A log nothing of which can be read
 /// is not read.
-fn load(path: &std::path::Path, project: &str, room: usize) -> Result<(Histories, usize), String> {
+pub(crate) fn load(
+    path: &std::path::Path,
+    project: &str,
+    room: usize,
+) -> Result<(Histories, usize), String> {
     let store = Store::discover(path).map_err(|e| e.to_string())?;
     // A folder that is no repository any more must not stand for the one
     // above it.
