@@ -5,15 +5,24 @@
 //! and the gazetteer places its geo values name. The document is a
 //! contract with the views that draw it, specified in `docs/atlas.md`;
 //! [`ATLAS_VERSION`] changes when a field changes meaning or goes away.
+//!
+//! On request ([`AtlasRequest`]) it covers every repository the workspace
+//! registry lists, each subject and event naming its project (read
+//! through [`super::workspace::atlas`], within bounds: another checkout is
+//! untrusted), and content cells counting the project's prose files by
+//! collection, language and state ([`super::content`]).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::check::CheckError;
+use super::content::CellDoc;
+use super::workspace::atlas::ProjectDoc;
 use super::{ContextError, Session};
 use crate::ops::axes::{Axis, Place, Space};
-use crate::ops::history::Change;
+use crate::ops::history::{Change, Histories};
 use crate::ops::id::rfc3339_ms;
 use crate::ops::record::{Record, Scope, Subject};
 use crate::ops::scope::parse_bound;
@@ -34,6 +43,26 @@ pub struct Atlas {
     pub events: Vec<EventDoc>,
     pub windows: Vec<WindowDoc>,
     pub places: Vec<PlaceDoc>,
+    /// What the document covers: `project`, or `workspace` (every
+    /// repository the registry lists).
+    pub covers: &'static str,
+    /// With `--workspace`: every registered repository, read or not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projects: Option<Vec<ProjectDoc>>,
+    /// With `--content`: the project's prose files counted by collection,
+    /// language and state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cells: Option<Vec<CellDoc>>,
+}
+
+/// What an atlas covers beyond the project's context.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AtlasRequest {
+    /// Every repository the workspace registry lists, not only this one.
+    pub workspace: bool,
+    /// Content cells: the project's prose files by collection, language
+    /// and state.
+    pub content: bool,
 }
 
 /// A typed axis of the project.
@@ -94,6 +123,10 @@ pub struct Derived {
     /// The outermost gazetteer place containing its geo coordinate, else
     /// the region of its locale (`nb-NO` → `NO`).
     pub region: Option<String>,
+    /// The project whose log records it, when the atlas covers the
+    /// workspace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// An operation, on the recorded clock (when the log accepted it).
@@ -110,6 +143,9 @@ pub struct EventDoc {
     /// Why the fold ignored it, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignored: Option<String>,
+    /// The project whose log holds it, when the atlas covers the workspace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// A window boundary, on the effective clock (when a rule starts or stops
@@ -123,6 +159,9 @@ pub struct WindowDoc {
     pub bound: &'static str,
     /// The bound as recorded (a date or an instant).
     pub recorded: String,
+    /// The project of the subject, when the atlas covers the workspace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// A gazetteer place a geo coordinate names, or one containing it.
@@ -136,81 +175,162 @@ pub struct PlaceDoc {
 /// Read the whole context of the session's project.
 pub fn atlas(session: &Session) -> Result<Atlas, ContextError> {
     let (histories, _) = session.histories()?;
-    let ledger = &histories.ledger;
-    let space: &Space = &session.space;
-    let ignored: BTreeMap<&str, &str> = ledger
-        .ignored
-        .iter()
-        .map(|i| (i.id.as_str(), i.reason.as_str()))
-        .collect();
+    let mut parts = Parts::default();
+    parts.add(&histories, &session.space, None);
+    session.release(histories);
+    document(session, parts)
+}
 
-    let mut subjects = Vec::new();
-    let mut windows = Vec::new();
-    let mut places: BTreeMap<(String, String), Place> = BTreeMap::new();
-    for (record, state) in ledger.iter() {
-        let Some(state) = state else { continue };
-        let family = family(record);
-        let coordinates = state.scope.point.clone();
-        for (axis_name, value) in &coordinates {
-            if let Some(axis) = space.axis(axis_name) {
-                for p in axis.places(value) {
-                    places
-                        .entry((axis_name.clone(), p.id.clone()))
-                        .or_insert_with(|| p.clone());
+/// Read the atlas as `request` asks: the project's context, or every
+/// registered repository's, with content cells or without.
+pub fn atlas_with(session: &Session, request: AtlasRequest) -> Result<Atlas, CheckError> {
+    if !request.workspace && !request.content {
+        return Ok(atlas(session)?);
+    }
+    let mut parts = Parts::default();
+    let (histories, unreadable) = session.histories()?;
+    let tag = request.workspace.then(|| session.project.clone());
+    parts.add(&histories, &session.space, tag);
+    let this = ProjectDoc {
+        project: session.project.clone(),
+        repository: session
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| session.root.clone()),
+        this: true,
+        operations: histories.ledger.records().len(),
+        unreadable,
+        skipped: None,
+    };
+    session.release(histories);
+    let mut projects = None;
+    if request.workspace {
+        let others = super::workspace::atlas::read(session, this);
+        // Another project's coordinates compare by equality: its kapi.toml
+        // (a file of a checkout kapi did not write) is never read here.
+        let plain = Space::default();
+        for other in &others.read {
+            parts.add(&other.histories, &plain, Some(other.project.clone()));
+        }
+        // Stable: where two logs hold one id, this project's comes first,
+        // then the others' in the registry's order.
+        parts.subjects.sort_by_key(|s| s.id);
+        parts.events.sort_by_key(|e| e.id);
+        parts
+            .windows
+            .sort_by(|a, b| (&a.at, a.subject).cmp(&(&b.at, b.subject)));
+        projects = Some(others.projects);
+    }
+    let cells = if request.content {
+        Some(super::content::cells(session)?)
+    } else {
+        None
+    };
+    let mut doc = document(session, parts)?;
+    if request.workspace {
+        doc.covers = "workspace";
+    }
+    doc.projects = projects;
+    doc.cells = cells;
+    Ok(doc)
+}
+
+/// The subjects, events, windows and places of the logs read so far.
+#[derive(Default)]
+struct Parts {
+    subjects: Vec<SubjectDoc>,
+    events: Vec<EventDoc>,
+    windows: Vec<WindowDoc>,
+    places: BTreeMap<(String, String), Place>,
+}
+
+impl Parts {
+    /// Add one folded log, its records read on `space`'s axes; `project`
+    /// names it on every record when the atlas covers the workspace.
+    fn add(&mut self, histories: &Histories, space: &Space, project: Option<String>) {
+        let ledger = &histories.ledger;
+        let ignored: BTreeMap<&str, &str> = ledger
+            .ignored
+            .iter()
+            .map(|i| (i.id.as_str(), i.reason.as_str()))
+            .collect();
+        let mut windows = Vec::new();
+        for (record, state) in ledger.iter() {
+            let Some(state) = state else { continue };
+            let family = family(record);
+            let coordinates = state.scope.point.clone();
+            for (axis_name, value) in &coordinates {
+                if let Some(axis) = space.axis(axis_name) {
+                    for p in axis.places(value) {
+                        self.places
+                            .entry((axis_name.clone(), p.id.clone()))
+                            .or_insert_with(|| p.clone());
+                    }
                 }
             }
-        }
-        windows.extend(window_events(record.op_id(), &state.scope));
-        subjects.push(SubjectDoc {
-            id: record.op_id(),
-            short: record.short().to_owned(),
-            family,
-            operation: record.kind.as_str(),
-            subject: record.subject.clone(),
-            correction: record
-                .correction
-                .as_deref()
-                .map(|c| json!({"from": c.from, "to": c.to})),
-            status: state.status,
-            advisory: state.advisory,
-            contested_by: state.contested_by.clone(),
-            derived: Derived {
+            windows.extend(
+                window_events(record.op_id(), &state.scope)
+                    .into_iter()
+                    .map(|w| WindowDoc {
+                        project: project.clone(),
+                        ..w
+                    }),
+            );
+            self.subjects.push(SubjectDoc {
+                id: record.op_id(),
+                short: record.short().to_owned(),
                 family,
-                actor: actor(record),
-                locale: coordinates.get("locale").cloned(),
-                region: region(space, &coordinates),
-            },
-            coordinates,
-            window: WindowBounds {
-                valid_from: state.scope.valid_from.clone(),
-                valid_to: state.scope.valid_to.clone(),
-            },
-            recorded_at: record.op_id().instant(),
-            actor: serde_json::to_value(&record.actor).unwrap_or(Value::Null),
-            history: histories.of(&record.op_id()).to_vec(),
-        });
+                operation: record.kind.as_str(),
+                subject: record.subject.clone(),
+                correction: record
+                    .correction
+                    .as_deref()
+                    .map(|c| json!({"from": c.from, "to": c.to})),
+                status: state.status,
+                advisory: state.advisory,
+                contested_by: state.contested_by.clone(),
+                derived: Derived {
+                    family,
+                    actor: actor(record),
+                    locale: coordinates.get("locale").cloned(),
+                    region: region(space, &coordinates),
+                    project: project.clone(),
+                },
+                coordinates,
+                window: WindowBounds {
+                    valid_from: state.scope.valid_from.clone(),
+                    valid_to: state.scope.valid_to.clone(),
+                },
+                recorded_at: record.op_id().instant(),
+                actor: serde_json::to_value(&record.actor).unwrap_or(Value::Null),
+                history: histories.of(&record.op_id()).to_vec(),
+            });
+        }
+        windows.sort_by(|a, b| (&a.at, a.subject).cmp(&(&b.at, b.subject)));
+        self.windows.extend(windows);
+        self.events.extend(ledger.records().iter().map(|r| {
+            EventDoc {
+                clock: "recorded",
+                at: r.op_id().instant(),
+                id: r.op_id(),
+                kind: r.kind.as_str(),
+                actor: actor(r),
+                subject: r
+                    .target
+                    .as_deref()
+                    .or_else(|| r.subject.is_some().then_some(r.id.as_str()))
+                    .map(str::to_owned),
+                ignored: ignored.get(r.id.as_str()).map(|s| s.to_string()),
+                project: project.clone(),
+            }
+        }));
     }
-    windows.sort_by(|a, b| (&a.at, a.subject).cmp(&(&b.at, b.subject)));
+}
 
-    let events = ledger
-        .records()
-        .iter()
-        .map(|r| EventDoc {
-            clock: "recorded",
-            at: r.op_id().instant(),
-            id: r.op_id(),
-            kind: r.kind.as_str(),
-            actor: actor(r),
-            subject: r
-                .target
-                .as_deref()
-                .or_else(|| r.subject.is_some().then_some(r.id.as_str()))
-                .map(str::to_owned),
-            ignored: ignored.get(r.id.as_str()).map(|s| s.to_string()),
-        })
-        .collect();
-
-    let axes = space
+/// The document around what was read: the project's typed axes, the clock.
+fn document(session: &Session, parts: Parts) -> Result<Atlas, ContextError> {
+    let axes = session
+        .space
         .axes()
         .map(|(name, axis)| AxisDoc {
             name: name.to_owned(),
@@ -225,19 +345,22 @@ pub fn atlas(session: &Session) -> Result<Atlas, ContextError> {
                 .collect(),
         })
         .collect();
-
     Ok(Atlas {
         atlas: ATLAS_VERSION,
         project: session.project.clone(),
         generated_at: rfc3339_ms(session.now_ms()?),
         axes,
-        subjects,
-        events,
-        windows,
-        places: places
+        subjects: parts.subjects,
+        events: parts.events,
+        windows: parts.windows,
+        places: parts
+            .places
             .into_iter()
             .map(|((axis, _), place)| PlaceDoc { axis, place })
             .collect(),
+        covers: "project",
+        projects: None,
+        cells: None,
     })
 }
 
@@ -287,6 +410,7 @@ fn window_events(subject: OpId, scope: &Scope) -> Vec<WindowDoc> {
             subject,
             bound,
             recorded: text.clone(),
+            project: None,
         });
     }
     out

@@ -3,6 +3,10 @@
 //! substitution styles — into the log, one `import` operation per file,
 //! by a person, carrying the file's path and SHA-256, established from the
 //! start. A second import of unchanged bytes records nothing.
+//!
+//! A profile's own term lists (`.kapi/profiles/<name>/*.tsv`) are found
+//! without being named, and their rules are imported at the profile (the
+//! axis `profile`): they hold only where `[[points]]` names the profile.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -38,6 +42,20 @@ pub struct ContextFile {
     /// Relative to the work tree, forward slashes.
     pub path: String,
     pub kind: ContextFileKind,
+    /// The profile whose folder (`.kapi/profiles/<name>/`) holds it: its
+    /// rules are imported at that profile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+/// The profile a context file belongs to: the folder under
+/// `.kapi/profiles/` it sits in, at any depth.
+fn profile_of(path: &str) -> Option<String> {
+    let rest = path
+        .strip_prefix(super::points::PROFILES_DIR)?
+        .strip_prefix('/')?;
+    let (name, _) = rest.split_once('/')?;
+    Some(name.to_owned())
 }
 
 /// What importing one file did.
@@ -79,6 +97,7 @@ pub fn context_files(
             });
             found.sort();
             out.extend(found.into_iter().map(|path| ContextFile {
+                profile: profile_of(&path),
                 path,
                 kind: ContextFileKind::TermList,
             }));
@@ -90,10 +109,26 @@ pub fn context_files(
                 )));
             }
             out.push(ContextFile {
+                profile: profile_of(&path),
                 path,
                 kind: ContextFileKind::TermList,
             });
         }
+    }
+    // Each profile's own term lists: `.kapi/profiles/<name>/*.tsv`.
+    let profiles = root.join(super::points::PROFILES_DIR);
+    if profiles.is_dir() {
+        let mut found = Vec::new();
+        PROFILE_FILES.files(&profiles, &mut |rel, _| {
+            if rel.matches('/').count() == 1 && rel.ends_with(".tsv") {
+                found.push(format!("{}/{rel}", super::points::PROFILES_DIR));
+            }
+        });
+        out.extend(found.into_iter().map(|path| ContextFile {
+            profile: profile_of(&path),
+            path,
+            kind: ContextFileKind::TermList,
+        }));
     }
     if config.vale.unwrap_or(true)
         && let Some(styles) = vale_styles_path(root)
@@ -124,13 +159,16 @@ pub fn context_files(
                 found.push(ContextFile {
                     path: rel.to_owned(),
                     kind,
+                    profile: profile_of(rel),
                 });
             }
         });
         found.sort_by(|a, b| a.path.cmp(&b.path));
         out.extend(found);
     }
-    out.dedup_by(|a, b| a.path == b.path);
+    // A file named twice (a glob and a profile's folder) is read once.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|f| seen.insert(f.path.clone()));
     Ok(out)
 }
 
@@ -149,6 +187,13 @@ fn is_substitution(text: &str) -> bool {
 fn vale_styles_path(root: &Path) -> Option<String> {
     crate::formats::vale::styles_path(&std::fs::read_to_string(root.join(".vale.ini")).ok()?)
 }
+
+/// The walk of `.kapi/profiles/`: each profile's folder and the files in it.
+const PROFILE_FILES: Walk = Walk {
+    skip_hidden: true,
+    skip_dirs: &[],
+    max_depth: 1,
+};
 
 /// Visit regular files under `dir` (no symlinks, bounded depth), with paths
 /// relative to `root`; skips `.git`, `target` and `node_modules`.
@@ -414,6 +459,19 @@ pub fn import_context_files(session: &Session, force: bool) -> Result<ImportedFi
                 continue;
             }
         };
+        let point = match &file.profile {
+            Some(name) if !super::points::is_profile_name(name) => {
+                let message = format!(
+                    "{}: `{name}` cannot name a profile (letters, digits, `.`, `_` and `-`, at most 64); rename its folder under {}/",
+                    file.path,
+                    super::points::PROFILES_DIR
+                );
+                outcomes.push((file, ImportOutcome::Failed { message }));
+                continue;
+            }
+            Some(name) => [(super::points::PROFILE_AXIS.to_owned(), name.clone())].into(),
+            None => Default::default(),
+        };
         let terms = entries(&parsed);
         if terms.len() > MAX_TERMS {
             // Refused before anything is written: nothing of it is journaled.
@@ -439,7 +497,10 @@ pub fn import_context_files(session: &Session, force: bool) -> Result<ImportedFi
         let count = terms.len();
         let draft = Draft::from(Drafted::Import {
             subject: Some(Subject::Terms { terms, blob: None }),
-            scope: Scope::default(),
+            scope: Scope {
+                point,
+                ..Scope::default()
+            },
             evidence,
         })
         .noting(Some(note));

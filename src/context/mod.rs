@@ -12,6 +12,7 @@ pub(crate) mod atlas;
 pub(crate) mod changeset;
 pub(crate) mod check;
 pub(crate) mod checkpointed;
+pub(crate) mod content;
 pub(crate) mod corroborate;
 pub(crate) mod decisions;
 pub(crate) mod doctor;

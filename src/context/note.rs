@@ -52,8 +52,9 @@ pub struct NoteRequest {
     pub note: Option<String>,
 }
 
-/// Axes that come from the file the evidence is in.
-const FILE_AXES: [&str; 2] = ["product", "channel"];
+/// Axes that come from the file the evidence is in (the profile too: the
+/// `[[points]]` entry naming it for the file's path).
+const FILE_AXES: [&str; 3] = ["product", "channel", "profile"];
 
 /// What a note recorded, and the rules files it refreshed.
 #[derive(Debug, Serialize)]

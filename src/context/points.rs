@@ -6,7 +6,15 @@
 //! [[points]]
 //! paths = ["docs/app/**"]
 //! axes = { product = "quickcast", channel = "app" }
+//!
+//! [[points]]
+//! paths = ["handbook/**"]
+//! profile = "handbook"         # the axis `profile`: .kapi/profiles/handbook/
 //! ```
+//!
+//! A profile is the value of the axis `profile`: the rules of a profile's
+//! own term lists (`.kapi/profiles/<name>/`) are imported at it, so they
+//! hold only in the files an entry names the profile for.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +27,27 @@ use crate::ops::scope::Point;
 #[serde(deny_unknown_fields)]
 struct Entry {
     paths: Vec<String>,
+    #[serde(default)]
     axes: BTreeMap<String, String>,
+    /// The profile governing these paths: the value of the axis `profile`.
+    profile: Option<String>,
+}
+
+/// The axis a profile is the value of.
+pub const PROFILE_AXIS: &str = "profile";
+
+/// Where a project keeps its profiles, relative to the work tree.
+pub const PROFILES_DIR: &str = ".kapi/profiles";
+
+/// Whether `name` can name a profile: the name of one folder under
+/// `.kapi/profiles/` (letters, digits, `.`, `_`, `-`; at most 64; not
+/// starting with a dot).
+pub fn is_profile_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// Why `[[points]]` cannot be read (entries are numbered from 1).
@@ -37,6 +65,10 @@ pub enum PointsError {
         #[source]
         source: globset::Error,
     },
+    #[error(
+        "[[points]] entry {entry}: `{name}` cannot name a profile (a folder under .kapi/profiles/: letters, digits, `.`, `_` and `-`, at most 64, not starting with a dot)"
+    )]
+    Profile { entry: usize, name: String },
     #[error(transparent)]
     Set(#[from] globset::Error),
 }
@@ -51,12 +83,24 @@ impl PointMap {
     pub fn from_config(tables: &[toml::Table]) -> Result<Self, PointsError> {
         let mut entries = Vec::new();
         for (i, table) in tables.iter().enumerate() {
-            let entry: Entry = toml::Value::Table(table.clone())
-                .try_into()
-                .map_err(|source| PointsError::Entry {
+            let mut entry: Entry =
+                toml::Value::Table(table.clone())
+                    .try_into()
+                    .map_err(|source| PointsError::Entry {
+                        entry: i + 1,
+                        source,
+                    })?;
+            if let Some(name) = entry.profile.take() {
+                entry.axes.insert(PROFILE_AXIS.to_owned(), name);
+            }
+            if let Some(name) = entry.axes.get(PROFILE_AXIS)
+                && !is_profile_name(name)
+            {
+                return Err(PointsError::Profile {
                     entry: i + 1,
-                    source,
-                })?;
+                    name: name.clone(),
+                });
+            }
             let mut set = GlobSetBuilder::new();
             for p in &entry.paths {
                 set.add(Glob::new(p).map_err(|source| PointsError::Glob {

@@ -3,16 +3,30 @@
 //! in force, in the files that exist (or that `[context] rules_files`
 //! names: those are created when missing). Nothing outside the block's
 //! markers is touched; a file without markers gets the block appended.
+//!
+//! The file at the top of the work tree lists the project's rules, each
+//! with where it holds. A rules file of the same name in a sub-folder
+//! (Codex and Claude Code read nested ones) lists what holds at that
+//! folder's point, where the files in it sit (`[[points]]`), as `kapi
+//! context <folder>` answers: the rules whose scope covers it and the
+//! notes a person kept there. Sub-folder files are refreshed where they
+//! exist, or created where `rules_files` names one by its path.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use super::{ContextError, Session};
 use crate::formats::rules_block::{
-    BlockNote, BlockRule, RulesFileError, refresh_block, render_block,
+    BlockNote, BlockRule, Place, RulesFileError, refresh_block, render_block, render_block_at,
 };
 use crate::ops::record::{Scope, Subject};
+use crate::ops::scope::Point;
 use crate::ops::{Ledger, OpId, RuleId, Status};
+
+/// At most this many rules files in sub-folders are refreshed (in path
+/// order): a checkout that holds more (a vendored tree, a hostile clone)
+/// does not turn every decision into thousands of writes.
+pub const MAX_FOLDER_FILES: usize = 1_000;
 
 /// Why a rules file could not be refreshed (the name is as configured).
 #[derive(Debug, thiserror::Error)]
@@ -37,9 +51,14 @@ pub enum RulesFileIo {
     },
 }
 
-/// `product=quickcast, until 2027-01-01` for a scope narrower than the project.
-fn describe(scope: &Scope) -> Option<String> {
+/// `product=quickcast, until 2027-01-01` for a scope narrower than the
+/// project; `in docs/**/*.md` for a rule an imported file held for some
+/// files only.
+fn describe(scope: &Scope, paths: &[String]) -> Option<String> {
     let mut parts = crate::ops::scope::pairs(&scope.point);
+    if !paths.is_empty() {
+        parts.push(format!("in {}", paths.join(" ")));
+    }
     if let Some(from) = &scope.valid_from {
         parts.push(format!("from {from}"));
     }
@@ -55,13 +74,24 @@ fn describe(scope: &Scope) -> Option<String> {
 /// any of them avoids; a line that says what another already says is not
 /// repeated.
 pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
+    let (rules, notes) = in_force(ledger, at, None);
+    render_block(&rules, &notes)
+}
+
+/// The rules and notes in force at `at`, at `point` (every point when
+/// `None`), as a block lists them.
+fn in_force(
+    ledger: &Ledger,
+    at: Option<i64>,
+    point: Option<&Point>,
+) -> (Vec<BlockRule>, Vec<BlockNote>) {
     let groups = ledger.rule_groups();
     let mut rules: Vec<BlockRule> = Vec::new();
     // Where a line stands, by its text and by its group and place.
     let mut by_text: HashMap<(String, Vec<String>, Option<String>), usize> = HashMap::new();
     let mut by_group: HashMap<(OpId, Option<String>), usize> = HashMap::new();
     for r in ledger
-        .term_rules(None, at)
+        .term_rules(point, at)
         .into_iter()
         .filter(|r| !r.suggested)
     {
@@ -77,7 +107,7 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
                 .into_iter()
                 .chain(r.pattern.map(|p| format!("/{p}/")))
                 .collect(),
-            scope: describe(&r.scope),
+            scope: describe(&r.scope, &r.paths),
         };
         let text = (
             rule.preferred.clone(),
@@ -112,18 +142,20 @@ pub fn render(ledger: &Ledger, at: Option<i64>) -> String {
             let state = state?;
             match &record.subject {
                 Some(Subject::Note { text })
-                    if state.status == Status::Established && state.scope.in_force(at) =>
+                    if state.status == Status::Established
+                        && state.scope.in_force(at)
+                        && point.is_none_or(|p| ledger.covers(record, &state.scope, p)) =>
                 {
                     Some(BlockNote {
                         text: text.clone(),
-                        scope: describe(&state.scope),
+                        scope: describe(&state.scope, &[]),
                     })
                 }
                 _ => None,
             }
         })
         .collect();
-    render_block(&rules, &notes)
+    (rules, notes)
 }
 
 /// Fold the log and refresh the rules files after what is in force
@@ -144,20 +176,93 @@ pub fn refresh_in_force(session: &Session) -> Result<Vec<PathBuf>, ContextError>
     written
 }
 
-/// Refresh the managed block of every rules file that exists, or that
-/// `[context] rules_files` names; returns the files written.
-pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, ContextError> {
-    let body = render(ledger, Some(session.now_ms()? as i64));
-    let mut written = Vec::new();
+/// One rules file to refresh: its path relative to the work tree, and
+/// whether it is created when missing (named by `rules_files`).
+struct Target {
+    rel: String,
+    create: bool,
+}
+
+/// The rules files to refresh: each name of `rules_files` (or the
+/// defaults) as written, then every file in a sub-folder that git lists
+/// (tracked, or untracked and not ignored) under one of those names'
+/// file names, at most [`MAX_FOLDER_FILES`] of them.
+fn targets(session: &Session) -> Vec<Target> {
     let (names, named) = session.config.context.rules_files();
-    for name in names {
-        let path = session.root.join(&name);
+    let mut out: Vec<Target> = names
+        .iter()
+        .map(|name| Target {
+            rel: name.trim_start_matches("./").to_owned(),
+            create: named,
+        })
+        .collect();
+    let file_names: Vec<&str> = out
+        .iter()
+        .map(|t| t.rel.rsplit('/').next().unwrap_or(&t.rel))
+        .filter(|n| !n.is_empty())
+        .collect::<Vec<_>>();
+    if file_names.is_empty() {
+        return out;
+    }
+    let file_names: Vec<String> = file_names.into_iter().map(str::to_owned).collect();
+    // A work tree git cannot list has only its named files refreshed.
+    let listed = session.store.git().files().unwrap_or_default();
+    let mut folders = 0;
+    for rel in listed {
+        let Some((_, name)) = rel.rsplit_once('/') else {
+            continue;
+        };
+        if !file_names.iter().any(|n| n == name) || out.iter().any(|t| t.rel == rel) {
+            continue;
+        }
+        if folders == MAX_FOLDER_FILES {
+            break;
+        }
+        folders += 1;
+        out.push(Target { rel, create: false });
+    }
+    out
+}
+
+/// Refresh the managed block of every rules file that exists, or that
+/// `[context] rules_files` names; returns the files written. The file at
+/// the top of the work tree lists the project's rules; one in a
+/// sub-folder, what holds at that folder's point.
+pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, ContextError> {
+    let at = Some(session.now_ms()? as i64);
+    let project = render(ledger, at);
+    let points = crate::context::PointMap::from_config(&session.config.points)?;
+    // Folders at one point list the same rules and notes.
+    let mut by_point: BTreeMap<Point, (Vec<BlockRule>, Vec<BlockNote>)> = BTreeMap::new();
+    let mut written = Vec::new();
+    for Target { rel, create } in targets(session) {
+        let name = rel.clone();
+        let path = session.root.join(&rel);
         let existing = match std::fs::read_to_string(&path) {
             Ok(text) => Some(text),
             // The default files are refreshed, never created unasked.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => continue,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => return Err(RulesFileIo::Read { name, source }.into()),
+        };
+        let body = match rel.rsplit_once('/') {
+            None => project.clone(),
+            Some((folder, _)) => {
+                // A folder sits where the files in it do.
+                let point = points.point(&format!("{folder}/_"));
+                let (rules, notes) = by_point
+                    .entry(point.clone())
+                    .or_insert_with(|| in_force(ledger, at, Some(&point)));
+                let pairs = crate::ops::scope::pairs(&point);
+                render_block_at(
+                    Place::Folder {
+                        folder,
+                        point: &pairs,
+                    },
+                    rules,
+                    notes,
+                )
+            }
         };
         let updated =
             refresh_block(existing.as_deref(), &body).map_err(|source| RulesFileIo::Block {

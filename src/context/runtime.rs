@@ -363,8 +363,21 @@ fn space_of(
         sources.push((stamp(&path), path.clone()));
         std::fs::read_to_string(&path).map_err(|e| format!("cannot read it: {e}"))
     })?;
+    let points = PointMap::from_config(&config.points)?;
+    for (entry, axis, value) in points.values() {
+        // A profile's rules are imported from its folder: a name with no
+        // folder is a typo that would leave its paths under no profile's rules.
+        if axis == super::points::PROFILE_AXIS
+            && !root.join(super::points::PROFILES_DIR).join(value).is_dir()
+        {
+            return Err(ContextError::Usage(format!(
+                "kapi.toml: [[points]] entry {entry} names the profile {value}, which has no folder {}/{value}/; create it (with the profile's terms.tsv) or correct the name",
+                super::points::PROFILES_DIR
+            )));
+        }
+    }
     if !space.is_empty() {
-        for (entry, axis, value) in PointMap::from_config(&config.points)?.values() {
+        for (entry, axis, value) in points.values() {
             if let Some(typed) = space.axis(axis)
                 && !typed.legal(value)
             {

@@ -645,3 +645,26 @@ fn a_fix_refuses_a_file_changed_since_it_was_checked_and_writes_nothing() {
     assert!(!written.report.failed());
     assert_eq!(read("docs/b.md"), "Quickcast records, now.\n");
 }
+
+#[test]
+fn the_workspace_atlas_reads_another_log_within_its_bounds() {
+    let repo = Repo::new();
+    let agent = repo.agent(FixedEnv::new(NOW, 7));
+    note(&agent, term("Quickcast", "Quick cast", "docs/intro.md")).unwrap();
+    let root = repo.path().canonicalize().unwrap();
+    let project = agent.project.clone();
+    let (read, unreadable) = super::workspace::atlas::load(&root, &project, 10).unwrap();
+    assert_eq!(read.ledger.records().len(), 1);
+    assert_eq!(unreadable, 0);
+    // Past the room left, the log is not read, and the reason says so.
+    let refused = super::workspace::atlas::load(&root, &project, 0)
+        .err()
+        .unwrap();
+    assert!(refused.contains("over the 0 the atlas reads"), "{refused}");
+    // Operations claiming another project are not that project's.
+    let (other, _) = super::workspace::atlas::load(&root, "someone-else", 10).unwrap();
+    assert!(other.ledger.records().is_empty());
+    // A folder inside the checkout is not a checkout.
+    std::fs::create_dir(root.join("docs")).unwrap();
+    assert!(super::workspace::atlas::load(&root.join("docs"), &project, 10).is_err());
+}

@@ -15,6 +15,7 @@
 //! repositories read it from there. A project rule takes precedence over a
 //! workspace rule for the same term.
 
+pub(crate) mod atlas;
 pub mod registry;
 
 use std::collections::HashSet;

@@ -106,18 +106,60 @@ fn truncated(left_out: usize) -> String {
     )
 }
 
+/// Which rules file a block is for: the project's (at the top of the work
+/// tree: every rule, each with where it holds) or a folder's (what holds
+/// at the folder's point).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place<'a> {
+    Project,
+    Folder {
+        /// The folder, relative to the work tree (`docs/app`).
+        folder: &'a str,
+        /// The folder's point as `axis=value` pairs; empty for the
+        /// project point.
+        point: &'a [String],
+    },
+}
+
+impl Place<'_> {
+    fn head(&self) -> String {
+        match self {
+            Place::Project => "## Project context (kapi)\n\nThis list is kept by kapi from the project's context log.\n".into(),
+            Place::Folder { folder, point } => {
+                let at = if point.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", escape(&point.join(", ")))
+                };
+                format!(
+                    "## Context in {} (kapi)\n\nWhat holds in this folder{at}, kept by kapi from the project's context log; the rules file at the top of the project lists every rule.\n",
+                    code(&format!("{folder}/"))
+                )
+            }
+        }
+    }
+}
+
 /// The block's body: the rules in force and the notes kept, in the given
 /// order, cut to stay under [`MAX_BLOCK_BYTES`] with a line saying how many
 /// were left out.
 pub fn render_block(rules: &[BlockRule], notes: &[BlockNote]) -> String {
-    render_block_within(rules, notes, MAX_BLOCK_BYTES)
+    render_block_within(Place::Project, rules, notes, MAX_BLOCK_BYTES)
 }
 
-/// [`render_block`] with another budget (for tests).
-pub fn render_block_within(rules: &[BlockRule], notes: &[BlockNote], budget: usize) -> String {
-    let head =
-        "## Project context (kapi)\n\nThis list is kept by kapi from the project's context log.\n";
-    let mut out = String::from(head);
+/// [`render_block`] for a folder's rules file (or the project's).
+pub fn render_block_at(place: Place<'_>, rules: &[BlockRule], notes: &[BlockNote]) -> String {
+    render_block_within(place, rules, notes, MAX_BLOCK_BYTES)
+}
+
+/// [`render_block_at`] with another budget (for tests).
+pub fn render_block_within(
+    place: Place<'_>,
+    rules: &[BlockRule],
+    notes: &[BlockNote],
+    budget: usize,
+) -> String {
+    let mut out = place.head();
     // The longest trailer we may need, reserved up front.
     let reserve = truncated(rules.len() + notes.len()).len() + 40;
     let total = rules.len() + notes.len();
@@ -154,7 +196,7 @@ pub fn render_block_within(rules: &[BlockRule], notes: &[BlockNote], budget: usi
         &mut full,
     );
     section(
-        "### Notes kept",
+        "### Notes a person kept",
         notes.iter().map(note_line).collect(),
         &mut out,
         &mut written,
@@ -322,7 +364,7 @@ mod tests {
             ),
             "{b}"
         );
-        assert!(b.contains("### Notes kept\n\n- Release notes use past tense.\n"));
+        assert!(b.contains("### Notes a person kept\n\n- Release notes use past tense.\n"));
     }
 
     #[test]
@@ -435,7 +477,10 @@ mod tests {
                 preferred: format!("{i}{}", "a".repeat(len)), avoided: vec!["b".repeat(len)], scope: None,
             }).collect();
             let notes: Vec<BlockNote> = (0..n).map(|_| BlockNote { text: "n".repeat(len), scope: Some("s".into()) }).collect();
-            prop_assert!(render_block_within(&rules, &notes, 4096).len() <= 4096);
+            prop_assert!(render_block_within(Place::Project, &rules, &notes, 4096).len() <= 4096);
+            let point = vec!["product=quickcast".to_string()];
+            let folder = Place::Folder { folder: "docs/app", point: &point };
+            prop_assert!(render_block_within(folder, &rules, &notes, 4096).len() <= 4096);
         }
     }
 }

@@ -6,8 +6,8 @@
 //!
 //! | `--widen-to` | what the scope drops | where the rule then holds |
 //! |---|---|---|
-//! | an axis (`channel`) | that axis | every value of the axis, at the rest of the point |
-//! | `project` | the axes a `[[points]]` entry derives from the file (`product`, `channel`) | every point of the project |
+//! | an axis (`channel`) | that axis (`product` drops the profile too) | every value of the axis, at the rest of the point |
+//! | `project` | the axes a `[[points]]` entry derives from the file (`product`, `channel`, `profile`) | every point of the project |
 //! | `workspace` | those axes, and the project | every repository registered with kapi on this machine |
 //!
 //! An axis no file derives (a brand, a market) stays through project and
@@ -18,8 +18,8 @@
 use super::record::Scope;
 
 /// The axes a `[[points]]` entry derives from the file a rule was seen in:
-/// what widening to the project drops.
-pub const FILE_AXES: [&str; 2] = ["product", "channel"];
+/// what widening to the project drops (the profile governing there too).
+pub const FILE_AXES: [&str; 3] = ["product", "channel", "profile"];
 
 /// Where a person widens a rule to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +93,11 @@ pub fn widened(scope: &Scope, to: &WidenTo, note: bool) -> Result<Scope, WidenEr
                     axis: axis.clone(),
                     axes: axes_of(scope),
                 });
+            }
+            // A profile governs one product's pages: every product is
+            // beyond it.
+            if axis == "product" {
+                wider.point.remove("profile");
             }
         }
         WidenTo::Project => {
@@ -190,6 +195,15 @@ mod tests {
         // Straight to the workspace drops the file's axes too.
         let direct = widened(&seen, &WidenTo::Workspace, false).unwrap();
         assert_eq!(direct, workspace_with(&seen));
+    }
+
+    #[test]
+    fn the_profile_goes_with_the_product_and_the_project() {
+        let seen = at(&[("product", "quickcast"), ("profile", "handbook")]);
+        let every_product = widened(&seen, &WidenTo::Axis("product".into()), false).unwrap();
+        assert!(every_product.point.is_empty());
+        let project = widened(&at(&[("profile", "handbook")]), &WidenTo::Project, false).unwrap();
+        assert!(project.point.is_empty());
     }
 
     fn workspace_with(seen: &Scope) -> Scope {

@@ -13,6 +13,7 @@ mod distribution;
 mod durability;
 mod edits;
 mod errors;
+mod folders;
 mod front_matter;
 mod fuzz_corpus;
 mod hardening;

@@ -97,8 +97,13 @@ fn import_context_files(session: &Session, force: bool) -> Result<Exit, CliError
     for FileImported { file, outcome } in &imported.files {
         match outcome {
             ImportOutcome::Imported { id, rules, skipped } => {
+                let profile = file
+                    .profile
+                    .as_ref()
+                    .map(|p| format!(", for the profile {p}"))
+                    .unwrap_or_default();
                 out.line(format!(
-                    "imported {} as #{}: {}",
+                    "imported {} as #{}: {}{profile}",
                     file.path,
                     crate::ops::id::short(id),
                     count(*rules, "term rule", "term rules")
