@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{ContextError, Session};
 use crate::ops::axes::{Axis, Place, Space};
-use crate::ops::history::Change;
+use crate::ops::history::{Change, Histories};
 use crate::ops::id::rfc3339_ms;
 use crate::ops::record::{Record, Scope, Subject};
 use crate::ops::scope::parse_bound;
@@ -29,6 +29,9 @@ pub struct Atlas {
     pub project: String,
     /// The instant the atlas was read at (the call's clock).
     pub generated_at: String,
+    /// The instant the log was read as of (`--as-of`), when not now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
     pub axes: Vec<AxisDoc>,
     pub subjects: Vec<SubjectDoc>,
     pub events: Vec<EventDoc>,
@@ -133,9 +136,24 @@ pub struct PlaceDoc {
     pub place: Place,
 }
 
-/// Read the whole context of the session's project.
-pub fn atlas(session: &Session) -> Result<Atlas, ContextError> {
-    let (histories, _) = session.histories()?;
+/// Read the whole context of the session's project as the log stood at
+/// `as_of` (Unix ms; `None` for now).
+pub fn atlas_as_of(session: &Session, as_of: Option<u64>) -> Result<Atlas, ContextError> {
+    let histories = read(session, as_of)?;
+    build(session, &histories, as_of)
+}
+
+/// The histories the atlas is drawn from, as of `as_of`.
+pub(crate) fn read(session: &Session, as_of: Option<u64>) -> Result<Histories, ContextError> {
+    Ok(session.histories_as_of(as_of)?.0)
+}
+
+/// The atlas of `histories` (read by [`read`] as of `as_of`).
+pub(crate) fn build(
+    session: &Session,
+    histories: &Histories,
+    as_of: Option<u64>,
+) -> Result<Atlas, ContextError> {
     let ledger = &histories.ledger;
     let space: &Space = &session.space;
     let ignored: BTreeMap<&str, &str> = ledger
@@ -230,6 +248,7 @@ pub fn atlas(session: &Session) -> Result<Atlas, ContextError> {
         atlas: ATLAS_VERSION,
         project: session.project.clone(),
         generated_at: rfc3339_ms(session.now_ms()?),
+        as_of: as_of.map(rfc3339_ms),
         axes,
         subjects,
         events,
