@@ -2,6 +2,7 @@
 
 mod agent_trust;
 mod atlas;
+mod atlas_page;
 mod axes;
 mod check;
 mod check_fix;

@@ -314,11 +314,11 @@
       const p = placeName.get(v);
       return p && p.name ? v + " (" + p.name + ")" : v;
     });
-    const actors = new Map();
-    for (const s of subjects) {
-      actors.set(s.derived.actor, (actors.get(s.derived.actor) || 0) + 1);
-    }
-    fillSelect(byId("f-actor"), [...actors.entries()].sort(), (v) => v.replace(":", " "));
+    // Who stated or decided each subject.
+    fillSelect(byId("f-actor"), counted((s) => {
+      const d = decided(s);
+      return d && d.who && d.who !== s.derived.actor ? [s.derived.actor, d.who] : [s.derived.actor];
+    }), (v) => v.replace(":", " "));
     let timer = 0;
     byId("f-text").addEventListener("input", (ev) => {
       clearTimeout(timer);
@@ -603,7 +603,8 @@
           }
         };
         d.addEventListener("toggle", () => { if (d.open) fill(); });
-        if (total > 0 && path.size < 2) { d.open = true; fill(); }
+        // The branches that lead to rules open, a few levels deep.
+        if (total > 0 && path.size < 4) { d.open = true; fill(); }
         return d;
       }
       const ad = el("details", { open: "", "data-axis": a.name }, [el("summary", { text: a.name + " (" + a.kind + ") \u00B7 " + plural(values.length, "value", "values") })]);
