@@ -151,27 +151,24 @@ pub fn page_data(session: &Session, as_of: Option<u64>) -> Result<PageData, Cont
 }
 
 /// The command line of each decision `item` takes, as the digest offers
-/// them (`Decision::on`, `Decision::round`). A widening names where: the
-/// whole project for a rule held at a point, else the workspace.
+/// them (`Decision::on`, `Decision::round`). A widening is offered to the
+/// whole project for what holds at a point; beyond the project (the
+/// workspace) is a person's to type.
 fn commands(item: &Pending) -> Vec<Command> {
     let id = &item.short;
     Decision::on(item)
         .into_iter()
+        .filter(|d| *d != Decision::Widen || !item.scope.point.is_empty())
         .map(|d| {
             let (decision, line) = match d {
                 Decision::Keep => ("keep", format!("kapi context review --keep {id}")),
                 Decision::Drop => ("drop", format!("kapi context review --drop {id}")),
                 Decision::Choose => ("choose", format!("kapi context review --choose {id}")),
                 Decision::Widen => {
-                    let to = if item.scope.point.is_empty() {
-                        "workspace"
-                    } else {
-                        "project"
-                    };
                     let verb = if item.keepable { "--keep" } else { "--widen" };
                     (
                         "widen",
-                        format!("kapi context review {verb} {id} --widen-to {to}"),
+                        format!("kapi context review {verb} {id} --widen-to project"),
                     )
                 }
             };

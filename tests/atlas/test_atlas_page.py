@@ -163,7 +163,7 @@ def main():
         check(page.locator("#track rect:not([data-status])").count() == 1, "and its window on the effective clock")
         bars = page.locator("#timeline-svg g rect").count()
         check(bars > 0, "the operations are drawn (%d bars)" % bars)
-        ticks = page.locator("#timeline-svg line[stroke='#1f8a4c']").count()
+        ticks = page.locator("#timeline-svg line[data-bound]").count()
         check(ticks >= 1, "window boundaries are drawn on the effective clock")
         page.fill("#h-find", "fastcast")
         check(page.locator("#h-matches button").count() == 1, "find a rule by its text")
@@ -172,6 +172,7 @@ def main():
         check(chain == ["suggested", "dropped"], "the rival's chain: %s" % chain)
         page.evaluate("location.hash = '#rules'")
         page.click("#rules-body tr[data-id='%s'] td.id button" % expect["quick"])
+        page.evaluate("window.scrollTo(0, 0)")
         shot(page, shots, "history")
 
         # --- Where: the places as a tree, with the rules stated at each ---
@@ -192,6 +193,7 @@ def main():
         lines = page.eval_on_selector_all("#awaiting code", "cs => cs.map(c => c.textContent)")
         for line in expect["commands"]:
             check(line in lines, "offers %s" % line)
+        check(not any("workspace" in line for line in lines), "never offers to widen beyond the project")
         page.click("#awaiting button[aria-label^='Copy']")
         see(page.locator("#copied")).not_to_be_empty()
         said = page.text_content("#copied")

@@ -189,6 +189,7 @@ fn the_atlas_page_draws_the_log_in_headless_chromium() {
         "commands": [
             format!("kapi context review --keep {}", short(&f.hostile)),
             format!("kapi context review --drop {}", short(&f.hostile)),
+            format!("kapi context review --keep {} --widen-to project", short(&f.note)),
             format!("kapi context review --choose {}", short(&f.sign_in)),
             format!("kapi context review --choose {}", short(&f.log_in)),
         ],

@@ -37,7 +37,6 @@
     if (!t) return "";
     return t.replace("T", " ").replace(/:\d\d\.\d{3}Z$/, "Z").replace(/\.\d{3}Z$/, "Z");
   }
-  function day(t) { return new Date(t).toISOString().slice(0, 10); }
   function statusBadge(s) { return el("span", { cls: "status " + s, text: s }); }
   function plural(n, one, many) { return n.toLocaleString("en") + " " + (n === 1 ? one : many); }
 
@@ -342,84 +341,101 @@
   const KIND = (k) => (["observe", "correct", "import", "edit"].includes(k) ? "statement" : ["signal", "check"].includes(k) ? "signal" : "decision");
   const COLORS = { statement: "#2f6fbf", decision: "#1f8a4c", signal: "#b7bfc9" };
   const STATUS_COLORS = { suggested: "#d4a514", established: "#1f8a4c", contested: "#c0392b", withdrawn: "#8a939e", dropped: "#4f5863", reset: "#7b4bc4" };
-  let span = null;
-  function timeSpan() {
-    if (span) return span;
+  // Two clocks, each on its own scale: the recorded clock (operations,
+  // and a rule's statuses) and the effective clock (window boundaries).
+  function scale(times, left, right) {
     let lo = Infinity, hi = -Infinity;
-    const see = (t) => { if (t < lo) lo = t; if (t > hi) hi = t; };
-    if (events.length) { see(ms(events[0].at)); see(ms(events[events.length - 1].at)); }
-    if (windows.length) { see(ms(windows[0].at)); see(ms(windows[windows.length - 1].at)); }
-    if (data.as_of) see(ms(data.as_of));
-    if (!isFinite(lo)) { lo = ms(data.made_at); hi = lo; }
+    for (const t of times) { if (t < lo) lo = t; if (t > hi) hi = t; }
+    if (!isFinite(lo)) return null;
     if (hi - lo < 3600e3) { lo -= 1800e3; hi += 1800e3; }
     const pad = (hi - lo) * 0.02;
-    span = { lo: lo - pad, hi: hi + pad };
-    return span;
+    lo -= pad; hi += pad;
+    const at = (t) => left + ((t - lo) / (hi - lo)) * (right - left);
+    return { lo: lo, hi: hi, at: at };
   }
-  const W = 1000, LEFT = 120, RIGHT = 20;
-  const x = (t) => { const s = timeSpan(); return LEFT + ((t - s.lo) / (s.hi - s.lo)) * (W - LEFT - RIGHT); };
+  const W = 1000, LEFT = 120, RIGHT = 980;
+  const now = data.as_of ? ms(data.as_of) : ms(data.made_at);
+  let recorded = null, effective = null;
+  function scales() {
+    if (recorded) return;
+    const rt = [now];
+    if (events.length) rt.push(ms(events[0].at), ms(events[events.length - 1].at));
+    recorded = scale(rt, LEFT, RIGHT);
+    const et = [now];
+    if (windows.length) et.push(ms(windows[0].at), ms(windows[windows.length - 1].at));
+    effective = scale(et, LEFT, RIGHT);
+  }
+  function label(t, sc) {
+    const iso = new Date(t).toISOString();
+    return sc.hi - sc.lo < 3 * 86400e3 ? iso.slice(5, 16).replace("T", " ") : iso.slice(0, 10);
+  }
+  function axis(root, sc, y) {
+    for (let i = 0; i <= 5; i++) {
+      const t = sc.lo + ((sc.hi - sc.lo) * i) / 5;
+      const px = sc.at(t);
+      root.append(sv("line", { x1: px, x2: px, y1: y, y2: y + 5, stroke: "#4f5863" }));
+      root.append(sv("text", { x: px, y: y + 17, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle" }, label(t, sc)));
+    }
+  }
   function drawTimeline() {
-    const s = timeSpan();
-    const H = 250;
+    scales();
+    const H = 270;
     const root = sv("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-labelledby": "tl-title tl-desc", id: "timeline-svg" });
     root.append(sv("title", { id: "tl-title" }, "Timeline of " + atlas.project));
-    root.append(sv("desc", { id: "tl-desc" }, plural(events.length, "operation", "operations") + " on the recorded clock (bars, by kind) and " + plural(windows.length, "window boundary", "window boundaries") + " on the effective clock (ticks), from " + day(s.lo) + " to " + day(s.hi) + "."));
-    // lanes
-    const lanes = [["Recorded clock", 20, 110], ["Effective clock", 140, 40], ["Selected rule", 195, 30]];
-    for (const [label, y, h] of lanes) {
-      root.append(sv("rect", { x: LEFT, y: y, width: W - LEFT - RIGHT, height: h, fill: "#ffffff", stroke: "#c9d1d9" }));
-      root.append(sv("text", { x: 8, y: y + h / 2 + 4 }, label));
+    root.append(sv("desc", { id: "tl-desc" }, plural(events.length, "operation", "operations") + " on the recorded clock, " + label(recorded.lo, recorded) + " to " + label(recorded.hi, recorded) + " (bars, by kind), and " + plural(windows.length, "window boundary", "window boundaries") + " on the effective clock, " + label(effective.lo, effective) + " to " + label(effective.hi, effective) + " (ticks)."));
+    const lanes = [["Recorded clock", 10, 100], ["Selected rule", 114, 22], ["Effective clock", 176, 56]];
+    for (const [name, y, h] of lanes) {
+      root.append(sv("rect", { x: LEFT, y: y, width: RIGHT - LEFT, height: h, fill: "#ffffff", stroke: "#c9d1d9" }));
+      root.append(sv("text", { x: 8, y: y + h / 2 + 4 }, name));
     }
-    // operations, binned by time and stacked by kind
+    // Operations, binned by time and stacked by kind.
     const BINS = 150;
     const bins = [];
     for (let i = 0; i < BINS; i++) bins.push({ statement: 0, decision: 0, signal: 0 });
-    const width = (s.hi - s.lo) / BINS;
+    const width = (recorded.hi - recorded.lo) / BINS;
     for (const e of events) {
-      const b = Math.min(BINS - 1, Math.max(0, Math.floor((ms(e.at) - s.lo) / width)));
+      const b = Math.min(BINS - 1, Math.max(0, Math.floor((ms(e.at) - recorded.lo) / width)));
       bins[b][KIND(e.kind)]++;
     }
     let most = 1;
     for (const b of bins) most = Math.max(most, b.statement + b.decision + b.signal);
-    const bw = (W - LEFT - RIGHT) / BINS;
+    const bw = (RIGHT - LEFT) / BINS;
     bins.forEach((b, i) => {
-      let y = 130;
       const total = b.statement + b.decision + b.signal;
       if (!total) return;
-      const g = sv("g", {});
-      g.append(sv("title", {}, day(s.lo + i * width) + ": " + plural(total, "operation", "operations") + " (" + b.statement + " statements, " + b.decision + " decisions, " + b.signal + " signals and checks)"));
+      let y = 110;
+      const g = sv("g", { "data-bin": i });
+      g.append(sv("title", {}, label(recorded.lo + i * width, recorded) + ": " + plural(total, "operation", "operations") + " (" + b.statement + " statements, " + b.decision + " decisions, " + b.signal + " signals and checks)"));
       for (const k of ["signal", "decision", "statement"]) {
         if (!b[k]) continue;
-        const h = Math.max(1, (b[k] / most) * 104);
+        const h = Math.max(1.5, (b[k] / most) * 96);
         y -= h;
         g.append(sv("rect", { x: LEFT + i * bw, y: y, width: Math.max(1, bw - 0.5), height: h, fill: COLORS[k] }));
       }
       root.append(g);
     });
-    // window boundaries, binned when many
+    axis(root, recorded, 140);
+    // Window boundaries, one tick per pixel and bound.
     const wb = new Map();
     for (const w of windows) {
-      const px = Math.round(x(ms(w.at)));
-      const key = px + ":" + w.bound;
+      const key = Math.round(effective.at(ms(w.at))) + ":" + w.bound;
       wb.set(key, (wb.get(key) || 0) + 1);
     }
     for (const [key, n] of wb) {
       const [px, bound] = key.split(":");
       const from = bound === "valid_from";
-      const t = sv("line", { x1: px, x2: px, y1: from ? 144 : 160, y2: from ? 160 : 176, stroke: from ? "#1f8a4c" : "#c0392b", "stroke-width": 2 });
+      const t = sv("line", { x1: px, x2: px, y1: from ? 180 : 204, y2: from ? 204 : 228, stroke: from ? "#0f766e" : "#c0392b", "stroke-width": 2, "data-bound": bound });
       t.append(sv("title", {}, plural(n, from ? "rule starts" : "rule stops", from ? "rules start" : "rules stop") + " holding"));
       root.append(t);
     }
-    if (data.as_of) {
-      const ax = x(ms(data.as_of));
-      root.append(sv("line", { x1: ax, x2: ax, y1: 14, y2: 230, stroke: "#c2410c", "stroke-dasharray": "4 3" }));
-    }
-    // axis
-    for (let i = 0; i <= 5; i++) {
-      const t = s.lo + ((s.hi - s.lo) * i) / 5;
-      const px = x(t);
-      root.append(sv("line", { x1: px, x2: px, y1: 230, y2: 236, stroke: "#4f5863" }));
-      root.append(sv("text", { x: px, y: 248, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle" }, day(t)));
+    if (!windows.length) root.append(sv("text", { x: LEFT + 10, y: 208 }, "No rule has a window: each holds from when it is kept."));
+    axis(root, effective, 236);
+    // Now (or the instant read as of) on both clocks.
+    for (const [sc, y1, y2] of [[recorded, 10, 136], [effective, 176, 232]]) {
+      const px = sc.at(now);
+      const line = sv("line", { x1: px, x2: px, y1: y1, y2: y2, stroke: "#c2410c", "stroke-dasharray": "4 3", "stroke-width": 1.5 });
+      line.append(sv("title", {}, (data.as_of ? "as of " : "made ") + when(data.as_of || data.made_at)));
+      root.append(line);
     }
     root.append(sv("g", { id: "track" }));
     const box = byId("timeline");
@@ -427,9 +443,9 @@
       el("li", { cls: "k-statement", text: "statements (observe, correct, import, edit)" }),
       el("li", { cls: "k-decision", text: "decisions (keep, drop, withdraw, widen, reset)" }),
       el("li", { cls: "k-signal", text: "signals and checks" }),
-      el("li", { cls: "k-from", text: "a window starts (effective clock)" }),
+      el("li", { cls: "k-from", text: "a window starts" }),
       el("li", { cls: "k-to", text: "a window stops" }),
-      data.as_of ? el("li", { cls: "k-asof", text: "as of " + when(data.as_of) }) : null,
+      el("li", { cls: "k-asof", text: data.as_of ? "as of " + when(data.as_of) : "when the page was made" }),
     ]));
   }
   function drawTrack(s) {
@@ -437,22 +453,20 @@
     if (!g) return;
     g.replaceChildren();
     const h = s.history || [];
-    const end = data.as_of ? ms(data.as_of) : ms(data.made_at);
     h.forEach((c, i) => {
-      const from = x(ms(c.at));
-      const to = x(i + 1 < h.length ? ms(h[i + 1].at) : Math.max(end, ms(c.at)));
-      const r = sv("rect", { x: from, y: 199, width: Math.max(2, to - from), height: 22, fill: STATUS_COLORS[c.to] || "#888", "data-status": c.to });
+      const from = recorded.at(ms(c.at));
+      const to = recorded.at(i + 1 < h.length ? ms(h[i + 1].at) : Math.max(now, ms(c.at)));
+      const r = sv("rect", { x: from, y: 116, width: Math.max(2, to - from), height: 18, fill: STATUS_COLORS[c.to] || "#888", "data-status": c.to });
       r.append(sv("title", {}, c.to + " from " + when(c.at)));
       g.append(r);
     });
-    const w = s.window || {};
-    const wf = w.valid_from ? windows.find((b) => b.subject === s.id && b.bound === "valid_from") : null;
-    const wt = w.valid_to ? windows.find((b) => b.subject === s.id && b.bound === "valid_to") : null;
+    const wf = windows.find((b) => b.subject === s.id && b.bound === "valid_from");
+    const wt = windows.find((b) => b.subject === s.id && b.bound === "valid_to");
     if (wf || wt) {
-      const a = wf ? x(ms(wf.at)) : LEFT;
-      const b = wt ? x(ms(wt.at)) : W - RIGHT;
-      const r = sv("rect", { x: a, y: 144, width: Math.max(2, b - a), height: 32, fill: "#1f8a4c", "fill-opacity": "0.25", stroke: "#1f8a4c" });
-      r.append(sv("title", {}, "holds " + whereText(s)));
+      const a = wf ? effective.at(ms(wf.at)) : LEFT;
+      const b = wt ? effective.at(ms(wt.at)) : RIGHT;
+      const r = sv("rect", { x: a, y: 180, width: Math.max(2, b - a), height: 48, fill: "#0f766e", "fill-opacity": "0.22", stroke: "#0f766e", "data-window": s.id });
+      r.append(sv("title", {}, "#" + s.short + " holds " + whereText(s)));
       g.append(r);
     }
   }
@@ -508,8 +522,8 @@
     box.replaceChildren(...parts);
   }
   function drawHistory() {
-    const s = timeSpan();
-    byId("history-summary").textContent = plural(events.length, "operation", "operations") + " on the recorded clock (when the log accepted each) and " + plural(windows.length, "window boundary", "window boundaries") + " on the effective clock (when a rule starts or stops holding), " + day(s.lo) + " to " + day(s.hi) + ".";
+    scales();
+    byId("history-summary").textContent = plural(events.length, "operation", "operations") + " on the recorded clock (when the log accepted each) and " + plural(windows.length, "window boundary", "window boundaries") + " on the effective clock (when a rule starts or stops holding), each clock on its own scale. Choose a rule to draw its statuses and its window.";
     drawTimeline();
     if (selected) drawTrack(selected);
     const find = byId("h-find");
