@@ -202,7 +202,9 @@ pub fn render(data: &PageData) -> Result<String, serde_json::Error> {
             "style" => out.push_str(STYLE),
             "script" => out.push_str(SCRIPT),
             "data" => out.push_str(&json),
-            other => unreachable!("the page template names {{{{{other}}}}}, which render does not fill"),
+            other => {
+                unreachable!("the page template names {{{{{other}}}}}, which render does not fill")
+            }
         }
         rest = &after[end + 2..];
     }
@@ -272,7 +274,13 @@ mod tests {
 
     #[test]
     fn the_template_names_each_part_once() {
-        for part in ["{{csp}}", "{{title}}", "{{style}}", "{{script}}", "{{data}}"] {
+        for part in [
+            "{{csp}}",
+            "{{title}}",
+            "{{style}}",
+            "{{script}}",
+            "{{data}}",
+        ] {
             assert_eq!(TEMPLATE.matches(part).count(), 1, "{part}");
         }
         // The style and script hold no marker the template fill would read.

@@ -21,7 +21,8 @@ fn id(run: crate::common::Run) -> String {
 /// A rule text that would run if the page put it in as markup.
 const HOSTILE_USE: &str = "</script><script>window.pwned=1</script><!--";
 const HOSTILE_AVOID: &str = "<img src=x onerror=\"window.pwned=2\">";
-const NOTE: &str = "The Nordic pages address the administrator\u{2028}and nobody else & <b>no</b> one";
+const NOTE: &str =
+    "The Nordic pages address the administrator\u{2028}and nobody else & <b>no</b> one";
 
 /// The fixture log: a rule kept in the Oslo pages for December, a note in
 /// the Nordic pages, a rival rule dropped in Bergen, a hostile suggestion,
@@ -116,8 +117,8 @@ fn browser() -> Result<(PathBuf, PathBuf), String> {
             chromium.display()
         ));
     }
-    let venv = std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cache/kapi-venv/bin/python3"));
+    let venv =
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kapi-venv/bin/python3"));
     let candidates: Vec<PathBuf> = std::env::var_os("KAPI_ATLAS_PYTHON")
         .map(Into::into)
         .into_iter()
@@ -151,12 +152,24 @@ fn the_atlas_page_draws_the_log_in_headless_chromium() {
         &["context", "atlas", "--html", page.to_str().unwrap()],
     )
     .ok();
-    assert!(run.stdout.contains("wrote the atlas page to"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("wrote the atlas page to"),
+        "{}",
+        run.stdout
+    );
     let html = std::fs::read_to_string(&page).unwrap();
     // One file: its script and style inline, nothing it would fetch.
     assert!(html.starts_with("<!DOCTYPE html>"), "{}", &html[..200]);
     assert!(html.contains("Content-Security-Policy"));
-    for fetch in ["<link", "<img", "<iframe", "src=\"", "href=\"http", "@import", "url("] {
+    for fetch in [
+        "<link",
+        "<img",
+        "<iframe",
+        "src=\"",
+        "href=\"http",
+        "@import",
+        "url(",
+    ] {
         assert!(!html.contains(fetch), "the page names {fetch}");
     }
     // The hostile text never appears raw: the data block escapes it.
@@ -205,8 +218,7 @@ fn the_atlas_page_draws_the_log_in_headless_chromium() {
     std::fs::create_dir_all(&shots).unwrap();
     let expect_path = repo.root().join("expect.json");
     std::fs::write(&expect_path, expect.to_string()).unwrap();
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/atlas/test_atlas_page.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/atlas/test_atlas_page.py");
     let mut cmd = Command::new(&python);
     cmd.arg(&script)
         .arg(&page)
@@ -231,13 +243,22 @@ fn the_atlas_reads_the_past_with_as_of() {
     let past = at(
         &f.repo,
         "2026-11-30T12:00:00Z",
-        &["context", "atlas", "--json", "--as-of", "2026-11-30T09:30:00Z"],
+        &[
+            "context",
+            "atlas",
+            "--json",
+            "--as-of",
+            "2026-11-30T09:30:00Z",
+        ],
     )
     .ok()
     .json();
     assert_eq!(past["as_of"], "2026-11-30T09:30:00.000Z");
     let subjects = past["subjects"].as_array().unwrap();
-    let quick = subjects.iter().find(|s| s["id"] == f.quick.as_str()).unwrap();
+    let quick = subjects
+        .iter()
+        .find(|s| s["id"] == f.quick.as_str())
+        .unwrap();
     assert_eq!(quick["status"], "suggested");
     assert_eq!(quick["history"].as_array().unwrap().len(), 1);
     assert!(
@@ -253,7 +274,14 @@ fn the_atlas_reads_the_past_with_as_of() {
     let html = at(
         &f.repo,
         "2026-11-30T12:00:00Z",
-        &["context", "atlas", "--html", "-", "--as-of", "2026-11-30T09:30:00Z"],
+        &[
+            "context",
+            "atlas",
+            "--html",
+            "-",
+            "--as-of",
+            "2026-11-30T09:30:00Z",
+        ],
     )
     .ok()
     .stdout;
@@ -283,7 +311,14 @@ fn a_page_written_to_a_folder_or_with_json_is_refused_and_writes_nothing() {
         .code(2);
     assert!(!repo.join("x.html").exists());
     let run = repo
-        .kapi(&["context", "atlas", "--html", "x.html", "--as-of", "yesterday"])
+        .kapi(&[
+            "context",
+            "atlas",
+            "--html",
+            "x.html",
+            "--as-of",
+            "yesterday",
+        ])
         .code(2);
     assert!(run.stderr.contains("--as-of"), "{}", run.stderr);
     // A page into a folder that is not there: a usage error, nothing left.
@@ -291,4 +326,51 @@ fn a_page_written_to_a_folder_or_with_json_is_refused_and_writes_nothing() {
         .kapi(&["context", "atlas", "--html", "missing/atlas.html"])
         .code(2);
     assert!(run.stderr.contains("missing/atlas.html"), "{}", run.stderr);
+}
+
+#[test]
+fn the_ci_step_publishes_the_atlas_of_the_synced_log() {
+    let (p, legal, before, after) = super::sync::pushed_suggestion();
+    let ci = TestEnv::clone_of(&p.remote, "Ada", "ada@example.com");
+    let site = ci.root().join("site/atlas");
+    let run = ci
+        .kapi(&[
+            "ci",
+            "after-push",
+            &before,
+            &after,
+            "--json",
+            "--atlas",
+            site.to_str().unwrap(),
+        ])
+        .ok();
+    // The step's report stays one JSON document; the page is said on stderr.
+    run.json();
+    assert!(run.stderr.contains("index.html"), "{}", run.stderr);
+    // The page and the document hold the log as the step left it: the
+    // suggestion the merge established.
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(site.join("atlas.json")).unwrap()).unwrap();
+    let rule = doc["subjects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == legal.as_str())
+        .unwrap_or_else(|| panic!("{legal} in {doc}"));
+    assert_eq!(rule["status"], "established");
+    let page = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(page.contains(&legal), "the page holds the rule");
+    // A folder the step cannot create is an error, after the sync.
+    std::fs::write(ci.root().join("file"), "").unwrap();
+    let blocked = ci.root().join("file/atlas");
+    let run = ci.kapi(&[
+        "ci",
+        "after-push",
+        &before,
+        &after,
+        "--atlas",
+        blocked.to_str().unwrap(),
+    ]);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("cannot create"), "{}", run.stderr);
 }

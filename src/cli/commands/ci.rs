@@ -128,11 +128,13 @@ fn publish_atlas(session: &Session, dir: &std::path::Path) -> Result<(), CliErro
         .map_err(|e| CliError::io(format!("cannot create {}", dir.display()), &e))?;
     let data = crate::context::atlas_page::page_data(session, None)?;
     let json = serde_json::to_vec(&data.atlas).map_err(|e| {
-        CliError::new(Exit::Internal, format!("cannot write the atlas document: {e}"))
+        CliError::new(
+            Exit::Internal,
+            format!("cannot write the atlas document: {e}"),
+        )
     })?;
-    let html = crate::context::atlas_page::render(&data).map_err(|e| {
-        CliError::new(Exit::Internal, format!("cannot write the atlas page: {e}"))
-    })?;
+    let html = crate::context::atlas_page::render(&data)
+        .map_err(|e| CliError::new(Exit::Internal, format!("cannot write the atlas page: {e}")))?;
     let page = dir.join("index.html");
     super::context::atlas::write_page(&page, &html)?;
     let doc = dir.join("atlas.json");
