@@ -104,11 +104,12 @@
     const h = s.history || [];
     for (let i = h.length - 1; i >= 0; i--) {
       const c = h[i];
-      if (c.by !== s.id) {
-        const e = eventOf(c.by);
-        out = { who: e ? e.actor : "", at: c.at, by: c.by, kind: e ? e.kind : "", to: c.to };
-        break;
-      }
+      if (c.by === s.id) continue;
+      const e = eventOf(c.by);
+      // Another rule stated (a disagreement) decides nothing.
+      if (e && (e.kind === "observe" || e.kind === "correct")) continue;
+      out = { who: e ? e.actor : "", at: c.at, by: c.by, kind: e ? e.kind : "", to: c.to };
+      break;
     }
     if (!out && s.status === "established") out = { who: s.derived.actor, at: s.recorded_at, by: s.id, kind: s.operation, to: "established" };
     decidedCache.set(s.id, out);
@@ -675,18 +676,38 @@
     const parts = [];
     parts.push(el("h3", { id: "awaiting-title", text: d.awaiting.length ? plural(d.awaiting.length, "item awaits", "items await") + " a decision" : "Nothing awaits a decision" }));
     const list = el("div", { id: "awaiting", "aria-labelledby": "awaiting-title", role: "list" });
-    for (const p of d.awaiting) {
+    const itemOf = (p) => {
       const where = p.scope && ((p.scope.point && Object.keys(p.scope.point).length) || p.scope.workspace) ? " [" + (p.scope.workspace ? "across the workspace" : "in the project") + " at " + Object.keys(p.scope.point || {}).map((k) => k + "=" + p.scope.point[k]).join(", ") + "]" : "";
-      const item = el("article", { cls: "item", role: "listitem", "data-id": p.id }, [
+      const card = el("article", { cls: "item", role: "listitem", "data-id": p.id }, [
         el("p", null, [el("strong", { cls: "mono", text: "#" + p.short }), " ", statusBadge(p.status), " ", el("span", { cls: "subject", text: p.subject }), where]),
         el("p", { cls: "muted", text: "recorded by " + p.actor + (p.standing ? " \u00B7 " + p.standing : "") + ((p.members || []).length > 1 ? " \u00B7 also " + p.members.slice(1).map((m) => "#" + m.short + " (" + m.actor + ")").join(", ") : "") }),
       ]);
-      if ((p.contested_by || []).length) item.append(el("p", null, ["Disagrees with: "].concat(p.contested_by.map((id) => ruleButton(id))) ));
-      item.append(el("p", null, [ruleButton(p.id, "See its history")]));
-      for (const c of p.commands) item.append(command(c.line, c.decision));
-      list.append(item);
-    }
-    parts.push(list);
+      if ((p.contested_by || []).length) card.append(el("p", null, ["Disagrees with: "].concat(p.contested_by.map((id) => ruleButton(id))) ));
+      card.append(el("p", null, [ruleButton(p.id, "See its history")]));
+      for (const c of p.commands) card.append(command(c.line, c.decision));
+      return card;
+    };
+    // Fifty at a time: a long log may await thousands of decisions.
+    let shown = 0;
+    const more = el("button", { type: "button", id: "awaiting-more" });
+    const showMore = () => {
+      const next = d.awaiting.slice(shown, shown + PAGE);
+      const frag = document.createDocumentFragment();
+      for (const p of next) frag.append(itemOf(p));
+      list.append(frag);
+      shown += next.length;
+      const left = d.awaiting.length - shown;
+      more.hidden = left === 0;
+      more.textContent = "Show " + Math.min(PAGE, left) + " more (" + left.toLocaleString("en") + " not shown)";
+    };
+    more.addEventListener("click", () => {
+      const first = shown;
+      showMore();
+      const next = list.children[first];
+      if (next) { next.tabIndex = -1; next.focus(); }
+    });
+    showMore();
+    parts.push(list, el("p", null, [more]));
     if (d.awaiting.length) parts.push(el("p", { cls: "muted", text: "Or walk them one by one in a terminal: kapi context review" }));
     parts.push(el("h3", { text: d.disagreeing.length ? plural(d.disagreeing.length, "pair of imported rules disagrees", "pairs of imported rules disagree") : "No imported rules disagree" }));
     if (d.disagreeing.length) {
