@@ -32,7 +32,8 @@ const SCRIPT: &str = include_str!("atlas_page/page.js");
 pub const PAGE_VERSION: u32 = 1;
 
 /// What the page draws: the atlas, the digest, and where the log stood.
-#[derive(Debug, Serialize)]
+/// [`render`] embeds it with the atlas's events packed ([`PackedAtlas`]).
+#[derive(Debug)]
 pub struct PageData {
     pub page: u32,
     /// The kapi that made it.
@@ -78,12 +79,64 @@ pub struct DigestDoc {
     pub disagreeing: Vec<Disagreement>,
 }
 
+/// An item awaiting a decision, as the digest shows it.
 #[derive(Debug, Serialize)]
 pub struct Awaiting {
-    #[serde(flatten)]
-    pub item: Pending,
+    pub id: String,
+    pub short: String,
+    pub status: crate::ops::Status,
+    /// The subject in words: `"Quickcast", not "Quick cast"`.
+    pub subject: String,
+    /// Who recorded it.
+    pub actor: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standing: Option<String>,
+    /// Where it holds: `in the project at place=oslo`, when not everywhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub r#where: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contested_by: Vec<String>,
+    /// The other operations that state the rule: `#short (actor)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
     /// The commands that take each decision the item takes.
     pub commands: Vec<Command>,
+}
+
+impl Awaiting {
+    fn of(item: &Pending) -> Self {
+        let scope = &item.scope;
+        let r#where = (!scope.point.is_empty() || scope.workspace).then(|| {
+            let across = if scope.workspace {
+                "across the workspace"
+            } else {
+                "in the project"
+            };
+            let at = crate::ops::scope::pairs(&scope.point);
+            if at.is_empty() {
+                across.to_owned()
+            } else {
+                format!("{across} at {}", at.join(", "))
+            }
+        });
+        Awaiting {
+            id: item.id.to_string(),
+            short: item.short.clone(),
+            status: item.status,
+            subject: item.subject.clone(),
+            actor: item.actor.clone(),
+            standing: item.standing.clone(),
+            r#where,
+            contested_by: item.contested_by.iter().map(|c| c.to_string()).collect(),
+            also: item
+                .members
+                .iter()
+                .skip(1)
+                .map(|m| format!("#{} ({})", m.short, m.actor))
+                .collect(),
+            commands: commands(item),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -119,10 +172,7 @@ pub fn page_data(session: &Session, as_of: Option<u64>) -> Result<PageData, Cont
     let awaiting = items
         .into_iter()
         .filter(|p| p.awaiting)
-        .map(|item| Awaiting {
-            commands: commands(&item),
-            item,
-        })
+        .map(|item| Awaiting::of(&item))
         .collect();
     let disagreeing = disagreements_at(ledger, i64::try_from(at).unwrap_or(i64::MAX));
     let [ops, local] = session.store.tips().unwrap_or([None, None]);
@@ -177,9 +227,119 @@ fn commands(item: &Pending) -> Vec<Command> {
         .collect()
 }
 
+/// The data as the page holds it: [`PageData`] with the atlas's events
+/// packed.
+#[derive(Serialize)]
+struct Embedded<'a> {
+    page: u32,
+    kapi: &'static str,
+    made_at: &'a str,
+    as_of: &'a Option<String>,
+    tip: &'a Tip,
+    digest: &'a DigestDoc,
+    atlas: PackedAtlas<'a>,
+}
+
+/// The atlas document with its `events` packed: most of a long log is
+/// events (usage signals, check runs), and the page loads in proportion
+/// to its bytes. Every other field is the document's own (docs/atlas.md).
+#[derive(Serialize)]
+struct PackedAtlas<'a> {
+    atlas: u32,
+    project: &'a str,
+    generated_at: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    as_of: Option<&'a str>,
+    axes: &'a [super::atlas::AxisDoc],
+    subjects: &'a [super::atlas::SubjectDoc],
+    events: PackedEvents<'a>,
+    windows: &'a [super::atlas::WindowDoc],
+    places: &'a [super::atlas::PlaceDoc],
+}
+
+/// The events as columns, one entry per event in log order: `id`; `at`,
+/// the Unix milliseconds since the event before (the first since 1970);
+/// `kind` and `actor`, indexes into `kinds` and `actors`; `subject`, the
+/// index in `subjects` of the subject it states or acts on, or -1 (`other`
+/// then names a target that is not a subject, by the event's index);
+/// `ignored`, why the fold ignored an event, by its index.
+#[derive(Serialize, Default)]
+struct PackedEvents<'a> {
+    kinds: Vec<&'static str>,
+    actors: Vec<&'a str>,
+    id: Vec<&'a str>,
+    at: Vec<i64>,
+    kind: Vec<usize>,
+    actor: Vec<usize>,
+    subject: Vec<i64>,
+    other: BTreeMap<usize, &'a str>,
+    ignored: BTreeMap<usize, &'a str>,
+}
+
+fn pack(atlas: &Atlas) -> PackedEvents<'_> {
+    let subjects: std::collections::HashMap<&str, i64> = atlas
+        .subjects
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i as i64))
+        .collect();
+    let mut kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut actors: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut out = PackedEvents::default();
+    let mut last: i64 = 0;
+    for (i, e) in atlas.events.iter().enumerate() {
+        let kind = *kinds.entry(e.kind).or_insert_with(|| {
+            out.kinds.push(e.kind);
+            out.kinds.len() - 1
+        });
+        let actor = *actors.entry(e.actor.as_str()).or_insert_with(|| {
+            out.actors.push(e.actor.as_str());
+            out.actors.len() - 1
+        });
+        let at = i64::try_from(e.id.unix_ms()).unwrap_or(i64::MAX);
+        out.id.push(e.id.as_str());
+        out.at.push(at - last);
+        last = at;
+        out.kind.push(kind);
+        out.actor.push(actor);
+        let subject = match e.subject.as_deref() {
+            Some(s) => subjects.get(s).copied().unwrap_or_else(|| {
+                out.other.insert(i, s);
+                -1
+            }),
+            None => -1,
+        };
+        out.subject.push(subject);
+        if let Some(why) = &e.ignored {
+            out.ignored.insert(i, why.as_str());
+        }
+    }
+    out
+}
+
 /// The page: one HTML document with its data, style and script inline.
 pub fn render(data: &PageData) -> Result<String, serde_json::Error> {
-    let json = script_safe_json(&serde_json::to_string(data)?);
+    let a = &data.atlas;
+    let embedded = Embedded {
+        page: data.page,
+        kapi: data.kapi,
+        made_at: &data.made_at,
+        as_of: &data.as_of,
+        tip: &data.tip,
+        digest: &data.digest,
+        atlas: PackedAtlas {
+            atlas: a.atlas,
+            project: &a.project,
+            generated_at: &a.generated_at,
+            as_of: a.as_of.as_deref(),
+            axes: &a.axes,
+            subjects: &a.subjects,
+            events: pack(a),
+            windows: &a.windows,
+            places: &a.places,
+        },
+    };
+    let json = script_safe_json(&serde_json::to_string(&embedded)?);
     let csp = format!(
         "default-src 'none'; script-src '{}'; style-src '{}'; img-src 'none'; base-uri 'none'; form-action 'none'",
         sha256_source(SCRIPT),

@@ -3,10 +3,27 @@
 // the log goes in as a text node (textContent), never as markup.
 "use strict";
 (function () {
+  performance.mark("atlas-script");
   const data = JSON.parse(document.getElementById("atlas-data").textContent);
+  performance.mark("atlas-parsed");
   const atlas = data.atlas;
   const subjects = atlas.subjects;
-  const events = atlas.events;
+  // The events, packed as columns (src/context/atlas_page.rs, PackedEvents).
+  const packed = atlas.events;
+  const nEvents = packed.id.length;
+  const evAt = new Float64Array(nEvents);
+  {
+    let t = 0;
+    for (let i = 0; i < nEvents; i++) { t += packed.at[i]; evAt[i] = t; }
+  }
+  const iso = (t) => new Date(t).toISOString();
+  function event(i) {
+    const s = packed.subject[i];
+    return {
+      id: packed.id[i], at: iso(evAt[i]), kind: packed.kinds[packed.kind[i]], actor: packed.actors[packed.actor[i]],
+      subject: s >= 0 ? subjects[s].id : packed.other[i] || null, ignored: packed.ignored[i] || null,
+    };
+  }
   const windows = atlas.windows;
   const SVG = "http://www.w3.org/2000/svg";
   const STATUSES = ["suggested", "established", "contested", "withdrawn", "dropped", "reset"];
@@ -43,27 +60,35 @@
   // ---- what each subject says, who stated and who decided it ----
   const index = new Map();
   subjects.forEach((s, i) => index.set(s.id, i));
+  // The event of an id: events are in log order, which is id order, so a
+  // binary search finds it (a map of every id if the order is ever broken).
   let eventIndex = null;
   function eventOf(id) {
-    if (!eventIndex) {
-      eventIndex = new Map();
-      events.forEach((e, i) => eventIndex.set(e.id, i));
+    const ids = packed.id;
+    let lo = 0, hi = nEvents - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (ids[mid] === id) return event(mid);
+      if (ids[mid] < id) lo = mid + 1; else hi = mid - 1;
     }
+    if (!eventIndex) { eventIndex = new Map(); ids.forEach((x, i) => eventIndex.set(x, i)); }
     const i = eventIndex.get(id);
-    return i === undefined ? null : events[i];
+    return i === undefined ? null : event(i);
   }
+  // The events on a subject, by its index.
   let touching = null;
   function eventsOn(id) {
     if (!touching) {
       touching = new Map();
-      for (const e of events) {
-        if (!e.subject) continue;
-        let list = touching.get(e.subject);
-        if (!list) touching.set(e.subject, (list = []));
-        list.push(e);
+      for (let i = 0; i < nEvents; i++) {
+        const s = packed.subject[i];
+        if (s < 0) continue;
+        let list = touching.get(s);
+        if (!list) touching.set(s, (list = []));
+        list.push(i);
       }
     }
-    return touching.get(id) || [];
+    return (touching.get(index.get(id)) || []).map(event);
   }
   function actorLabel(a) {
     if (!a) return "";
@@ -154,7 +179,7 @@
     if (tip.last) text += " \u00B7 last operation #" + tip.last.id.slice(0, 10) + " at " + when(tip.last.at);
     made.textContent = text;
     const fam = (f) => subjects.filter((s) => s.family === f).length;
-    byId("counts").textContent = [plural(fam("rule"), "rule", "rules"), plural(fam("note"), "note", "notes"), plural(fam("pair"), "pair", "pairs"), plural(fam("correction"), "correction", "corrections"), plural(events.length, "operation", "operations"), plural(windows.length, "window boundary", "window boundaries"), plural(atlas.places.length, "place", "places")].join(" \u00B7 ");
+    byId("counts").textContent = [plural(fam("rule"), "rule", "rules"), plural(fam("note"), "note", "notes"), plural(fam("pair"), "pair", "pairs"), plural(fam("correction"), "correction", "corrections"), plural(nEvents, "operation", "operations"), plural(windows.length, "window boundary", "window boundaries"), plural(atlas.places.length, "place", "places")].join(" \u00B7 ");
   }
 
   // ---- tabs ----
@@ -360,7 +385,7 @@
   function scales() {
     if (recorded) return;
     const rt = [now];
-    if (events.length) rt.push(ms(events[0].at), ms(events[events.length - 1].at));
+    if (nEvents) rt.push(evAt[0], evAt[nEvents - 1]);
     recorded = scale(rt, LEFT, RIGHT);
     const et = [now];
     if (windows.length) et.push(ms(windows[0].at), ms(windows[windows.length - 1].at));
@@ -383,7 +408,7 @@
     const H = 270;
     const root = sv("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-labelledby": "tl-title tl-desc", id: "timeline-svg" });
     root.append(sv("title", { id: "tl-title" }, "Timeline of " + atlas.project));
-    root.append(sv("desc", { id: "tl-desc" }, plural(events.length, "operation", "operations") + " on the recorded clock, " + label(recorded.lo, recorded) + " to " + label(recorded.hi, recorded) + " (bars, by kind), and " + plural(windows.length, "window boundary", "window boundaries") + " on the effective clock, " + label(effective.lo, effective) + " to " + label(effective.hi, effective) + " (ticks)."));
+    root.append(sv("desc", { id: "tl-desc" }, plural(nEvents, "operation", "operations") + " on the recorded clock, " + label(recorded.lo, recorded) + " to " + label(recorded.hi, recorded) + " (bars, by kind), and " + plural(windows.length, "window boundary", "window boundaries") + " on the effective clock, " + label(effective.lo, effective) + " to " + label(effective.hi, effective) + " (ticks)."));
     const lanes = [["Recorded clock", 10, 100], ["Selected rule", 114, 22], ["Effective clock", 176, 56]];
     for (const [name, y, h] of lanes) {
       root.append(sv("rect", { x: LEFT, y: y, width: RIGHT - LEFT, height: h, fill: "#ffffff", stroke: "#c9d1d9" }));
@@ -394,9 +419,10 @@
     const bins = [];
     for (let i = 0; i < BINS; i++) bins.push({ statement: 0, decision: 0, signal: 0 });
     const width = (recorded.hi - recorded.lo) / BINS;
-    for (const e of events) {
-      const b = Math.min(BINS - 1, Math.max(0, Math.floor((ms(e.at) - recorded.lo) / width)));
-      bins[b][KIND(e.kind)]++;
+    const kindOf = packed.kinds.map(KIND);
+    for (let i = 0; i < nEvents; i++) {
+      const b = Math.min(BINS - 1, Math.max(0, Math.floor((evAt[i] - recorded.lo) / width)));
+      bins[b][kindOf[packed.kind[i]]]++;
     }
     let most = 1;
     for (const b of bins) most = Math.max(most, b.statement + b.decision + b.signal);
@@ -524,7 +550,7 @@
   }
   function drawHistory() {
     scales();
-    byId("history-summary").textContent = plural(events.length, "operation", "operations") + " on the recorded clock (when the log accepted each) and " + plural(windows.length, "window boundary", "window boundaries") + " on the effective clock (when a rule starts or stops holding), each clock on its own scale. Choose a rule to draw its statuses and its window.";
+    byId("history-summary").textContent = plural(nEvents, "operation", "operations") + " on the recorded clock (when the log accepted each) and " + plural(windows.length, "window boundary", "window boundaries") + " on the effective clock (when a rule starts or stops holding), each clock on its own scale. Choose a rule to draw its statuses and its window.";
     drawTimeline();
     if (selected) drawTrack(selected);
     const find = byId("h-find");
@@ -677,10 +703,10 @@
     parts.push(el("h3", { id: "awaiting-title", text: d.awaiting.length ? plural(d.awaiting.length, "item awaits", "items await") + " a decision" : "Nothing awaits a decision" }));
     const list = el("div", { id: "awaiting", "aria-labelledby": "awaiting-title", role: "list" });
     const itemOf = (p) => {
-      const where = p.scope && ((p.scope.point && Object.keys(p.scope.point).length) || p.scope.workspace) ? " [" + (p.scope.workspace ? "across the workspace" : "in the project") + " at " + Object.keys(p.scope.point || {}).map((k) => k + "=" + p.scope.point[k]).join(", ") + "]" : "";
+      const where = p.where ? " [" + p.where + "]" : "";
       const card = el("article", { cls: "item", role: "listitem", "data-id": p.id }, [
         el("p", null, [el("strong", { cls: "mono", text: "#" + p.short }), " ", statusBadge(p.status), " ", el("span", { cls: "subject", text: p.subject }), where]),
-        el("p", { cls: "muted", text: "recorded by " + p.actor + (p.standing ? " \u00B7 " + p.standing : "") + ((p.members || []).length > 1 ? " \u00B7 also " + p.members.slice(1).map((m) => "#" + m.short + " (" + m.actor + ")").join(", ") : "") }),
+        el("p", { cls: "muted", text: "recorded by " + p.actor + (p.standing ? " \u00B7 " + p.standing : "") + ((p.also || []).length ? " \u00B7 also " + p.also.join(", ") : "") }),
       ]);
       if ((p.contested_by || []).length) card.append(el("p", null, ["Disagrees with: "].concat(p.contested_by.map((id) => ruleButton(id))) ));
       card.append(el("p", null, [ruleButton(p.id, "See its history")]));
