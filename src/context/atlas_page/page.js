@@ -615,14 +615,18 @@
         if (!ups.length) roots.push(v.value);
         for (const u of ups) { if (!children.has(u)) children.set(u, []); children.get(u).push(v.value); }
       }
+      // The rules stated at a value or any value within it, each once (a
+      // place within two places is reached twice).
       const below = new Map();
-      function within(value, path) {
+      function within(value) {
         if (below.has(value)) return below.get(value);
-        let n = (at.get(a.name + "=" + value) || []).length;
-        if (!path.has(value)) {
-          path.add(value);
-          for (const c of children.get(value) || []) n += within(c, path);
-          path.delete(value);
+        const seen = new Set([value]);
+        const stack = [value];
+        let n = 0;
+        while (stack.length) {
+          const v = stack.pop();
+          n += (at.get(a.name + "=" + v) || []).length;
+          for (const c of children.get(v) || []) if (!seen.has(c)) { seen.add(c); stack.push(c); }
         }
         below.set(value, n);
         return n;
@@ -631,7 +635,7 @@
         const here = at.get(a.name + "=" + value) || [];
         const p = placeName.get(a.name + "=" + value);
         const label = value + (p && p.name ? " \u2014 " + p.name + (p.kind ? ", " + p.kind : "") : "");
-        const total = within(value, new Set());
+        const total = within(value);
         const d = el("details", { "data-value": value }, [el("summary", { text: label + " \u00B7 " + here.length + " stated here" + (total > here.length ? ", " + (total - here.length) + " within" : "") })]);
         let filled = false;
         const fill = () => {
