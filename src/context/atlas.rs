@@ -38,6 +38,9 @@ pub struct Atlas {
     pub project: String,
     /// The instant the atlas was read at (the call's clock).
     pub generated_at: String,
+    /// The instant the log was read as of (`--as-of`), when not now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
     pub axes: Vec<AxisDoc>,
     pub subjects: Vec<SubjectDoc>,
     pub events: Vec<EventDoc>,
@@ -63,6 +66,8 @@ pub struct AtlasRequest {
     /// Content cells: the project's prose files by collection, language
     /// and state.
     pub content: bool,
+    /// The log as it stood at this instant (Unix ms; `None`: now).
+    pub as_of: Option<u64>,
 }
 
 /// A typed axis of the project.
@@ -172,23 +177,41 @@ pub struct PlaceDoc {
     pub place: Place,
 }
 
-/// Read the whole context of the session's project.
-pub fn atlas(session: &Session) -> Result<Atlas, ContextError> {
-    let (histories, _) = session.histories()?;
-    let mut parts = Parts::default();
-    parts.add(&histories, &session.space, None);
+/// Read the whole context of the session's project as the log stood at
+/// `as_of` (Unix ms; `None` for now).
+pub fn atlas_as_of(session: &Session, as_of: Option<u64>) -> Result<Atlas, ContextError> {
+    let histories = read(session, as_of)?;
+    let atlas = build(session, &histories, as_of);
     session.release(histories);
-    document(session, parts)
+    atlas
+}
+
+/// The histories the atlas is drawn from, as of `as_of`.
+pub(crate) fn read(session: &Session, as_of: Option<u64>) -> Result<Histories, ContextError> {
+    Ok(session.histories_as_of(as_of)?.0)
+}
+
+/// The atlas of `histories` (read by [`read`] as of `as_of`).
+pub(crate) fn build(
+    session: &Session,
+    histories: &Histories,
+    as_of: Option<u64>,
+) -> Result<Atlas, ContextError> {
+    let mut parts = Parts::default();
+    parts.add(histories, &session.space, None);
+    let mut doc = document(session, parts)?;
+    doc.as_of = as_of.map(rfc3339_ms);
+    Ok(doc)
 }
 
 /// Read the atlas as `request` asks: the project's context, or every
 /// registered repository's, with content cells or without.
 pub fn atlas_with(session: &Session, request: AtlasRequest) -> Result<Atlas, CheckError> {
     if !request.workspace && !request.content {
-        return Ok(atlas(session)?);
+        return Ok(atlas_as_of(session, request.as_of)?);
     }
     let mut parts = Parts::default();
-    let (histories, unreadable) = session.histories()?;
+    let (histories, unreadable) = session.histories_as_of(request.as_of)?;
     let tag = request.workspace.then(|| session.project.clone());
     parts.add(&histories, &session.space, tag);
     let this = ProjectDoc {
@@ -349,6 +372,7 @@ fn document(session: &Session, parts: Parts) -> Result<Atlas, ContextError> {
         atlas: ATLAS_VERSION,
         project: session.project.clone(),
         generated_at: rfc3339_ms(session.now_ms()?),
+        as_of: None,
         axes,
         subjects: parts.subjects,
         events: parts.events,

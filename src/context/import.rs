@@ -575,10 +575,15 @@ pub fn disagreements(
     session: &Session,
     ledger: &Ledger,
 ) -> Result<Vec<Disagreement>, ContextError> {
-    let now = session.now_ms()? as i64;
-    let pairs = ledger.imported_disagreements(Some(now));
+    Ok(disagreements_at(ledger, session.now_ms()? as i64))
+}
+
+/// The imported rules in force at `at` (Unix ms) that disagree, in id
+/// order (the atlas page of a past instant reads them then).
+pub fn disagreements_at(ledger: &Ledger, at: i64) -> Vec<Disagreement> {
+    let pairs = ledger.imported_disagreements(Some(at));
     if pairs.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let mut files: BTreeMap<&str, Option<&str>> = BTreeMap::new();
     for (record, _) in ledger.iter() {
@@ -598,13 +603,13 @@ pub fn disagreements(
             .map(str::to_owned),
         rule: describe(r.preferred.as_deref(), &r.avoided, r.pattern.as_deref()),
     };
-    Ok(pairs
+    pairs
         .iter()
         .map(|(a, b)| Disagreement {
             first: side(a),
             second: side(b),
         })
-        .collect())
+        .collect()
 }
 
 /// A rule in words: `"GitHub", not "Github", "github"`.

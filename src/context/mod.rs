@@ -9,6 +9,7 @@
 
 pub(crate) mod apply;
 pub(crate) mod atlas;
+pub(crate) mod atlas_page;
 pub(crate) mod changeset;
 pub(crate) mod check;
 pub(crate) mod checkpointed;
@@ -47,8 +48,8 @@ pub(crate) use runtime::{Call, Project, Session, work_tree_path, write_clock};
 
 pub(crate) use here::{AtPath, Item, at_path};
 pub(crate) use import::{
-    DisagreeingRule, Disagreement, ImportOutcome, disagreements, import_context_files,
-    never_imported,
+    DisagreeingRule, Disagreement, ImportOutcome, disagreements, disagreements_at,
+    import_context_files, never_imported,
 };
 #[cfg(test)]
 pub(crate) use note::Noted;

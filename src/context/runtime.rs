@@ -289,7 +289,15 @@ impl Session {
     /// ledger folded to its end and how many stored lines could not be
     /// read.
     pub fn histories(&self) -> Result<(Histories, usize), ContextError> {
-        self.read_log(crate::ops::history::histories, |h| &mut h.ledger)
+        self.histories_as_of(None)
+    }
+
+    /// [`Session::histories`] as the log stood at `as_of` (Unix ms; `None`
+    /// for now): only the operations it had accepted by then (ids are
+    /// time-ordered, so a prefix of the log) are folded, as
+    /// [`Session::ledger_as_of`] folds them.
+    pub fn histories_as_of(&self, as_of: Option<u64>) -> Result<(Histories, usize), ContextError> {
+        self.read_log_until(as_of, crate::ops::history::histories, |h| &mut h.ledger)
     }
 
     /// Read the whole log, hold back what is dated ahead, and fold it with
@@ -300,10 +308,25 @@ impl Session {
         fold: impl FnOnce(Ledger) -> T,
         ledger: impl FnOnce(&mut T) -> &mut Ledger,
     ) -> Result<(T, usize), ContextError> {
+        self.read_log_until(None, fold, ledger)
+    }
+
+    /// [`Session::read_log`] of the operations the log had accepted by
+    /// `cutoff` (Unix ms), when one is given.
+    fn read_log_until<T>(
+        &self,
+        cutoff: Option<u64>,
+        fold: impl FnOnce(Ledger) -> T,
+        ledger: impl FnOnce(&mut T) -> &mut Ledger,
+    ) -> Result<(T, usize), ContextError> {
         let now = self.now_ms()?.max(self.call.env.wall_ms());
         let loaded = self.store.load_all()?;
         let unreadable = crate::store::segment::unreadable(&loaded.problems);
-        let (records, held) = checkpointed::hold_back(loaded.records, now);
+        let (mut records, mut held) = checkpointed::hold_back(loaded.records, now);
+        if let Some(cutoff) = cutoff {
+            records.retain(|r| r.op_id().unix_ms() <= cutoff);
+            held.retain(|r| r.op_id().unix_ms() <= cutoff);
+        }
         let mut folded = fold(self.unfolded(records));
         checkpointed::name_held(ledger(&mut folded), &held);
         Ok((folded, unreadable))

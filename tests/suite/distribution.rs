@@ -266,9 +266,13 @@ fn the_action_installs_a_checked_release_and_runs_the_ci_step_on_a_clone_with_a_
     let ci = TestEnv::clone_of(&p.remote, "Ada", "ada@example.com");
     let release = release_folder(ci.root(), &target);
     let url = format!("file://{}", release.display());
+    let atlas = ci.root().join("site");
     let run = run_action(
         &ci,
-        &[("download-url", url.as_str())],
+        &[
+            ("download-url", url.as_str()),
+            ("atlas", atlas.to_str().unwrap()),
+        ],
         &[("event.before", before.as_str()), ("sha", after.as_str())],
         SYSTEM_PATH,
     );
@@ -276,6 +280,10 @@ fn the_action_installs_a_checked_release_and_runs_the_ci_step_on_a_clone_with_a_
         assert_eq!(step.code, 0, "step {i}:\n{}\n{}", step.stdout, step.stderr);
     }
     assert_eq!(run.steps.len(), 2);
+    // It published the atlas of the synced log.
+    let page = std::fs::read_to_string(atlas.join("index.html")).unwrap();
+    assert!(page.contains("Content-Security-Policy"));
+    assert!(atlas.join("atlas.json").exists());
     // The kapi that ran is the one installed from the archive.
     let installed = PathBuf::from(&run.outputs["kapi"]);
     assert!(

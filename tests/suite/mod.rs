@@ -3,6 +3,7 @@
 mod agent_trust;
 mod arrivals;
 mod atlas;
+mod atlas_page;
 mod axes;
 mod check;
 mod check_fix;

@@ -48,6 +48,11 @@ pub struct AfterPush {
     /// Print what happened as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Then publish the atlas of the synced log in DIR: the page
+    /// (index.html, `kapi context atlas --html`) and the document
+    /// (atlas.json), for an artifact or a Pages branch.
+    #[arg(long, value_name = "DIR")]
+    pub atlas: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
@@ -108,7 +113,39 @@ fn after_push(step: AfterPush, ctx: &Ctx) -> Result<Exit, CliError> {
     let before = super::context::sync::shared_tip(&session);
     let synced = sync(&session, &request)?;
     super::context::sync::moved(&session, before, &synced);
-    report(&session, synced, step.json)
+    let exit = report(&session, synced, step.json)?;
+    if let Some(dir) = &step.atlas {
+        publish_atlas(&session, dir)?;
+    }
+    Ok(exit)
+}
+
+/// Write the atlas page (`index.html`) and document (`atlas.json`) of the
+/// log as it stands now into `dir`, creating it; said on stderr, so the
+/// step's report (and its `--json`) stays as it is.
+fn publish_atlas(session: &Session, dir: &std::path::Path) -> Result<(), CliError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::io(format!("cannot create {}", dir.display()), &e))?;
+    let data = crate::context::atlas_page::page_data(session, None)?;
+    let json = serde_json::to_vec(&data.atlas).map_err(|e| {
+        CliError::new(
+            Exit::Internal,
+            format!("cannot write the atlas document: {e}"),
+        )
+    })?;
+    let html = crate::context::atlas_page::render(&data)
+        .map_err(|e| CliError::new(Exit::Internal, format!("cannot write the atlas page: {e}")))?;
+    let page = dir.join("index.html");
+    super::context::atlas::write_page(&page, &html)?;
+    let doc = dir.join("atlas.json");
+    crate::atomic::replace(&doc, &json, None)
+        .map_err(|e| CliError::io(format!("cannot write {}", doc.display()), &e))?;
+    note(format!(
+        "kapi ci after-push: the atlas of the synced log: {} and {}",
+        page.display(),
+        doc.display()
+    ));
+    Ok(())
 }
 
 /// The session the step acts in: the tool `ci` (or the one `KAPI_TOOL`
