@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::applicability::Applicability;
-use super::rank::hybrid::{self, Edge, Graph};
+use super::rank::hybrid::{self, Builder, Edge, Graph, Scope};
 use super::rank::{self, Doc, RankError, Ranking};
 use crate::vault::{Kind, Vault};
 
@@ -144,8 +144,7 @@ pub fn select(
     let mut hybrid_ranked = None;
     let ranked = if ranking == Ranking::Hybrid {
         let corpus_recs: Vec<Rec> = corpus.iter().map(|c| c.0).collect();
-        let graph = Graph::build(corpus.len(), stated_edges(vault, &corpus_recs))
-            .map_err(|_| RankError::ScopeTooLarge)?;
+        let graph = graph(vault, &corpus_recs).map_err(|_| RankError::ScopeTooLarge)?;
         let ranked = hybrid::rank(&docs, &graph, query)?;
         let order = ranked.scored.iter().map(|s| s.doc).collect();
         hybrid_ranked = Some((corpus_recs, graph, ranked));
@@ -182,11 +181,13 @@ pub fn select(
     Ok(out)
 }
 
-/// The typed relations the eligible records state, as edges between
-/// their positions in `corpus`. Only records in the corpus resolve, so a
-/// relation to a hidden, denied, ineligible or ambiguous record is
-/// dropped before the graph exists.
-fn stated_edges(vault: &Vault, corpus: &[Rec]) -> Vec<(usize, usize, Edge)> {
+/// The graph of the typed relations the eligible records state, as edges
+/// between their positions in `corpus`. Only records in the corpus
+/// resolve, so a relation to a hidden, denied, ineligible or ambiguous
+/// record is dropped before the graph exists. The node bound is checked
+/// before anything is read, the edge bound on every edge.
+fn graph(vault: &Vault, corpus: &[Rec]) -> Result<Graph, Scope> {
+    let mut graph = Builder::new(corpus.len())?;
     let mut by_id: HashMap<&str, usize> = HashMap::new();
     let mut by_path: HashMap<&str, usize> = HashMap::new();
     for (k, rec) in corpus.iter().enumerate() {
@@ -203,14 +204,13 @@ fn stated_edges(vault: &Vault, corpus: &[Rec]) -> Vec<(usize, usize, Edge)> {
             }
         }
     }
-    let mut edges = Vec::new();
     for (k, rec) in corpus.iter().enumerate() {
         match *rec {
             Rec::Note(i) => {
                 let meta = &vault.notes[i].meta;
                 for old in &meta.supersedes {
                     if let Some(&j) = by_id.get(old.as_str()) {
-                        edges.push((k, j, Edge::Supersedes));
+                        graph.add(k, j, Edge::Supersedes)?;
                     }
                 }
                 for link in &meta.links {
@@ -225,7 +225,7 @@ fn stated_edges(vault: &Vault, corpus: &[Rec]) -> Vec<(usize, usize, Edge)> {
                         }
                         _ => Edge::Link,
                     };
-                    edges.push((k, j, edge));
+                    graph.add(k, j, edge)?;
                 }
             }
             Rec::Evidence(i) => {
@@ -234,7 +234,7 @@ fn stated_edges(vault: &Vault, corpus: &[Rec]) -> Vec<(usize, usize, Edge)> {
                     .as_deref()
                     .and_then(|id| by_id.get(id))
                 {
-                    edges.push((k, j, Edge::Supersedes));
+                    graph.add(k, j, Edge::Supersedes)?;
                 }
             }
         }
@@ -250,10 +250,10 @@ fn stated_edges(vault: &Vault, corpus: &[Rec]) -> Vec<(usize, usize, Edge)> {
     for rows in days.values_mut() {
         rows.sort_unstable();
         for pair in rows.windows(2) {
-            edges.push((pair[0].1, pair[1].1, Edge::ReviewedWith));
+            graph.add(pair[0].1, pair[1].1, Edge::ReviewedWith)?;
         }
     }
-    edges
+    Ok(graph.finish())
 }
 
 /// The id, path and digest that cite a record.
@@ -284,8 +284,7 @@ fn retrieval(
     selected: &[(Rec, SelectedBy)],
     scored: &[hybrid::Scored],
 ) -> Value {
-    let by_rec: HashMap<Rec, &hybrid::Scored> =
-        scored.iter().map(|s| (corpus[s.doc], s)).collect();
+    let by_rec: HashMap<Rec, &hybrid::Scored> = scored.iter().map(|s| (corpus[s.doc], s)).collect();
     let mut cited: BTreeSet<(String, String, String)> = BTreeSet::new();
     let mut contexts = Vec::new();
     for (rec, by) in selected {
@@ -319,7 +318,13 @@ fn retrieval(
         .map(|(id, path, sha256)| json!({ "id": id, "path": path, "sha256": sha256 }))
         .collect();
     let (nodes, edges, hits, seeds, cut) = match ranked {
-        Some((graph, r)) => (corpus.len(), graph.edges, r.hits, r.seeds, r.fanout_cut_nodes),
+        Some((graph, r)) => (
+            corpus.len(),
+            graph.edges,
+            r.hits,
+            r.seeds,
+            r.fanout_cut_nodes,
+        ),
         None => (0, 0, 0, 0, 0),
     };
     json!({

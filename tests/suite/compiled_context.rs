@@ -1049,7 +1049,10 @@ fn hybrid_golden_bytes_manifest_and_cited_paths() {
     let recipe = &v["manifest"]["recipe"];
     assert_eq!(recipe["ranking"], "hybrid");
     assert_eq!(recipe["retrieval"]["limits"], v["retrieval"]["limits"]);
-    assert_eq!(recipe["retrieval"]["edge_weights_per_mille"]["evidence"], 800);
+    assert_eq!(
+        recipe["retrieval"]["edge_weights_per_mille"]["evidence"],
+        800
+    );
     assert!(
         v["manifest"]["engine"]["ranker"]
             .as_str()
@@ -1077,7 +1080,10 @@ fn hybrid_golden_bytes_manifest_and_cited_paths() {
     // Verification recompiles it: current; an edited link is stale.
     assert_eq!(verify(d, &out, &["--expect-ranking", "hybrid"]).0, 0);
     let (code, report) = verify(d, &out, &["--expect-ranking", "bm25"]);
-    assert_eq!((code, &report["reasons"][0]), (3, &serde_json::json!("expected_ranking_mismatch")));
+    assert_eq!(
+        (code, &report["reasons"][0]),
+        (3, &serde_json::json!("expected_ranking_mismatch"))
+    );
     let d001 = d.join("decisions/D-001-review-policy.md");
     let text = std::fs::read_to_string(&d001).unwrap();
     std::fs::write(&d001, text.replace("  - cites: E-001\n", "")).unwrap();
@@ -1089,11 +1095,17 @@ fn hybrid_golden_bytes_manifest_and_cited_paths() {
     let mut cut = v.clone();
     cut.as_object_mut().unwrap().remove("retrieval");
     let bytes = compile::serialize(&cut);
-    assert_eq!(verify(d, &bytes, &[]).1["reasons"], serde_json::json!(["unexpected_structure"]));
+    assert_eq!(
+        verify(d, &bytes, &[]).1["reasons"],
+        serde_json::json!(["unexpected_structure"])
+    );
     let mut forged = v.clone();
     forged["retrieval"]["contexts"][0]["scores"]["total"] = serde_json::json!("9.000000");
     let bytes = compile::serialize(&forged);
-    assert_eq!(verify(d, &bytes, &[]).1["reasons"], serde_json::json!(["digest_mismatch"]));
+    assert_eq!(
+        verify(d, &bytes, &[]).1["reasons"],
+        serde_json::json!(["digest_mismatch"])
+    );
     // A forged recipe whose weights differ, its digest made to match: stale,
     // the engine changed.
     let mut weights = v.clone();
@@ -1101,8 +1113,7 @@ fn hybrid_golden_bytes_manifest_and_cited_paths() {
         serde_json::json!(700);
     weights["manifest"]["report_sha256"] = serde_json::json!("0".repeat(64));
     let bytes = compile::serialize(&weights);
-    weights["manifest"]["report_sha256"] =
-        serde_json::json!(kapi::digest::sha256_hex(&bytes));
+    weights["manifest"]["report_sha256"] = serde_json::json!(kapi::digest::sha256_hex(&bytes));
     let bytes = compile::serialize(&weights);
     let (code, report) = verify(d, &bytes, &[]);
     assert_eq!(code, 1, "{report}");
@@ -1230,7 +1241,9 @@ fn hybrid_over_its_bounds_is_refused_never_another_ranker() {
         "---\ntype: evidence_register\nsensitivity: public\n---\n| id | sensitivity | state | title | url |\n|-|-|-|-|-|\n",
     );
     for e in 0..20_001 {
-        register.push_str(&format!("| E-{e:05} | public | active | zebra {e} | https://example.org/{e} |\n"));
+        register.push_str(&format!(
+            "| E-{e:05} | public | active | zebra {e} | https://example.org/{e} |\n"
+        ));
     }
     std::fs::write(root.join("evidence.md"), register).unwrap();
     let args = |ranking: &'static str| {
@@ -1253,7 +1266,10 @@ fn hybrid_over_its_bounds_is_refused_never_another_ranker() {
         "{\"budget\":{\"max_bytes\":32768,\"used_bytes\":158},\"error\":\"scope_too_large\",\"execution_authorized\":false,\"format\":\"kapi.compiled-context/v1\",\"status\":\"refused\"}\n"
     );
     // The refusal is an artifact verification refuses.
-    assert_eq!(verify(d, &out, &["--root", "decisions"]).1["reasons"], serde_json::json!(["artifact_refused"]));
+    assert_eq!(
+        verify(d, &out, &["--root", "decisions"]).1["reasons"],
+        serde_json::json!(["artifact_refused"])
+    );
     // The same corpus ranks under bm25: the refusal is the hybrid bound.
     assert_eq!(run(d, &args("bm25")).0, 0);
     // Declared, it is refused and not written.
@@ -1284,7 +1300,11 @@ fn hybrid_declared_artifacts_compile_and_verify() {
     .unwrap();
     let (code, out, err) = run(d, &["compile-context", "--all", "--today", TODAY]);
     assert_eq!(code, 0, "{err}");
-    assert!(String::from_utf8(out).unwrap().starts_with("compiled context/hybrid.json ("));
+    assert!(
+        String::from_utf8(out)
+            .unwrap()
+            .starts_with("compiled context/hybrid.json (")
+    );
     // The declared artifact is the command line's, byte for byte.
     let (_, cli) = compile_hybrid(d, &[]);
     assert_eq!(std::fs::read(d.join("context/hybrid.json")).unwrap(), cli);

@@ -95,7 +95,10 @@ fn compile_all(resolved: &Resolved) -> Result<Exit, CliError> {
     for done in artifacts::compile_declared(project, config, *today)? {
         match done? {
             ArtifactCompiled::Refused { output, error } => {
-                out.line(format!("refused {}: {error} (not written)", output.display()))?;
+                out.line(format!(
+                    "refused {}: {error} (not written)",
+                    output.display()
+                ))?;
                 exit = Exit::Refused;
             }
             ArtifactCompiled::Compiled { output, bytes } => {

@@ -135,43 +135,16 @@ pub struct Graph {
 impl Graph {
     /// Build the graph of `nodes` documents from stated relations
     /// (self-loops dropped), or the bound it exceeds.
+    #[cfg(test)]
     pub fn build(
         nodes: usize,
         stated: impl IntoIterator<Item = (usize, usize, Edge)>,
     ) -> Result<Self, Scope> {
-        if nodes > MAX_NODES {
-            return Err(Scope::Nodes(nodes));
-        }
-        let mut pairs: BTreeMap<(usize, usize), Edge> = BTreeMap::new();
+        let mut builder = Builder::new(nodes)?;
         for (a, b, edge) in stated {
-            if a == b || a >= nodes || b >= nodes {
-                continue;
-            }
-            let key = (a.min(b), a.max(b));
-            let slot = pairs.entry(key).or_insert(edge);
-            // The heaviest type wins; among equal weights the first in
-            // the fixed type order.
-            if (edge.weight(), std::cmp::Reverse(edge))
-                > (slot.weight(), std::cmp::Reverse(*slot))
-            {
-                *slot = edge;
-            }
-            if pairs.len() > MAX_EDGES {
-                return Err(Scope::Edges(pairs.len()));
-            }
+            builder.add(a, b, edge)?;
         }
-        let mut adjacency = vec![Vec::new(); nodes];
-        for (&(a, b), &edge) in &pairs {
-            adjacency[a].push((b, edge));
-            adjacency[b].push((a, edge));
-        }
-        for list in &mut adjacency {
-            list.sort_by(|x, y| y.1.weight().cmp(&x.1.weight()).then(x.0.cmp(&y.0)));
-        }
-        Ok(Self {
-            adjacency,
-            edges: pairs.len(),
-        })
+        Ok(builder.finish())
     }
 
     /// A node's expanded edges (at most [`MAX_FANOUT`]) and whether some
@@ -179,6 +152,58 @@ impl Graph {
     fn expand(&self, node: usize) -> (&[(usize, Edge)], bool) {
         let all = &self.adjacency[node];
         (&all[..all.len().min(MAX_FANOUT)], all.len() > MAX_FANOUT)
+    }
+}
+
+/// A graph under construction: the node bound is checked first and the
+/// edge bound on every edge, so memory stays bounded whatever a vault
+/// states (a relation repeated any number of times is one edge).
+#[derive(Debug)]
+pub struct Builder {
+    nodes: usize,
+    pairs: BTreeMap<(usize, usize), Edge>,
+}
+
+impl Builder {
+    pub fn new(nodes: usize) -> Result<Self, Scope> {
+        if nodes > MAX_NODES {
+            return Err(Scope::Nodes(nodes));
+        }
+        Ok(Self {
+            nodes,
+            pairs: BTreeMap::new(),
+        })
+    }
+
+    /// Add a stated relation (a self-loop is dropped).
+    pub fn add(&mut self, a: usize, b: usize, edge: Edge) -> Result<(), Scope> {
+        if a == b || a >= self.nodes || b >= self.nodes {
+            return Ok(());
+        }
+        let slot = self.pairs.entry((a.min(b), a.max(b))).or_insert(edge);
+        // The heaviest type wins (weights are distinct).
+        if edge.weight() > slot.weight() {
+            *slot = edge;
+        }
+        if self.pairs.len() > MAX_EDGES {
+            return Err(Scope::Edges(self.pairs.len()));
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> Graph {
+        let mut adjacency = vec![Vec::new(); self.nodes];
+        for (&(a, b), &edge) in &self.pairs {
+            adjacency[a].push((b, edge));
+            adjacency[b].push((a, edge));
+        }
+        for list in &mut adjacency {
+            list.sort_by(|x, y| y.1.weight().cmp(&x.1.weight()).then(x.0.cmp(&y.0)));
+        }
+        Graph {
+            adjacency,
+            edges: self.pairs.len(),
+        }
     }
 }
 
@@ -352,7 +377,11 @@ mod tests {
     fn the_heaviest_type_of_a_pair_wins_and_self_loops_are_dropped() {
         let graph = Graph::build(
             2,
-            [(0, 1, Edge::Link), (1, 0, Edge::Supersedes), (0, 0, Edge::Input)],
+            [
+                (0, 1, Edge::Link),
+                (1, 0, Edge::Supersedes),
+                (0, 0, Edge::Input),
+            ],
         )
         .unwrap();
         assert_eq!(graph.edges, 1);
@@ -371,6 +400,18 @@ mod tests {
             Graph::build(n, many).unwrap_err(),
             Scope::Edges(_)
         ));
+    }
+
+    #[test]
+    fn a_relation_stated_again_and_again_is_one_edge() {
+        let mut builder = Builder::new(3).unwrap();
+        for _ in 0..200_000 {
+            builder.add(0, 1, Edge::Link).unwrap();
+            builder.add(2, 1, Edge::Input).unwrap();
+        }
+        // Out-of-range ends are dropped, never indexed.
+        builder.add(0, 7, Edge::Link).unwrap();
+        assert_eq!(builder.finish().edges, 2);
     }
 
     #[test]
