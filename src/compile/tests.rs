@@ -329,7 +329,9 @@ fn a_view_is_compiled_only_with_its_own_grant_and_scope() {
 #[test]
 fn hybrid_edges_come_from_what_records_state() {
     let source = |id: &str, title: &str, links: &str| {
-        format!("---\nid: {id}\ntype: source\ntitle: {title}\nsensitivity: public\n{links}---\nbody\n")
+        format!(
+            "---\nid: {id}\ntype: source\ntitle: {title}\nsensitivity: public\n{links}---\nbody\n"
+        )
     };
     let dir = tempfile::tempdir().unwrap();
     let files = [
@@ -355,7 +357,10 @@ fn hybrid_edges_come_from_what_records_state() {
         .max_docs(8);
     let v = compile_context(dir.path(), &opts).unwrap().value;
     let r = &v["retrieval"];
-    assert_eq!(r["graph"], json!({ "edges": 4, "hits": 1, "nodes": 6, "seeds": 1 }));
+    assert_eq!(
+        r["graph"],
+        json!({ "edges": 4, "hits": 1, "nodes": 6, "seeds": 1 })
+    );
     let via: Vec<(String, Vec<String>)> = r["contexts"]
         .as_array()
         .unwrap()

@@ -207,6 +207,10 @@ impl Builder {
     }
 }
 
+/// A path from a query match: `(document, edge into it)`, the first
+/// without an edge.
+pub type Path = Vec<(usize, Option<Edge>)>;
+
 /// One ranked document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scored {
@@ -214,9 +218,8 @@ pub struct Scored {
     pub lexical: u64,
     pub proximity: u64,
     pub total: u64,
-    /// From a query match to this document: `(document, edge into it)`,
-    /// the first without an edge.
-    pub path: Vec<(usize, Option<Edge>)>,
+    /// From a query match to this document.
+    pub path: Path,
 }
 
 /// The ranking and what it used.
@@ -249,10 +252,10 @@ pub fn rank(docs: &[Doc<'_>], graph: &Graph, query: &str) -> Result<Ranked, Rank
     }
     // The best proximity found for each node and its path, first found
     // wins ties (seeds in rank order, edges in adjacency order).
-    let mut proximity: BTreeMap<usize, (u64, Vec<(usize, Option<Edge>)>)> = BTreeMap::new();
+    let mut proximity: BTreeMap<usize, (u64, Path)> = BTreeMap::new();
     let mut cut: BTreeSet<usize> = BTreeSet::new();
     let seeds: Vec<usize> = hits.iter().take(MAX_SEEDS).map(|h| h.0).collect();
-    let mut offer = |node: usize, value: u64, path: Vec<(usize, Option<Edge>)>| {
+    let mut offer = |node: usize, value: u64, path: Path| {
         if value == 0 {
             return;
         }
