@@ -208,7 +208,7 @@ pub struct CompileArgs {
     /// A query ranking the notes.
     #[serde(default)]
     pub query: Option<String>,
-    /// `substring` (default) or `bm25`.
+    /// `substring` (default), `bm25` or `hybrid` (BM25 plus typed-graph proximity).
     #[serde(default)]
     pub ranking: Option<String>,
     /// At most this many documents (default 8).

@@ -13,12 +13,13 @@ pub fn serialize(value: &Value) -> Vec<u8> {
     out
 }
 
-/// The complete bounded refusal returned when the metadata cannot fit. It
-/// fits the minimum budget of 160 bytes (the format names the contract).
-pub fn refusal(max_bytes: usize) -> Value {
+/// The complete bounded refusal: `budget_too_small` when the metadata
+/// cannot fit, `scope_too_large` when the hybrid graph is over its bounds.
+/// It fits the minimum budget of 160 bytes (the format names the contract).
+pub fn refusal(max_bytes: usize, error: &'static str) -> Value {
     let mut v = json!({
         "budget": { "max_bytes": max_bytes, "used_bytes": 0 },
-        "error": "budget_too_small",
+        "error": error,
         "execution_authorized": false,
         "format": super::FORMAT,
         "status": "refused",
@@ -107,15 +108,17 @@ mod tests {
 
     #[test]
     fn refusal_fits_the_minimum_budget() {
-        let v = refusal(super::super::MIN_MAX_BYTES);
-        let bytes = serialize(&v);
-        assert!(
-            bytes.len() <= super::super::MIN_MAX_BYTES,
-            "{}",
-            bytes.len()
-        );
-        assert_eq!(v["budget"]["used_bytes"], json!(bytes.len()));
-        assert!(bytes.ends_with(b"}\n"));
+        for error in ["budget_too_small", "scope_too_large"] {
+            let v = refusal(super::super::MIN_MAX_BYTES, error);
+            let bytes = serialize(&v);
+            assert!(
+                bytes.len() <= super::super::MIN_MAX_BYTES,
+                "{}",
+                bytes.len()
+            );
+            assert_eq!(v["budget"]["used_bytes"], json!(bytes.len()));
+            assert!(bytes.ends_with(b"}\n"));
+        }
     }
 
     #[test]

@@ -62,8 +62,9 @@ pub enum ArtifactError {
 pub enum ArtifactCompiled {
     /// Written, `bytes` long.
     Compiled { output: PathBuf, bytes: usize },
-    /// The budget is too small for the report; nothing was written.
-    Refused { output: PathBuf },
+    /// Refused (`error`: `budget_too_small`, `scope_too_large`); nothing
+    /// was written.
+    Refused { output: PathBuf, error: String },
 }
 
 /// The verdict on one declared artifact. Serializes as one line of
@@ -149,7 +150,11 @@ pub fn compile_entry(
         })?;
     let output = entry.output.clone();
     if compiled.refused() {
-        return Ok(ArtifactCompiled::Refused { output });
+        let error = compiled.value["error"]
+            .as_str()
+            .unwrap_or("refused")
+            .to_string();
+        return Ok(ArtifactCompiled::Refused { output, error });
     }
     let bytes = serialize_compiled(&compiled);
     artifacts::write_atomic(&declared.output, &bytes).map_err(|source| ArtifactError::Write {

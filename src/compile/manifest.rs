@@ -75,14 +75,19 @@ pub fn inputs(vault: &Vault) -> Value {
 }
 
 pub fn recipe(recipe: &Recipe) -> Value {
-    json!({
+    let mut v = json!({
         "agent": recipe.agent,
         "max_bytes": recipe.max_bytes,
         "max_docs": recipe.max_docs,
         "query": recipe.query,
         "ranking": recipe.ranking.as_str(),
         "targets": recipe.targets,
-    })
+    });
+    // The hybrid ranker's fixed weights and bounds are part of its recipe.
+    if recipe.ranking == super::Ranking::Hybrid {
+        v["retrieval"] = super::rank::hybrid::parameters();
+    }
+    v
 }
 
 pub fn selections(vault: &Vault, selected: &[(Rec, SelectedBy)]) -> Vec<Value> {

@@ -63,9 +63,7 @@ pub enum CompileError {
     AgentTooLong,
     #[error("empty_recipe: give at least one target or a query")]
     EmptyRecipe,
-    #[error("ranking_unavailable: the hybrid ranking is not available yet; use substring or bm25")]
-    HybridUnavailable,
-    #[error("unknown ranking {0:?}: use substring or bm25")]
+    #[error("unknown ranking {0:?}: use substring, bm25 or hybrid")]
     UnknownRanking(String),
     #[error("{0}")]
     Vault(#[from] VaultError),
@@ -141,7 +139,6 @@ impl Recipe {
         if self.targets.is_empty() && self.query.as_ref().is_none_or(|q| q.trim().is_empty()) {
             return Err(CompileError::EmptyRecipe);
         }
-        self.ranking.available()?;
         Ok(())
     }
 }
@@ -270,18 +267,27 @@ pub(crate) fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled
     let applicability: Vec<_> = (0..vault.notes.len())
         .map(|i| applicability::evaluate(vault, &lookups, i, options.today))
         .collect();
-    let selection = select::select(
+    let selection = match select::select(
         vault,
         &applicability,
         &recipe.targets,
         recipe.query.as_deref(),
         recipe.ranking,
         recipe.max_docs,
-    )?;
+    ) {
+        Ok(selection) => selection,
+        // Over the hybrid bounds: the bounded refusal, never another ranker.
+        Err(rank::RankError::ScopeTooLarge) => {
+            return Ok(Compiled {
+                value: budget::refusal(recipe.max_bytes, "scope_too_large"),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
     let contexts = report::contexts(vault, &lookups, &applicability, &selection.selected, &as_of);
     let (values, bodies): (Vec<Value>, Vec<String>) =
         contexts.into_iter().map(|c| (c.value, c.body)).unzip();
-    let report = json!({
+    let mut report = json!({
         "budget": { "max_bytes": recipe.max_bytes, "truncated_contexts": 0, "used_bytes": 0 },
         "citations": report::citations(vault, &selection.selected),
         "contexts": values,
@@ -294,8 +300,11 @@ pub(crate) fn compile_vault(vault: &Vault, options: &Options) -> Result<Compiled
         "status": "compiled",
         "warnings": report::warnings(vault, &lookups, &applicability, &selection.selected, &as_of),
     });
+    if let Some(retrieval) = selection.retrieval {
+        report["retrieval"] = retrieval;
+    }
     let value = budget::fit(report, &bodies, recipe.max_bytes)
-        .unwrap_or_else(|| budget::refusal(recipe.max_bytes));
+        .unwrap_or_else(|| budget::refusal(recipe.max_bytes, "budget_too_small"));
     Ok(Compiled { value })
 }
 

@@ -44,7 +44,7 @@ pub enum RequestError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Grant(#[from] GrantError),
-    /// A ranker that is unknown or not available yet.
+    /// A ranker that is unknown.
     #[error(transparent)]
     Ranking(#[from] CompileError),
 }
@@ -122,22 +122,9 @@ pub fn day_of(now_ms: u64) -> Result<Date, RequestError> {
 }
 
 impl Ranking {
-    /// The ranker a caller names: unknown names and rankers that are not
-    /// available yet (hybrid) are refused.
+    /// The ranker a caller names: unknown names are refused.
     pub fn requested(text: &str) -> Result<Self, CompileError> {
-        Self::parse(text)
-            .ok_or_else(|| CompileError::UnknownRanking(text.to_owned()))?
-            .available()
-    }
-
-    /// This ranker, or the refusal of one that is not available yet: the
-    /// one place the hybrid ranking is refused (a recipe's
-    /// [`super::Recipe::validate`] and [`Ranking::requested`] both ask).
-    pub fn available(self) -> Result<Self, CompileError> {
-        match self {
-            Self::Hybrid => Err(CompileError::HybridUnavailable),
-            other => Ok(other),
-        }
+        Self::parse(text).ok_or_else(|| CompileError::UnknownRanking(text.to_owned()))
     }
 }
 
@@ -214,12 +201,9 @@ mod tests {
     }
 
     #[test]
-    fn hybrid_and_unknown_rankers_are_refused() {
+    fn unknown_rankers_are_refused() {
         assert_eq!(Ranking::requested("bm25").unwrap(), Ranking::Bm25);
-        assert!(matches!(
-            Ranking::requested("hybrid"),
-            Err(CompileError::HybridUnavailable)
-        ));
+        assert_eq!(Ranking::requested("hybrid").unwrap(), Ranking::Hybrid);
         assert!(matches!(
             Ranking::requested("fuzzy"),
             Err(CompileError::UnknownRanking(_))

@@ -325,3 +325,72 @@ fn a_view_is_compiled_only_with_its_own_grant_and_scope() {
         Err(super::CompileError::ViewMismatch)
     ));
 }
+
+#[test]
+fn hybrid_edges_come_from_what_records_state() {
+    let source = |id: &str, title: &str, links: &str| {
+        format!(
+            "---\nid: {id}\ntype: source\ntitle: {title}\nsensitivity: public\n{links}---\nbody\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        ("s1.md", source("S-001", "alpha", "links:\n  - cites: E-001\n")),
+        ("s2.md", source("S-002", "other", "links:\n  - see_also: S-001\n")),
+        ("s3.md", source("S-003", "third", "")),
+        ("s4.md", source("S-004", "unrelated", "")),
+        (
+            "evidence.md",
+            "---\ntype: evidence_register\nsensitivity: public\n---\n| id | sensitivity | state | replaced_by | title | url |\n|-|-|-|-|-|-|\n| E-001 | public | replaced | E-002 | old | https://e/1 |\n| E-002 | public | active | | new | https://e/2 |\n".to_string(),
+        ),
+        (
+            "review-log.md",
+            "---\ntype: review_log\nsensitivity: public\n---\n| date | target | outcome | sensitivity |\n|-|-|-|-|\n| 2026-03-01 | s1.md | confirmed | public |\n| 2026-03-01 | s3.md | confirmed | public |\n| 2026-04-01 | s4.md | confirmed | public |\n".to_string(),
+        ),
+    ];
+    for (path, text) in &files {
+        std::fs::write(dir.path().join(path), text).unwrap();
+    }
+    let opts = Options::new(day("2026-11-30"))
+        .query("alpha")
+        .ranking(Ranking::Hybrid)
+        .max_docs(8);
+    let v = compile_context(dir.path(), &opts).unwrap().value;
+    let r = &v["retrieval"];
+    assert_eq!(
+        r["graph"],
+        json!({ "edges": 4, "hits": 1, "nodes": 6, "seeds": 1 })
+    );
+    let via: Vec<(String, Vec<String>)> = r["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let steps = c["via"].as_array().unwrap();
+            (
+                c["id"].as_str().unwrap().to_string(),
+                steps
+                    .iter()
+                    .skip(1)
+                    .map(|s| s["edge"].as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    let via: Vec<(&str, Vec<&str>)> = via
+        .iter()
+        .map(|(id, e)| (id.as_str(), e.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(
+        via,
+        [
+            ("S-001", vec![]),
+            ("E-001", vec!["evidence"]),
+            ("E-002", vec!["evidence", "supersedes"]),
+            ("S-002", vec!["link"]),
+            ("S-003", vec!["reviewed_with"]),
+        ],
+        "S-004 was reviewed on another day"
+    );
+    assert_eq!(r["contexts"][2]["scores"]["proximity"], "0.720000");
+}

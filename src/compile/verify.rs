@@ -229,7 +229,12 @@ fn check_structure(v: &Value) -> Result<Recipe, &'static str> {
     if v["execution_authorized"] != json!(false) {
         return Err("execution_authorized");
     }
-    if obj.len() != TOP_KEYS.len() || !TOP_KEYS.iter().all(|k| obj.contains_key(*k)) {
+    // `retrieval` is there exactly when the recipe names the hybrid ranker.
+    let hybrid = v["manifest"]["recipe"]["ranking"] == "hybrid";
+    if obj.len() != TOP_KEYS.len() + usize::from(hybrid)
+        || !TOP_KEYS.iter().all(|k| obj.contains_key(*k))
+        || (hybrid && !v["retrieval"].is_object())
+    {
         return Err("unexpected_structure");
     }
     if !v["contexts"].is_array() || !v["manifest"].is_object() || !v["budget"].is_object() {
@@ -296,7 +301,7 @@ fn compare(old: &Value, fresh: &Compiled) -> Vec<&'static str> {
     }
     let (om, nm) = (&old["manifest"], &new["manifest"]);
     let mut reasons = Vec::new();
-    let checks: [(&str, &Value, &Value, &'static str); 8] = [
+    let checks: [(&str, &Value, &Value, &'static str); 9] = [
         (
             "as_of",
             &om["as_of"],
@@ -305,6 +310,12 @@ fn compare(old: &Value, fresh: &Compiled) -> Vec<&'static str> {
         ),
         ("policy", &om["policy"], &nm["policy"], "policy_changed"),
         ("engine", &om["engine"], &nm["engine"], "engine_changed"),
+        (
+            "retrieval",
+            &om["recipe"]["retrieval"],
+            &nm["recipe"]["retrieval"],
+            "engine_changed",
+        ),
         (
             "notes",
             &om["inputs"]["notes"],
@@ -337,7 +348,7 @@ fn compare(old: &Value, fresh: &Compiled) -> Vec<&'static str> {
         ),
     ];
     for (_, a, b, reason) in checks {
-        if a != b {
+        if a != b && !reasons.contains(&reason) {
             reasons.push(reason);
         }
     }

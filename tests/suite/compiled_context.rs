@@ -450,13 +450,37 @@ fn budgets() {
     assert_eq!(v["contexts"][0]["content_truncated"], false);
     assert_eq!(v["contexts"][1]["content_truncated"], true);
     assert_eq!(verify(d, &out, &[]).0, 0);
+    // The hybrid report's retrieval section counts toward the budget too:
+    // a budget the whole bm25 report fits in is too small for it.
+    let ranked = |ranking: &str| {
+        run(
+            d,
+            &[
+                "compile-context",
+                "--query",
+                "outages",
+                "--ranking",
+                ranking,
+                "--max-bytes",
+                "6000",
+                "--today",
+                TODAY,
+            ],
+        )
+    };
+    let (code, out, _) = ranked("bm25");
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["budget"]["truncated_contexts"], 0);
+    let (code, out, _) = ranked("hybrid");
+    assert_eq!(code, 3);
+    assert_eq!(json(&out)["error"], "budget_too_small");
     let (code, _, err) = run(
         d,
         &[
             "compile-context",
             "D-001",
             "--ranking",
-            "hybrid",
+            "fuzzy",
             "--today",
             TODAY,
         ],
@@ -464,7 +488,7 @@ fn budgets() {
     assert_eq!(code, 2);
     assert_eq!(
         err,
-        "error: ranking_unavailable: the hybrid ranking is not available yet; use substring or bm25\n"
+        "error: unknown ranking \"fuzzy\": use substring, bm25 or hybrid\n"
     );
     let (code, _, _) = run(
         d,
@@ -638,12 +662,12 @@ proptest! {
         secret in proptest::collection::vec("[a-z ]{0,50}", 1..5),
         edit in "[a-z]{1,20}",
         max_bytes in 160usize..6000,
-        bm25 in any::<bool>(),
+        ranker in 0u8..3,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("v");
         write_vault(&root, &public, &secret);
-        let ranking = if bm25 { Ranking::Bm25 } else { Ranking::Substring };
+        let ranking = [Ranking::Substring, Ranking::Bm25, Ranking::Hybrid][usize::from(ranker)];
         let opts = options(max_bytes, ranking);
         let first = compile::compile_context(&root, &opts).unwrap();
         let bytes = first.to_bytes();
@@ -955,4 +979,339 @@ fn vault_config_names_the_log_paths() {
     // Read from the configured log: changes requested, not unavailable.
     assert_eq!(reasons(ctx), ["review.changes_requested"], "{ctx}");
     assert_eq!(verify(d, &out, &[]).0, 0);
+}
+
+// ---- hybrid ranking ----
+
+const HYBRID_RECIPE: [&str; 10] = [
+    "--query",
+    "outages",
+    "--ranking",
+    "hybrid",
+    "--max-docs",
+    "4",
+    "--max-bytes",
+    "32768",
+    "--today",
+    TODAY,
+];
+
+fn compile_hybrid(dir: &TestEnv, extra: &[&str]) -> (i32, Vec<u8>) {
+    let mut args = vec!["compile-context"];
+    args.extend_from_slice(&HYBRID_RECIPE);
+    args.extend_from_slice(extra);
+    let (code, out, err) = run(dir, &args);
+    assert!(code == 0 || code == 3, "{err}");
+    (code, out)
+}
+
+/// Every node on every path is cited in `retrieval.citations`, with the
+/// digest the report's own citations give it when it is also a context.
+fn assert_paths_cited(v: &serde_json::Value) {
+    let r = &v["retrieval"];
+    let cited: Vec<(&str, &str)> = r["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap(), c["path"].as_str().unwrap()))
+        .collect();
+    for ctx in r["contexts"].as_array().unwrap() {
+        let via = ctx["via"].as_array().unwrap();
+        assert!(!via.is_empty() && via.len() <= 3, "{ctx}");
+        assert_eq!(via[0]["edge"], serde_json::Value::Null);
+        assert_eq!(via.last().unwrap()["id"], ctx["id"], "{ctx}");
+        for step in via {
+            let node = (step["id"].as_str().unwrap(), step["path"].as_str().unwrap());
+            assert!(cited.contains(&node), "{node:?} uncited");
+        }
+    }
+    for c in r["citations"].as_array().unwrap() {
+        for own in v["citations"].as_array().unwrap() {
+            if own["path"] == c["path"] {
+                assert_eq!(own["sha256"], c["sha256"]);
+            }
+        }
+    }
+}
+
+#[test]
+fn hybrid_golden_bytes_manifest_and_cited_paths() {
+    let dir = project();
+    let d = &dir;
+    let (code, out) = compile_hybrid(d, &[]);
+    assert_eq!(code, 0);
+    golden("hybrid-outages.json", &out);
+    // Deterministic: the same vault, recipe and day give the same bytes.
+    assert_eq!(compile_hybrid(d, &[]).1, out);
+    let v = json(&out);
+    assert_eq!(v["budget"]["used_bytes"], out.len());
+    // The recipe the manifest binds holds the fixed weights and bounds.
+    let recipe = &v["manifest"]["recipe"];
+    assert_eq!(recipe["ranking"], "hybrid");
+    assert_eq!(recipe["retrieval"]["limits"], v["retrieval"]["limits"]);
+    assert_eq!(
+        recipe["retrieval"]["edge_weights_per_mille"]["evidence"],
+        800
+    );
+    assert!(
+        v["manifest"]["engine"]["ranker"]
+            .as_str()
+            .unwrap()
+            .starts_with("kapi-hybrid/1 on tantivy")
+    );
+    // A typed path from a query match: E-001 cites nothing, D-001 cites
+    // E-001 and names S-001 as its source.
+    let r = &v["retrieval"];
+    assert_eq!(r["graph"]["nodes"], 5);
+    assert_eq!(r["truncated"], false);
+    let d1 = r["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "D-001")
+        .unwrap();
+    assert_eq!(d1["via"][1]["edge"], "evidence", "{d1}");
+    assert_eq!(d1["scores"]["proximity"], "0.800000");
+    assert_paths_cited(&v);
+    // Substring and bm25 reports have no retrieval section.
+    let bm25 = compile_readme(d);
+    assert!(json(&bm25).get("retrieval").is_none());
+    assert!(json(&bm25)["manifest"]["recipe"].get("retrieval").is_none());
+    // Verification recompiles it: current; an edited link is stale.
+    assert_eq!(verify(d, &out, &["--expect-ranking", "hybrid"]).0, 0);
+    let (code, report) = verify(d, &out, &["--expect-ranking", "bm25"]);
+    assert_eq!(
+        (code, &report["reasons"][0]),
+        (3, &serde_json::json!("expected_ranking_mismatch"))
+    );
+    let d001 = d.join("decisions/D-001-review-policy.md");
+    let text = std::fs::read_to_string(&d001).unwrap();
+    std::fs::write(&d001, text.replace("  - cites: E-001\n", "")).unwrap();
+    let (code, report) = verify(d, &out, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(report["reasons"], serde_json::json!(["notes_changed"]));
+    std::fs::write(&d001, text).unwrap();
+    // A retrieval section removed or changed is refused, not recompiled.
+    let mut cut = v.clone();
+    cut.as_object_mut().unwrap().remove("retrieval");
+    let bytes = compile::serialize(&cut);
+    assert_eq!(
+        verify(d, &bytes, &[]).1["reasons"],
+        serde_json::json!(["unexpected_structure"])
+    );
+    let mut forged = v.clone();
+    forged["retrieval"]["contexts"][0]["scores"]["total"] = serde_json::json!("9.000000");
+    let bytes = compile::serialize(&forged);
+    assert_eq!(
+        verify(d, &bytes, &[]).1["reasons"],
+        serde_json::json!(["digest_mismatch"])
+    );
+    // A forged recipe whose weights differ, its digest made to match: stale,
+    // the engine changed.
+    let mut weights = v.clone();
+    weights["manifest"]["recipe"]["retrieval"]["edge_weights_per_mille"]["evidence"] =
+        serde_json::json!(700);
+    weights["manifest"]["report_sha256"] = serde_json::json!("0".repeat(64));
+    let bytes = compile::serialize(&weights);
+    weights["manifest"]["report_sha256"] = serde_json::json!(kapi::digest::sha256_hex(&bytes));
+    let bytes = compile::serialize(&weights);
+    let (code, report) = verify(d, &bytes, &[]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["reasons"], serde_json::json!(["engine_changed"]));
+}
+
+/// Public S-100 (the query's only match) depends on restricted H-001,
+/// which names public S-200 as its source: the hidden note is the only
+/// path to S-200.
+fn hidden_path_vault(root: &Path, with_hidden: bool) {
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::write(
+        root.join("S-100.md"),
+        "---\nid: S-100\ntype: source\ntitle: Zebra crossings\nsensitivity: public\nlinks:\n  - depends_on: H-001\n---\nzebra\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("S-200.md"),
+        "---\nid: S-200\ntype: source\ntitle: Road paint\nsensitivity: public\n---\npaint\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("N-300.md"),
+        "---\nid: N-300\ntype: note\ntitle: Unrelated\nsensitivity: public\n---\nnothing\n",
+    )
+    .unwrap();
+    let hidden = root.join("hidden-H-001.md");
+    if with_hidden {
+        std::fs::write(
+            &hidden,
+            "---\nid: H-001\ntype: note\ntitle: HIDDENTITLE\nsensitivity: restricted\nlinks:\n  - source: S-200\n  - cites: S-100\n---\nHIDDENBODY stripes\n",
+        )
+        .unwrap();
+    } else {
+        let _ = std::fs::remove_file(hidden);
+    }
+}
+
+#[test]
+fn hybrid_no_hidden_node_on_a_path_in_a_count_or_a_hash() {
+    let env = TestEnv::plain();
+    let d = &env;
+    let root = d.join("decisions");
+    hidden_path_vault(&root, true);
+    let zebra = |extra: &[&str]| {
+        let mut args = vec![
+            "compile-context",
+            "--root",
+            "decisions",
+            "--query",
+            "zebra",
+            "--ranking",
+            "hybrid",
+            "--today",
+            TODAY,
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = run(d, &args);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let public = zebra(&[]);
+    let v2 = json(&public);
+    let text = String::from_utf8(public.clone()).unwrap();
+    for leak in ["HIDDEN", "hidden-H-001"] {
+        assert!(!text.contains(leak), "{leak} leaked");
+    }
+    // S-100's own link shows its target as written (public text); the
+    // retrieval section never names the hidden note.
+    let retrieval = compile::serialize(&v2["retrieval"]);
+    assert!(!String::from_utf8(retrieval).unwrap().contains("H-001"));
+    let ids: Vec<&str> = v2["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["S-100"], "S-200 is reachable only through H-001");
+    assert_eq!(v2["retrieval"]["graph"]["nodes"], 3);
+    assert_eq!(v2["retrieval"]["graph"]["edges"], 0);
+    // Not in a count or a hash either: byte for byte the report of the
+    // same vault without the hidden note, and editing it changes nothing.
+    hidden_path_vault(&root, false);
+    assert_eq!(zebra(&[]), public);
+    hidden_path_vault(&root, true);
+    let hidden = root.join("hidden-H-001.md");
+    std::fs::write(
+        &hidden,
+        std::fs::read_to_string(&hidden).unwrap() + "zebra zebra\n",
+    )
+    .unwrap();
+    assert_eq!(zebra(&[]), public);
+    assert_eq!(verify(d, &public, &["--root", "decisions"]).0, 0);
+    hidden_path_vault(&root, true);
+    // Granted, the hidden note is a visible, cited node on the path.
+    let wide = zebra(&["--max-sensitivity", "restricted"]);
+    let w = json(&wide);
+    let s200 = w["retrieval"]["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "S-200")
+        .expect("S-200 reached through H-001");
+    let via: Vec<(&str, &serde_json::Value)> = s200["via"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["id"].as_str().unwrap(), &s["edge"]))
+        .collect();
+    assert_eq!(via.len(), 3, "{s200}");
+    assert_eq!(via[1].0, "H-001");
+    assert_eq!(via[2], ("S-200", &serde_json::json!("input")));
+    assert_paths_cited(&w);
+}
+
+#[test]
+fn hybrid_over_its_bounds_is_refused_never_another_ranker() {
+    let env = TestEnv::plain();
+    let d = &env;
+    let root = d.join("decisions");
+    std::fs::create_dir_all(&root).unwrap();
+    hidden_path_vault(&root, false);
+    // 20,001 public evidence rows: over the 20,000 nodes the graph holds.
+    let mut register = String::from(
+        "---\ntype: evidence_register\nsensitivity: public\n---\n| id | sensitivity | state | title | url |\n|-|-|-|-|-|\n",
+    );
+    for e in 0..20_001 {
+        register.push_str(&format!(
+            "| E-{e:05} | public | active | zebra {e} | https://example.org/{e} |\n"
+        ));
+    }
+    std::fs::write(root.join("evidence.md"), register).unwrap();
+    let args = |ranking: &'static str| {
+        [
+            "compile-context",
+            "--root",
+            "decisions",
+            "--query",
+            "zebra",
+            "--ranking",
+            ranking,
+            "--today",
+            TODAY,
+        ]
+    };
+    let (code, out, _) = run(d, &args("hybrid"));
+    assert_eq!(code, 3);
+    assert_eq!(
+        String::from_utf8(out.clone()).unwrap(),
+        "{\"budget\":{\"max_bytes\":32768,\"used_bytes\":158},\"error\":\"scope_too_large\",\"execution_authorized\":false,\"format\":\"kapi.compiled-context/v1\",\"status\":\"refused\"}\n"
+    );
+    // The refusal is an artifact verification refuses.
+    assert_eq!(
+        verify(d, &out, &["--root", "decisions"]).1["reasons"],
+        serde_json::json!(["artifact_refused"])
+    );
+    // The same corpus ranks under bm25: the refusal is the hybrid bound.
+    assert_eq!(run(d, &args("bm25")).0, 0);
+    // Declared, it is refused and not written.
+    std::fs::create_dir(d.join(".git")).unwrap();
+    std::fs::write(
+        d.join("kapi.toml"),
+        "[vault]\nroot = \"decisions\"\n\n[[compile]]\noutput = \"context/big.json\"\nquery = \"zebra\"\nranking = \"hybrid\"\n",
+    )
+    .unwrap();
+    let (code, out, _) = run(d, &["compile-context", "--all", "--today", TODAY]);
+    assert_eq!(code, 3);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "refused context/big.json: scope_too_large (not written)\n"
+    );
+    assert!(!d.join("context/big.json").exists());
+}
+
+#[test]
+fn hybrid_declared_artifacts_compile_and_verify() {
+    let dir = project();
+    let d = &dir;
+    std::fs::create_dir(d.join(".git")).unwrap();
+    std::fs::write(
+        d.join("kapi.toml"),
+        "[vault]\nroot = \"decisions\"\n\n[[compile]]\noutput = \"context/hybrid.json\"\nquery = \"outages\"\nranking = \"hybrid\"\nmax_docs = 4\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(d, &["compile-context", "--all", "--today", TODAY]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        String::from_utf8(out)
+            .unwrap()
+            .starts_with("compiled context/hybrid.json (")
+    );
+    // The declared artifact is the command line's, byte for byte.
+    let (_, cli) = compile_hybrid(d, &[]);
+    assert_eq!(std::fs::read(d.join("context/hybrid.json")).unwrap(), cli);
+    let (code, _, _) = run(d, &["verify-context", "--all", "--today", TODAY]);
+    assert_eq!(code, 0);
+    let s001 = d.join("decisions/sources/S-001-outage-review.md");
+    std::fs::write(&s001, std::fs::read_to_string(&s001).unwrap() + "outages\n").unwrap();
+    let (code, _, _) = run(d, &["verify-context", "--all", "--today", TODAY]);
+    assert_eq!(code, 1);
 }

@@ -13,8 +13,9 @@ use crate::compile::{self, Options, Ranking, Recipe, RequestError, Resolved};
 /// notes are read (public only unless --max-sensitivity or --allow says
 /// otherwise); the report never authorizes execution.
 ///
-/// Exit codes: 0 compiled, 3 refused (budget_too_small as a compiled JSON
-/// object), 2 usage or configuration error, 5 the vault cannot be read.
+/// Exit codes: 0 compiled, 3 refused (budget_too_small or, for hybrid,
+/// scope_too_large as a compiled JSON object), 2 usage or configuration
+/// error, 5 the vault cannot be read.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Explicit targets: note ids (D-001), evidence ids (E-001) or note
@@ -25,7 +26,8 @@ pub struct Args {
     /// when they are current premises).
     #[arg(long, value_name = "TEXT")]
     pub query: Option<String>,
-    /// The ranker: `substring` or `bm25` (`hybrid` is not available yet).
+    /// The ranker: `substring`, `bm25` or `hybrid` (BM25 plus typed-graph
+    /// proximity over the permitted records' stated relations).
     #[arg(long, value_name = "RANKER", default_value = "substring")]
     pub ranking: String,
     /// At most this many contexts (1 to 64).
@@ -92,9 +94,9 @@ fn compile_all(resolved: &Resolved) -> Result<Exit, CliError> {
     } = resolved;
     for done in artifacts::compile_declared(project, config, *today)? {
         match done? {
-            ArtifactCompiled::Refused { output } => {
+            ArtifactCompiled::Refused { output, error } => {
                 out.line(format!(
-                    "refused {}: budget_too_small (not written)",
+                    "refused {}: {error} (not written)",
                     output.display()
                 ))?;
                 exit = Exit::Refused;

@@ -22,6 +22,11 @@ fn engine<E: std::fmt::Display>(e: E) -> RankError {
 }
 
 pub fn rank(docs: &[Doc<'_>], query: &str) -> Result<Vec<usize>, RankError> {
+    Ok(scores(docs, query)?.into_iter().map(|(i, _)| i).collect())
+}
+
+/// Every match with its BM25 score, best first (ties in document order).
+pub fn scores(docs: &[Doc<'_>], query: &str) -> Result<Vec<(usize, f32)>, RankError> {
     if query.trim().is_empty() || docs.is_empty() {
         return Ok(Vec::new());
     }
@@ -114,7 +119,10 @@ pub fn rank(docs: &[Doc<'_>], query: &str) -> Result<Vec<usize>, RankError> {
         scored.push((score, ord));
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    Ok(scored.into_iter().map(|(_, ord)| ord as usize).collect())
+    Ok(scored
+        .into_iter()
+        .map(|(score, ord)| (ord as usize, score))
+        .collect())
 }
 
 #[cfg(test)]

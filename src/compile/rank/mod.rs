@@ -5,6 +5,7 @@
 //! broken by that order: ascending id, then ascending path.
 
 pub mod bm25;
+pub mod hybrid;
 pub mod substring;
 
 /// The rankers a recipe may name.
@@ -13,8 +14,7 @@ pub enum Ranking {
     #[default]
     Substring,
     Bm25,
-    /// Reserved for the hybrid ranker (BM25 plus typed-graph proximity),
-    /// which is not available yet.
+    /// BM25 plus bounded typed-graph proximity (see [`hybrid`]).
     Hybrid,
 }
 
@@ -45,7 +45,10 @@ impl Ranking {
                 "kapi-bm25/1 on {} (k1=1.2, b=0.75)",
                 tantivy::version_string()
             ),
-            Self::Hybrid => "unavailable".to_string(),
+            Self::Hybrid => format!(
+                "kapi-hybrid/1 on {} (bm25 k1=1.2, b=0.75; typed-graph proximity)",
+                tantivy::version_string()
+            ),
         }
     }
 }
@@ -62,13 +65,20 @@ pub struct Doc<'a> {
 pub enum RankError {
     #[error("ranking_failed: the BM25 engine failed: {0}")]
     Engine(String),
+    /// The hybrid graph is over its bounds (a bounded refusal, exit 3).
+    #[error("scope_too_large: the eligible corpus is over the hybrid ranker's bounds")]
+    ScopeTooLarge,
 }
 
-/// Rank `docs` for `query`: matching indices, best first.
+/// Rank `docs` for `query`: matching indices, best first. The hybrid
+/// ranker needs its graph ([`hybrid::rank`]) and is never answered here
+/// by another ranker.
 pub fn rank(ranking: Ranking, docs: &[Doc<'_>], query: &str) -> Result<Vec<usize>, RankError> {
     match ranking {
         Ranking::Substring => Ok(substring::rank(docs, query)),
         Ranking::Bm25 => bm25::rank(docs, query),
-        Ranking::Hybrid => Ok(Vec::new()),
+        Ranking::Hybrid => Err(RankError::Engine(
+            "the hybrid ranker needs its graph".to_string(),
+        )),
     }
 }

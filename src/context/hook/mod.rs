@@ -120,8 +120,13 @@ fn artifacts(
                         }
                         ArtifactState::Regenerated(output)
                     }
-                    Ok(ArtifactCompiled::Refused { .. }) => {
-                        ArtifactState::Refused(output, vec!["budget_exceeded"])
+                    Ok(ArtifactCompiled::Refused { error, .. }) => {
+                        let reason = if error == "scope_too_large" {
+                            "scope_too_large"
+                        } else {
+                            "budget_exceeded"
+                        };
+                        ArtifactState::Refused(output, vec![reason])
                     }
                     Err(e) => ArtifactState::Failed(output, e.to_string()),
                 }
