@@ -103,6 +103,7 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
             workspace: None,
             members: Vec::new(),
             repository: None,
+            signed_by: None,
         });
     }
     found
