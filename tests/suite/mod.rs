@@ -28,6 +28,7 @@ mod new_user_ux;
 mod oplog;
 mod reset;
 mod review;
+mod signed;
 mod snapshots;
 mod sync;
 mod vale;
