@@ -49,7 +49,37 @@ pub struct Config {
     pub hooks: HooksConfig,
     #[serde(default)]
     pub sync: SyncConfig,
+    /// `[trust]`: signed decisions (docs/security.md).
+    pub trust: Option<TrustConfig>,
 }
+
+/// `[trust]`: who vouches for a person's decision (docs/security.md,
+/// "Signed decisions").
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustConfig {
+    /// git's allowed-signers file, relative to the work tree, read as the
+    /// default branch holds it (an edit in the work tree grants nothing
+    /// until it is committed there). Default `.kapi/allowed_signers`.
+    pub allowed_signers: Option<String>,
+    /// `"signed"`: a person's decision (and a merge signal or an
+    /// establishment) counts only with a signature that verifies;
+    /// `"shown"` (the default): signatures are recorded and shown.
+    #[serde(default)]
+    pub decisions: crate::ops::trust::Mode,
+}
+
+impl TrustConfig {
+    /// The allowed-signers file's path in the repository.
+    pub fn allowed_signers(&self) -> &str {
+        self.allowed_signers
+            .as_deref()
+            .unwrap_or(DEFAULT_ALLOWED_SIGNERS)
+    }
+}
+
+/// Where `kapi trust add` keeps the allowed-signers file by default.
+pub const DEFAULT_ALLOWED_SIGNERS: &str = ".kapi/allowed_signers";
 
 /// `[sync]`: talking to remotes (docs/sync.md).
 #[derive(Debug, Default, Clone, Deserialize)]

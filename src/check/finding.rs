@@ -53,6 +53,10 @@ pub struct Finding {
     /// For a workspace rule: the checkout whose log it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repository: Option<std::path::PathBuf>,
+    /// The signed decision that put the rule in force (`[trust]`): the
+    /// keep, import or establish, and whose signature on it verified.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<SignedDecision>,
     /// The whole source line, for rendering; not part of the JSON document.
     /// Shared by every finding on the line.
     #[serde(skip)]
@@ -60,6 +64,13 @@ pub struct Finding {
     /// The match's byte offset within `source_line`.
     #[serde(skip)]
     pub line_offset: usize,
+}
+
+/// A signed decision behind a rule: the operation and its signer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SignedDecision {
+    pub id: String,
+    pub signed_by: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

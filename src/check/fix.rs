@@ -136,6 +136,7 @@ mod tests {
             message: String::new(),
             workspace: None,
             repository: None,
+            decision: None,
             source_line: "".into(),
             line_offset: start,
         }

@@ -789,6 +789,7 @@ impl Matcher {
                     },
                     workspace: None,
                     repository: None,
+                    decision: None,
                     source_line: located.source,
                     line_offset,
                 }

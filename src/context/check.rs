@@ -274,6 +274,17 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
             finding.workspace = Some(project.clone());
             finding.repository = Some(repository.clone());
         }
+        // A failing finding names the signed decision that put its rule
+        // in force.
+        if let (true, Some(ledger)) = (finding.fails, &ledger)
+            && let Some(id) = rule_id(&finding.rule)
+            && let Some((decided, principal)) = super::here::signed_decision(ledger, &id)
+        {
+            finding.decision = Some(crate::check::finding::SignedDecision {
+                id: decided.to_string(),
+                signed_by: principal.to_owned(),
+            });
+        }
     }
     let mut signals = 0;
     if let (true, Some(session), Some(ledger)) = (counting, session, &ledger) {
@@ -651,4 +662,18 @@ impl RuleBook {
         self.matchers.insert(sel, (Arc::clone(&m), u.clone()));
         Ok((m, u))
     }
+}
+
+/// A finding's rule as the ledger names it (`<op id>` or `<op id>:<n>`);
+/// `None` for a term list's rule.
+fn rule_id(rule: &str) -> Option<crate::ops::RuleId> {
+    let (op, n) = match rule.split_once(':') {
+        Some((op, n)) => (op, Some(n.parse().ok()?)),
+        None => (rule, None),
+    };
+    let op = crate::ops::OpId::parse(op).ok()?;
+    Some(match n {
+        Some(n) => crate::ops::RuleId::Imported(op, n),
+        None => crate::ops::RuleId::Op(op),
+    })
 }

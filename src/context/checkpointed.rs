@@ -233,9 +233,7 @@ fn read_afresh(
     let loaded = store.load_all()?;
     let unreadable = crate::store::segment::unreadable(&loaded.problems);
     let (records, held) = hold_back(loaded.records, now);
-    let ledger = Ledger::new(records)
-        .with_axes(session.axes())
-        .with_settling(session.settling());
+    let ledger = session.unfolded(records);
     if !pending.is_empty() {
         let ledger = ledger.folded();
         return Ok((shape(session, ledger, want), unreadable, held));
@@ -282,8 +280,14 @@ fn fingerprint(session: &Session) -> &str {
     session.fold_fingerprint.get_or_init(|| {
         let mut crc = crc32fast::Hasher::new();
         crc.update(format!("{:?}", session.axes()).as_bytes());
+        // Signed decisions: the mode and the allowed-signers file's bytes
+        // (a changed file refolds).
+        let trust = session
+            .trust()
+            .map(|t| format!(" trust {:?} {}", t.mode, t.digest))
+            .unwrap_or_default();
         format!(
-            "{} reader {:08x} axes {:08x} settle {}",
+            "{} reader {:08x} axes {:08x} settle {}{trust}",
             checkpoint::fingerprint(),
             checkpoint::checksum(READER_SOURCES),
             crc.finalize(),
@@ -334,6 +338,7 @@ fn from_checkpoint(
         if let Some(mut view) = found
             .bytes()
             .and_then(|b| Ledger::from_checkpoint(&b, session.axes(), session.settling()))
+            .map(|l| l.trusting(session.trust()))
             .filter(Ledger::is_view)
             && (&at == tips || only_check_runs_since(store, &mut view, at, now)?)
         {
@@ -364,6 +369,7 @@ fn from_checkpoint(
     let Some(mut ledger) = base
         .bytes()
         .and_then(|b| Ledger::from_checkpoint(&b, session.axes(), session.settling()))
+        .map(|l| l.trusting(session.trust()))
         .filter(|l| !l.is_view())
     else {
         return Ok(None);

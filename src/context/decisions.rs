@@ -23,6 +23,18 @@ pub struct Digest {
     /// part of the `--json` document.
     #[serde(skip)]
     pub disagreeing: Vec<Disagreement>,
+    /// Decisions the fold set aside for their signature (`[trust]
+    /// decisions = "signed"`): the operation and why; only in the whole
+    /// log's digest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_counted: Vec<NotCounted>,
+}
+
+/// A decision the fold does not count for its signature.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotCounted {
+    pub id: crate::ops::OpId,
+    pub reason: String,
 }
 
 /// The digest of the log, or of what the session `of` recorded.
@@ -33,12 +45,25 @@ pub fn digest(session: &Session, of: Option<&str>) -> Result<Digest, ContextErro
         None => super::disagreements(session, &ledger),
         Some(_) => Ok(Vec::new()),
     };
+    let not_counted = match of {
+        None => ledger
+            .ignored
+            .iter()
+            .filter(|i| crate::ops::trust::is_signature_reason(&i.reason))
+            .map(|i| NotCounted {
+                id: i.id,
+                reason: i.reason.clone(),
+            })
+            .collect(),
+        Some(_) => Vec::new(),
+    };
     session.release(ledger);
     let (awaiting, in_force) = items.into_iter().partition(|p| p.awaiting);
     Ok(Digest {
         awaiting,
         in_force,
         disagreeing: disagreeing?,
+        not_counted,
     })
 }
 

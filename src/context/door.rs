@@ -10,14 +10,20 @@
 //! refreshes the rules files when what is in force changed. Nothing else
 //! appends.
 //!
-//! Later, a surface's allow-list of kinds (the MCP server's: no person
-//! verbs) and the signature of a person's decision attach here.
+//! A person's decision (and the CI's merge signals and establishments) is
+//! signed here, with git's SSH signing key, as the store mints it
+//! ([`crate::ops::trust`], docs/security.md); with `[trust] decisions =
+//! "signed"` and no key, a person's decision is refused. Later, a
+//! surface's allow-list of kinds (the MCP server's: no person verbs)
+//! attaches here too.
 
 use std::path::PathBuf;
 
 use super::{ContextError, Session};
+use crate::git::sign::Signer;
 use crate::ops::policy::person_decides;
 use crate::ops::record::{Actor, ActorKind, Kind, SignalSource};
+use crate::ops::trust;
 use crate::ops::{Draft, Ledger, Op, Record, Status};
 use crate::store::StoreError;
 
@@ -123,6 +129,35 @@ fn changes_in_force(record: &Record) -> bool {
 }
 
 impl Session {
+    /// The key that signs `records` (git's SSH signing key), when any of
+    /// them wants a signature ([`trust::wanted`]) and git names one. With
+    /// `[trust] decisions = "signed"`, a person's decision with no key is
+    /// refused: the fold would not count it.
+    fn signer_for(
+        &self,
+        kind: ActorKind,
+        records: &[Record],
+    ) -> Result<Option<Signer>, ContextError> {
+        let Some(wanted) = records.iter().find_map(trust::wanted) else {
+            return Ok(None);
+        };
+        let home = self.env().var_os("HOME").map(PathBuf::from);
+        let signer = self.store.git().ssh_signer(home.as_deref());
+        let signed_mode = self
+            .config
+            .trust
+            .as_ref()
+            .is_some_and(|t| t.decisions == trust::Mode::Signed);
+        if signer.is_none() && signed_mode && kind == ActorKind::Person {
+            return Err(ContextError::Refused(format!(
+                "this project counts a person's decision only when it is signed ([trust] decisions = \"signed\" in kapi.toml), and git names no SSH signing key for {}: set one with `git config gpg.format ssh` and `git config user.signingkey ~/.ssh/id_ed25519.pub`, and list it with `kapi trust add {} ~/.ssh/id_ed25519.pub` (docs/security.md). Nothing was recorded",
+                wanted.principal(),
+                wanted.principal()
+            )));
+        }
+        Ok(signer)
+    }
+
     /// Whether this session's actor may record operations of `kind` at
     /// all: asked before work a refusal would waste (the door asks the
     /// whole policy again of every draft).
@@ -199,9 +234,27 @@ impl Session {
     /// Append admitted records as one commit per log, in the order given
     /// (the store mints their ids and instants), and register the checkout.
     fn append(&self, kind: ActorKind, records: Vec<Record>) -> Result<Vec<Record>, ContextError> {
-        let recorded = self
-            .store
-            .append_all(self.write_ms(kind)?, self.env().random(), records)?;
+        let signer = self.signer_for(kind, &records)?;
+        let sign = |record: &Record| -> Result<Option<String>, String> {
+            let Some(signer) = &signer else {
+                return Ok(None);
+            };
+            if trust::wanted(record).is_none() {
+                return Ok(None);
+            }
+            let armored = signer
+                .sign(trust::NAMESPACE, record.signed_bytes().as_bytes())
+                .map_err(|e| e.to_string())?;
+            trust::from_armored(&armored).map(Some).ok_or_else(|| {
+                format!(
+                    "signing with {} gave no SSH signature in the namespace `kapi`",
+                    signer.describe()
+                )
+            })
+        };
+        let recorded =
+            self.store
+                .append_signed(self.write_ms(kind)?, self.env().random(), records, &sign)?;
         // A whole-project check appends its usage signals, most often
         // none: nothing recorded, nothing to register (and no registry to
         // read a second time).

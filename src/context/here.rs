@@ -53,6 +53,10 @@ pub struct Item {
     /// For a workspace rule: the checkout whose log it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repository: Option<std::path::PathBuf>,
+    /// Whose signed decision put it in force (`[trust]`): the principal
+    /// whose signature on the keep, import or establish verified.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
 }
 
 impl Item {
@@ -93,6 +97,7 @@ impl Item {
             workspace: None,
             members: Vec::new(),
             repository: None,
+            signed_by: None,
         }
     }
 }
@@ -266,6 +271,7 @@ pub fn applies_at(
             workspace: None,
             members: Vec::new(),
             repository: None,
+            signed_by: None,
         };
         match (state.status == Status::Established, pair) {
             (true, true) => here.pairs.push(item),
@@ -304,6 +310,18 @@ impl Serialize for AtPath {
 /// What applies at `path` (a file or folder; relative paths are taken
 /// from where the session runs) now, or as the log stood at `as_of` (Unix
 /// ms) with windows read at that instant.
+/// The signed decision that put the rule `id` in force, and its signer:
+/// the import that carried it, or the keep or establish that decided it,
+/// when its signature verified.
+pub fn signed_decision<'l>(ledger: &'l Ledger, id: &RuleId) -> Option<(OpId, &'l str)> {
+    let decided = match id {
+        RuleId::Op(op) => ledger.state(op)?.decided_by.unwrap_or(*op),
+        RuleId::Imported(op, _) => *op,
+        RuleId::File(..) => return None,
+    };
+    Some((decided, ledger.signed_by(decided.as_str())?))
+}
+
 pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPath, ContextError> {
     let rel = super::work_tree_path(session, path)?;
     // A path that is not there is a mistake to name, not a place where
@@ -328,6 +346,9 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
     } as i64);
     let listed = ledger.rule_items();
     let mut here = applies_at(&ledger, ledger.groups(), listed, &point, at);
+    for item in here.rules.iter_mut().chain(here.notes.iter_mut()) {
+        item.signed_by = signed_decision(&ledger, &item.id).map(|(_, p)| p.to_owned());
+    }
     // Rules other repositories widened to the workspace hold here too,
     // unless a rule of the project speaks for the same term.
     for rule in super::workspace::rules_at(session, at) {
@@ -349,6 +370,7 @@ pub fn at_path(session: &Session, path: &str, as_of: Option<u64>) -> Result<AtPa
             workspace: Some(rule.project.clone()),
             members: Vec::new(),
             repository: Some(rule.repository.clone()),
+            signed_by: None,
         };
         if rule.status == Status::Established {
             here.rules.push(item);

@@ -69,13 +69,28 @@ pub struct LogEntry<'a> {
     pub state: Option<&'a State>,
     /// Why the fold ignored the operation, if it did.
     pub ignored: Option<&'a str>,
+    /// Whose signature on it verified (`[trust]`), if one did.
+    pub signed_by: Option<&'a str>,
+}
+
+impl LogEntry<'_> {
+    /// `✓ ada@example.com` for an operation whose signature verified,
+    /// `signed (not verified)` for one signed where no `[trust]` names an
+    /// allowed-signers file to verify it by; nothing otherwise.
+    pub fn signature_mark(&self, trusted: bool) -> Option<String> {
+        match (self.signed_by, &self.record.sig) {
+            (Some(principal), _) => Some(format!("✓ {principal}")),
+            (None, Some(_)) if !trusted => Some("signed (not verified: no [trust])".into()),
+            _ => None,
+        }
+    }
 }
 
 impl LogEntry<'_> {
     /// The JSON object of `kapi context log --json` (docs/ledger.md).
     pub fn to_json(self) -> serde_json::Value {
         let (record, state) = (self.record, self.state);
-        json!({
+        let mut value = json!({
             "id": record.id,
             "short": record.short(),
             "kind": record.kind.as_str(),
@@ -96,7 +111,13 @@ impl LogEntry<'_> {
             "signal": record.signal,
             "advisory": state.map(|s| s.advisory),
             "ignored": self.ignored,
-        })
+        });
+        // Only a signed operation says so (and whose signature verified).
+        if record.sig.is_some() {
+            value["signed"] = true.into();
+            value["signed_by"] = self.signed_by.into();
+        }
+        value
     }
 }
 
@@ -130,6 +151,7 @@ fn entries<'a>(
             record,
             state,
             ignored: ignored.get(record.id.as_str()).copied(),
+            signed_by: ledger.signed_by(&record.id),
         })
         .collect()
 }

@@ -37,6 +37,7 @@ pub(crate) mod search;
 pub(crate) mod settle;
 pub(crate) mod sync;
 pub(crate) mod transfer;
+pub mod trust;
 pub mod workspace;
 
 pub(crate) use apply::{Edit, apply_edits};

@@ -17,6 +17,7 @@ use crate::ops::axes::{Axes, Space};
 use crate::ops::history::Histories;
 use crate::ops::record::{Actor, Basis, Record};
 use crate::ops::settle::Settling;
+use crate::ops::trust::Trust;
 use crate::store::{Store, StoreError};
 
 /// The long-lived part of a session: one project's repository, its
@@ -33,6 +34,8 @@ pub struct Project {
     /// What folds this project's log, for the fold checkpoint: made on
     /// the first read ([`checkpointed`]).
     pub(super) fold_fingerprint: OnceLock<String>,
+    /// The trust signatures are verified by (`[trust]`), read on first use.
+    trust: OnceLock<Option<Arc<Trust>>>,
     /// The files the project was opened from (`kapi.toml`, the gazetteers
     /// its axes name), as they stood then: a long-running process opens
     /// the project again once one of them changed ([`Project::is_current`]).
@@ -81,6 +84,7 @@ impl Project {
             project,
             space,
             fold_fingerprint: OnceLock::new(),
+            trust: OnceLock::new(),
             sources,
             memo: RefCell::default(),
             rule_book: RefCell::default(),
@@ -111,6 +115,37 @@ impl Project {
         Ledger::new(records)
             .with_axes(self.axes())
             .with_settling(self.settling())
+            .with_trust(self.trust())
+    }
+
+    /// The trust signatures are verified by: `[trust]` of kapi.toml, with
+    /// the allowed-signers file it names as the default branch holds it
+    /// (none there: no key is listed). `None` without `[trust]`.
+    pub fn trust(&self) -> Option<Arc<Trust>> {
+        self.trust
+            .get_or_init(|| {
+                let config = self.config.trust.as_ref()?;
+                let bytes = self.allowed_signers_committed().unwrap_or_default();
+                Some(Trust::new(config.decisions, &self.project, &bytes))
+            })
+            .clone()
+    }
+
+    /// The allowed-signers file `[trust]` names, as the default branch
+    /// holds it (`None`: not there, or unreadable, or over the limit).
+    pub fn allowed_signers_committed(&self) -> Option<Vec<u8>> {
+        let config = self.config.trust.as_ref()?;
+        self.allowed_signers_committed_at(config.allowed_signers())
+    }
+
+    /// The file at `path` as the default branch holds it (`None`: not
+    /// there, unreadable, or over the allowed-signers file's limit).
+    pub fn allowed_signers_committed_at(&self, path: &str) -> Option<Vec<u8>> {
+        let max = crate::formats::allowed_signers::MAX_FILE_BYTES as u64;
+        match self.store.git().default_branch_file(path, max) {
+            Ok(Some(crate::git::Blob::Bytes(bytes))) => Some(bytes),
+            _ => None,
+        }
     }
 }
 

@@ -104,6 +104,7 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
             workspace: None,
             members: Vec::new(),
             repository: None,
+            signed_by: None,
         });
     }
     found

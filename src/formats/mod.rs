@@ -13,6 +13,7 @@
 
 use crate::ops::record::Bounds;
 
+pub mod allowed_signers;
 pub(crate) mod pattern;
 pub(crate) mod rules_block;
 pub(crate) mod termlist;

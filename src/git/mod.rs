@@ -9,6 +9,7 @@
 pub mod hooks;
 pub mod range;
 pub mod remote;
+pub mod sign;
 pub mod walk;
 mod worktree;
 

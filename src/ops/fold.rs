@@ -12,7 +12,10 @@
 //! so they agree; the same pass gives per-subject histories
 //! ([`fold_with_history`]) and the log as of an instant ([`fold_as_of`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use compact_str::CompactString;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +24,7 @@ use super::id::OpId;
 use super::op::Op;
 use super::policy::person_decides;
 use super::record::{Kind, Record, Scope, SignalSource};
+use super::trust::{self, Mode, Trust, Verdict};
 
 pub mod checkpoint;
 pub(super) mod disagree;
@@ -98,6 +102,18 @@ struct Folding {
     /// again when one is read.
     #[serde(default)]
     settling: Settling,
+    /// Who signed each operation whose signature verified (by id, the
+    /// principal): what the log and `context <path>` show. Kept in the
+    /// checkpoint, whose fingerprint covers the allowed-signers file.
+    #[serde(default)]
+    signed: BTreeMap<CompactString, CompactString>,
+    /// The trust signatures are verified by (`[trust]`; given again when a
+    /// checkpoint is read).
+    #[serde(skip)]
+    trust: Option<Arc<Trust>>,
+    /// Verdicts worked out ahead, on every core, by position.
+    #[serde(skip)]
+    verdicts: HashMap<usize, Verdict>,
 }
 
 /// A subject's state and where it was last kept, before the end-of-log
@@ -245,6 +261,9 @@ impl Ledger {
                 undo: None,
                 axes: Axes::default(),
                 settling: Settling::default(),
+                signed: BTreeMap::new(),
+                trust: None,
+                verdicts: HashMap::new(),
             },
             records,
             ignored,
@@ -276,6 +295,32 @@ impl Ledger {
     /// How the fold settles suggestions.
     pub fn settling(&self) -> Settling {
         self.fold.settling
+    }
+
+    /// Verify signatures by `trust` (`[trust]`; before anything is
+    /// applied, as [`Ledger::with_axes`]): with `decisions = "signed"`, an
+    /// operation that wants a signature is applied only when one verifies.
+    /// The signatures are verified here, on every core, before the fold
+    /// replays the log in order.
+    pub fn with_trust(mut self, trust: Option<Arc<Trust>>) -> Ledger {
+        debug_assert_eq!(self.fold.applied, 0, "trust is set before the fold");
+        if let Some(trust) = &trust {
+            self.fold.verdicts = verify_all(&self.records, trust);
+        }
+        self.fold.trust = trust;
+        self
+    }
+
+    /// The trust of a ledger read from a checkpoint folded by it (its
+    /// fingerprint names the file), for the operations applied after.
+    pub fn trusting(mut self, trust: Option<Arc<Trust>>) -> Ledger {
+        self.fold.trust = trust;
+        self
+    }
+
+    /// The principal whose signature on `id` verified, if one did.
+    pub fn signed_by(&self, id: &str) -> Option<&str> {
+        self.fold.signed.get(id).map(CompactString::as_str)
     }
 
     /// Whether `record`'s `scope` covers `point` on its project's axes.
@@ -426,6 +471,21 @@ impl Folding {
         };
         let target = target_at.map(|t| &records[t]);
         person_decides(&r.actor, &op, target).map_err(|e| e.to_string())?;
+        if let Some(trust) = &self.trust
+            && let Some(vouch) = trust::wanted(r)
+        {
+            let verdict = match self.verdicts.get(&at) {
+                Some(v) => v.clone(),
+                None => trust.verify(r, vouch),
+            };
+            match verdict {
+                Verdict::Signed(principal) => {
+                    self.signed.insert(r.id.clone(), principal);
+                }
+                other if trust.mode == Mode::Signed => return Err(other.reason(vouch)),
+                _ => {}
+            }
+        }
         Ok((op, target_at))
     }
 
@@ -783,6 +843,39 @@ fn as_of(mut ledger: Ledger, cutoff_ms: u64) -> Ledger {
     ledger.fold.ignored_at = at;
     ledger.finish();
     ledger
+}
+
+/// The verdict on every signed record that wants a signature, worked out
+/// on every core (an unsigned one is answered as it is applied).
+fn verify_all(records: &[Record], trust: &Trust) -> HashMap<usize, Verdict> {
+    let signed: Vec<usize> = (0..records.len())
+        .filter(|&i| records[i].sig.is_some() && trust::wanted(&records[i]).is_some())
+        .collect();
+    if signed.is_empty() {
+        return HashMap::new();
+    }
+    let verdict = |i: usize| {
+        let r = &records[i];
+        let vouch = trust::wanted(r).expect("filtered above");
+        (i, trust.verify(r, vouch))
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(signed.len().div_ceil(64));
+    if threads <= 1 {
+        return signed.into_iter().map(verdict).collect();
+    }
+    let chunk = signed.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = signed
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|&i| verdict(i)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("verifying never panics"))
+            .collect()
+    })
 }
 
 fn new_state(r: &Record, status: Status) -> State {

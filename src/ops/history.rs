@@ -57,7 +57,7 @@ pub struct Histories {
     /// Each subject's changes, oldest first.
     by_subject: HashMap<OpId, Vec<Change>>,
     /// How many instants ran the passes over the whole log.
-    #[cfg_attr(not(test), expect(dead_code, reason = "only the tests read it yet"))]
+    #[cfg_attr(not(test), allow(dead_code, reason = "only the tests read it yet"))]
     pub full_passes: usize,
 }
 

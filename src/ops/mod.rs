@@ -15,6 +15,7 @@ pub mod record;
 pub(crate) mod rules;
 pub(crate) mod scope;
 pub(crate) mod settle;
+pub mod trust;
 pub(crate) mod valid;
 pub(crate) mod widen;
 

@@ -31,6 +31,9 @@ pub(crate) const MAX_PATH: usize = 4096;
 pub(crate) const MAX_NAME: usize = 256;
 /// A window bound (`valid_from`, `valid_to`), a SHA-256, a basis commit.
 pub(crate) const MAX_STAMP: usize = 64;
+/// A signature (`sig`, base64): an Ed25519 or ECDSA SSHSIG, from a FIDO
+/// key too, is well under 1 KiB.
+pub(crate) const MAX_SIG: usize = 4096;
 /// Files one check run lists.
 pub(super) const MAX_CHECK_FILES: usize = 100_000;
 /// The most term rules one imported file carries.
@@ -89,6 +92,12 @@ pub struct Record {
     /// A keep that binds as advice only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub advisory: bool,
+    /// The SSH signature (SSHSIG, namespace `kapi`, base64 of the binary
+    /// form) over the record's canonical bytes without this field
+    /// ([`Record::signed_bytes`]): who vouches for a person's decision
+    /// (`crate::ops::trust`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
 }
 
 /// Who recorded an operation. Attribution, not authentication.
@@ -545,6 +554,7 @@ impl Record {
             because: Vec::new(),
             check: None,
             advisory: false,
+            sig: None,
         }
     }
 
@@ -560,6 +570,20 @@ impl Record {
             subject.remove("terms");
         }
         serde_json::to_string(&value).expect("a value always serializes")
+    }
+
+    /// The bytes a signature covers: the canonical bytes without `sig`
+    /// (the project, the id and its instant among them, so a signature
+    /// binds one operation of one project at one time).
+    pub fn signed_bytes(&self) -> String {
+        if self.sig.is_none() {
+            return self.to_canonical_json();
+        }
+        Record {
+            sig: None,
+            ..self.clone()
+        }
+        .to_canonical_json()
     }
 
     /// The canonical line, when it is within the limit of one record: what

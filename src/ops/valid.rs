@@ -175,6 +175,15 @@ impl Record {
     /// rules block.
     fn check_lengths(&self) -> Result<(), RecordError> {
         within_opt("the actor's session", &self.actor.session, MAX_NAME)?;
+        if let Some(sig) = &self.sig {
+            within("the signature", sig, MAX_SIG)?;
+            let base64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
+            if sig.is_empty() || !sig.bytes().all(base64) {
+                return Err(RecordError::Invalid(
+                    "the signature `sig` is not base64".into(),
+                ));
+            }
+        }
         match &self.subject {
             Some(Subject::Term { preferred, avoid }) => {
                 within("the form to use", preferred, MAX_FORM)?;

@@ -33,6 +33,10 @@ struct RefMove {
     ids: Vec<OpId>,
 }
 
+/// What signs a record as it is minted ([`Store::append_signed`]): its
+/// signature, if it carries one, or why none could be made.
+pub type Sign<'a> = &'a dyn Fn(&Record) -> Result<Option<String>, String>;
+
 /// How often a writer tries to move a ref another program keeps moving.
 const ATTEMPTS: usize = 8;
 /// How many tails a writer tries before it gives up on finding a segment
@@ -61,6 +65,21 @@ impl Store {
         random: u128,
         templates: Vec<Record>,
     ) -> Result<Vec<Record>, StoreError> {
+        self.append_signed(now_ms, random, templates, &|_| Ok(None))
+    }
+
+    /// [`Store::append_all`], each record signed as it is minted: `sign`
+    /// is handed the record with its id and instant (what a signature
+    /// binds) and answers its signature, if it carries one. It runs under
+    /// the journal lock (a person confirming a signature holds other
+    /// writers back meanwhile, within their lock timeout).
+    pub fn append_signed(
+        &self,
+        now_ms: u64,
+        random: u128,
+        templates: Vec<Record>,
+        sign: Sign<'_>,
+    ) -> Result<Vec<Record>, StoreError> {
         if templates.is_empty() {
             return Ok(Vec::new());
         }
@@ -68,7 +87,7 @@ impl Store {
         let records = {
             let _journal = lock::Lock::journal(&dir, self.lock_timeout)?;
             let pending = journal::read(&dir)?;
-            let (records, computed) = self.mint(now_ms, random, &pending, templates)?;
+            let (records, computed) = self.mint(now_ms, random, &pending, templates, sign)?;
             let lines: Vec<String> = records.iter().map(Record::to_canonical_json).collect();
             journal::append(&dir, &pending, &lines)?;
             for (which, root, newest) in computed {
@@ -91,6 +110,7 @@ impl Store {
         random: u128,
         pending: &[u8],
         templates: Vec<Record>,
+        sign: Sign<'_>,
     ) -> Result<(Vec<Record>, Vec<(LogRef, ObjectId, newest::Newest)>), StoreError> {
         let dir = self.kapi_dir();
         // Whatever clock the caller brings (`KAPI_NOW` pins it in tests), no
@@ -145,6 +165,7 @@ impl Store {
                     template.subject = record.subject.clone();
                     externalized = true;
                 }
+                record.sig = sign(&record).map_err(StoreError::Unsigned)?;
                 record.to_checked_line()?;
                 // Past the first tails, a full segment is read to see what
                 // room leaving its junk behind would make (a remote can

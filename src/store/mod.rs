@@ -41,6 +41,7 @@ use gix::ObjectId;
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
 pub(crate) use append::SetAside;
+pub use append::Sign;
 pub(crate) use derived::Removed;
 pub use journal::{holds_any as journal_holds_any, parse as parse_journal};
 pub(crate) use reflock::RefLock;
@@ -139,6 +140,8 @@ pub enum StoreError {
         "{0} moved under us {1} times in a row ({2}); another program is writing it. Try again."
     )]
     Contended(&'static str, usize, String),
+    #[error("not recorded: {0}")]
+    Unsigned(String),
     #[error("the operation is not valid: {0}")]
     Invalid(#[from] crate::ops::record::RecordError),
     #[error(transparent)]

@@ -33,6 +33,7 @@ mod oplog;
 mod rebuild;
 mod reset;
 mod review;
+mod signed;
 mod snapshots;
 mod sync;
 mod vale;

@@ -93,6 +93,13 @@ fn finding(f: &Finding, renderer: &Renderer, styled: bool) -> String {
             escape(&format!("{project}{at}"))
         ));
     }
+    if let Some(d) = &f.decision {
+        notes.push(format!(
+            "in force by #{}, signed ✓ {}",
+            crate::ops::id::short(&d.id),
+            escape(&d.signed_by)
+        ));
+    }
     if f.suggested {
         notes.push(escape(&suggested_note(&f.preferred)).into_owned());
     } else if !f.fails {

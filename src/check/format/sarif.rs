@@ -192,6 +192,7 @@ mod tests {
             message: String::new(),
             workspace: None,
             repository: None,
+            decision: None,
             source_line: "Open Quick cast here  ".into(),
             line_offset: 5,
         };

@@ -20,6 +20,7 @@ pub mod hooks;
 pub mod man;
 pub mod mcp;
 pub mod store;
+pub mod trust;
 pub mod vault_args;
 pub mod verify_context;
 pub mod workspace;
@@ -41,6 +42,8 @@ pub enum Command {
     Store(store::Args),
     /// Install, inspect and remove the git and agent hooks.
     Hooks(hooks::Args),
+    /// The keys whose signatures vouch for decisions: add (for people), list.
+    Trust(trust::Args),
     /// Run one hook event (what the installed hooks call).
     Hook(hook::Args),
     /// List the repositories kapi knows on this machine; a person chooses which share their rules.
@@ -154,6 +157,7 @@ pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
         Command::VerifyContext(args) => verify_context::run(args, ctx),
         Command::Store(args) => store::run(args, ctx),
         Command::Hooks(args) => hooks::run(args, ctx),
+        Command::Trust(args) => trust::run(args, ctx),
         Command::Hook(args) => hook::run(args, ctx),
         Command::Workspace(args) => workspace::run(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),

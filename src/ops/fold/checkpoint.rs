@@ -43,6 +43,8 @@ const SOURCES: &[&str] = &[
     include_str!("../id.rs"),
     include_str!("../scope.rs"),
     include_str!("../axes.rs"),
+    include_str!("../trust.rs"),
+    include_str!("../../formats/allowed_signers.rs"),
 ];
 
 /// What folded a checkpoint: kapi's version, the format and a checksum of
@@ -137,6 +139,9 @@ impl Ledger {
             replaying: false,
             axes: self.fold.axes.clone(),
             settling: self.fold.settling,
+            signed: self.fold.signed.clone(),
+            trust: self.fold.trust.clone(),
+            verdicts: Default::default(),
             // Finished: `finish` does nothing more.
             undo: Some(Vec::new()),
         };

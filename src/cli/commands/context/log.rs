@@ -123,6 +123,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             out.exact(json.to_string())?;
         } else {
             let mut line = human_line(entry.record, entry.state, session.actor());
+            if let Some(mark) = entry.signature_mark(session.trust().is_some()) {
+                line.push_str(&format!(" {mark}"));
+            }
             if let Some(reason) = entry.ignored {
                 line.push_str(&format!(" [ignored: {reason}]"));
             }

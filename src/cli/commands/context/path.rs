@@ -134,6 +134,9 @@ fn section(out: &mut Out, title: &str, items: &[Item]) -> Result<(), CliError> {
         if let Some(standing) = &item.standing {
             line.push_str(&format!("  · {standing}"));
         }
+        if let Some(principal) = &item.signed_by {
+            line.push_str(&format!("  ✓ {principal}"));
+        }
         out.line(line)?;
     }
     Ok(())

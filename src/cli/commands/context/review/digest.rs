@@ -130,6 +130,15 @@ pub(super) fn print(session: &Session, of: Option<&str>, json: bool) -> Result<E
             out.line(format!("  {}", disagreement(d)))?;
         }
     }
+    if !digest.not_counted.is_empty() {
+        out.line(format!(
+            "decisions that do not count ({}; [trust] decisions = \"signed\"):",
+            digest.not_counted.len()
+        ))?;
+        for n in &digest.not_counted {
+            out.line(format!("  #{}  {}", n.id.short(), n.reason))?;
+        }
+    }
     if digest.awaiting.is_empty() {
         out.line("nothing awaits a decision")?;
     } else {

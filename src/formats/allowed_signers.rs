@@ -1,0 +1,317 @@
+//! git's allowed-signers file (`gpg.ssh.allowedSignersFile`), as
+//! ssh-keygen(1) describes it under ALLOWED SIGNERS: one key a line,
+//!
+//! ```text
+//! principals [options] keytype base64-key [comment]
+//! ada@example.com,ada@corp.example namespaces="git,kapi",valid-before="20270101Z" ssh-ed25519 AAAA… ada
+//! ```
+//!
+//! `principals` is a pattern list (`*`, `?`, `!` to exclude, as
+//! ssh_config(5) PATTERNS), quoted or not; the options are `namespaces`,
+//! `valid-after`, `valid-before` and `cert-authority`; blank lines and
+//! lines starting with `#` are comments. The key is read by `ssh-key`
+//! (RustCrypto), the framing here. One bad line is named and skipped,
+//! never hiding the others. Unlike ssh-keygen, a time without `Z` is read
+//! as UTC too: a fold must give every machine one answer, whatever its
+//! time zone.
+
+use ssh_key::PublicKey;
+
+/// The largest allowed-signers file kapi reads.
+pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+/// The longest line (a key with its options and comment).
+const MAX_LINE: usize = 16 * 1024;
+
+/// One key the file allows, with what it may sign.
+#[derive(Debug, Clone)]
+pub struct AllowedSigner {
+    /// The line it was read from (1-based).
+    pub line: usize,
+    /// The principals pattern list, as written.
+    pub principals: String,
+    /// The namespaces pattern list (`None`: every namespace).
+    pub namespaces: Option<String>,
+    /// Unix milliseconds from which the key signs (inclusive).
+    pub valid_after: Option<u64>,
+    /// Unix milliseconds after which the key no longer signs.
+    pub valid_before: Option<u64>,
+    /// A certificate authority's key (kapi takes no certificates: such a
+    /// line allows nothing, and `kapi trust list` says so).
+    pub cert_authority: bool,
+    pub key: PublicKey,
+}
+
+/// A line that could not be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLine {
+    pub line: usize,
+    pub why: String,
+}
+
+/// What a file holds: the keys read, and the lines skipped.
+#[derive(Debug, Clone, Default)]
+pub struct AllowedSigners {
+    pub signers: Vec<AllowedSigner>,
+    pub bad: Vec<BadLine>,
+}
+
+impl AllowedSigner {
+    /// Whether `principal` is one this key signs for.
+    pub fn allows_principal(&self, principal: &str) -> bool {
+        match_pattern_list(principal, &self.principals)
+    }
+
+    /// Whether the key signs in `namespace`.
+    pub fn allows_namespace(&self, namespace: &str) -> bool {
+        self.namespaces
+            .as_deref()
+            .is_none_or(|list| match_pattern_list(namespace, list))
+    }
+
+    /// Whether the key signed validly at `at_ms` (Unix milliseconds).
+    pub fn valid_at(&self, at_ms: u64) -> bool {
+        self.valid_after.is_none_or(|after| at_ms >= after)
+            && self.valid_before.is_none_or(|before| at_ms <= before)
+    }
+}
+
+/// Read a whole file (at most [`MAX_FILE_BYTES`]; the caller caps the read).
+pub fn parse(bytes: &[u8]) -> AllowedSigners {
+    let mut out = AllowedSigners::default();
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FILE_BYTES)]);
+    for (n, line) in text.lines().enumerate() {
+        let line_no = n + 1;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if trimmed.len() > MAX_LINE {
+            out.bad.push(BadLine {
+                line: line_no,
+                why: format!("longer than {MAX_LINE} bytes"),
+            });
+            continue;
+        }
+        match parse_line(trimmed, line_no) {
+            Ok(signer) => out.signers.push(signer),
+            Err(why) => out.bad.push(BadLine { line: line_no, why }),
+        }
+    }
+    out
+}
+
+/// One line: principals, options (if the next word is not a key type),
+/// the key.
+pub fn parse_line(line: &str, line_no: usize) -> Result<AllowedSigner, String> {
+    let (principals, rest) = word(line)?;
+    if principals.is_empty() {
+        return Err("no principals".into());
+    }
+    let rest = rest.trim_start();
+    let (options, key) = match PublicKey::from_openssh(rest) {
+        Ok(key) => (None, key),
+        Err(_) => {
+            // Not a key: options first, then the key.
+            let (options, key) = word(rest)?;
+            let key = PublicKey::from_openssh(key.trim_start())
+                .map_err(|e| format!("no public key after the principals and options ({e})"))?;
+            (Some(options), key)
+        }
+    };
+    let mut signer = AllowedSigner {
+        line: line_no,
+        principals,
+        namespaces: None,
+        valid_after: None,
+        valid_before: None,
+        cert_authority: false,
+        key,
+    };
+    if let Some(options) = options {
+        apply_options(&mut signer, &options)?;
+    }
+    Ok(signer)
+}
+
+/// The first word of `text` and what follows it: up to white space, with
+/// double-quoted stretches taken whole (quotes removed only around a
+/// principals word that is quoted entirely, as ssh-keygen does).
+fn word(text: &str) -> Result<(String, &str), String> {
+    if let Some(quoted) = text.strip_prefix('"') {
+        let end = quoted
+            .find('"')
+            .ok_or_else(|| "an unterminated quote".to_owned())?;
+        return Ok((quoted[..end].to_owned(), &quoted[end + 1..]));
+    }
+    let mut in_quote = false;
+    for (i, c) in text.char_indices() {
+        match c {
+            '"' => in_quote = !in_quote,
+            c if c.is_whitespace() && !in_quote => return Ok((text[..i].to_owned(), &text[i..])),
+            _ => {}
+        }
+    }
+    if in_quote {
+        return Err("an unterminated quote".into());
+    }
+    Ok((text.to_owned(), ""))
+}
+
+/// `cert-authority,namespaces="kapi",valid-after="20260101Z"`.
+fn apply_options(signer: &mut AllowedSigner, options: &str) -> Result<(), String> {
+    let mut rest = options;
+    while !rest.is_empty() {
+        // One option: up to a comma outside quotes.
+        let mut end = rest.len();
+        let mut in_quote = false;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '"' => in_quote = !in_quote,
+                ',' if !in_quote => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let option = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or("");
+        let (name, value) = match option.split_once('=') {
+            Some((name, value)) => {
+                let value = value
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .ok_or_else(|| format!("the option {name} wants a quoted value"))?;
+                (name.to_ascii_lowercase(), Some(value))
+            }
+            None => (option.to_ascii_lowercase(), None),
+        };
+        match (name.as_str(), value) {
+            ("cert-authority", None) => signer.cert_authority = true,
+            ("namespaces", Some(v)) => signer.namespaces = Some(v.to_owned()),
+            ("valid-after", Some(v)) => signer.valid_after = Some(timestamp(v)?),
+            ("valid-before", Some(v)) => signer.valid_before = Some(timestamp(v)?),
+            _ => return Err(format!("an option ssh-keygen does not know: {option}")),
+        }
+    }
+    Ok(())
+}
+
+/// `YYYYMMDD`, `YYYYMMDDHHMM` or `YYYYMMDDHHMMSS`, with an optional `Z`,
+/// as Unix milliseconds (UTC either way).
+pub fn timestamp(text: &str) -> Result<u64, String> {
+    let bad =
+        || format!("the time \"{text}\" is not YYYYMMDD, YYYYMMDDHHMM or YYYYMMDDHHMMSS (with Z)");
+    let digits = text.strip_suffix(['Z', 'z']).unwrap_or(text);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) || ![8, 12, 14].contains(&digits.len()) {
+        return Err(bad());
+    }
+    let num = |r: std::ops::Range<usize>| digits.get(r).and_then(|d| d.parse::<u32>().ok());
+    let (year, month, day) = (num(0..4).ok_or_else(bad)?, num(4..6), num(6..8));
+    let month = time::Month::try_from(month.ok_or_else(bad)? as u8).map_err(|_| bad())?;
+    let date = time::Date::from_calendar_date(year as i32, month, day.ok_or_else(bad)? as u8)
+        .map_err(|_| bad())?;
+    let (hour, minute, second) = (
+        num(8..10).unwrap_or(0),
+        num(10..12).unwrap_or(0),
+        num(12..14).unwrap_or(0),
+    );
+    let clock = time::Time::from_hms(hour as u8, minute as u8, second as u8).map_err(|_| bad())?;
+    let at = time::PrimitiveDateTime::new(date, clock).assume_utc();
+    let ms = at.unix_timestamp().checked_mul(1000).ok_or_else(bad)?;
+    u64::try_from(ms).map_err(|_| bad())
+}
+
+/// ssh's `match_pattern_list`: a comma-separated list of patterns, `!`
+/// negating one; a negated match refuses whatever else matches.
+pub fn match_pattern_list(text: &str, list: &str) -> bool {
+    let mut matched = false;
+    for pattern in list.split(',') {
+        let pattern = pattern.trim();
+        if let Some(negated) = pattern.strip_prefix('!') {
+            if match_pattern(text.as_bytes(), negated.as_bytes()) {
+                return false;
+            }
+        } else if match_pattern(text.as_bytes(), pattern.as_bytes()) {
+            matched = true;
+        }
+    }
+    matched
+}
+
+/// `*` (any run) and `?` (any one byte), iteratively with one backtrack
+/// point: linear in practice, never exponential.
+fn match_pattern(text: &[u8], pattern: &[u8]) -> bool {
+    let (mut t, mut p) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && (pattern[p] == b'?' || pattern[p] == text[t]) {
+            t += 1;
+            p += 1;
+        } else if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if let Some((sp, st)) = star {
+            p = sp + 1;
+            t = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    while p < pattern.len() && pattern[p] == b'*' {
+        p += 1;
+    }
+    p == pattern.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEWCHNilZiYCk7Of5P6qp6aleSrl2EVJ6TCR63EOOq9M ada";
+
+    #[test]
+    fn lines_as_ssh_keygen_reads_them() {
+        let file = format!(
+            "# team\n\nada@example.com {KEY}\n\"bo@example.com,*@ci.example\" namespaces=\"git,kapi\",valid-after=\"20260101\",valid-before=\"20270101000000Z\" {KEY}\nci cert-authority {KEY}\nbroken\nx unknown=\"1\" {KEY}\n"
+        );
+        let read = parse(file.as_bytes());
+        assert_eq!(read.signers.len(), 3, "{:?}", read.bad);
+        assert_eq!(read.bad.iter().map(|b| b.line).collect::<Vec<_>>(), [6, 7]);
+        let ada = &read.signers[0];
+        assert!(ada.allows_principal("ada@example.com") && !ada.allows_principal("ada"));
+        assert!(ada.allows_namespace("kapi") && ada.valid_at(0));
+        let bo = &read.signers[1];
+        assert!(bo.allows_principal("x@ci.example") && bo.allows_principal("bo@example.com"));
+        assert!(bo.allows_namespace("kapi") && !bo.allows_namespace("file"));
+        let jan = timestamp("20260101").unwrap();
+        assert!(!bo.valid_at(jan - 1) && bo.valid_at(jan));
+        assert!(bo.valid_at(timestamp("20270101Z").unwrap()));
+        assert!(!bo.valid_at(timestamp("20270101000001").unwrap()));
+        assert!(read.signers[2].cert_authority);
+    }
+
+    #[test]
+    fn patterns_match_as_ssh_does() {
+        assert!(match_pattern_list("ada@example.com", "*@example.com"));
+        assert!(!match_pattern_list(
+            "ada@example.com",
+            "*@example.com,!ada@*"
+        ));
+        assert!(match_pattern_list("ci", "ci"));
+        assert!(!match_pattern_list("cid", "ci"));
+        assert!(match_pattern_list("ab", "a?"));
+        // A pattern built to backtrack stays fast.
+        let text = "a".repeat(5000);
+        assert!(!match_pattern_list(&text, &format!("{}b", "*a".repeat(50))));
+    }
+
+    #[test]
+    fn bad_times_are_named() {
+        for bad in ["2026", "20261301", "20260230", "202601011261", "2026010a"] {
+            assert!(timestamp(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! Signed decisions (`[trust]`, docs/security.md): keys made by
+//! `ssh-keygen` in the test, signatures made by kapi through
+//! `ssh-keygen -Y sign` as git makes them, verified in process.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::common::TestEnv;
+
+/// An Ed25519 key pair made by ssh-keygen under the test's home; the
+/// private key's path.
+fn keygen(env: &TestEnv, name: &str) -> PathBuf {
+    let dir = env.root().join("keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join(name);
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    key
+}
+
+fn pub_of(key: &std::path::Path) -> String {
+    format!("{}.pub", key.display())
+}
+
+/// git signs with `key` (as for commits: gpg.format ssh, user.signingkey).
+fn sign_with(env: &TestEnv, key: &std::path::Path) {
+    env.git(&["config", "gpg.format", "ssh"]);
+    env.git(&["config", "user.signingkey", key.to_str().unwrap()]);
+}
+
+const SIGNED: &str =
+    "[trust]\nallowed_signers = \".kapi/allowed_signers\"\ndecisions = \"signed\"\n";
+
+/// Ada's key listed for her, signed mode, committed on main.
+fn signed_project() -> (TestEnv, PathBuf) {
+    let repo = TestEnv::new();
+    let key = keygen(&repo, "ada");
+    sign_with(&repo, &key);
+    let added = repo
+        .kapi(&["trust", "add", "ada@example.com", &pub_of(&key)])
+        .ok();
+    assert!(added.stdout.contains("listed SHA256:"), "{}", added.stdout);
+    assert!(repo.join(".kapi/allowed_signers").exists());
+    repo.write("kapi.toml", SIGNED);
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "trust"]);
+    (repo, key)
+}
+
+fn entry<'a>(log: &'a [serde_json::Value], id: &str) -> &'a serde_json::Value {
+    log.iter()
+        .find(|e| e["id"].as_str().unwrap().starts_with(id))
+        .unwrap_or_else(|| panic!("{id} not in the log"))
+}
+
+fn status_of(env: &TestEnv, id: &str) -> String {
+    let log = env.log();
+    entry(&log, id)["status"].as_str().unwrap_or("").to_owned()
+}
+
+#[test]
+fn a_signed_keep_binds_and_shows_its_signer() {
+    let (repo, _) = signed_project();
+    let rule = repo.kept_rule("Quickcast", "Quick cast");
+    let log = repo.log();
+    let keep = log.iter().find(|e| e["kind"] == "keep").unwrap();
+    assert_eq!(keep["signed_by"], "ada@example.com", "{keep}");
+    assert_eq!(status_of(&repo, &rule), "established");
+    let human = repo.kapi(&["context", "log"]).ok().stdout;
+    assert!(human.contains("✓ ada@example.com"), "{human}");
+    repo.write("README.md", "Try Quick cast.\n");
+    let check = repo.kapi(&["check", "README.md"]).code(1);
+    assert!(
+        check.stdout.contains("signed ✓ ada@example.com"),
+        "{}",
+        check.stdout
+    );
+    let json = repo
+        .kapi(&["check", "README.md", "--format", "json"])
+        .code(1)
+        .json();
+    assert_eq!(
+        json["findings"][0]["decision"]["signed_by"], "ada@example.com",
+        "{json}"
+    );
+    let here = repo.kapi(&["context", "README.md"]).ok().stdout;
+    assert!(here.contains("✓ ada@example.com"), "{here}");
+    let list = repo.kapi(&["trust", "list"]).ok().stdout;
+    assert!(
+        list.contains("ada@example.com  ssh-ed25519 SHA256:"),
+        "{list}"
+    );
+    assert!(
+        repo.kapi(&["store", "doctor"])
+            .ok()
+            .stdout
+            .contains("0 ignored")
+    );
+}
+
+#[test]
+fn forged_altered_and_unlisted_keeps_do_not_bind_and_doctor_names_each() {
+    let (repo, _) = signed_project();
+    let a = repo.suggested_rule("Quickcast", "Quick cast");
+    let b = repo.suggested_rule("Databox", "Data box");
+    let c = repo.suggested_rule("Logline", "Log line");
+    // A signed keep of `a`, exported: the forger's material.
+    repo.kapi(&["context", "review", "--keep", &a]).ok();
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    let keep_line = exported
+        .lines()
+        .find(|l| l.contains("\"context.keep\""))
+        .unwrap()
+        .to_owned();
+    let keep: serde_json::Value = serde_json::from_str(&keep_line).unwrap();
+    let full = |short: &str| entry(&repo.log(), short)["id"].as_str().unwrap().to_owned();
+    // Another id at the same instant (the tail's last character changed).
+    let reid = |v: &mut serde_json::Value, last: char| {
+        let mut id = v["id"].as_str().unwrap().to_owned();
+        id.pop();
+        id.push(last);
+        v["id"] = id.into();
+    };
+    // 1. Unsigned: the keep of `b`, no signature.
+    let mut unsigned = keep.clone();
+    unsigned.as_object_mut().unwrap().remove("sig");
+    unsigned["target"] = full(&b).into();
+    reid(&mut unsigned, 'a');
+    // 2. Altered: the signed keep with another target.
+    let mut altered = keep.clone();
+    altered["target"] = full(&c).into();
+    reid(&mut altered, 'b');
+    let forged = format!("{unsigned}\n{altered}\n");
+    repo.write("forged.jsonl", &forged);
+    repo.kapi(&["store", "import", "forged.jsonl"]).ok();
+    // 3. Unlisted: Eve's key, her git identity claiming Ada's address,
+    // keeps `c` (her kapi signs it; the file lists no key of hers).
+    let eve = keygen(&repo, "eve");
+    sign_with(&repo, &eve);
+    repo.kapi(&["context", "review", "--keep", &c]).ok();
+
+    assert_eq!(status_of(&repo, &a), "established");
+    assert_eq!(status_of(&repo, &b), "suggested");
+    assert_eq!(status_of(&repo, &c), "suggested");
+    let doctor = repo.kapi(&["store", "doctor"]).stdout;
+    for reason in ["unsigned: ", "bad signature: ", "unknown signer: "] {
+        assert!(doctor.contains(reason), "{reason} missing from:\n{doctor}");
+    }
+    let human = repo.kapi(&["context", "log"]).ok().stdout;
+    assert!(human.contains("[ignored: unsigned: "), "{human}");
+    let review = repo.kapi(&["context", "review"]).ok().stdout;
+    assert!(
+        review.contains("decisions that do not count (3;"),
+        "{review}"
+    );
+}
+
+#[test]
+fn a_key_past_its_valid_before_and_a_file_changed_only_in_the_work_tree_grant_nothing() {
+    let (repo, key) = signed_project();
+    // Bob's key listed only in the work tree: his keep does not bind.
+    let bob = keygen(&repo, "bob");
+    repo.git(&["config", "user.email", "bob@example.com"]);
+    repo.kapi(&["trust", "add", "bob@example.com", &pub_of(&bob)])
+        .ok();
+    let listed = repo.kapi(&["trust", "list"]).ok().stdout;
+    assert!(listed.contains("grant nothing until committed"), "{listed}");
+    sign_with(&repo, &bob);
+    let a = repo.suggested_rule("Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &a]).ok();
+    assert_eq!(status_of(&repo, &a), "suggested");
+    let doctor = repo.kapi(&["store", "doctor"]).stdout;
+    assert!(doctor.contains("unknown signer: "), "{doctor}");
+    // Committed, the same log now folds it bound (the file's bytes are
+    // the checkpoint's fingerprint).
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "bob"]);
+    assert_eq!(status_of(&repo, &a), "established");
+    // Ada's key expired before the clock (2026-11-30): her keep no
+    // longer binds.
+    let text = std::fs::read_to_string(repo.join(".kapi/allowed_signers")).unwrap();
+    let text = text.replace(
+        "ada@example.com namespaces=\"kapi\"",
+        "ada@example.com namespaces=\"kapi\",valid-before=\"20260101Z\"",
+    );
+    repo.write(".kapi/allowed_signers", &text);
+    repo.git(&["commit", "-qam", "ada's key expires"]);
+    repo.git(&["config", "user.email", "ada@example.com"]);
+    sign_with(&repo, &key);
+    let b = repo.suggested_rule("Databox", "Data box");
+    repo.kapi(&["context", "review", "--keep", &b]).ok();
+    assert_eq!(status_of(&repo, &b), "suggested");
+    let doctor = repo.kapi(&["store", "doctor"]).stdout;
+    assert!(doctor.contains("signer not allowed then: "), "{doctor}");
+}
+
+#[test]
+fn a_keep_signed_for_another_project_does_not_bind() {
+    let (repo, _) = signed_project();
+    let a = repo.suggested_rule("Quickcast", "Quick cast");
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    // The same operations, with Ada's key, in a project named otherwise.
+    let other = repo.sibling("other");
+    std::fs::create_dir_all(other.join(".kapi")).unwrap();
+    std::fs::copy(
+        repo.join(".kapi/allowed_signers"),
+        other.join(".kapi/allowed_signers"),
+    )
+    .unwrap();
+    other.write("kapi.toml", &format!("project = \"other\"\n{SIGNED}"));
+    other.git(&["add", "-A"]);
+    other.git(&["commit", "-qm", "trust"]);
+    other.git(&["config", "gpg.format", "ssh"]);
+    other.git(&[
+        "config",
+        "user.signingkey",
+        &repo.git(&["config", "user.signingkey"]),
+    ]);
+    // (Another operation first: the pinned clock and seed would mint the
+    // same id in both logs.)
+    other.suggested_rule("Databox", "Data box");
+    let rule = other.suggested_rule("Quickcast", "Quick cast");
+    other.kapi(&["context", "review", "--keep", &rule]).ok();
+    let theirs = other.kapi(&["store", "export", "-"]).ok().stdout;
+    // Replayed here as they are (the suggestion and its signed keep).
+    let replayed: String = theirs
+        .lines()
+        .filter(|l| l.contains("\"context.keep\"") || l.contains("\"use\":\"Quickcast\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    repo.write("replayed.jsonl", &replayed);
+    let imported = repo.kapi(&["store", "import", "replayed.jsonl"]);
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    let log = repo.log();
+    let theirs_rule = entry(&log, &rule);
+    assert_eq!(theirs_rule["status"], "suggested", "{theirs_rule}");
+    assert_eq!(status_of(&repo, &a), "suggested");
+    let doctor = repo.kapi(&["store", "doctor"]).stdout;
+    assert!(doctor.contains("signed for another project: "), "{doctor}");
+    let _ = exported;
+}
+
+/// Bob's clone runs on a later clock and another seed: another machine.
+fn on(env: &TestEnv, args: &[&str]) -> crate::common::Run {
+    env.kapi_cmd(args)
+        .env("KAPI_NOW", "2026-11-30T10:00:00Z")
+        .env("KAPI_SEED", "11")
+        .output()
+        .unwrap()
+        .into()
+}
+
+#[test]
+fn two_clones_syncing_signed_and_unsigned_keeps_reach_the_same_statuses() {
+    let (ada, _) = signed_project();
+    let remote = ada.bare_remote();
+    ada.add_origin(&remote);
+    ada.git(&["push", "-q", "origin", "main"]);
+    ada.git(&["fetch", "-q", "origin"]);
+    let a = ada.suggested_rule("Quickcast", "Quick cast");
+    let b = ada.suggested_rule("Databox", "Data box");
+    ada.kapi(&["context", "review", "--keep", &a]).ok();
+    ada.kapi(&["context", "sync"]).ok();
+    let bob = TestEnv::clone_of(&remote, "Bob", "bob@example.com");
+    on(&bob, &["context", "sync"]).ok();
+    // Bob has no key: the door refuses his keep, naming what to do.
+    let refused = on(&bob, &["context", "review", "--keep", &b]);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("git config gpg.format ssh"),
+        "{}",
+        refused.stderr
+    );
+    // He forges one under Ada's name, unsigned, and pushes it.
+    let exported = on(&bob, &["store", "export", "-"]).ok().stdout;
+    let mut forged: serde_json::Value = serde_json::from_str(
+        exported
+            .lines()
+            .find(|l| l.contains("\"context.keep\""))
+            .unwrap(),
+    )
+    .unwrap();
+    forged.as_object_mut().unwrap().remove("sig");
+    let target = entry(&bob.log(), &b)["id"].as_str().unwrap().to_owned();
+    forged["target"] = target.into();
+    let mut id = forged["id"].as_str().unwrap().to_owned();
+    id.pop();
+    id.push('z');
+    forged["id"] = id.into();
+    bob.write("forged.jsonl", &format!("{forged}\n"));
+    on(&bob, &["store", "import", "forged.jsonl"]).ok();
+    on(&bob, &["context", "sync"]).ok();
+    ada.kapi(&["context", "sync"]).ok();
+    for env in [&ada, &bob] {
+        assert_eq!(status_of(env, &a), "established");
+        assert_eq!(status_of(env, &b), "suggested");
+    }
+    assert_eq!(ada.log().len(), bob.log().len());
+}
+
+/// An ssh-agent this test started, ended when dropped (a failed assertion
+/// included).
+struct Agent(std::process::Child);
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_key_in_the_agent_that_asks_for_confirmation_signs_through_ssh_askpass() {
+    let (repo, _) = signed_project();
+    let key = keygen(&repo, "touch");
+    let asked = repo.root().join("asked");
+    let confirm = repo.root().join("confirm.sh");
+    std::fs::write(
+        &confirm,
+        format!("#!/bin/sh\necho \"$1\" >> '{}'\nexit 0\n", asked.display()),
+    )
+    .unwrap();
+    let deny = repo.root().join("deny.sh");
+    std::fs::write(&deny, "#!/bin/sh\nexit 1\n").unwrap();
+    for script in [&confirm, &deny] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // An agent whose every use of the key asks SSH_ASKPASS (ssh-add -c).
+    let agent = |askpass: &std::path::Path, name: &str| {
+        let sock = repo.root().join(name);
+        let child = Command::new("ssh-agent")
+            .args(["-D", "-a"])
+            .arg(&sock)
+            .env("SSH_ASKPASS", askpass)
+            .env("SSH_ASKPASS_REQUIRE", "force")
+            .env("DISPLAY", ":0")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if sock.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let added = Command::new("ssh-add")
+            .arg("-c")
+            .arg(&key)
+            .env("SSH_AUTH_SOCK", &sock)
+            .output()
+            .unwrap();
+        assert!(
+            added.status.success(),
+            "{}",
+            String::from_utf8_lossy(&added.stderr)
+        );
+        (Agent(child), sock)
+    };
+    // The key is listed for Ada, committed; git names only its public half.
+    repo.kapi(&["trust", "add", "ada@example.com", &pub_of(&key)])
+        .ok();
+    repo.git(&["commit", "-qam", "touch key"]);
+    sign_with(&repo, std::path::Path::new(&pub_of(&key)));
+    let a = repo.suggested_rule("Quickcast", "Quick cast");
+    let (confirming, sock) = agent(&confirm, "agent.sock");
+    let kept = repo
+        .kapi_cmd(&["context", "review", "--keep", &a])
+        .env("SSH_AUTH_SOCK", &sock)
+        .output()
+        .unwrap();
+    drop(confirming);
+    assert!(
+        kept.status.success(),
+        "{}",
+        String::from_utf8_lossy(&kept.stderr)
+    );
+    let prompts = std::fs::read_to_string(&asked).unwrap();
+    assert_eq!(prompts.matches("Allow use of key").count(), 1, "{prompts}");
+    assert_eq!(status_of(&repo, &a), "established");
+    // Refused at the prompt: nothing is recorded.
+    let b = repo.suggested_rule("Databox", "Data box");
+    let (denying, sock) = agent(&deny, "deny.sock");
+    let refused = repo
+        .kapi_cmd(&["context", "review", "--keep", &b])
+        .env("SSH_AUTH_SOCK", &sock)
+        .output()
+        .unwrap();
+    drop(denying);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("cannot sign with"), "{stderr}");
+    assert_eq!(status_of(&repo, &b), "suggested");
+    assert!(
+        !repo
+            .log()
+            .iter()
+            .any(|e| e["kind"] == "keep" && e["target"].as_str().unwrap().starts_with(&b))
+    );
+}
+
+#[test]
+fn an_agent_may_not_list_a_key_and_junk_in_the_file_or_the_record_is_named() {
+    let (repo, key) = signed_project();
+    let refused = repo.agent("s1", &["trust", "add", "eve@example.com", &pub_of(&key)]);
+    assert_eq!(refused.code, 4, "{}", refused.stderr);
+    // A junk line in the committed file is named and skipped; the others stand.
+    let text = std::fs::read_to_string(repo.join(".kapi/allowed_signers")).unwrap();
+    repo.write(
+        ".kapi/allowed_signers",
+        &format!("junk \"unterminated\n{text}"),
+    );
+    repo.git(&["commit", "-qam", "junk"]);
+    let list = repo.kapi(&["trust", "list"]).ok().stdout;
+    assert!(list.contains("skipped line 1"), "{list}");
+    let a = repo.kept_rule("Quickcast", "Quick cast");
+    assert_eq!(status_of(&repo, &a), "established");
+    // A record whose signature is not base64, or is base64 of nothing, is
+    // unreadable or a bad signature, never a panic.
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    let keep: serde_json::Value = serde_json::from_str(
+        exported
+            .lines()
+            .find(|l| l.contains("\"context.keep\""))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut lines = String::new();
+    for (last, sig) in [
+        ('c', "not base64!"),
+        ('d', "AAAA"),
+        ('e', &"A".repeat(5000)[..]),
+    ] {
+        let mut v = keep.clone();
+        v["sig"] = sig.into();
+        let mut id = v["id"].as_str().unwrap().to_owned();
+        id.pop();
+        id.push(last);
+        v["id"] = id.into();
+        lines.push_str(&format!("{v}\n"));
+    }
+    repo.write("junk.jsonl", &lines);
+    repo.kapi(&["store", "import", "junk.jsonl"]);
+    let doctor = repo.kapi(&["store", "doctor"]).stdout;
+    assert!(doctor.contains("bad signature: "), "{doctor}");
+    assert!(
+        doctor.contains("not base64") || doctor.contains("signature"),
+        "{doctor}"
+    );
+}
