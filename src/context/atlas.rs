@@ -148,6 +148,10 @@ pub struct EventDoc {
     /// Why the fold ignored it, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ignored: Option<String>,
+    /// Whose signature on it verified against the allowed signers
+    /// (docs/security.md, "Signed decisions"), if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
     /// The project whose log holds it, when the atlas covers the workspace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
@@ -344,6 +348,7 @@ impl Parts {
                     .or_else(|| r.subject.is_some().then_some(r.id.as_str()))
                     .map(str::to_owned),
                 ignored: ignored.get(r.id.as_str()).map(|s| s.to_string()),
+                signed_by: ledger.signed_by(&r.id).map(str::to_owned),
                 project: project.clone(),
             }
         }));

@@ -267,7 +267,8 @@ struct PackedAtlas<'a> {
 /// `kind` and `actor`, indexes into `kinds` and `actors`; `subject`, the
 /// index in `subjects` of the subject it states or acts on, or -1 (`other`
 /// then names a target that is not a subject, by the event's index);
-/// `ignored`, why the fold ignored an event, by its index.
+/// `ignored`, why the fold ignored an event, and `signed`, whose signature
+/// on it verified, by its index.
 #[derive(Serialize, Default)]
 struct PackedEvents<'a> {
     kinds: Vec<&'static str>,
@@ -279,6 +280,7 @@ struct PackedEvents<'a> {
     subject: Vec<i64>,
     other: BTreeMap<usize, &'a str>,
     ignored: BTreeMap<usize, &'a str>,
+    signed: BTreeMap<usize, &'a str>,
 }
 
 fn pack(atlas: &Atlas) -> PackedEvents<'_> {
@@ -317,6 +319,9 @@ fn pack(atlas: &Atlas) -> PackedEvents<'_> {
         out.subject.push(subject);
         if let Some(why) = &e.ignored {
             out.ignored.insert(i, why.as_str());
+        }
+        if let Some(signer) = &e.signed_by {
+            out.signed.insert(i, signer.as_str());
         }
     }
     out

@@ -93,6 +93,19 @@ fn a_signed_keep_binds_and_shows_its_signer() {
     );
     let here = repo.kapi(&["context", "README.md"]).ok().stdout;
     assert!(here.contains("✓ ada@example.com"), "{here}");
+    // The atlas names the signer of the keep, and its page draws it.
+    let atlas = repo.kapi(&["context", "atlas", "--json"]).ok().json();
+    let signed: Vec<&serde_json::Value> = atlas["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["signed_by"] == "ada@example.com")
+        .collect();
+    assert_eq!(signed.len(), 1, "{atlas}");
+    assert_eq!(signed[0]["id"], keep["id"]);
+    let page = repo.kapi(&["context", "atlas", "--html", "-"]).ok().stdout;
+    assert!(page.contains(r#""signed":{"#), "the page packs who signed");
+    assert!(page.contains("ada@example.com"));
     let list = repo.kapi(&["trust", "list"]).ok().stdout;
     assert!(
         list.contains("ada@example.com  ssh-ed25519 SHA256:"),

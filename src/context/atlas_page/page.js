@@ -22,6 +22,7 @@
     return {
       id: packed.id[i], at: iso(evAt[i]), kind: packed.kinds[packed.kind[i]], actor: packed.actors[packed.actor[i]],
       subject: s >= 0 ? subjects[s].id : packed.other[i] || null, ignored: packed.ignored[i] || null,
+      signed: packed.signed[i] || null,
     };
   }
   const windows = atlas.windows;
@@ -133,7 +134,7 @@
       const e = eventOf(c.by);
       // Another rule stated (a disagreement) decides nothing.
       if (e && (e.kind === "observe" || e.kind === "correct")) continue;
-      out = { who: e ? e.actor : "", at: c.at, by: c.by, kind: e ? e.kind : "", to: c.to };
+      out = { who: e ? e.actor : "", signed: e ? e.signed : null, at: c.at, by: c.by, kind: e ? e.kind : "", to: c.to };
       break;
     }
     if (!out && s.status === "established") out = { who: s.derived.actor, at: s.recorded_at, by: s.id, kind: s.operation, to: "established" };
@@ -291,7 +292,7 @@
       const d = decided(s);
       const open = el("button", { type: "button", "aria-label": "History of " + s.short, text: s.short });
       open.addEventListener("click", () => select(s.id));
-      const decidedCell = d ? [actorLabel(d.who), el("br"), el("span", { cls: "muted", text: d.to + " " + when(d.at) })] : [el("span", { cls: "muted", text: "\u2014" })];
+      const decidedCell = d ? [actorLabel(d.who), ...(d.signed ? [" ", el("span", { cls: "signed", title: "signed by " + d.signed, text: "\u2713 " + d.signed })] : []), el("br"), el("span", { cls: "muted", text: d.to + " " + when(d.at) })] : [el("span", { cls: "muted", text: "\u2014" })];
       frag.append(el("tr", { "data-id": s.id }, [
         el("td", { cls: "id" }, [open]),
         el("td", null, [statusBadge(s.status), s.advisory ? el("span", { cls: "muted", text: " advisory" }) : null]),
@@ -527,7 +528,7 @@
     for (const c of s.history || []) {
       const e = eventOf(c.by);
       ol.append(el("li", { "data-to": c.to }, [
-        when(c.at) + " ", statusBadge(c.to), (c.from ? " (was " + c.from + ")" : "") + " by #" + c.by.slice(0, 10) + (e ? " \u00B7 " + e.kind + " by " + actorLabel(e.actor) : ""),
+        when(c.at) + " ", statusBadge(c.to), (c.from ? " (was " + c.from + ")" : "") + " by #" + c.by.slice(0, 10) + (e ? " \u00B7 " + e.kind + " by " + actorLabel(e.actor) + (e.signed ? " \u2713 " + e.signed : "") : ""),
       ]));
     }
     parts.push(ol);
@@ -542,7 +543,7 @@
     parts.push(el("h4", { text: "Operations on it (" + ops.length.toLocaleString("en") + ")" }));
     const list = el("ol", { id: "chain-ops" });
     for (const e of ops.slice(0, 100)) {
-      list.append(el("li", { text: when(e.at) + " " + e.kind + " by " + actorLabel(e.actor) + " #" + e.id.slice(0, 10) + (e.ignored ? " (ignored: " + e.ignored + ")" : "") }));
+      list.append(el("li", { text: when(e.at) + " " + e.kind + " by " + actorLabel(e.actor) + " #" + e.id.slice(0, 10) + (e.signed ? " \u2713 " + e.signed : "") + (e.ignored ? " (ignored: " + e.ignored + ")" : "") }));
     }
     parts.push(list);
     if (ops.length > 100) parts.push(el("p", { cls: "muted", text: "and " + (ops.length - 100).toLocaleString("en") + " more (kapi context log --history lists them all)" }));
