@@ -139,7 +139,7 @@ impl Ledger {
             replaying: false,
             axes: self.fold.axes.clone(),
             settling: self.fold.settling,
-            signed: self.fold.signed.clone(),
+            signed: self.view_signed(&keep),
             trust: self.fold.trust.clone(),
             verdicts: Default::default(),
             // Finished: `finish` does nothing more.
@@ -151,6 +151,34 @@ impl Ledger {
             fold,
             view: true,
         }
+    }
+
+    /// Who signed what a reader of the view asks about: the records it
+    /// keeps (imports) and the decision that put each of their subjects
+    /// in force, not every signed decision of the log (a long log holds
+    /// thousands of keeps; the view is read by every check and hook).
+    fn view_signed(
+        &self,
+        keep: &[usize],
+    ) -> std::collections::BTreeMap<compact_str::CompactString, compact_str::CompactString> {
+        if self.fold.signed.is_empty() {
+            return Default::default();
+        }
+        let mut wanted = std::collections::BTreeSet::new();
+        for &i in keep {
+            wanted.insert(self.records[i].op_id());
+            if let Some(decided) = self.fold.states[i].as_ref().and_then(|s| s.decided_by) {
+                wanted.insert(decided);
+            }
+        }
+        self.fold
+            .signed
+            .iter()
+            .filter(|(id, _)| {
+                super::super::id::OpId::parse(id.as_str()).is_ok_and(|id| wanted.contains(&id))
+            })
+            .map(|(id, by)| (id.clone(), by.clone()))
+            .collect()
     }
 
     /// Take `added` into a reader's view when they are all check runs the
