@@ -492,11 +492,7 @@ impl Server {
                 Err(e) => return failed(e),
             };
             let at = &arrivals.since;
-            let entries: Vec<Value> = arrivals
-                .entries(&filter)
-                .into_iter()
-                .map(|e| e.to_json())
-                .collect();
+            let entries = arrivals.entries(&filter);
             let text = format!(
                 "{} operation(s) arrived after position {since}{}; the position is now {}",
                 entries.len(),
@@ -507,11 +503,7 @@ impl Server {
                 },
                 at.position
             );
-            return answer(
-                text,
-                json!({"position": at.position, "generation": at.generation,
-                       "restarted": at.restarted, "operations": entries}),
-            );
+            return answer(text, arrivals.document(&entries));
         }
         let ledger = match session.ledger() {
             Ok(l) => l,

@@ -198,6 +198,18 @@ impl Arrivals {
             .filter_map(|id| self.ledger.get(id));
         entries(&self.ledger, records, filter)
     }
+
+    /// The `--json` document (and the MCP tool's answer): the position,
+    /// its generation, whether it restarted, and `entries` (of
+    /// [`Arrivals::entries`]).
+    pub fn document(&self, entries: &[LogEntry<'_>]) -> serde_json::Value {
+        json!({
+            "position": self.since.position,
+            "generation": self.since.generation,
+            "restarted": self.since.restarted,
+            "operations": entries,
+        })
+    }
 }
 
 /// A new arrival record's generation: the call's randomness mixed with the

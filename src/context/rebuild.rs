@@ -114,7 +114,7 @@ pub fn rebuild(session: &Session) -> Result<Rebuilt, ContextError> {
     session.store.derive_for_writers(session.now_ms()?)?;
     // The arrival record is not derived, but where it is kept, where it
     // was brought up to is: bring it up to the log (checking it whole).
-    if session.store.kapi_dir().join("arrivals").exists() {
+    if session.store.keeps_arrivals() {
         let arrivals = super::log::Arrivals::read(session, 0, None)?;
         session.release(arrivals);
     }

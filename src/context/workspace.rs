@@ -320,13 +320,24 @@ impl WorkspaceRule {
 /// that is gone or cannot be read is passed over: another checkout's
 /// trouble never stops this one's check.
 pub(crate) fn rules_at(session: &Session, at: Option<i64>) -> Vec<WorkspaceRule> {
+    rules_of(session, &sharing_others(session), at)
+}
+
+/// Every other registered repository that shares with the workspace and
+/// is still a folder.
+fn sharing_others(session: &Session) -> Vec<Registered> {
     let here = checkout(session);
+    registered(session.env())
+        .into_iter()
+        .filter(|r| r.shares && r.path != here && r.path.is_dir())
+        .collect()
+}
+
+/// [`rules_at`] over the repositories `sharing`.
+fn rules_of(session: &Session, sharing: &[Registered], at: Option<i64>) -> Vec<WorkspaceRule> {
     let cache = cache_dir(session.env());
     let mut out = Vec::new();
-    for repo in registered(session.env()) {
-        if !repo.shares || repo.path == here || !repo.path.is_dir() {
-            continue;
-        }
+    for repo in sharing {
         // Two checkouts of one project hold the same operations: a rule
         // counts once, by its project and id.
         for rule in widened_in(&repo.path, at, cache.as_deref()) {
@@ -366,13 +377,9 @@ pub(crate) fn rebuild_cache(session: &Session) -> (usize, usize) {
             }
         }
     }
-    let here = checkout(session);
-    let read = registered(session.env())
-        .iter()
-        .filter(|r| r.shares && r.path != here && r.path.is_dir())
-        .count();
-    let _ = rules_at(session, None);
-    (removed, read)
+    let sharing = sharing_others(session);
+    let _ = rules_of(session, &sharing, None);
+    (removed, sharing.len())
 }
 
 /// The rules `path`'s log widens to the workspace and that answer at `at`.

@@ -29,7 +29,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::checkpoint::Tips;
+use super::checkpoint::{Tips, tips_hex};
 use super::lock::Lock;
 use super::{Store, StoreError};
 use crate::fsutil::{self, Links};
@@ -69,10 +69,6 @@ struct Caught {
     count: u64,
 }
 
-fn hex(tips: Tips) -> [Option<String>; 2] {
-    tips.map(|t| t.map(|t| t.to_hex().to_string()))
-}
-
 /// The file's contents, read and checked.
 struct Listed {
     generation: String,
@@ -82,6 +78,11 @@ struct Listed {
 }
 
 impl Store {
+    /// Whether this clone keeps an arrival record (a watcher has polled).
+    pub fn keeps_arrivals(&self) -> bool {
+        self.kapi_dir().join(NAME).exists()
+    }
+
     /// Bring the arrival record up to `held` (every operation the logs
     /// hold, in id order, read at or after `tips`), then say what arrived
     /// after `since` (of `generation`, if the caller names one).
@@ -99,8 +100,10 @@ impl Store {
         let listed = match caught {
             // The logs are where the record was last brought: its ids are
             // read as they are (each is checked against `held` below).
-            Some(c) if c.tips == hex(tips) && c.count == held.len() as u64 => read_listed(&dir)
-                .filter(|l| l.generation == c.generation && l.ids.len() == held.len()),
+            Some(c) if c.tips == tips_hex(tips) && c.count == held.len() as u64 => {
+                read_listed(&dir)
+                    .filter(|l| l.generation == c.generation && l.ids.len() == held.len())
+            }
             _ => None,
         };
         let listed = match listed {
@@ -194,7 +197,7 @@ impl Store {
         };
         let caught = Caught {
             generation: listed.generation.clone(),
-            tips: hex(tips),
+            tips: tips_hex(tips),
             count: listed.ids.len() as u64,
         };
         // Best effort: without it the next read compares sets again.

@@ -63,11 +63,16 @@ pub struct Header {
     pub bytes: (usize, u32),
 }
 
+/// Both tips as hex, as the derived files under `.git/kapi` record them.
+pub(super) fn tips_hex(tips: Tips) -> [Option<String>; 2] {
+    tips.map(|t| t.map(|t| t.to_hex().to_string()))
+}
+
 impl Header {
     pub fn new(tips: Tips, unreadable: usize, held: Vec<Record>) -> Self {
         Self {
             fingerprint: String::new(),
-            tips: tips.map(|t| t.map(|t| t.to_hex().to_string())),
+            tips: tips_hex(tips),
             unreadable,
             held,
             bytes: (0, 0),

@@ -76,6 +76,9 @@ fn a_signed_keep_binds_and_shows_its_signer() {
     assert_eq!(status_of(&repo, &rule), "established");
     let human = repo.kapi(&["context", "log"]).ok().stdout;
     assert!(human.contains("✓ ada@example.com"), "{human}");
+    // What arrived since a position reads the same way.
+    let arrived = repo.kapi(&["context", "log", "--since", "0"]).ok().stdout;
+    assert!(arrived.contains("✓ ada@example.com"), "{arrived}");
     repo.write("README.md", "Try Quick cast.\n");
     let check = repo.kapi(&["check", "README.md"]).code(1);
     assert!(

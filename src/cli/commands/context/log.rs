@@ -3,7 +3,7 @@
 use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
-use crate::context::log::{Arrivals, Filter, query};
+use crate::context::log::{Arrivals, Filter, LogEntry, query};
 use crate::ops::record::{Actor, Kind, Record};
 use crate::ops::{State, Status};
 use crate::wording::{count, noun};
@@ -122,14 +122,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             }
             out.exact(json.to_string())?;
         } else {
-            let mut line = human_line(entry.record, entry.state, session.actor());
-            if let Some(mark) = entry.signature_mark(session.trust().is_some()) {
-                line.push_str(&format!(" {mark}"));
-            }
-            if let Some(reason) = entry.ignored {
-                line.push_str(&format!(" [ignored: {reason}]"));
-            }
-            out.line(line)?;
+            out.line(entry_line(&entry, &session))?;
             for c in changes {
                 out.line(format!(
                     "    {} {} by #{}",
@@ -182,19 +175,10 @@ fn run_since(
         ));
     }
     if json {
-        out.json(&serde_json::json!({
-            "position": at.position,
-            "generation": at.generation,
-            "restarted": at.restarted,
-            "operations": entries,
-        }))?;
+        out.json(&arrivals.document(&entries))?;
     } else {
         for entry in &entries {
-            let mut line = human_line(entry.record, entry.state, session.actor());
-            if let Some(reason) = entry.ignored {
-                line.push_str(&format!(" [ignored: {reason}]"));
-            }
-            out.line(line)?;
+            out.line(entry_line(entry, session))?;
         }
         out.line(format!(
             "position {} (generation {}): `kapi context log --since {} --generation {}` lists what arrives next",
@@ -204,6 +188,19 @@ fn run_since(
     warn_unreadable(arrivals.unreadable);
     session.release(arrivals);
     Ok(Exit::Ok)
+}
+
+/// One entry of the log as a person reads it: its line, who signed it
+/// (where signatures are judged) and why the fold ignored it, if it did.
+fn entry_line(entry: &LogEntry, session: &crate::context::Session) -> String {
+    let mut line = human_line(entry.record, entry.state, session.actor());
+    if let Some(mark) = entry.signature_mark(session.trust().is_some()) {
+        line.push_str(&format!(" {mark}"));
+    }
+    if let Some(reason) = entry.ignored {
+        line.push_str(&format!(" [ignored: {reason}]"));
+    }
+    line
 }
 
 /// One operation as a line; what `reader` recorded is "you", a teammate's
