@@ -366,6 +366,10 @@ pub(crate) fn compile_error(err: CompileError, root: &Path) -> CliError {
             root.display()
         ))
         .with_hint("set `[vault] root` in kapi.toml or pass --root"),
+        // A permitted claim or its source is malformed: the caller's own
+        // data, named so it can be fixed.
+        CompileError::Vault(crate::vault::VaultError::Claim(e)) => CliError::usage(e.to_string())
+            .with_hint("fix the claim, its capture or its ledger (docs/vault.md, \"Claims\")"),
         CompileError::Vault(e) => CliError::store(e.to_string()),
         e @ (CompileError::Rank(_) | CompileError::ViewMismatch) => {
             CliError::new(Exit::Internal, e.to_string())

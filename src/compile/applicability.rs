@@ -212,6 +212,7 @@ fn evaluate_with(
         Kind::Decision => {}
         Kind::Source => return Applicability::not_decision("kind.source"),
         Kind::Note => return Applicability::not_decision("kind.note"),
+        Kind::Claim => return Applicability::not_decision("kind.claim"),
         // A type kapi does not know (or unreadable front matter): a
         // document that is not a governing decision.
         _ => return Applicability::not_decision("kind.unknown"),

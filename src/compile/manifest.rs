@@ -54,7 +54,7 @@ pub fn inputs(vault: &Vault) -> Value {
         }
         r.finish()
     };
-    json!({
+    let mut v = json!({
         "decision_log": {
             "rows": vault.decision_events.len(),
             "sha256": rows(&mut vault.decision_events.iter().map(|r| r.sha256.as_str())),
@@ -71,6 +71,40 @@ pub fn inputs(vault: &Vault) -> Value {
             "sha256": rows(&mut vault.reviews.iter().map(|r| r.sha256.as_str())),
             "state": log_state(vault.review_log),
         },
+    });
+    // Only a view holding claims binds them, so a vault without claims
+    // keeps its bytes.
+    if !vault.claims.is_empty() || !vault.withheld_claims.is_empty() {
+        v["claims"] = claims(vault);
+    }
+    v
+}
+
+/// The released claims' sources: for each, its path, pinned capture
+/// digest (checked against the capture's bytes), latest observed digest
+/// and the digest of its full ledger, so a new observation makes an
+/// artifact stale even when the bytes return to an earlier version. Withheld
+/// claims are counted, never hashed.
+fn claims(vault: &Vault) -> Value {
+    let mut r = Running::default();
+    for (i, c) in &vault.claims {
+        let latest = c.sources.observations.last().map_or("", |o| o.sha256.as_str());
+        for part in [
+            vault.notes[*i].path.as_str(),
+            c.payload.capture.as_str(),
+            latest,
+            c.sources.ledger_path.as_str(),
+            c.sources.ledger_sha256.as_deref().unwrap_or("absent"),
+        ] {
+            r.add(part.as_bytes());
+            r.add(b"\0");
+        }
+        r.add(b"\n");
+    }
+    json!({
+        "released": vault.claims.len(),
+        "sha256": r.finish(),
+        "withheld": vault.withheld_claims.len(),
     })
 }
 

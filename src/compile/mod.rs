@@ -18,6 +18,7 @@ pub(crate) mod report;
 pub(crate) mod request;
 pub(crate) mod select;
 pub mod verify;
+pub mod verify_claim;
 
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ use super::applicability::{Applicability, Lookups};
 use super::history;
 use super::select::{Rec, SelectedBy, title};
 use crate::digest::sha256_hex;
+use crate::vault::claim;
 use crate::vault::evidence::{EvidenceState, is_evidence_id};
 use crate::vault::{Kind, Status, Vault};
 
@@ -45,8 +46,7 @@ pub fn contexts(
                     .map(|l| json!({ "rel": l.rel, "target": l.target }))
                     .collect();
                 let status = (note.meta.kind == Kind::Decision).then(|| note.meta.status.as_str());
-                Context {
-                    value: json!({
+                let mut value = json!({
                         "applicability": applicability[i].to_json(as_of),
                         "body": "",
                         "content_bytes": note.body().len(),
@@ -64,9 +64,11 @@ pub fn contexts(
                         "sensitivity": note.meta.sensitivity.as_str(),
                         "status": status,
                         "title": title(vault, *rec),
-                    }),
-                    body,
+                });
+                if let Some(c) = vault.claims.get(&i) {
+                    value["claim"] = claim_record(note.meta.id.as_deref(), c);
                 }
+                Context { value, body }
             }
             Rec::Evidence(i) => {
                 let row = &vault.evidence[i];
@@ -99,6 +101,20 @@ pub fn contexts(
             }
         })
         .collect()
+}
+
+/// A released claim's record: its id beside the payload's bound parts (the
+/// statement and the quotes are in the body).
+fn claim_record(id: Option<&str>, c: &crate::vault::claim::Claim) -> Value {
+    json!({
+        "capture": c.payload.capture,
+        "claim_id": id,
+        "evidence": c.payload.evidence,
+        "ledger": c.sources.ledger_path,
+        "observations": c.sources.observations.len(),
+        "quotes": c.payload.quotes.len(),
+        "source": c.payload.source,
+    })
 }
 
 /// One citation per context: what it is and the hash of what was read.
@@ -154,6 +170,22 @@ pub fn warnings(
             }
             Rec::Note(i) => {
                 let note = &vault.notes[i];
+                // A selected released claim, and every released claim a
+                // selected decision links to: how its source was observed.
+                let mut claims: Vec<usize> = Vec::new();
+                if vault.claims.contains_key(&i) {
+                    claims.push(i);
+                }
+                if note.meta.kind == Kind::Decision {
+                    claims.extend(note.meta.links.iter().filter_map(|l| {
+                        lookups.note(&l.target).filter(|j| vault.claims.contains_key(j))
+                    }));
+                }
+                for j in claims {
+                    for o in claim::observed(&vault.claims[&j], as_of) {
+                        set.insert((o.code(), Some(vault.notes[j].path.clone())));
+                    }
+                }
                 for link in note.meta.links.iter().filter(|l| is_evidence_id(&l.target)) {
                     let path = Some(format!("evidence:{}", link.target));
                     match lookups

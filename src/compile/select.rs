@@ -78,6 +78,17 @@ pub fn select(
             }
             None => match by_path.get(t) {
                 Some(rec) => *rec,
+                // A permitted claim whose evidence is not all granted: its
+                // payload stays withheld, and it says so.
+                None if vault
+                    .withheld_claims
+                    .iter()
+                    .any(|c| c.path == t || c.id.as_deref() == Some(t)) =>
+                {
+                    out.omissions
+                        .push(json!({ "reason": "withheld_claim", "target": t }));
+                    continue;
+                }
                 None if vault.log_paths.iter().any(|p| p == t) => {
                     out.omissions
                         .push(json!({ "reason": "withheld_log", "target": t }));
@@ -112,7 +123,8 @@ pub fn select(
         let Some(id) = &note.meta.id else { continue };
         let eligible = match note.meta.kind {
             Kind::Decision => applicability[i].premise(),
-            Kind::Source | Kind::Note => true,
+            // Only released claims are notes of the view.
+            Kind::Source | Kind::Note | Kind::Claim => true,
             _ => false,
         };
         if eligible && by_id.get(id.as_str()).is_some_and(|v| v.len() == 1) {
@@ -208,6 +220,12 @@ fn graph(vault: &Vault, corpus: &[Rec]) -> Result<Graph, Scope> {
         match *rec {
             Rec::Note(i) => {
                 let meta = &vault.notes[i].meta;
+                // A released claim's evidence, as a decision's citation.
+                for e in vault.claims.get(&i).map_or(&[][..], |c| &c.payload.evidence) {
+                    if let Some(&j) = by_id.get(e.as_str()) {
+                        graph.add(k, j, Edge::Evidence)?;
+                    }
+                }
                 for old in &meta.supersedes {
                     if let Some(&j) = by_id.get(old.as_str()) {
                         graph.add(k, j, Edge::Supersedes)?;

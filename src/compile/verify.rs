@@ -301,7 +301,7 @@ fn compare(old: &Value, fresh: &Compiled) -> Vec<&'static str> {
     }
     let (om, nm) = (&old["manifest"], &new["manifest"]);
     let mut reasons = Vec::new();
-    let checks: [(&str, &Value, &Value, &'static str); 9] = [
+    let checks: [(&str, &Value, &Value, &'static str); 10] = [
         (
             "as_of",
             &om["as_of"],
@@ -339,6 +339,12 @@ fn compare(old: &Value, fresh: &Compiled) -> Vec<&'static str> {
             &om["inputs"]["decision_log"],
             &nm["inputs"]["decision_log"],
             "decision_log_changed",
+        ),
+        (
+            "claims",
+            &om["inputs"]["claims"],
+            &nm["inputs"]["claims"],
+            "sources_changed",
         ),
         (
             "selections",

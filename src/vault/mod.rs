@@ -5,6 +5,7 @@
 //! classified through a bounded prefix first; a denied file's body is never
 //! read, and nothing of it (bytes, title, path) leaves this module.
 
+pub mod claim;
 pub mod date;
 pub mod evidence;
 pub mod frontmatter;
@@ -17,7 +18,7 @@ pub(crate) mod sensitivity;
 pub mod table;
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use crate::digest::sha256_hex;
@@ -39,6 +40,10 @@ pub enum VaultError {
     Unreadable,
     #[error("read_cap_exceeded: a permitted vault file exceeds the 16 MiB read cap")]
     TooLarge,
+    /// A permitted claim or one of its released sources is malformed: it
+    /// fails closed, naming the file (one the caller may see).
+    #[error("{0}")]
+    Claim(#[from] claim::ClaimError),
 }
 
 /// One permitted note outside the raw logs.
@@ -101,6 +106,11 @@ pub(crate) struct Vault {
     pub register: LogState,
     pub review_log: LogState,
     pub decision_log: LogState,
+    /// The released claims, by their index in `notes`.
+    pub claims: BTreeMap<usize, claim::Claim>,
+    /// Permitted claims whose payload stays withheld (an E-ID outside the
+    /// caller's evidence view): not notes, never read further or hashed.
+    pub withheld_claims: Vec<claim::Withheld>,
     /// The grant, scope and layout this view was loaded with.
     pub(crate) loaded_with: (Grant, Narrowing, Layout),
 }
@@ -305,26 +315,40 @@ pub(crate) fn load_with_layout(
             sha256,
         });
     }
-    let note_paths: BTreeSet<String> = vault.notes.iter().map(|n| n.path.clone()).collect();
     let (mut reviews, mut events, mut evidence) = (Vec::new(), Vec::new(), Vec::new());
-    for (kind, floor, path, bytes, offset) in &logs {
-        let body = String::from_utf8_lossy(&bytes[*offset..]);
-        // Hidden rows are dropped while parsing, so they never count
-        // toward the table's row cap.
-        let t = table::parse_kept(&body, |columns, row| {
-            let label = columns.iter().position(|c| c == "sensitivity");
-            grant.permits(Sensitivity::of_row(*floor, label.map(|c| row[c].as_str())))
-        });
+    let tables: Vec<(Kind, Sensitivity, &str, table::Table)> = logs
+        .iter()
+        .map(|(kind, floor, path, bytes, offset)| {
+            let body = String::from_utf8_lossy(&bytes[*offset..]);
+            // Hidden rows are dropped while parsing, so they never count
+            // toward the table's row cap.
+            let t = table::parse_kept(&body, |columns, row| {
+                let label = columns.iter().position(|c| c == "sensitivity");
+                grant.permits(Sensitivity::of_row(*floor, label.map(|c| row[c].as_str())))
+            });
+            (*kind, *floor, path.as_str(), t)
+        })
+        .collect();
+    for (_, floor, path, t) in tables.iter().filter(|t| t.0 == Kind::EvidenceRegister) {
+        evidence.extend(evidence::project(
+            t,
+            *floor,
+            path,
+            grant,
+            scope.evidence.as_ref(),
+        ));
+    }
+    vault.evidence = evidence::resolve_replacements(evidence);
+    // Claims, once the caller's evidence view is known: released ones keep
+    // their note and bind their sources; withheld ones leave the notes
+    // before anything else (reviews, hashes, ranking) sees them.
+    release_claims(root, &mut vault)?;
+    let note_paths: BTreeSet<String> = vault.notes.iter().map(|n| n.path.clone()).collect();
+    for (kind, floor, _, t) in &tables {
         match kind {
-            Kind::EvidenceRegister => evidence.extend(evidence::project(
-                &t,
-                *floor,
-                path,
-                grant,
-                scope.evidence.as_ref(),
-            )),
+            Kind::EvidenceRegister => {}
             Kind::ReviewLog => reviews.extend(review::select(
-                &t,
+                t,
                 *floor,
                 grant,
                 "outcome",
@@ -332,7 +356,7 @@ pub(crate) fn load_with_layout(
                 &note_paths,
             )),
             _ => events.extend(review::select(
-                &t,
+                t,
                 *floor,
                 grant,
                 "event",
@@ -341,10 +365,51 @@ pub(crate) fn load_with_layout(
             )),
         }
     }
-    vault.evidence = evidence::resolve_replacements(evidence);
     vault.reviews = review::finish(reviews);
     vault.decision_events = review::finish(events);
     Ok(vault)
+}
+
+/// Decide each permitted claim: malformed fails closed; released when
+/// every E-ID it names is in the filtered evidence view (then, and only
+/// then, its capture and ledger are opened); otherwise withheld.
+fn release_claims(root: &Path, vault: &mut Vault) -> Result<(), VaultError> {
+    if !vault.notes.iter().any(|n| n.meta.kind == Kind::Claim) {
+        return Ok(());
+    }
+    let mut rows: HashMap<&str, Vec<&EvidenceRow>> = HashMap::new();
+    for row in &vault.evidence {
+        rows.entry(&row.id).or_default().push(row);
+    }
+    let mut decided = Vec::new();
+    for note in &vault.notes {
+        if note.meta.kind != Kind::Claim {
+            decided.push(None);
+            continue;
+        }
+        let payload = claim::parse(&note.path, &note.bytes, note.body_offset)?;
+        decided.push(Some(
+            claim::releasable(&payload, &rows).then_some(payload),
+        ));
+    }
+    let notes = std::mem::take(&mut vault.notes);
+    for (note, decided) in notes.into_iter().zip(decided) {
+        match decided {
+            None => vault.notes.push(note),
+            Some(None) => vault.withheld_claims.push(claim::Withheld {
+                path: note.path,
+                id: note.meta.id,
+            }),
+            Some(Some(payload)) => {
+                let sources = claim::bind_sources(root, &payload)?;
+                vault
+                    .claims
+                    .insert(vault.notes.len(), claim::Claim { payload, sources });
+                vault.notes.push(note);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn log_state(vault: &mut Vault, kind: Kind) -> &mut LogState {

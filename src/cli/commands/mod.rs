@@ -22,6 +22,7 @@ pub mod mcp;
 pub mod store;
 pub mod trust;
 pub mod vault_args;
+pub mod verify_claim;
 pub mod verify_context;
 pub mod workspace;
 
@@ -38,6 +39,8 @@ pub enum Command {
     CompileContext(compile_context::Args),
     /// Say whether a compiled context is current, stale or refused.
     VerifyContext(verify_context::Args),
+    /// Check a claim's quotes against its capture's bytes (byte anchors).
+    VerifyClaim(verify_claim::Args),
     /// Maintain the operation store: export, import, doctor.
     Store(store::Args),
     /// Install, inspect and remove the git and agent hooks.
@@ -155,6 +158,7 @@ pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
         Command::Apply(args) => apply::run(args, ctx),
         Command::CompileContext(args) => compile_context::run(args, ctx),
         Command::VerifyContext(args) => verify_context::run(args, ctx),
+        Command::VerifyClaim(args) => verify_claim::run(args, ctx),
         Command::Store(args) => store::run(args, ctx),
         Command::Hooks(args) => hooks::run(args, ctx),
         Command::Trust(args) => trust::run(args, ctx),
