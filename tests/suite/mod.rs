@@ -7,6 +7,7 @@ mod atlas_page;
 mod axes;
 mod check;
 mod check_fix;
+mod claims;
 mod compiled_context;
 mod context;
 mod conventions;
