@@ -88,7 +88,11 @@ pub fn inputs(vault: &Vault) -> Value {
 fn claims(vault: &Vault) -> Value {
     let mut r = Running::default();
     for (i, c) in &vault.claims {
-        let latest = c.sources.observations.last().map_or("", |o| o.sha256.as_str());
+        let latest = c
+            .sources
+            .observations
+            .last()
+            .map_or("", |o| o.sha256.as_str());
         for part in [
             vault.notes[*i].path.as_str(),
             c.payload.capture.as_str(),

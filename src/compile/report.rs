@@ -178,7 +178,9 @@ pub fn warnings(
                 }
                 if note.meta.kind == Kind::Decision {
                     claims.extend(note.meta.links.iter().filter_map(|l| {
-                        lookups.note(&l.target).filter(|j| vault.claims.contains_key(j))
+                        lookups
+                            .note(&l.target)
+                            .filter(|j| vault.claims.contains_key(j))
                     }));
                 }
                 for j in claims {

@@ -221,7 +221,11 @@ fn graph(vault: &Vault, corpus: &[Rec]) -> Result<Graph, Scope> {
             Rec::Note(i) => {
                 let meta = &vault.notes[i].meta;
                 // A released claim's evidence, as a decision's citation.
-                for e in vault.claims.get(&i).map_or(&[][..], |c| &c.payload.evidence) {
+                for e in vault
+                    .claims
+                    .get(&i)
+                    .map_or(&[][..], |c| &c.payload.evidence)
+                {
                     if let Some(&j) = by_id.get(e.as_str()) {
                         graph.add(k, j, Edge::Evidence)?;
                     }

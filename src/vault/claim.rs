@@ -131,7 +131,8 @@ pub fn parse(path: &str, bytes: &[u8], body_offset: usize) -> Result<Payload, Cl
             "a claim must declare `sensitivity: restricted` (it is restricted whatever it declares)",
         ));
     }
-    let body = std::str::from_utf8(&bytes[body_offset..]).map_err(|_| bad("its body is not UTF-8"))?;
+    let body =
+        std::str::from_utf8(&bytes[body_offset..]).map_err(|_| bad("its body is not UTF-8"))?;
     let mut blocks = Vec::new();
     let mut inside: Option<String> = None;
     for event in Parser::new(body) {
@@ -184,7 +185,10 @@ fn check(p: &Payload) -> Result<(), String> {
         return Err("`capture` is not a SHA-256 (64 lower-case hex digits)".into());
     }
     if !valid_id(&p.source) {
-        return Err(format!("`source` {:?} is not a source name (a letter, then letters, digits, `-`, `_`, `.`)", p.source));
+        return Err(format!(
+            "`source` {:?} is not a source name (a letter, then letters, digits, `-`, `_`, `.`)",
+            p.source
+        ));
     }
     if p.quotes.len() > MAX_QUOTES {
         return Err(format!("more than {MAX_QUOTES} quotes"));
@@ -281,7 +285,10 @@ pub fn parse_ledger(raw: &[u8]) -> Result<Vec<Observation>, String> {
         let o: Observation = serde_json::from_str(line)
             .map_err(|e| format!("line {}: not an observation ({e})", n + 1))?;
         if super::date::parse(&o.observed).is_none() {
-            return Err(format!("line {}: `observed` is not a YYYY-MM-DD date", n + 1));
+            return Err(format!(
+                "line {}: `observed` is not a YYYY-MM-DD date",
+                n + 1
+            ));
         }
         if !is_hex64(&o.sha256) {
             return Err(format!("line {}: `sha256` is not a SHA-256", n + 1));
@@ -323,7 +330,10 @@ pub fn observed(claim: &Claim, as_of: &str) -> Vec<Observed> {
     if obs.iter().any(|o| o.observed.as_str() > as_of) {
         out.push(Observed::Future);
     }
-    let seen: Vec<&Observation> = obs.iter().filter(|o| o.observed.as_str() <= as_of).collect();
+    let seen: Vec<&Observation> = obs
+        .iter()
+        .filter(|o| o.observed.as_str() <= as_of)
+        .collect();
     if !seen.iter().any(|o| o.sha256 == claim.payload.capture) {
         out.push(Observed::Unknown);
     }
@@ -352,11 +362,15 @@ mod tests {
     const CAP: &str = "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae";
 
     fn note(label: &str, payload: &str) -> String {
-        format!("---\nid: C-001\ntype: claim\nsensitivity: {label}\n---\nProse.\n\n```claim\n{payload}```\n")
+        format!(
+            "---\nid: C-001\ntype: claim\nsensitivity: {label}\n---\nProse.\n\n```claim\n{payload}```\n"
+        )
     }
 
     fn good() -> String {
-        format!("claim = \"x\"\nevidence = [\"E-001\"]\ncapture = \"{CAP}\"\nsource = \"site\"\n[[quotes]]\ntext = \"foo\"\nstart = 0\nend = 3\n")
+        format!(
+            "claim = \"x\"\nevidence = [\"E-001\"]\ncapture = \"{CAP}\"\nsource = \"site\"\n[[quotes]]\ntext = \"foo\"\nstart = 0\nend = 3\n"
+        )
     }
 
     fn parse_text(text: &str) -> Result<Payload, ClaimError> {
@@ -375,16 +389,34 @@ mod tests {
     fn malformed_claims_say_what_is_wrong() {
         let cases = [
             (note("public", &good()), "sensitivity: restricted"),
-            (note("restricted", &good().replace("[\"E-001\"]", "[]")), "names no evidence"),
-            (note("restricted", &good().replace("E-001", "X-1")), "not an evidence id"),
-            (note("restricted", &good().replace(CAP, "abc")), "not a SHA-256"),
-            (note("restricted", &format!("{}extra = 1\n", good())), "not a claim payload"),
-            (note("restricted", &good().replace("end = 3", "end = 4")), "anchors"),
+            (
+                note("restricted", &good().replace("[\"E-001\"]", "[]")),
+                "names no evidence",
+            ),
+            (
+                note("restricted", &good().replace("E-001", "X-1")),
+                "not an evidence id",
+            ),
+            (
+                note("restricted", &good().replace(CAP, "abc")),
+                "not a SHA-256",
+            ),
+            (
+                note("restricted", &format!("{}extra = 1\n", good())),
+                "not a claim payload",
+            ),
+            (
+                note("restricted", &good().replace("end = 3", "end = 4")),
+                "anchors",
+            ),
             (
                 "---\nid: C-001\ntype: claim\nsensitivity: restricted\n---\nno payload\n".into(),
                 "no fenced",
             ),
-            (format!("{}\n```claim\n{}```\n", note("restricted", &good()), good()), "more than one"),
+            (
+                format!("{}\n```claim\n{}```\n", note("restricted", &good()), good()),
+                "more than one",
+            ),
         ];
         for (text, want) in cases {
             let err = parse_text(&text).unwrap_err().to_string();
@@ -424,7 +456,11 @@ mod tests {
         // A -> B -> A: back to the pinned bytes, nothing to warn about.
         assert_eq!(
             observed(
-                &claim(&[("2026-01-01", CAP), ("2026-02-01", &other), ("2026-03-01", CAP)]),
+                &claim(&[
+                    ("2026-01-01", CAP),
+                    ("2026-02-01", &other),
+                    ("2026-03-01", CAP)
+                ]),
                 day
             ),
             []

@@ -388,9 +388,7 @@ fn release_claims(root: &Path, vault: &mut Vault) -> Result<(), VaultError> {
             continue;
         }
         let payload = claim::parse(&note.path, &note.bytes, note.body_offset)?;
-        decided.push(Some(
-            claim::releasable(&payload, &rows).then_some(payload),
-        ));
+        decided.push(Some(claim::releasable(&payload, &rows).then_some(payload)));
     }
     let notes = std::mem::take(&mut vault.notes);
     for (note, decided) in notes.into_iter().zip(decided) {

@@ -14,7 +14,8 @@ use serde_json::Value;
 use crate::common::TestEnv;
 
 const TODAY: &str = "2026-11-30";
-const CAPTURE_A: &str = "Outage report 2025.\nThere were two outages in 2025, both after unreviewed changes.\n";
+const CAPTURE_A: &str =
+    "Outage report 2025.\nThere were two outages in 2025, both after unreviewed changes.\n";
 const CAPTURE_B: &str = "Outage report 2025 (revised).\nThere were three outages in 2025.\n";
 const SURVEY: &str = "Survey: reviewers catch risky changes.\n";
 const REGISTER: &str = "---\ntype: evidence_register\nsensitivity: public\n---\n| id | sensitivity | state | title | summary |\n|-|-|-|-|-|\n| E-001 | public | active | Outage report 2025 | Two outages |\n| E-002 | confidential | active | Reviewer survey | Survey |\n";
@@ -158,7 +159,12 @@ fn a_claim_is_released_with_all_its_evidence() {
     assert_eq!(c["claim"]["evidence"], serde_json::json!(["E-001"]));
     assert_eq!(c["claim"]["capture"], sha256_hex(CAPTURE_A.as_bytes()));
     assert_eq!(c["claim"]["observations"], 1);
-    assert!(c["body"].as_str().unwrap().contains("text = \"two outages\""));
+    assert!(
+        c["body"]
+            .as_str()
+            .unwrap()
+            .contains("text = \"two outages\"")
+    );
     assert_eq!(
         v["manifest"]["inputs"]["claims"]["released"], 2,
         "{}",
@@ -198,7 +204,11 @@ fn every_ranker_finds_released_claims_and_none_finds_withheld_ones() {
         let (_, v) = compiled(&env, &args);
         assert!(ids(&v).is_empty(), "{ranking}: {v}");
         assert_eq!(v["manifest"]["inputs"]["claims"]["withheld"], 1);
-        assert!(!serde_json::to_string(&v).unwrap().contains("zebrafish risks"));
+        assert!(
+            !serde_json::to_string(&v)
+                .unwrap()
+                .contains("zebrafish risks")
+        );
     }
     // Hybrid: the claim's evidence is an edge, so E-001 reaches the claim.
     let args = [
@@ -220,13 +230,23 @@ fn a_path_grant_alone_does_not_release_a_claim() {
     // restricted permits the note, but E-002 is confidential: withheld.
     let (code, out, err) = compile(
         &env,
-        &["C-002", "C-002-survey.md", "C-001", "--allow", "public,restricted"],
+        &[
+            "C-002",
+            "C-002-survey.md",
+            "C-001",
+            "--allow",
+            "public,restricted",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(ids(&v), ["C-001"]);
     let omissions = v["omissions"].to_string();
-    assert_eq!(omissions.matches("withheld_claim").count(), 2, "{omissions}");
+    assert_eq!(
+        omissions.matches("withheld_claim").count(),
+        2,
+        "{omissions}"
+    );
     assert_eq!(v["manifest"]["inputs"]["claims"]["withheld"], 1);
     assert_eq!(v["manifest"]["inputs"]["claims"]["released"], 1);
     // A grant of restricted alone leaves out the (public) register: no
@@ -257,7 +277,9 @@ fn claims_are_restricted_whatever_they_declare() {
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty());
     assert!(
-        err.contains("malformed_claim: C-001-outages.md: a claim must declare `sensitivity: restricted`"),
+        err.contains(
+            "malformed_claim: C-001-outages.md: a claim must declare `sensitivity: restricted`"
+        ),
         "{err}"
     );
 }
@@ -268,9 +290,18 @@ fn malformed_claims_fail_closed_naming_the_file() {
     let good = payload("\"E-001\"", CAPTURE_A, "outage-report", "two outages", at);
     let cases: [(String, &str); 5] = [
         (good.replace("[\"E-001\"]", "[]"), "names no evidence"),
-        (good.replace("E-001", "E-1x"), "\"E-1x\" in `evidence` is not an evidence id"),
-        (format!("{good}reviewer = \"Ana\"\n"), "its payload is not a claim payload"),
-        (good.replace("start = ", "start = 1"), "anchors that do not span its text"),
+        (
+            good.replace("E-001", "E-1x"),
+            "\"E-1x\" in `evidence` is not an evidence id",
+        ),
+        (
+            format!("{good}reviewer = \"Ana\"\n"),
+            "its payload is not a claim payload",
+        ),
+        (
+            good.replace("start = ", "start = 1"),
+            "anchors that do not span its text",
+        ),
         ("claim = ".to_string(), "its payload is not a claim payload"),
     ];
     for (text, want) in cases {
@@ -282,7 +313,13 @@ fn malformed_claims_fail_closed_naming_the_file() {
         for ranking in ["substring", "hybrid"] {
             let (code, out, err) = compile(
                 &env,
-                &["D-001", "--ranking", ranking, "--max-sensitivity", "restricted"],
+                &[
+                    "D-001",
+                    "--ranking",
+                    ranking,
+                    "--max-sensitivity",
+                    "restricted",
+                ],
             );
             assert_eq!(code, 2, "{err}");
             assert!(out.is_empty(), "nothing is compiled");
@@ -291,25 +328,37 @@ fn malformed_claims_fail_closed_naming_the_file() {
             assert!(err.contains("hint:"), "{err}");
         }
         // verify-claim reads the same view and fails closed the same way.
-        let (code, _, err) = run(&env, &["verify-claim", "C-002", "--max-sensitivity", "restricted"]);
+        let (code, _, err) = run(
+            &env,
+            &["verify-claim", "C-002", "--max-sensitivity", "restricted"],
+        );
         assert_eq!(code, 2, "{err}");
     }
     // Two payloads, and none.
     let env = vault();
     env.write(
         "decisions/C-001-outages.md",
-        &format!("{}\n```claim\n{good}```\n", claim_note("C-001", "restricted", "O", &good)),
+        &format!(
+            "{}\n```claim\n{good}```\n",
+            claim_note("C-001", "restricted", "O", &good)
+        ),
     );
     let (code, _, err) = compile(&env, &["D-001", "--max-sensitivity", "restricted"]);
     assert_eq!(code, 2);
-    assert!(err.contains("more than one fenced ```claim payload"), "{err}");
+    assert!(
+        err.contains("more than one fenced ```claim payload"),
+        "{err}"
+    );
     env.write(
         "decisions/C-001-outages.md",
         "---\nid: C-001\ntype: claim\nsensitivity: restricted\n---\nNo payload.\n",
     );
     let (code, _, err) = compile(&env, &["D-001", "--max-sensitivity", "restricted"]);
     assert_eq!(code, 2);
-    assert!(err.contains("C-001-outages.md: it has no fenced ```claim payload"), "{err}");
+    assert!(
+        err.contains("C-001-outages.md: it has no fenced ```claim payload"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -322,13 +371,18 @@ fn corrupt_sources_of_a_released_claim_refuse_the_compilation() {
     assert!(out.is_empty());
     let name = sha256_hex(CAPTURE_A.as_bytes());
     assert!(
-        err.contains(&format!("claim_source_corrupt: captures/{name}: the capture's bytes do not hash to its name")),
+        err.contains(&format!(
+            "claim_source_corrupt: captures/{name}: the capture's bytes do not hash to its name"
+        )),
         "{err}"
     );
     std::fs::remove_file(env.join(&cap)).unwrap();
     let (code, _, err) = compile(&env, &["D-001", "--max-sensitivity", "restricted"]);
     assert_eq!(code, 2);
-    assert!(err.contains("the capture the claim names is not there"), "{err}");
+    assert!(
+        err.contains("the capture the claim names is not there"),
+        "{err}"
+    );
     env.write(&cap, CAPTURE_A);
     env.write(
         "decisions/captures/outage-report.observations.jsonl",
@@ -350,7 +404,14 @@ fn verify(env: &TestEnv, artifact: &[u8]) -> (i32, Value) {
     std::fs::write(env.join("ctx.json"), artifact).unwrap();
     let (code, out, err) = run(
         env,
-        &["verify-context", "ctx.json", "--today", TODAY, "--max-sensitivity", "restricted"],
+        &[
+            "verify-context",
+            "ctx.json",
+            "--today",
+            TODAY,
+            "--max-sensitivity",
+            "restricted",
+        ],
     );
     assert!(code == 0 || code == 1, "{err}");
     (code, serde_json::from_slice(&out).unwrap())
@@ -373,7 +434,10 @@ fn a_new_observation_makes_a_context_stale_even_a_to_b_to_a() {
     let (_, v) = compiled(&env, &args);
     assert_eq!(
         source_warnings(&v),
-        [("compiled.source_observation_changed".into(), "C-001-outages.md".into())]
+        [(
+            "compiled.source_observation_changed".into(),
+            "C-001-outages.md".into()
+        )]
     );
     // A again: the same bytes as at first, and still stale.
     text += &observation("2026-03-01", CAPTURE_A);
@@ -440,7 +504,12 @@ fn run_bounded(env: &TestEnv, args: &[&str]) -> (i32, String) {
         if let Some(status) = child.try_wait().unwrap() {
             let mut err = String::new();
             use std::io::Read;
-            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
             return (status.code().unwrap_or(-1), err);
         }
         if start.elapsed() > Duration::from_secs(60) {
@@ -497,7 +566,14 @@ fn a_withheld_claims_sources_are_never_opened() {
     // the sources above were in the path that would have been opened.
     let (code, err) = run_bounded(
         &env,
-        &["compile-context", "C-002", "--today", TODAY, "--max-sensitivity", "restricted"],
+        &[
+            "compile-context",
+            "C-002",
+            "--today",
+            TODAY,
+            "--max-sensitivity",
+            "restricted",
+        ],
     );
     assert_eq!(code, 2);
     assert!(err.contains("the capture is not a regular file"), "{err}");
@@ -506,7 +582,10 @@ fn a_withheld_claims_sources_are_never_opened() {
 #[test]
 fn verify_claim_checks_quotes_against_the_capture_bytes() {
     let env = vault();
-    let (code, out, err) = run(&env, &["verify-claim", "C-001", "--max-sensitivity", "restricted"]);
+    let (code, out, err) = run(
+        &env,
+        &["verify-claim", "C-001", "--max-sensitivity", "restricted"],
+    );
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["format"], "kapi.claim-verification/v1");
@@ -515,28 +594,54 @@ fn verify_claim_checks_quotes_against_the_capture_bytes() {
     assert_eq!(v["quotes"][0]["status"], "match");
     assert_eq!(v["execution_authorized"], false);
     // By path too.
-    let (code, _, _) = run(&env, &["verify-claim", "C-001-outages.md", "--max-sensitivity", "restricted"]);
+    let (code, _, _) = run(
+        &env,
+        &[
+            "verify-claim",
+            "C-001-outages.md",
+            "--max-sensitivity",
+            "restricted",
+        ],
+    );
     assert_eq!(code, 0);
     // Anchors one byte off: the bytes there are not the quote.
     let at = CAPTURE_A.find("two outages").unwrap();
-    let shifted = payload("\"E-001\"", CAPTURE_A, "outage-report", "two outages", at + 1);
+    let shifted = payload(
+        "\"E-001\"",
+        CAPTURE_A,
+        "outage-report",
+        "two outages",
+        at + 1,
+    );
     env.write(
         "decisions/C-001-outages.md",
         &claim_note("C-001", "restricted", "Outages", &shifted),
     );
-    let (code, out, _) = run(&env, &["verify-claim", "C-001", "--max-sensitivity", "restricted"]);
+    let (code, out, _) = run(
+        &env,
+        &["verify-claim", "C-001", "--max-sensitivity", "restricted"],
+    );
     assert_eq!(code, 1);
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["status"], "failed");
     assert_eq!(v["reasons"], serde_json::json!(["quote_mismatch"]));
     assert_eq!(v["quotes"][0]["status"], "mismatch");
     // Past the end of the capture.
-    let far = payload("\"E-001\"", CAPTURE_A, "outage-report", "two outages", 10_000);
+    let far = payload(
+        "\"E-001\"",
+        CAPTURE_A,
+        "outage-report",
+        "two outages",
+        10_000,
+    );
     env.write(
         "decisions/C-001-outages.md",
         &claim_note("C-001", "restricted", "Outages", &far),
     );
-    let (code, out, _) = run(&env, &["verify-claim", "C-001", "--max-sensitivity", "restricted"]);
+    let (code, out, _) = run(
+        &env,
+        &["verify-claim", "C-001", "--max-sensitivity", "restricted"],
+    );
     assert_eq!(code, 1);
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["quotes"][0]["status"], "out_of_range");
@@ -544,7 +649,10 @@ fn verify_claim_checks_quotes_against_the_capture_bytes() {
     for (args, reason) in [
         (&["C-002", "--allow", "public,restricted"][..], "withheld"),
         (&["C-001"][..], "not_found"),
-        (&["C-404", "--max-sensitivity", "restricted"][..], "not_found"),
+        (
+            &["C-404", "--max-sensitivity", "restricted"][..],
+            "not_found",
+        ),
     ] {
         let mut all = vec!["verify-claim"];
         all.extend_from_slice(args);
@@ -560,7 +668,15 @@ fn claims_golden_bytes() {
     let env = vault();
     let (out, v) = compiled(
         &env,
-        &["D-001", "--query", "outages", "--ranking", "bm25", "--max-sensitivity", "restricted"],
+        &[
+            "D-001",
+            "--query",
+            "outages",
+            "--ranking",
+            "bm25",
+            "--max-sensitivity",
+            "restricted",
+        ],
     );
     assert_eq!(ids(&v)[0], "D-001");
     assert!(ids(&v).contains(&"C-001"));
@@ -579,7 +695,17 @@ fn claims_golden_bytes() {
     let max = (out.len() / 3).to_string();
     let (code, small, _) = compile(
         &env,
-        &["D-001", "--query", "outages", "--ranking", "bm25", "--max-sensitivity", "restricted", "--max-bytes", &max],
+        &[
+            "D-001",
+            "--query",
+            "outages",
+            "--ranking",
+            "bm25",
+            "--max-sensitivity",
+            "restricted",
+            "--max-bytes",
+            &max,
+        ],
     );
     assert!(code == 0 || code == 3);
     assert!(small.len() <= out.len() / 3);
