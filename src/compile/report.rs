@@ -188,13 +188,16 @@ pub fn warnings(
                         set.insert((o.code(), Some(vault.notes[j].path.clone())));
                     }
                 }
-                for link in note.meta.links.iter().filter(|l| is_evidence_id(&l.target)) {
-                    let path = Some(format!("evidence:{}", link.target));
-                    match lookups
-                        .evidence
-                        .get(link.target.as_str())
-                        .map(Vec::as_slice)
-                    {
+                // The evidence it cites, and a released claim's own
+                // (released means all active or retired: a retired one warns).
+                let claimed = vault
+                    .claims
+                    .get(&i)
+                    .map_or(&[][..], |c| &c.payload.evidence);
+                let cited = note.meta.links.iter().map(|l| &l.target).chain(claimed);
+                for target in cited.filter(|t| is_evidence_id(t)) {
+                    let path = Some(format!("evidence:{target}"));
+                    match lookups.evidence.get(target.as_str()).map(Vec::as_slice) {
                         Some([row]) => {
                             if let Some(code) = evidence_code(row.state) {
                                 set.insert((code, path));

@@ -394,3 +394,43 @@ fn hybrid_edges_come_from_what_records_state() {
     );
     assert_eq!(r["contexts"][2]["scores"]["proximity"], "0.720000");
 }
+
+#[test]
+fn a_callers_evidence_scope_withholds_a_claim_it_leaves_out() {
+    let capture = "quoted bytes\n";
+    let sha = sha256_hex(capture.as_bytes());
+    let files: [(String, String); 3] = [
+        (
+            "evidence.md".into(),
+            "---\nsensitivity: public\n---\n| id | state |\n|-|-|\n| E-001 | active |\n| E-002 | active |\n".to_string(),
+        ),
+        (
+            "c.md".into(),
+            format!("---\nid: C-001\ntype: claim\nsensitivity: restricted\n---\n```claim\nclaim = \"quoted\"\nevidence = [\"E-001\", \"E-002\"]\ncapture = \"{sha}\"\nsource = \"s\"\n```\n"),
+        ),
+        (format!("captures/{sha}"), capture.to_string()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in &files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let grant = Grant::up_to(crate::vault::Sensitivity::Restricted);
+    let base = Options::new(day("2026-11-30"))
+        .targets(["C-001"])
+        .allowed_sensitivities(grant);
+    let all = compile_context(dir.path(), &base).unwrap().value;
+    assert_eq!(all["contexts"][0]["claim"]["claim_id"], "C-001");
+    assert_eq!(all["manifest"]["inputs"]["claims"]["released"], 1);
+    // The caller's filtered evidence view leaves out E-002: withheld.
+    let scoped = base.clone().evidence_ids(["E-001".to_string()].into());
+    let v = compile_context(dir.path(), &scoped).unwrap().value;
+    assert_eq!(v["contexts"], json!([]));
+    assert_eq!(v["omissions"][0]["reason"], "withheld_claim");
+    assert_eq!(v["manifest"]["inputs"]["claims"]["withheld"], 1);
+    // Withheld: its capture is not read, so its loss changes nothing.
+    std::fs::remove_file(dir.path().join(format!("captures/{sha}"))).unwrap();
+    assert_eq!(compile_context(dir.path(), &scoped).unwrap().value, v);
+    assert!(compile_context(dir.path(), &base).is_err());
+}

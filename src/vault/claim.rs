@@ -479,6 +479,16 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn parsers_never_panic(text in "[\\[\\]a-z0-9=\"{}:,. \n-]{0,200}") {
+            let _ = parse_ledger(text.as_bytes());
+            let note = format!("---\nid: C-1\ntype: claim\nsensitivity: restricted\n---\n```claim\n{text}\n```\n");
+            let fm = frontmatter::parse(note.as_bytes()).unwrap();
+            let _ = parse("c.md", note.as_bytes(), fm.body_offset);
+        }
+    }
+
     #[test]
     fn ledgers_are_strict_json_lines() {
         let line = format!("{{\"observed\":\"2026-01-01\",\"sha256\":\"{CAP}\"}}\n");

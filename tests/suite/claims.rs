@@ -710,3 +710,33 @@ fn claims_golden_bytes() {
     assert!(code == 0 || code == 3);
     assert!(small.len() <= out.len() / 3);
 }
+
+#[test]
+fn retired_evidence_releases_with_a_warning_and_replaced_evidence_withholds() {
+    let env = vault();
+    env.write(
+        "decisions/evidence.md",
+        &REGISTER.replace(
+            "| E-001 | public | active |",
+            "| E-001 | public | retired |",
+        ),
+    );
+    let (_, v) = compiled(&env, &["C-001", "--max-sensitivity", "restricted"]);
+    assert_eq!(ids(&v), ["C-001"]);
+    assert!(
+        warnings(&v).contains(&("compiled.evidence_retired".into(), "evidence:E-001".into())),
+        "{:?}",
+        warnings(&v)
+    );
+    // Replaced is not in the active/retired view: withheld.
+    env.write(
+        "decisions/evidence.md",
+        &REGISTER.replace(
+            "| E-001 | public | active |",
+            "| E-001 | public | replaced |",
+        ),
+    );
+    let (_, v) = compiled(&env, &["C-001", "--max-sensitivity", "restricted"]);
+    assert!(ids(&v).is_empty());
+    assert_eq!(v["omissions"][0]["reason"], "withheld_claim");
+}
