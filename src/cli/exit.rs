@@ -18,13 +18,16 @@ use crate::store::StoreError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Exit {
-    /// Success; `check`: nothing fails; `verify-context`: current.
+    /// Success; `check`: nothing fails; `verify-context`: current;
+    /// `verify-claim`: verified.
     Ok = 0,
-    /// `check`: a finding fails; `verify-context`: stale.
+    /// `check`: a finding fails; `verify-context`: stale; `verify-claim`:
+    /// a quote does not match its capture.
     Failed = 1,
     /// Bad usage or configuration: flags, `kapi.toml`, unknown or ambiguous ids.
     Usage = 2,
-    /// `verify-context`: the artifact is refused; `compile-context`: refused.
+    /// `verify-context`: the artifact is refused; `compile-context`: refused;
+    /// `verify-claim`: not found, ambiguous or withheld.
     Refused = 3,
     /// The policy refused the operation (only a person may do this).
     NotPermitted = 4,
