@@ -630,6 +630,11 @@ mod checkpoint {
             for _ in 0..2 {
                 let (decisions, _) = session.decisions_ledger().unwrap();
                 prop_assert!(decisions.is_view());
+                prop_assert_eq!(decisions.log_len(), expected.records().len());
+                prop_assert_eq!(
+                    session.rules_ledger().unwrap().log_len(),
+                    expected.records().len()
+                );
                 prop_assert_eq!(answer(&decisions), answer(&expected.decisions()));
                 prop_assert_eq!(kind_answers(&decisions), kind_answers(&expected));
             }

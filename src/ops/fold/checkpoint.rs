@@ -167,6 +167,7 @@ impl Ledger {
             signed: self.view_signed(&keep),
             trust: self.fold.trust.clone(),
             verdicts: Default::default(),
+            whole: self.records.len(),
             // Finished: `finish` does nothing more.
             undo: Some(Vec::new()),
         };
@@ -223,6 +224,7 @@ impl Ledger {
         });
         if fits {
             self.fold.addresses.extend(addresses);
+            self.fold.whole += added.len();
         }
         fits
     }

@@ -112,16 +112,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let entries = query(folded, &filter);
     if entries.is_empty() && !args.json {
         // Say why nothing follows; JSON Lines stay empty. A view holds
-        // part of the log: how many operations the log holds is the whole
-        // ledger's count.
-        let held = if partial && histories.is_none() {
-            let (whole, _) = session.ledger_and_unreadable()?;
-            let held = whole.records().len();
-            session.release(whole);
-            held
-        } else {
-            folded.records().len()
-        };
+        // part of the log and counts the whole.
+        let held = folded.log_len();
         let at = args.as_of.map(crate::ops::id::rfc3339_ms);
         if held == 0 && unreadable == 0 {
             out.line(match at {
