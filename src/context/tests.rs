@@ -643,7 +643,7 @@ mod checkpoint {
             let digest = crate::context::decisions::digest(&session, None).unwrap();
             prop_assert_eq!(
                 serde_json::to_value(&digest).unwrap(),
-                serde_json::to_value(&digest_of(&expected, session.actor())).unwrap()
+                serde_json::to_value(digest_of(&expected, session.actor())).unwrap()
             );
         }
         Ok(())
