@@ -29,6 +29,21 @@ pub enum Want {
     Full,
     /// Only what states a subject or imports a file ([`Ledger::view`]).
     View,
+    /// The view and every decision: all but the usage signals and check
+    /// runs ([`Ledger::decisions`]).
+    Decisions,
+}
+
+impl Want {
+    /// The checkpoint file that keeps what this reader wants alone, if
+    /// one does (the whole ledger is the base, at tips that may be older).
+    fn part(self) -> Option<Part> {
+        match self {
+            Want::Full => None,
+            Want::View => Some(Part::View),
+            Want::Decisions => Some(Part::Decisions),
+        }
+    }
 }
 
 /// The base (the whole folded ledger) is written again once this many
@@ -55,6 +70,11 @@ pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), 
                 Ok(view) => view.ledger,
                 Err(shared) => shared.ledger.clone(),
             },
+            Want::Decisions => {
+                let mut decisions = kept.full.decisions();
+                name_held(&mut decisions, &kept.held);
+                decisions
+            }
         },
         |ledger| ledger,
     )
@@ -254,7 +274,19 @@ fn read_afresh(
         &held,
         &ledger.view(),
     );
-    Ok((shape(session, ledger, want), unreadable, held))
+    let shaped = shape(session, ledger, want);
+    if want == Want::Decisions {
+        save(
+            &dir,
+            print,
+            Part::Decisions,
+            tips,
+            unreadable,
+            &held,
+            &shaped,
+        );
+    }
+    Ok((shaped, unreadable, held))
 }
 
 /// The sources of how a reader reads the log and what it holds back,
@@ -328,9 +360,9 @@ fn from_checkpoint(
     let store = &session.store;
     let dir = store.kapi_dir();
     let print = fingerprint(session);
-    if want == Want::View
+    if let Some(part) = want.part()
         && pending.is_empty()
-        && let Some(found) = Checkpoint::open(&dir, Part::View, print)
+        && let Some(found) = Checkpoint::open(&dir, part, print)
         && let Some(at) = found.header.tips()
         && !due(&found.header.held, now)
     {
@@ -343,7 +375,7 @@ fn from_checkpoint(
             && (&at == tips || only_check_runs_since(store, &mut view, at, now)?)
         {
             if &at != tips {
-                save(&dir, print, Part::View, *tips, unreadable, &held, &view);
+                save(&dir, print, part, *tips, unreadable, &held, &view);
             }
             return Ok(Some((view, unreadable, held)));
         }
@@ -394,7 +426,19 @@ fn from_checkpoint(
             );
         }
     }
-    Ok(Some((shape(session, ledger, want), unreadable, held)))
+    let shaped = shape(session, ledger, want);
+    if pending.is_empty() && want == Want::Decisions {
+        save(
+            &dir,
+            print,
+            Part::Decisions,
+            *tips,
+            unreadable,
+            &held,
+            &shaped,
+        );
+    }
+    Ok(Some((shaped, unreadable, held)))
 }
 
 /// Apply to `ledger` (a whole ledger, folded from the logs at some tips)
@@ -450,8 +494,11 @@ pub fn hold_back(mut records: Vec<Record>, now: u64) -> (Vec<Record>, Vec<Record
 /// What a reader wants of a whole ledger: itself, or its view.
 fn shape(session: &Session, ledger: Ledger, want: Want) -> Ledger {
     match want {
-        Want::View => {
-            let view = ledger.view();
+        Want::View | Want::Decisions => {
+            let view = match want {
+                Want::View => ledger.view(),
+                _ => ledger.decisions(),
+            };
             session.release(ledger);
             view
         }

@@ -38,8 +38,12 @@ pub struct NotCounted {
 }
 
 /// The digest of the log, or of what the session `of` recorded.
+/// Everything it shows is in the reader's view: the subjects with their
+/// states and rule groups, the imports, and every operation the fold set
+/// aside; so it reads the view, not the whole ledger (a long log's usage
+/// signals and check runs are most of it).
 pub fn digest(session: &Session, of: Option<&str>) -> Result<Digest, ContextError> {
-    let ledger = session.ledger()?;
+    let (ledger, _) = session.rules_view(None)?;
     let items = pending_from(&ledger, of, Some(session.actor()));
     let disagreeing = match of {
         None => super::disagreements(session, &ledger),

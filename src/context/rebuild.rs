@@ -111,6 +111,10 @@ pub fn rebuild(session: &Session) -> Result<Rebuilt, ContextError> {
     let view = session.rules_ledger()?;
     let rules_files = rulesfiles::refresh(session, &view)?;
     session.release(view);
+    // The view with every decision (written by the next listing of one
+    // kind otherwise).
+    let (decisions, _) = session.decisions_ledger()?;
+    session.release(decisions);
     session.store.derive_for_writers(session.now_ms()?)?;
     // The arrival record is not derived, but where it is kept, where it
     // was brought up to is: bring it up to the log (checking it whole).

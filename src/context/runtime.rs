@@ -287,6 +287,16 @@ impl Session {
         Ok(checkpointed::read(self, now, checkpointed::Want::View)?.0)
     }
 
+    /// The reader's view with every decision beside it
+    /// ([`Ledger::decisions`]: all but the usage signals and check runs),
+    /// folded as [`Session::ledger`] folds it, with how many stored lines
+    /// could not be read: what a listing of one kind other than those
+    /// reads.
+    pub fn decisions_ledger(&self) -> Result<(Ledger, usize), ContextError> {
+        let now = self.now_ms()?.max(self.call.env.wall_ms());
+        checkpointed::read(self, now, checkpointed::Want::Decisions)
+    }
+
     /// [`Session::rules_ledger`] as the log stood at `as_of` (Unix ms;
     /// `None` for now), with how many stored lines could not be read (a
     /// rule one of them holds is not in it), shared: a long-running

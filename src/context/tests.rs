@@ -276,8 +276,9 @@ mod checkpoint {
         Reset(usize),
         /// `refs/kapi/ops` moved back one commit (rewritten by someone).
         Rewind,
-        /// A checkpoint file damaged: the view or the base.
-        Damage(bool),
+        /// A checkpoint file damaged: the view, the base, or the view with
+        /// every decision.
+        Damage(u8),
         /// kapi.toml types the market axis (nordics contains no and se),
         /// or leaves it untyped: scopes compare otherwise, so the fold
         /// answers otherwise; and settles by evidence or by keeps only
@@ -321,7 +322,7 @@ mod checkpoint {
             2 => (proptest::collection::vec(operation(), 1..4), any::<u16>()).prop_map(|(g, at)| Step::Merge(g, at)),
             1 => (0usize..64).prop_map(Step::Reset),
             1 => Just(Step::Rewind),
-            1 => any::<bool>().prop_map(Step::Damage),
+            1 => (0u8..3).prop_map(Step::Damage),
             1 => (any::<bool>(), any::<bool>()).prop_map(|(t, k)| Step::Config(t, k)),
         ]
     }
@@ -453,6 +454,74 @@ mod checkpoint {
         (states, ignored)
     }
 
+    /// What a reader of the view asks of a ledger: the digest's items, the
+    /// operations each status lists (as `context log --json` prints them),
+    /// and the imported rules that disagree.
+    fn view_answers(ledger: &Ledger) -> (serde_json::Value, Vec<Vec<serde_json::Value>>, String) {
+        use crate::context::log::{Filter, query};
+        let digest = crate::context::review::pending_from(ledger, None, None);
+        let by_status = crate::ops::Status::ALL
+            .iter()
+            .map(|&status| {
+                let filter = Filter {
+                    status: Some(status),
+                    ..Filter::default()
+                };
+                query(ledger, &filter)
+                    .into_iter()
+                    .map(|e| e.to_json())
+                    .collect()
+            })
+            .collect();
+        let disagreeing = format!("{:?}", crate::context::disagreements_at(ledger, NOW as i64));
+        (
+            serde_json::to_value(digest).unwrap(),
+            by_status,
+            disagreeing,
+        )
+    }
+
+    /// What each listing of one kind the view with every decision holds
+    /// prints (`context log --kind K --json`).
+    fn kind_answers(ledger: &Ledger) -> Vec<Vec<serde_json::Value>> {
+        use crate::context::log::{Filter, query};
+        Kind::ALL
+            .iter()
+            .filter(|&&kind| Ledger::decisions_hold(kind))
+            .map(|&kind| {
+                let filter = Filter {
+                    kind: Some(kind),
+                    ..Filter::default()
+                };
+                query(ledger, &filter)
+                    .into_iter()
+                    .map(|e| e.to_json())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The digest `decisions::digest` gives `reader`, from a whole ledger.
+    fn digest_of(ledger: &Ledger, reader: &Actor) -> crate::context::decisions::Digest {
+        let items = crate::context::review::pending_from(ledger, None, Some(reader));
+        let not_counted = ledger
+            .ignored
+            .iter()
+            .filter(|i| crate::ops::trust::is_signature_reason(&i.reason))
+            .map(|i| crate::context::decisions::NotCounted {
+                id: i.id,
+                reason: i.reason.clone(),
+            })
+            .collect();
+        let (awaiting, in_force) = items.into_iter().partition(|p| p.awaiting);
+        crate::context::decisions::Digest {
+            awaiting,
+            in_force,
+            disagreeing: Vec::new(),
+            not_counted,
+        }
+    }
+
     fn fresh(session: &Session) -> Ledger {
         session
             .unfolded(session.store.load_all().unwrap().records)
@@ -520,11 +589,7 @@ mod checkpoint {
                     }
                 }
                 Step::Damage(which) => {
-                    let name = if *which {
-                        "fold.checkpoint"
-                    } else {
-                        "fold.base"
-                    };
+                    let name = ["fold.checkpoint", "fold.base", "fold.decisions"][*which as usize];
                     let file = session.store.kapi_dir().join(name);
                     if let Ok(mut bytes) = std::fs::read(&file) {
                         // In the ledger's bytes: the checksum refuses them.
@@ -558,6 +623,28 @@ mod checkpoint {
                     answer(&expected.view())
                 );
             }
+            // What reads the view instead of the whole ledger (the review
+            // digest, a listing by status) answers as the fresh fold does;
+            // and a listing of one kind, from the view with every decision
+            // (twice: once folding or applying, once from its file).
+            for _ in 0..2 {
+                let (decisions, _) = session.decisions_ledger().unwrap();
+                prop_assert!(decisions.is_view());
+                prop_assert_eq!(decisions.log_len(), expected.records().len());
+                prop_assert_eq!(
+                    session.rules_ledger().unwrap().log_len(),
+                    expected.records().len()
+                );
+                prop_assert_eq!(answer(&decisions), answer(&expected.decisions()));
+                prop_assert_eq!(kind_answers(&decisions), kind_answers(&expected));
+            }
+            let (view, _) = session.rules_view(None).unwrap();
+            prop_assert_eq!(view_answers(&view), view_answers(&expected));
+            let digest = crate::context::decisions::digest(&session, None).unwrap();
+            prop_assert_eq!(
+                serde_json::to_value(&digest).unwrap(),
+                serde_json::to_value(digest_of(&expected, session.actor())).unwrap()
+            );
         }
         Ok(())
     }

@@ -114,6 +114,10 @@ struct Folding {
     /// Verdicts worked out ahead, on every core, by position.
     #[serde(skip)]
     verdicts: HashMap<usize, Verdict>,
+    /// In a reader's view: how many records the whole ledger it was taken
+    /// from holds (what a listing that matches nothing counts).
+    #[serde(default)]
+    whole: usize,
 }
 
 /// A subject's state and where it was last kept, before the end-of-log
@@ -155,6 +159,17 @@ impl Ledger {
         self.records
             .iter()
             .zip(self.fold.states.iter().map(Option::as_deref))
+    }
+
+    /// How many operations the log holds: the records of a whole ledger;
+    /// of a reader's view, those of the ledger it was taken from (and the
+    /// check runs taken in since).
+    pub fn log_len(&self) -> usize {
+        if self.view {
+            self.fold.whole
+        } else {
+            self.records.len()
+        }
     }
 
     /// The ids the log holds, sorted (for prefix resolution).
@@ -264,6 +279,7 @@ impl Ledger {
                 signed: BTreeMap::new(),
                 trust: None,
                 verdicts: HashMap::new(),
+                whole: 0,
             },
             records,
             ignored,

@@ -31,6 +31,10 @@ pub enum Part {
     /// than the view's (new operations are applied to it on a read, and it
     /// is rewritten only when many have gathered).
     Base,
+    /// `fold.decisions`: the reader's view with every decision beside it
+    /// (all but the usage signals and check runs), at the logs' tips:
+    /// what a listing of one kind reads. Written by such a listing.
+    Decisions,
 }
 
 impl Part {
@@ -38,6 +42,7 @@ impl Part {
         match self {
             Part::View => "fold.checkpoint",
             Part::Base => "fold.base",
+            Part::Decisions => "fold.decisions",
         }
     }
 }
@@ -132,7 +137,9 @@ impl Checkpoint {
         if header.bytes.0 as u64 != size - fixed - len {
             return None;
         }
-        (header.fingerprint == fingerprint).then_some(Self { header, file })
+        // The part is named in the fingerprint: one file copied over
+        // another (both views of the fold) is not read as it.
+        (header.fingerprint == part_print(fingerprint, part)).then_some(Self { header, file })
     }
 
     /// The ledger's bytes, if intact.
@@ -146,6 +153,11 @@ impl Checkpoint {
             .ok()?;
         (bytes.len() == len && crc32fast::hash(&bytes) == crc).then_some(bytes)
     }
+}
+
+/// The fingerprint a file of `part` is written with.
+fn part_print(fingerprint: &str, part: Part) -> String {
+    format!("{fingerprint} part {}", part.name())
 }
 
 /// A writer that counts and checksums what passes through it.
@@ -190,7 +202,7 @@ pub fn write(
         };
         ledger(&mut summing)?;
         let Summing { inner, len, crc } = summing;
-        header.fingerprint = fingerprint.to_owned();
+        header.fingerprint = part_print(fingerprint, part);
         header.bytes = (len, crc.finalize());
         let head = serde_json::to_vec(&header)?;
         inner.write_all(&head)?;
@@ -342,5 +354,40 @@ impl Store {
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each file names its part: one copied over another (the view with
+    /// every decision over the view, say: both views of the fold, both
+    /// with a good checksum) is not read as it, and the log is folded
+    /// again; a damaged or cut one is not read either.
+    #[test]
+    fn a_file_of_one_part_is_not_read_as_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let print = "kapi test fold";
+        let header = || Header::new([None, None], 0, Vec::new());
+        write(dir.path(), Part::Decisions, print, header(), |out| {
+            out.write_all(b"the ledger's bytes")
+        })
+        .unwrap();
+        let found = Checkpoint::open(dir.path(), Part::Decisions, print).unwrap();
+        assert_eq!(found.bytes().unwrap(), b"the ledger's bytes");
+        let decisions = dir.path().join(Part::Decisions.name());
+        for other in [Part::View, Part::Base] {
+            std::fs::copy(&decisions, dir.path().join(other.name())).unwrap();
+            assert!(Checkpoint::open(dir.path(), other, print).is_none());
+        }
+        assert!(Checkpoint::open(dir.path(), Part::Decisions, "other code").is_none());
+        let mut bytes = std::fs::read(&decisions).unwrap();
+        bytes[MAGIC.len() + 2] ^= 0x20;
+        std::fs::write(&decisions, &bytes).unwrap();
+        let damaged = Checkpoint::open(dir.path(), Part::Decisions, print).unwrap();
+        assert!(damaged.bytes().is_none(), "the checksum refuses it");
+        std::fs::write(&decisions, &bytes[..bytes.len() - 3]).unwrap();
+        assert!(Checkpoint::open(dir.path(), Part::Decisions, print).is_none());
     }
 }

@@ -9,9 +9,13 @@ use super::checkpoint::Part;
 use super::{LogRef, Store, StoreError, arrivals, cache, newest, project};
 
 /// The derived files, by name, with what each keeps.
-pub const DERIVED: [(&str, &str); 6] = [
+pub const DERIVED: [(&str, &str); 7] = [
     (Part::Base.name(), "the whole folded ledger"),
     (Part::View.name(), "the reader's view of the fold"),
+    (
+        Part::Decisions.name(),
+        "the reader's view and every decision",
+    ),
     (cache::NAME, "inflated segments"),
     (newest::NAME, "the newest id to mint past"),
     (project::NAME, "the project the log belongs to"),

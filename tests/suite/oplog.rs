@@ -973,3 +973,128 @@ fn reads_through_the_checkpoint_answer_as_a_fresh_fold() {
         here
     );
 }
+
+/// The review digest and a listing by status read the reader's view, not
+/// the whole ledger: with the whole ledger's checkpoint (`fold.base`)
+/// deleted they answer as before and do not fold the log again (which
+/// would write it anew); a listing by status that matches nothing still
+/// counts every operation of the log.
+#[test]
+fn the_digest_and_a_listing_by_status_read_the_view_alone() {
+    let repo = TestEnv::new();
+    let kept = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &kept[..10]])
+        .ok();
+    let suggested = note_term(&repo, "s2", "Widgetbar", "Widget bar");
+    repo.write("docs/intro.md", "Open Quick cast and the Widget bar.\n");
+    repo.kapi(&["check", "docs/intro.md"]).code(1);
+    let whole = repo.log();
+    let digest = repo.kapi(&["context", "review", "--json"]).ok().json();
+    let listed = repo
+        .kapi(&["context", "log", "--status", "suggested", "--json"])
+        .ok()
+        .stdout;
+    // As the whole ledger lists them.
+    let expected: Vec<&Value> = whole
+        .iter()
+        .filter(|l| l["status"] == "suggested")
+        .collect();
+    let got: Vec<Value> = listed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got.iter().collect::<Vec<_>>(), expected);
+    assert!(
+        got.iter().any(|l| l["id"] == suggested.as_str()),
+        "{listed}"
+    );
+    assert_eq!(digest["in_force"][0]["id"], kept.as_str(), "{digest}");
+    assert_eq!(digest["awaiting"][0]["id"], suggested.as_str(), "{digest}");
+
+    let base = repo.join(".git/kapi/fold.base");
+    assert!(base.exists(), "a read leaves the whole ledger's checkpoint");
+    std::fs::remove_file(&base).unwrap();
+    assert_eq!(
+        repo.kapi(&["context", "review", "--json"]).ok().json(),
+        digest
+    );
+    assert_eq!(
+        repo.kapi(&["context", "log", "--status", "suggested", "--json"])
+            .ok()
+            .stdout,
+        listed
+    );
+    assert!(!base.exists(), "the whole ledger was read again");
+    let none = repo
+        .kapi(&["context", "log", "--status", "reset"])
+        .ok()
+        .stdout;
+    assert_eq!(
+        none,
+        format!(
+            "no operation matches: the log holds {} operations\n",
+            whole.len()
+        )
+    );
+}
+
+/// A listing of one kind other than usage signals and check runs reads
+/// the view with every decision beside it (`fold.decisions`), not the
+/// whole ledger, and answers as the whole ledger does; that file is
+/// derived like the others: one forged (another part's file copied over
+/// it, damaged) is not obeyed, and the log is folded again.
+#[test]
+fn a_listing_of_one_kind_reads_the_decisions_and_a_forged_file_is_folded_again() {
+    let repo = TestEnv::new();
+    let kept = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &kept[..10]])
+        .ok();
+    let dropped = note_term(&repo, "s2", "Widgetbar", "Widget bar");
+    repo.kapi(&["context", "review", "--drop", &dropped[..10]])
+        .ok();
+    repo.write("docs/intro.md", "Open Quick cast.\n");
+    repo.kapi(&["check", "docs/intro.md"]).code(1);
+    let whole = repo.log();
+    let of_kind = |kind: &str| -> Vec<Value> {
+        whole
+            .iter()
+            .filter(|l| l["kind"] == kind)
+            .cloned()
+            .collect()
+    };
+    let listed = |kind: &str| -> Vec<Value> {
+        repo.kapi(&["context", "log", "--kind", kind, "--json"])
+            .ok()
+            .json_lines()
+    };
+    for kind in ["observe", "keep", "drop"] {
+        assert_eq!(listed(kind), of_kind(kind), "{kind}");
+    }
+    assert_eq!(listed("keep").len(), 1);
+    assert_eq!(listed("drop").len(), 1);
+    let kapi = repo.join(".git/kapi");
+    assert!(
+        kapi.join("fold.decisions").is_file(),
+        "the listing keeps it"
+    );
+    std::fs::remove_file(kapi.join("fold.base")).unwrap();
+    assert_eq!(listed("drop"), of_kind("drop"));
+    assert!(
+        !kapi.join("fold.base").exists(),
+        "the whole ledger was read again"
+    );
+    // The reader's view copied over it (a good checksum, no decisions in
+    // it): not read as the decisions.
+    std::fs::copy(kapi.join("fold.checkpoint"), kapi.join("fold.decisions")).unwrap();
+    assert_eq!(listed("drop"), of_kind("drop"));
+    assert_eq!(listed("keep"), of_kind("keep"));
+    // Damaged in its ledger's bytes: the checksum refuses it.
+    let file = kapi.join("fold.decisions");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&file, bytes).unwrap();
+    assert_eq!(listed("drop"), of_kind("drop"));
+    // Usage signals and check runs are listed from the whole ledger.
+    assert_eq!(listed("check"), of_kind("check"));
+}

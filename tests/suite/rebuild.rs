@@ -65,6 +65,8 @@ fn a_rebuild_removes_and_makes_again_every_derived_file_and_leaves_the_log_alone
             "{name} made again"
         );
     }
+    // The view with every decision too (read by a listing of one kind).
+    assert!(env.join(".git/kapi/fold.decisions").is_file());
     // The log, the arrival record and the answers are as they were.
     assert_eq!(env.git(&["rev-parse", "refs/kapi/ops"]), tip);
     assert_eq!(

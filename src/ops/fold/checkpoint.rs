@@ -121,8 +121,33 @@ impl Ledger {
     /// fold ignored. Rules, notes, their states and imports answer as in
     /// the whole ledger; nothing can be applied to it.
     pub fn view(&self) -> Ledger {
+        self.view_keeping(|_| false)
+    }
+
+    /// The reader's view with every decision beside it: every record but
+    /// the usage signals and check runs (most of a long log), so a listing
+    /// of any other kind (`kapi context log --kind drop`) reads it instead
+    /// of the whole ledger. It answers as the whole ledger does for each
+    /// record it holds, and takes nothing more.
+    pub fn decisions(&self) -> Ledger {
+        self.view_keeping(|r| !matches!(r.kind, Kind::Signal | Kind::Check))
+    }
+
+    /// Whether a listing of `kind` finds every record of it in
+    /// [`Ledger::decisions`].
+    pub fn decisions_hold(kind: Kind) -> bool {
+        !matches!(kind, Kind::Signal | Kind::Check)
+    }
+
+    /// A view keeping what states a subject or imports a file, and what
+    /// `also` asks for.
+    fn view_keeping(&self, also: impl Fn(&Record) -> bool) -> Ledger {
         let keep: Vec<usize> = (0..self.fold.applied.min(self.records.len()))
-            .filter(|&i| self.fold.states[i].is_some() || self.records[i].kind == Kind::Import)
+            .filter(|&i| {
+                self.fold.states[i].is_some()
+                    || self.records[i].kind == Kind::Import
+                    || also(&self.records[i])
+            })
             .collect();
         let fold = super::Folding {
             states: keep.iter().map(|&i| self.fold.states[i].clone()).collect(),
@@ -142,6 +167,7 @@ impl Ledger {
             signed: self.view_signed(&keep),
             trust: self.fold.trust.clone(),
             verdicts: Default::default(),
+            whole: self.records.len(),
             // Finished: `finish` does nothing more.
             undo: Some(Vec::new()),
         };
@@ -198,6 +224,7 @@ impl Ledger {
         });
         if fits {
             self.fold.addresses.extend(addresses);
+            self.fold.whole += added.len();
         }
         fits
     }

@@ -80,23 +80,40 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             args.json,
         );
     }
+    // Only a subject has a status, and the reader's view holds every
+    // subject with its state (and what the fold set aside): a listing by
+    // status reads it, not the whole ledger; a listing of a kind other
+    // than usage signals and check runs (most of a long log) reads the
+    // view with every decision beside it.
+    let mut view = None;
+    let partial = args.as_of.is_none()
+        && (filter.status.is_some() || filter.kind.is_some_and(crate::ops::Ledger::decisions_hold));
     let (histories, ledger, unreadable) = if args.history {
         let (h, unreadable) = session.histories()?;
         (Some(h), None, unreadable)
+    } else if partial && filter.status.is_some() {
+        let (shared, unreadable) = session.rules_view(None)?;
+        view = Some(shared);
+        (None, None, unreadable)
+    } else if partial {
+        let (decisions, unreadable) = session.decisions_ledger()?;
+        (None, Some(decisions), unreadable)
     } else {
         let (ledger, unreadable) = session.ledger_as_of(args.as_of)?;
         (None, Some(ledger), unreadable)
     };
-    let folded = match (&histories, &ledger) {
-        (Some(h), _) => &h.ledger,
-        (None, Some(l)) => l,
-        (None, None) => unreachable!("one of the two is read"),
+    let folded: &crate::ops::Ledger = match (&histories, &ledger, &view) {
+        (Some(h), _, _) => &h.ledger,
+        (None, Some(l), _) => l,
+        (None, None, Some(v)) => v,
+        (None, None, None) => unreachable!("one of the three is read"),
     };
     let mut out = Out::new();
     let entries = query(folded, &filter);
     if entries.is_empty() && !args.json {
-        // Say why nothing follows; JSON Lines stay empty.
-        let held = folded.records().len();
+        // Say why nothing follows; JSON Lines stay empty. A view holds
+        // part of the log and counts the whole.
+        let held = folded.log_len();
         let at = args.as_of.map(crate::ops::id::rfc3339_ms);
         if held == 0 && unreadable == 0 {
             out.line(match at {
@@ -135,6 +152,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     }
     session.release(histories);
     session.release(ledger);
+    session.release(view);
     warn_unreadable(unreadable);
     Ok(Exit::Ok)
 }
