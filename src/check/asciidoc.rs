@@ -585,6 +585,36 @@ const TEXT_MACROS: &[&[u8]] = &[
     b"file",
 ];
 
+/// The bytes inline markup can start at (and lowercase letters, which
+/// may start a macro): every other byte is skipped at once.
+const STARTS: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = b.is_ascii_lowercase()
+            || matches!(
+                b,
+                b'\\'
+                    | b'`'
+                    | b'+'
+                    | b'$'
+                    | b'{'
+                    | b'<'
+                    | b'['
+                    | b'('
+                    | b'*'
+                    | b'_'
+                    | b'#'
+                    | b'^'
+                    | b'~'
+                    | b'&'
+            );
+        i += 1;
+    }
+    t
+};
+
 /// Inline markup of the paragraph `start..end`.
 fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize, Event)>) {
     // Where a search for each closer found none: later openers of the same
@@ -593,6 +623,10 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
     let mut k = start;
     while k < end {
         let b = m[k];
+        if !STARTS[b as usize] {
+            k += 1;
+            continue;
+        }
         let prev = if k > start { m[k - 1] } else { b' ' };
         match b {
             b'\\' => {
@@ -679,8 +713,24 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                     .take_while(|&&c| is_name_byte(c) || c == b':')
                     .count();
                 if n > 0 && k + 1 + n < end && m[k + 1 + n] == b'}' {
-                    blank(m, k, k + n + 2);
-                    k += n + 2;
+                    let mut q = k + n + 2;
+                    // `{url-home}/path[text]`: the attribute holds a URL, and
+                    // what follows up to `[` is the rest of its target.
+                    let run = m[q..end.min(q + 512)]
+                        .iter()
+                        .take_while(|c| !c.is_ascii_whitespace() && **c != b'[')
+                        .count();
+                    if q + run < end
+                        && m[q + run] == b'['
+                        && let Some(close) = bracket_close(m, q + run, end)
+                    {
+                        blank(m, k, q + run + 1);
+                        blank(m, close, close + 1);
+                        q = close + 1;
+                    } else {
+                        blank(m, k, q);
+                    }
+                    k = q;
                     continue;
                 }
             }
@@ -745,9 +795,29 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                 k += 1;
                 continue;
             }
-            c if c.is_ascii_lowercase() && !word(prev) => {
-                if let Some(q) = inline_macro(m, k, end, events) {
+            c if c.is_ascii_lowercase() => {
+                if !word(prev)
+                    && let Some(q) = inline_macro(m, k, end, events)
+                {
                     k = q;
+                    continue;
+                }
+                // The rest of the word starts nothing.
+                k += 1 + m[k + 1..end]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .count();
+                continue;
+            }
+            b'&' => {
+                // A character reference (`&nbsp;`, `&#8217;`) is not a word.
+                let n = m[k + 1..end.min(k + 12)]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric() || **c == b'#')
+                    .count();
+                if n > 0 && m.get(k + 1 + n) == Some(&b';') {
+                    blank(m, k, k + n + 2);
+                    k += n + 2;
                     continue;
                 }
             }
@@ -895,14 +965,14 @@ mod tests {
 
     #[test]
     fn inline_code_passthroughs_macros_and_references() {
-        let text = "Use `code` and ``more`` and +plus+ and pass:[raw] and {attr} here.\nSee link:https://x.example/a[the guide] and xref:other.adoc#sec[other page] and <<sec-id>> and <<sec-id,that section>>.\nVisit https://example.com[our site] or https://bare.example/path now.\nPress kbd:[Ctrl+C] and image:icon.png[an icon] and footnote:[a note].\nThe \"`quoted`\" word and [.role]#styled# text and stem:[x^2].\n";
+        let text = "Use `code` and ``more`` and +plus+ and pass:[raw] and {attr} here.\nSee link:https://x.example/a[the guide] and xref:other.adoc#sec[other page] and <<sec-id>> and <<sec-id,that section>>.\nVisit https://example.com[our site] or https://bare.example/path now.\nPress kbd:[Ctrl+C] and image:icon.png[an icon] and footnote:[a note].\nThe \"`quoted`\" word and [.role]#styled# text and stem:[x^2].\nRead {url-home}/docs[the docs]&nbsp;now.\n";
         assert_eq!(
             kept_words(text),
             [
                 "Use", "and", "and", "and", "and", "here", "See", "the", "guide", "and", "other",
                 "page", "and", "and", "that", "section", "Visit", "our", "site", "or", "now",
                 "Press", "and", "and", "a", "note", "The", "quoted", "word", "and", "styled",
-                "text", "and"
+                "text", "and", "Read", "the", "docs", "now"
             ]
         );
     }

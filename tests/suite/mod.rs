@@ -15,6 +15,7 @@ mod durability;
 mod edits;
 mod errors;
 mod folders;
+mod formats;
 mod front_matter;
 mod fuzz_corpus;
 mod hardening;
