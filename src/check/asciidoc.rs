@@ -251,6 +251,7 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
         inline(m, ls[a].0, ls[b].1, &mut events);
     }
     urls(m);
+    super::rst::emails(m);
     events.sort_by_key(|e| e.0);
     switches_of(m, events)
 }
@@ -620,6 +621,8 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
     // Where a search for each closer found none: later openers of the same
     // kind are not searched again (that would be quadratic).
     let mut none_after = [usize::MAX; 8];
+    // Typographic quotes (`"`, `'`) opened and not yet closed.
+    let mut quotes = 0usize;
     let mut k = start;
     while k < end {
         let b = m[k];
@@ -637,11 +640,14 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                 // `"`quoted`"`: typographic quotes, not monospace.
                 if prev == b'"' || prev == b'\'' {
                     blank(m, k - 1, k + 1);
+                    quotes += 1;
                     k += 1;
                     continue;
                 }
-                if k + 1 < end && (m[k + 1] == b'"' || m[k + 1] == b'\'') && !word(prev) {
-                    k += 1;
+                if quotes > 0 && k + 1 < end && (m[k + 1] == b'"' || m[k + 1] == b'\'') {
+                    blank(m, k, k + 2);
+                    quotes -= 1;
+                    k += 2;
                     continue;
                 }
                 let two = k + 1 < end && m[k + 1] == b'`';
@@ -726,7 +732,7 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                     {
                         blank(m, k, q + run + 1);
                         blank(m, close, close + 1);
-                        q = close + 1;
+                        q += run + 1;
                     } else {
                         blank(m, k, q);
                     }
@@ -764,7 +770,8 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                 }
                 if let Some(q) = bracket_close(m, k, end.min(k + 256))
                     && q + 1 < end
-                    && m[q + 1] == b'#'
+                    && matches!(m[q + 1], b'#' | b'_' | b'*' | b'`' | b'+' | b'^' | b'~')
+                    && !m[k + 1..q].contains(&b' ')
                 {
                     blank(m, k, q + 1);
                     k = q + 1;
@@ -889,7 +896,8 @@ fn inline_macro(
     if m[q + 1..close].starts_with(b"\"") {
         blank(m, q + 1, q + 2);
     }
-    Some(close + 1)
+    // The text is read on for its own markup.
+    Some(q + 1)
 }
 
 #[cfg(test)]
@@ -965,14 +973,15 @@ mod tests {
 
     #[test]
     fn inline_code_passthroughs_macros_and_references() {
-        let text = "Use `code` and ``more`` and +plus+ and pass:[raw] and {attr} here.\nSee link:https://x.example/a[the guide] and xref:other.adoc#sec[other page] and <<sec-id>> and <<sec-id,that section>>.\nVisit https://example.com[our site] or https://bare.example/path now.\nPress kbd:[Ctrl+C] and image:icon.png[an icon] and footnote:[a note].\nThe \"`quoted`\" word and [.role]#styled# text and stem:[x^2].\nRead {url-home}/docs[the docs]&nbsp;now.\n";
+        let text = "Use `code` and ``more`` and +plus+ and pass:[raw] and {attr} here.\nSee link:https://x.example/a[the guide] and xref:other.adoc#sec[other page] and <<sec-id>> and <<sec-id,that section>>.\nVisit https://example.com[our site] or https://bare.example/path now.\nPress kbd:[Ctrl+C] and image:icon.png[an icon] and footnote:[a note].\nSet `'toc' => 'left'` and the \"`quoted`\" word and [.role]#styled# text and stem:[x^2].\nRead {url-home}/docs[the `code` docs]&nbsp;now, [.path]_a.adoc_ and xref:x[A{nbsp}B].\n";
         assert_eq!(
             kept_words(text),
             [
                 "Use", "and", "and", "and", "and", "here", "See", "the", "guide", "and", "other",
                 "page", "and", "and", "that", "section", "Visit", "our", "site", "or", "now",
-                "Press", "and", "and", "a", "note", "The", "quoted", "word", "and", "styled",
-                "text", "and", "Read", "the", "docs", "now"
+                "Press", "and", "and", "a", "note", "Set", "and", "the", "quoted", "word", "and",
+                "styled", "text", "and", "Read", "the", "docs", "now", "a", "adoc", "and", "A",
+                "B"
             ]
         );
     }

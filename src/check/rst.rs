@@ -24,7 +24,8 @@
 //! definitions and references (`|name|`), comments (`..`), hyperlink
 //! targets (`.. _name: url`, `__ url`), footnote and citation labels and
 //! references (`[1]_`), field names (`:Author:`), option list options,
-//! section adornments, transitions and table borders, list markers.
+//! section adornments, transitions and table borders, list markers,
+//! e-mail addresses.
 //!
 //! Switches: `.. kapi off` ... `.. kapi on` (and `.. vale off`), and
 //! `.. kapi off: Quickcast` for single rules, as in Markdown.
@@ -355,6 +356,7 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
     }
     inline(m);
     urls(m);
+    emails(m);
     events.sort_by_key(|e| e.0);
     switches_of(m, events)
 }
@@ -656,6 +658,32 @@ fn inline(m: &mut [u8]) {
     }
 }
 
+/// Blank e-mail addresses (`name@host.domain`): an address, not prose.
+pub(super) fn emails(m: &mut [u8]) {
+    let local = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-');
+    let host = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-');
+    let mut from = 0;
+    while let Some(p) = memchr::memchr(b'@', &m[from..]) {
+        let at = from + p;
+        let mut a = at;
+        while a > 0 && local(m[a - 1]) {
+            a -= 1;
+        }
+        let mut e = at + 1;
+        while e < m.len() && host(m[e]) {
+            e += 1;
+        }
+        // The host ends before a trailing `.` (the end of a sentence).
+        while e > at + 1 && m[e - 1] == b'.' {
+            e -= 1;
+        }
+        if a < at && m[at + 1..e].contains(&b'.') {
+            blank(m, a, e);
+        }
+        from = e.max(at + 1);
+    }
+}
+
 /// A role written before interpreted text starting at `tick`: where its
 /// first `:` is.
 fn role_before(m: &[u8], tick: usize) -> Option<usize> {
@@ -796,6 +824,15 @@ mod tests {
         assert_eq!(m.len(), text.len());
         // `é::` reads as `é:` followed by a literal block.
         assert_eq!(m, "Word       é: \n\n       \n");
+    }
+
+    #[test]
+    fn email_addresses_are_masked() {
+        let text = "Author: Guido van Rossum <guido@python.org>, mail me at a.b@x.org.\n";
+        assert_eq!(
+            kept_words(text),
+            ["Author", "Guido", "van", "Rossum", "mail", "me", "at"]
+        );
     }
 
     #[test]
