@@ -143,16 +143,40 @@ pub struct VaultConfig {
 pub struct CheckConfig {
     /// Globs (globset syntax, matched against repository-relative paths with
     /// forward slashes) of the files that are prose. When unset:
-    /// `**/*.md`, `**/*.markdown`, `**/*.mdx`, `**/*.txt`.
+    /// `**/*.md`, `**/*.markdown`, `**/*.mdx`, `**/*.txt`, `**/*.adoc`,
+    /// `**/*.asciidoc`, `**/*.rst`, `**/*.rest`.
     pub prose: Option<Vec<String>>,
     /// Globs of files never checked, even if they match `prose`.
     #[serde(default)]
     pub exclude: Vec<String>,
+    /// `[[check.formats]]`: files whose format is named rather than read
+    /// from their extension; the first entry whose globs match decides.
+    #[serde(default)]
+    pub formats: Vec<FormatEntry>,
+}
+
+/// `[[check.formats]]`: the format of the files some globs match.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FormatEntry {
+    /// Globs, as `prose`'s.
+    pub files: Vec<String>,
+    /// `markdown`, `asciidoc`, `rst` or `text`.
+    pub format: crate::check::markdown::TextKind,
 }
 
 impl CheckConfig {
     /// The default prose globs.
-    pub const DEFAULT_PROSE: [&str; 4] = ["**/*.md", "**/*.markdown", "**/*.mdx", "**/*.txt"];
+    pub const DEFAULT_PROSE: [&str; 8] = [
+        "**/*.md",
+        "**/*.markdown",
+        "**/*.mdx",
+        "**/*.txt",
+        "**/*.adoc",
+        "**/*.asciidoc",
+        "**/*.rst",
+        "**/*.rest",
+    ];
 
     /// The prose globs in force.
     pub fn prose_globs(&self) -> Vec<String> {

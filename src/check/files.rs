@@ -67,6 +67,35 @@ pub struct ProseFilter {
     exclude: GlobSet,
     /// Repository-relative folders holding rule sources (Vale's styles).
     rule_dirs: Vec<String>,
+    formats: Formats,
+}
+
+/// Which format a file is: the first `[[check.formats]]` entry whose globs
+/// match its path names it; otherwise its extension decides
+/// ([`TextKind::of_path`]). The one answer to "which format is this path"
+/// for the check, usage and merge signals alike.
+#[derive(Debug, Clone, Default)]
+pub struct Formats {
+    named: Vec<(GlobSet, TextKind)>,
+}
+
+impl Formats {
+    pub fn new(cfg: &CheckConfig) -> Result<Self, FilesError> {
+        let named = cfg
+            .formats
+            .iter()
+            .map(|f| Ok((globset(&f.files)?, f.format)))
+            .collect::<Result<_, FilesError>>()?;
+        Ok(Formats { named })
+    }
+
+    /// The format of a repository-relative path (forward slashes).
+    pub fn of(&self, rel: &str) -> TextKind {
+        self.named
+            .iter()
+            .find(|(g, _)| g.is_match(rel))
+            .map_or_else(|| TextKind::of_path(Path::new(rel)), |(_, k)| *k)
+    }
 }
 
 fn globset(globs: &[String]) -> Result<GlobSet, FilesError> {
@@ -90,7 +119,13 @@ impl ProseFilter {
             prose: globset(&cfg.prose_globs())?,
             exclude: globset(&cfg.exclude)?,
             rule_dirs: Vec::new(),
+            formats: Formats::new(cfg)?,
         })
+    }
+
+    /// The format of a relative path ([`Formats::of`]).
+    pub fn format_of(&self, rel: &str) -> TextKind {
+        self.formats.of(rel)
     }
 
     /// Also leave out the folder named by `StylesPath` in the `.vale.ini`
@@ -162,8 +197,8 @@ impl Worktree for Repo {
     }
 }
 
-fn disk_file(path: String, abs: PathBuf) -> FileRef {
-    let kind = TextKind::of_path(Path::new(&path));
+fn disk_file(path: String, abs: PathBuf, formats: &Formats) -> FileRef {
+    let kind = formats.of(&path);
     FileRef {
         path,
         kind,
@@ -194,7 +229,7 @@ fn select(all: &[String], root: &Path, prefix: &str, filter: &ProseFilter) -> Ve
             prefix.is_empty() || rel.strip_prefix(prefix).is_some_and(|r| r.starts_with('/'))
         })
         .filter(|rel| filter.is_prose(rel))
-        .map(|rel| disk_file(rel.clone(), root.join(rel)))
+        .map(|rel| disk_file(rel.clone(), root.join(rel), &filter.formats))
         .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     files.dedup_by(|a, b| a.path == b.path);
@@ -233,7 +268,13 @@ fn report_path(root: Option<&Path>, abs: &Path, named: &Path) -> String {
 /// not exist): its kind by its extension, its path as a named file's.
 /// Without a name it is `-`, read as Markdown. `bytes` holds at most
 /// [`MAX_FILE_BYTES`] + 1 bytes: one more says it was larger.
-pub fn stdin_file(root: Option<&Path>, cwd: &Path, name: Option<&Path>, bytes: Vec<u8>) -> FileRef {
+pub fn stdin_file(
+    root: Option<&Path>,
+    cwd: &Path,
+    name: Option<&Path>,
+    bytes: Vec<u8>,
+    filter: &ProseFilter,
+) -> FileRef {
     let source = if bytes.len() as u64 > MAX_FILE_BYTES {
         Source::Skipped(Skip::TooLarge(bytes.len() as u64))
     } else {
@@ -248,7 +289,7 @@ pub fn stdin_file(root: Option<&Path>, cwd: &Path, name: Option<&Path>, bytes: V
     };
     let path = report_path(root, &cwd.join(name), name);
     FileRef {
-        kind: TextKind::of_path(Path::new(&path)),
+        kind: filter.format_of(&path),
         path,
         source,
     }
@@ -288,7 +329,7 @@ pub fn named(
             }
         } else {
             let path = report_path(root, &abs, p);
-            let mut f = disk_file(path, abs);
+            let mut f = disk_file(path, abs, &filter.formats);
             if !meta.is_file() {
                 f.source = Source::Skipped(Skip::NotRegular);
             }
@@ -315,6 +356,7 @@ fn walk(abs: &Path, named: &Path, filter: &ProseFilter, out: &mut Vec<FileRef>) 
             found.push(disk_file(
                 s.strip_prefix("./").map(str::to_string).unwrap_or(s),
                 file.to_path_buf(),
+                &filter.formats,
             ));
         }
     });
@@ -348,7 +390,7 @@ pub fn staged(
         };
         files.push(FileRef {
             path: path.to_owned(),
-            kind: TextKind::of_path(Path::new(path)),
+            kind: filter.format_of(path),
             source,
         });
     }

@@ -25,33 +25,79 @@ use std::path::Path;
 use super::case::fold_same_len;
 use super::prose::{Masker, Prose, Switch, is_markup};
 
-/// How a file is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a file is read: its format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum TextKind {
     Markdown,
+    /// AsciiDoc ([`super::asciidoc`]).
+    #[serde(alias = "adoc")]
+    AsciiDoc,
+    /// reStructuredText ([`super::rst`]).
+    #[serde(alias = "restructuredtext")]
+    Rst,
     Text,
 }
 
 impl TextKind {
-    /// Markdown for `.md`, `.markdown`, `.mdx` (and similar); text otherwise.
+    /// By the file's extension: Markdown for `.md`, `.markdown`, `.mdx` (and
+    /// similar), AsciiDoc for `.adoc`, `.asciidoc`, `.asc`,
+    /// reStructuredText for `.rst`, `.rest`; text otherwise.
     pub fn of_path(path: &Path) -> Self {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         match ext.to_ascii_lowercase().as_str() {
             "md" | "markdown" | "mdx" | "mdown" | "mkd" | "mkdn" => TextKind::Markdown,
+            "adoc" | "asciidoc" | "asc" => TextKind::AsciiDoc,
+            "rst" | "rest" => TextKind::Rst,
             _ => TextKind::Text,
+        }
+    }
+
+    /// The name `kapi.toml` gives the format.
+    pub fn name(self) -> &'static str {
+        match self {
+            TextKind::Markdown => "markdown",
+            TextKind::AsciiDoc => "asciidoc",
+            TextKind::Rst => "rst",
+            TextKind::Text => "text",
         }
     }
 }
 
-/// The masker of each kind of text: Markdown is scanned, loosened, before
-/// it is parsed; plain text is masked first (only its URLs are, cheaply).
+/// The masker of each kind of text: Markdown, AsciiDoc and
+/// reStructuredText are scanned, loosened, before they are masked; plain
+/// text is masked first (only its URLs are, cheaply).
 impl Masker for TextKind {
     fn prose(&self, text: &str) -> Prose {
         prose(text, *self)
     }
 
     fn loosened(&self, text: &str) -> Option<String> {
-        (*self == TextKind::Markdown).then(|| loosened(text))
+        match self {
+            TextKind::Markdown | TextKind::Rst => Some(loosened(text)),
+            TextKind::AsciiDoc => {
+                // A block title's leading `.` is masked (a joiner, which
+                // loosening keeps elsewhere).
+                let mut l = loosened(text).into_bytes();
+                let mut at = 0;
+                while at < l.len() {
+                    if l[at] == b'.' {
+                        l[at] = b' ';
+                    }
+                    match memchr::memchr(b'\n', &l[at..]) {
+                        Some(p) => at += p + 1,
+                        None => break,
+                    }
+                }
+                let start = if l.starts_with(BOM) { BOM.len() } else { 0 };
+                if l.get(start) == Some(&b'.') {
+                    l[start] = b' ';
+                }
+                // Only ASCII bytes were replaced.
+                Some(String::from_utf8(l).unwrap_or_default())
+            }
+            TextKind::Text => None,
+        }
     }
 }
 
@@ -82,6 +128,8 @@ pub fn prose(text: &str, kind: TextKind) -> Prose {
             keep_only(body, &read.keep);
             inline(body, true);
         }
+        TextKind::AsciiDoc => switches = super::asciidoc::mask(body),
+        TextKind::Rst => switches = super::rst::mask(body),
         TextKind::Text => inline(body, false),
     }
     for s in &mut switches {
@@ -154,7 +202,7 @@ fn keep_only(m: &mut [u8], keep: &[std::ops::Range<usize>]) {
     blank(m, at, len);
 }
 
-fn blank(m: &mut [u8], start: usize, end: usize) {
+pub(super) fn blank(m: &mut [u8], start: usize, end: usize) {
     let end = end.min(m.len());
     for b in &mut m[start..end] {
         if *b != b'\n' {
@@ -164,7 +212,7 @@ fn blank(m: &mut [u8], start: usize, end: usize) {
 }
 
 /// Lines as (start, end-without-newline, next-line-start).
-fn lines(m: &[u8]) -> Vec<(usize, usize, usize)> {
+pub(super) fn lines(m: &[u8]) -> Vec<(usize, usize, usize)> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < m.len() {
@@ -184,7 +232,7 @@ fn lines(m: &[u8]) -> Vec<(usize, usize, usize)> {
     out
 }
 
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+pub(super) const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Front matter is looked for only this far into a file.
 const FRONT_MATTER_MAX_BYTES: usize = 64 * 1024;
@@ -299,14 +347,14 @@ fn trim_end(b: &[u8]) -> &[u8] {
     &b[..e]
 }
 
-enum Event {
+pub(super) enum Event {
     AllOff,
     AllOn,
     Off(Vec<String>),
     On(Vec<String>),
 }
 
-fn switch_event(comment: &str) -> Option<Event> {
+pub(super) fn switch_event(comment: &str) -> Option<Event> {
     let c = comment.trim();
     let (word, rest) = if let Some(r) = c.strip_prefix("kapi ") {
         ("kapi", r.trim())
@@ -374,6 +422,13 @@ fn code_and_comments(m: &mut [u8]) -> Vec<Switch> {
         blank(m, at, end);
         i = end;
     }
+    switches_of(m, events)
+}
+
+/// The passages the switch comments `events` (start, end, event; in order)
+/// open and close: a passage every rule is switched off in is blanked; one
+/// that switches single rules off is returned.
+pub(super) fn switches_of(m: &mut [u8], events: Vec<(usize, usize, Event)>) -> Vec<Switch> {
     let mut switches = Vec::new();
     let mut all_off: Option<usize> = None;
     let mut open: Vec<(String, usize)> = Vec::new();
@@ -572,7 +627,7 @@ impl BracketLine {
 /// inside a word, up to whitespace, `)`, `>`, `]`, `<` or `"`. Linear in
 /// the text: a run of URLs with no end between them shares one scan for
 /// its end, and overlapping ranges are blanked once.
-fn urls(m: &mut [u8]) {
+pub(super) fn urls(m: &mut [u8]) {
     urls_ending(m, false);
 }
 

@@ -5,6 +5,7 @@
 //! distinct rule set, and hands the files to [`check_files`], which reads
 //! and checks them in parallel.
 
+pub mod asciidoc;
 pub mod case;
 pub mod files;
 pub mod finding;
@@ -13,6 +14,7 @@ pub mod format;
 pub mod markdown;
 pub mod matcher;
 pub mod prose;
+pub mod rst;
 pub mod rule;
 pub mod usage;
 
@@ -21,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 
-pub use files::{FileRef, Skip};
+pub use files::{FileRef, Formats, Skip};
 pub use finding::{Finding, Severity, Summary};
 pub use matcher::{Matcher, MatcherError};
 pub(crate) use rule::TermRule;

@@ -1,6 +1,8 @@
 //! Prose as the matcher reads it, whatever the file's format. A masker
-//! (one per format: Markdown and plain text in `markdown.rs`; AsciiDoc or
-//! reStructuredText would each be one more) hands the matcher a file's
+//! (one per format: Markdown and plain text in `markdown.rs`, AsciiDoc in
+//! `asciidoc.rs`, reStructuredText in `rst.rs`; [`super::markdown::TextKind`]
+//! names the format and [`super::files::Formats`] says which format a path
+//! is) hands the matcher a file's
 //! text with everything that is not prose blanked, and the passages where
 //! rules are switched off. The matcher knows no format: it asks a
 //! [`Masker`], as ripgrep's matcher knows nothing of what it searches.
@@ -51,4 +53,32 @@ pub trait Masker {
 /// what a loosened text ([`Masker::loosened`]) blanks.
 pub const fn is_markup(b: u8) -> bool {
     (b.is_ascii_punctuation() && !matches!(b, b'.' | b'/' | b'-')) || b == b'\t'
+}
+
+/// The prose spans of a file's text read as `kind`: the byte ranges of the
+/// original text that are prose (maximal runs of what masking keeps,
+/// whitespace between words included), in order. Passages every rule is
+/// switched off in are not prose; single-rule switches are left out.
+pub fn spans(text: &str, kind: super::markdown::TextKind) -> Vec<std::ops::Range<usize>> {
+    let p = kind.prose(text);
+    let (orig, masked) = (text.as_bytes(), p.text.as_bytes());
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start: Option<usize> = None;
+    for (k, (&a, &b)) in orig.iter().zip(masked).enumerate() {
+        let kept = a == b && !a.is_ascii_whitespace();
+        let blanked = a != b;
+        match (start, kept, blanked) {
+            (None, true, _) => start = Some(k),
+            (Some(s), _, true) => {
+                let end = s + text[s..k].trim_end().len();
+                out.push(s..end);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push(s..s + text[s..].trim_end().len());
+    }
+    out
 }

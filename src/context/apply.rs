@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::{ContextError, Session, point_of, work_tree_path};
 use crate::check::files::MAX_FILE_BYTES;
-use crate::check::markdown::{TextKind, prose};
+use crate::check::markdown::prose;
 use crate::check::{Matcher, TermRule};
 use crate::ops::Status;
 use crate::ops::draft::{Draft, Drafted};
@@ -390,6 +390,8 @@ fn written_forms(
     let mut counts: BTreeMap<OpId, (u64, u64)> = BTreeMap::new();
     let ledger = session.rules_ledger()?;
     let now = session.now_ms()? as i64;
+    let formats = crate::check::Formats::new(&session.config.check)
+        .map_err(|e| ContextError::Usage(format!("kapi.toml [check]: {e}")))?;
     for planned in plans {
         let point = point_of(&session.config, &planned.rel)?;
         let suggestions: Vec<TermRule> = ledger
@@ -405,7 +407,7 @@ fn written_forms(
         }
         let matcher =
             Matcher::for_usage(&suggestions).map_err(|e| ContextError::Usage(e.to_string()))?;
-        let kind = TextKind::of_path(Path::new(&planned.rel));
+        let kind = formats.of(&planned.rel);
         let uses = |text: &str| {
             let mut n = vec![(0u64, 0u64); suggestions.len()];
             for hit in matcher.hits(text, &prose(text, kind)) {

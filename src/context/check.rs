@@ -140,6 +140,56 @@ pub enum CheckError {
     },
 }
 
+/// One file's prose as the check reads it ([`prose_dump`]).
+#[derive(Debug, Serialize)]
+pub struct ProseDump {
+    pub path: String,
+    /// The format it is read as (`markdown`, `asciidoc`, `rst`, `text`).
+    pub format: &'static str,
+    /// Byte ranges of the file that are prose ([`crate::check::prose::spans`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<(usize, usize)>,
+    /// Why it was not read, if it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// The prose spans of the files a check with `req` would read, each as
+/// the check reads it: a debugging aid (`kapi check --prose-dump`), and
+/// what `ci/bench-formats` compares with the reference renderers.
+pub fn prose_dump(
+    session: Option<&Session>,
+    req: &CheckRequest,
+) -> Result<Vec<ProseDump>, CheckError> {
+    let root = session.map(|s| s.root.clone());
+    let default_config = Config::default();
+    let config = session.map_or(&default_config, |s| &s.config);
+    let filter = ProseFilter::new(&config.check)?.with_vale_styles(root.as_deref());
+    let repo = session.map(|s| s.store.git());
+    let files = list_files(req, repo, &filter)?;
+    Ok(files
+        .iter()
+        .map(|f| {
+            let (spans, skipped) = match files::read(f) {
+                Ok(text) => (
+                    crate::check::prose::spans(&text, f.kind)
+                        .into_iter()
+                        .map(|r| (r.start, r.end))
+                        .collect(),
+                    None,
+                ),
+                Err(skip) => (Vec::new(), Some(skip.to_string())),
+            };
+            ProseDump {
+                path: f.path.clone(),
+                format: f.kind.name(),
+                spans,
+                skipped,
+            }
+        })
+        .collect())
+}
+
 /// Check prose against the rules in force. `session` is `None` outside a
 /// work tree: then only named files and term lists are checked.
 pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckReport, CheckError> {
@@ -366,6 +416,7 @@ fn list_files(
             &req.cwd,
             stdin.name.as_deref(),
             stdin.bytes.clone(),
+            filter,
         )]);
     }
     if req.staged {

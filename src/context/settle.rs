@@ -5,7 +5,6 @@
 //! twice, or on two machines over the same log, records one operation.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::Path;
 use std::sync::Mutex;
 
 use serde::Serialize;
@@ -358,7 +357,7 @@ fn hits<'c>(
                 matchers.insert(holding.clone(), m);
             }
             let matcher = &matchers[&holding];
-            let kind = TextKind::of_path(Path::new(&file.path));
+            let kind = coverage.filter.format_of(&file.path);
             for (lines, preferred_side) in [(&file.added, true), (&file.removed, false)] {
                 for (local, writes) in lines_with_hits(matcher, lines, kind, preferred_side) {
                     let entry = groups[g].counts.entry(holding[local]).or_default();

@@ -16,6 +16,7 @@ mod durability;
 mod edits;
 mod errors;
 mod folders;
+mod formats;
 mod front_matter;
 mod fuzz_corpus;
 mod hardening;

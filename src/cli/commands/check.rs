@@ -80,6 +80,12 @@ pub struct Args {
     /// not exist). Without it, standard input is `-`, read as Markdown.
     #[arg(long, value_name = "NAME")]
     pub stdin_filename: Option<PathBuf>,
+
+    /// A debugging aid: print, one JSON line a file, the format each file
+    /// is read as and the byte ranges of it that are prose, and check
+    /// nothing (docs/check.md).
+    #[arg(long, hide = true)]
+    pub prose_dump: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -114,6 +120,16 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         list_rules: settings.verbose >= 2,
         to_fix: false,
     };
+    if args.prose_dump {
+        let mut out = Out::new();
+        for file in crate::context::check::prose_dump(session.as_ref(), &request)? {
+            let line = serde_json::to_string(&file).unwrap_or_default();
+            out.raw(line.as_bytes())?;
+            out.raw(b"\n")?;
+        }
+        out.flush()?;
+        return Ok(Exit::Ok);
+    }
     let started = std::time::Instant::now();
     if args.fix || args.diff {
         let mode = if args.fix {
