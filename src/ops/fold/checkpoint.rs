@@ -142,6 +142,7 @@ impl Ledger {
             signed: self.view_signed(&keep),
             trust: self.fold.trust.clone(),
             verdicts: Default::default(),
+            copies: Vec::new(),
             // Finished: `finish` does nothing more.
             undo: Some(Vec::new()),
         };
