@@ -681,7 +681,7 @@ fn signatures_verified_before_are_remembered_and_a_forged_memory_is_never_obeyed
     let eve_line = exported
         .lines()
         .filter(|l| l.contains("\"context.keep\""))
-        .find(|l| l.contains(&entry(&repo.log(), &c)["id"].as_str().unwrap()[..]))
+        .find(|l| l.contains(entry(&repo.log(), &c)["id"].as_str().unwrap()))
         .unwrap()
         .to_owned();
     let committed = repo.git(&["show", "main:.kapi/allowed_signers"]);
