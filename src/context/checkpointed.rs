@@ -265,6 +265,10 @@ fn read_afresh(
     let ledger = ledger.folded_saving(|ledger| {
         let _ = crate::store::checkpoint::write(&dir, Part::Base, print, header, |out| ledger(out));
     });
+    // The signatures this fold verified, for the next cold read.
+    if let Some(trust) = session.trust() {
+        trust.remember();
+    }
     save(
         &dir,
         print,

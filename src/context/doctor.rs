@@ -13,8 +13,9 @@ use crate::store::{RefLock, SetAside};
 /// One finding.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// `unreadable`, `ignored`, `ahead`, `claim`, `lock`, `leftover`, or
-    /// `repeat` (nothing to do: see [`Diagnosis::clean`]).
+    /// `unreadable`, `ignored`, `ahead`, `claim`, `lock`, `leftover`,
+    /// `trust` (a line of the allowed-signers file that grants nothing),
+    /// or `repeat` (nothing to do: see [`Diagnosis::clean`]).
     pub class: &'static str,
     /// Where: an operation, a segment line, a file.
     pub location: String,
@@ -151,6 +152,31 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
             path.display().to_string(),
             "a temporary file a killed writer left; the next write removes it, or run `kapi store doctor --repair`".to_owned(),
         );
+    }
+    // The allowed-signers file as the fold reads it: a line it cannot use
+    // (a key kapi does not verify, a cert-authority line, a typo) grants
+    // nothing, and a decision signed by that key is ignored.
+    if let (Some(config), Some(trust)) = (&session.config.trust, session.trust()) {
+        let file = config.allowed_signers();
+        if session.allowed_signers_committed().is_none() {
+            add(
+                "trust",
+                file.to_owned(),
+                format!(
+                    "[trust] names {file}, which the default branch does not hold: no key is listed, and with decisions = \"signed\" no decision counts. List keys with `kapi trust add`, commit the file and bring it to the default branch"
+                ),
+            );
+        }
+        for bad in &trust.signers.bad {
+            add(
+                "trust",
+                format!("{file} line {}", bad.line),
+                format!(
+                    "{} (the default branch's file; the line grants nothing)",
+                    bad.why
+                ),
+            );
+        }
     }
     // Ids that repeat an older operation's content address (records are
     // in id order).

@@ -155,7 +155,64 @@ impl Session {
                 wanted.principal()
             )));
         }
+        if let (Some(signer), true, ActorKind::Person) = (&signer, signed_mode, kind) {
+            self.signer_listed(signer, wanted, self.write_ms(kind)?)?;
+        }
         Ok(signer)
+    }
+
+    /// With `[trust] decisions = "signed"`, refuse a person's decision
+    /// signed by a key the allowed-signers file (as the default branch
+    /// holds it) does not list for them, valid at `at_ms`, in the
+    /// namespace `kapi`: the fold would ignore it. A key whose public half
+    /// git's settings do not show (a private key file with no `.pub`
+    /// beside it) is not judged here: doctor names what the fold ignores.
+    fn signer_listed(
+        &self,
+        signer: &Signer,
+        wanted: trust::Vouch<'_>,
+        at_ms: u64,
+    ) -> Result<(), ContextError> {
+        let (Some(key), Some(trust)) = (signer.public_key(), self.trust()) else {
+            return Ok(());
+        };
+        let principal = wanted.principal();
+        let listed: Vec<_> = trust
+            .signers
+            .signers
+            .iter()
+            .filter(|s| {
+                !s.cert_authority
+                    && s.key.key_data() == key.key_data()
+                    && s.allows_namespace(trust::NAMESPACE)
+                    && s.allows_principal(principal)
+            })
+            .collect();
+        if listed.iter().any(|s| s.valid_at(at_ms)) {
+            return Ok(());
+        }
+        let file = self
+            .config
+            .trust
+            .as_ref()
+            .map_or(crate::config::DEFAULT_ALLOWED_SIGNERS, |t| {
+                t.allowed_signers()
+            });
+        let public = signer.public_file().map_or_else(
+            || "<your public key file>".to_owned(),
+            |p| p.display().to_string(),
+        );
+        let why = if listed.is_empty() {
+            format!("is not listed for {principal} in {file} as the default branch holds it")
+        } else {
+            format!(
+                "is listed for {principal} in {file}, but not valid now (valid-after, valid-before)"
+            )
+        };
+        Err(ContextError::Refused(format!(
+            "this project counts a person's decision only when it is signed by a key listed for them ([trust] decisions = \"signed\" in kapi.toml), and the key git signs with ({}) {why}, so the decision would be ignored: list it with `kapi trust add {principal} {public}`, commit {file} and bring that commit to the default branch (docs/security.md). Nothing was recorded",
+            signer.describe()
+        )))
     }
 
     /// Whether this session's actor may record operations of `kind` at

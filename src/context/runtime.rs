@@ -126,7 +126,12 @@ impl Project {
             .get_or_init(|| {
                 let config = self.config.trust.as_ref()?;
                 let bytes = self.allowed_signers_committed().unwrap_or_default();
-                Some(Trust::new(config.decisions, &self.project, &bytes))
+                Some(Trust::remembering(
+                    config.decisions,
+                    &self.project,
+                    &bytes,
+                    &self.store.kapi_dir(),
+                ))
             })
             .clone()
     }
@@ -465,7 +470,11 @@ fn space_of(
 /// folder name, or a remote added later, must not split it in two), else
 /// the name of the `origin` remote's repository, else the work tree's
 /// folder name.
-fn project_key(config: &Config, store: &Store, root: &Path) -> Result<String, ContextError> {
+pub(crate) fn project_key(
+    config: &Config,
+    store: &Store,
+    root: &Path,
+) -> Result<String, ContextError> {
     if let Some(p) = config.project.as_ref().filter(|p| !p.trim().is_empty()) {
         return Ok(p.trim().to_owned());
     }

@@ -115,17 +115,9 @@ pub fn add(
             path.display()
         ))
     })?;
-    if !matches!(
-        key.algorithm(),
-        ssh_key::Algorithm::Ed25519
-            | ssh_key::Algorithm::SkEd25519
-            | ssh_key::Algorithm::SkEcdsaSha2NistP256
-            | ssh_key::Algorithm::Ecdsa {
-                curve: ssh_key::EcdsaCurve::NistP256
-            }
-    ) {
+    if let Err(why) = allowed_signers::supported(&key.algorithm()) {
         return Err(ContextError::Usage(format!(
-            "{} is a {} key; kapi verifies Ed25519 and ECDSA P-256 keys (and their FIDO `sk-` forms): make one with `ssh-keygen -t ed25519` (or `-t ed25519-sk` for a key that needs a touch)",
+            "{} is a {} key: {why}",
             path.display(),
             key.algorithm()
         )));

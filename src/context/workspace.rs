@@ -390,7 +390,14 @@ fn widened_in(path: &Path, at: Option<i64>, cache: Option<&Path>) -> Vec<Workspa
     let Ok(store) = Store::discover(path) else {
         return Vec::new();
     };
-    let stamp = fingerprint(&store);
+    // Its rules count here as its own fold counts them: by its `[trust]`.
+    let Ok(trust) = trust_of(&store) else {
+        return Vec::new();
+    };
+    let stamp = fingerprint(&store).map(|stamp| match &trust {
+        Some(t) => format!("{stamp}:trust {:?} {}", t.mode, t.digest),
+        None => stamp,
+    });
     let file = cache.map(|dir| dir.join(format!("{}.json", cache_key(path))));
     let cached = file
         .as_ref()
@@ -402,7 +409,10 @@ fn widened_in(path: &Path, at: Option<i64>, cache: Option<&Path>) -> Vec<Workspa
             let Ok(loaded) = store.load_all() else {
                 return Vec::new();
             };
-            let rules = widened_by(path, crate::ops::fold(loaded.records));
+            let ledger = crate::ops::Ledger::new(loaded.records)
+                .with_trust(trust)
+                .folded();
+            let rules = widened_by(path, ledger);
             if let (Some(file), Some(stamp)) = (&file, &stamp) {
                 write_cache(file, stamp, &rules);
             }
@@ -410,6 +420,45 @@ fn widened_in(path: &Path, at: Option<i64>, cache: Option<&Path>) -> Vec<Workspa
         }
     };
     rules.into_iter().filter(|r| r.scope.in_force(at)).collect()
+}
+
+/// The trust another repository's own fold reads by: its `[trust]` (its
+/// kapi.toml, read as any file of another checkout is: capped, no FIFO,
+/// no link) and its allowed-signers file as its default branch holds it.
+/// A rule it shares then counts here only as it counts there: with
+/// `decisions = "signed"` there, a keep nobody listed there signed puts
+/// nothing in force here either. `Err` when its kapi.toml cannot be read
+/// (the repository is passed over, as one that is gone).
+fn trust_of(store: &Store) -> Result<Option<std::sync::Arc<crate::ops::trust::Trust>>, ()> {
+    let Some(root) = store.work_tree() else {
+        return Ok(None);
+    };
+    let text = match crate::fsutil::read_optional(
+        &root.join(crate::config::FILE_NAME),
+        crate::fsutil::Links::Refuse,
+    ) {
+        Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|_| ())?,
+        Ok(None) => return Ok(None),
+        Err(_) => return Err(()),
+    };
+    let config = crate::config::Config::parse(&text).map_err(|_| ())?;
+    let Some(trust) = &config.trust else {
+        return Ok(None);
+    };
+    let project = super::runtime::project_key(&config, store, root).map_err(|_| ())?;
+    let max = crate::formats::allowed_signers::MAX_FILE_BYTES as u64;
+    let bytes = match store
+        .git()
+        .default_branch_file(trust.allowed_signers(), max)
+    {
+        Ok(Some(crate::git::Blob::Bytes(bytes))) => bytes,
+        _ => Vec::new(),
+    };
+    Ok(Some(crate::ops::trust::Trust::new(
+        trust.decisions,
+        &project,
+        &bytes,
+    )))
 }
 
 /// What the shared log of a store is now: its tip and its journal's size

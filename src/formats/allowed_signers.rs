@@ -35,8 +35,8 @@ pub struct AllowedSigner {
     pub valid_after: Option<u64>,
     /// Unix milliseconds after which the key no longer signs.
     pub valid_before: Option<u64>,
-    /// A certificate authority's key (kapi takes no certificates: such a
-    /// line allows nothing, and `kapi trust list` says so).
+    /// A certificate authority's key. kapi takes no certificates: such a
+    /// line is read as a bad line, named by `kapi trust list` and doctor.
     pub cert_authority: bool,
     pub key: PublicKey,
 }
@@ -130,7 +130,33 @@ pub fn parse_line(line: &str, line_no: usize) -> Result<AllowedSigner, String> {
     if let Some(options) = options {
         apply_options(&mut signer, &options)?;
     }
+    if signer.cert_authority {
+        return Err("cert-authority lines are not supported: kapi verifies a signer's own key, not SSH certificates; list each person's key on a line of its own (`kapi trust add`)".into());
+    }
+    supported(&signer.key.algorithm())?;
     Ok(signer)
+}
+
+/// Whether kapi verifies signatures by keys of `algorithm`: Ed25519 and
+/// ECDSA P-256, and their FIDO (`sk-`) forms. RSA is not among them
+/// (its verifier would add num-bigint and the rsa crate, with
+/// RUSTSEC-2023-0071, to every build), nor DSA or the other curves.
+pub fn supported(algorithm: &ssh_key::Algorithm) -> Result<(), String> {
+    use ssh_key::{Algorithm, EcdsaCurve};
+    match algorithm {
+        Algorithm::Ed25519
+        | Algorithm::SkEd25519
+        | Algorithm::SkEcdsaSha2NistP256
+        | Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP256,
+        } => Ok(()),
+        Algorithm::Rsa { .. } => Err(
+            "RSA keys are not supported, use ed25519 or ecdsa: make one with `ssh-keygen -t ed25519` (or `-t ed25519-sk` for a key that needs a touch)".into(),
+        ),
+        other => Err(format!(
+            "{other} keys are not supported, use ed25519 or ecdsa (P-256): make one with `ssh-keygen -t ed25519` (or `-t ed25519-sk` for a key that needs a touch)"
+        )),
+    }
 }
 
 /// The first word of `text` and what follows it: up to white space, with
@@ -278,8 +304,16 @@ mod tests {
             "# team\n\nada@example.com {KEY}\n\"bo@example.com,*@ci.example\" namespaces=\"git,kapi\",valid-after=\"20260101\",valid-before=\"20270101000000Z\" {KEY}\nci cert-authority {KEY}\nbroken\nx unknown=\"1\" {KEY}\n"
         );
         let read = parse(file.as_bytes());
-        assert_eq!(read.signers.len(), 3, "{:?}", read.bad);
-        assert_eq!(read.bad.iter().map(|b| b.line).collect::<Vec<_>>(), [6, 7]);
+        assert_eq!(read.signers.len(), 2, "{:?}", read.bad);
+        assert_eq!(
+            read.bad.iter().map(|b| b.line).collect::<Vec<_>>(),
+            [5, 6, 7]
+        );
+        assert!(
+            read.bad[0]
+                .why
+                .starts_with("cert-authority lines are not supported")
+        );
         let ada = &read.signers[0];
         assert!(ada.allows_principal("ada@example.com") && !ada.allows_principal("ada"));
         assert!(ada.allows_namespace("kapi") && ada.valid_at(0));
@@ -290,7 +324,6 @@ mod tests {
         assert!(!bo.valid_at(jan - 1) && bo.valid_at(jan));
         assert!(bo.valid_at(timestamp("20270101Z").unwrap()));
         assert!(!bo.valid_at(timestamp("20270101000001").unwrap()));
-        assert!(read.signers[2].cert_authority);
     }
 
     #[test]
@@ -306,6 +339,87 @@ mod tests {
         // A pattern built to backtrack stays fast.
         let text = "a".repeat(5000);
         assert!(!match_pattern_list(&text, &format!("{}b", "*a".repeat(50))));
+    }
+
+    use proptest::prelude::*;
+
+    /// What a file of `bytes` may hold at most: one key or one bad line a
+    /// line, never more (the parse is bounded by its input).
+    fn bounded(bytes: &[u8]) -> Result<(), TestCaseError> {
+        let read = parse(bytes);
+        let lines = bytes.split(|&b| b == b'\n').count();
+        prop_assert!(read.signers.len() + read.bad.len() <= lines);
+        for bad in &read.bad {
+            prop_assert!(bad.why.len() <= 1024, "{}", bad.why);
+        }
+        for s in &read.signers {
+            // What the fold asks of a key never panics either.
+            let _ = s.allows_principal("ada@example.com") && s.allows_namespace("kapi");
+            let _ = s.valid_at(0) || s.valid_at(u64::MAX);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Any bytes (the committed file is anyone's who can push to the
+        /// default branch) parse without a panic.
+        #[test]
+        fn any_bytes_parse_bounded(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            bounded(&bytes)?;
+        }
+
+        /// Lines made of the format's own pieces, in any order: quotes,
+        /// options, times, patterns, keys whole and cut.
+        #[test]
+        fn lines_of_the_formats_pieces_parse_bounded(pieces in proptest::collection::vec(prop_oneof![
+            Just("\"".to_owned()), Just(",".to_owned()), Just(" ".to_owned()), Just("=".to_owned()),
+            Just("\n".to_owned()), Just("#".to_owned()), Just("*".to_owned()), Just("!".to_owned()),
+            Just("namespaces=\"kapi\"".to_owned()), Just("valid-before=".to_owned()),
+            Just("valid-after=\"20260101Z\"".to_owned()), Just("cert-authority".to_owned()),
+            Just("ssh-ed25519".to_owned()), Just("ssh-rsa".to_owned()), Just("ecdsa-sha2-nistp384".to_owned()),
+            Just(KEY.to_owned()), Just(KEY[12..40].to_owned()), Just("AAAA".to_owned()),
+            Just("99991399".to_owned()), Just("20260101235959Z".to_owned()),
+            "[a-z@.*?!,]{0,12}", "[ -~]{0,24}",
+        ], 0..48)) {
+            bounded(pieces.concat().as_bytes())?;
+        }
+    }
+
+    #[test]
+    fn a_long_hostile_file_is_read_in_bounds() {
+        // A megabyte of one unterminated quote, of patterns built to
+        // backtrack, and of lines at the length limit and past it.
+        let mut file = String::from("\"");
+        file.push_str(&"x".repeat(MAX_FILE_BYTES / 4));
+        file.push('\n');
+        for _ in 0..64 {
+            file.push_str(&format!("{} {KEY}\n", "*a".repeat(2000)));
+        }
+        file.push_str(&format!("{} {KEY}\n", "p".repeat(MAX_LINE + 1)));
+        file.push_str(&"# c\n".repeat(MAX_FILE_BYTES));
+        let read = parse(file.as_bytes());
+        assert_eq!(read.signers.len(), 64);
+        assert_eq!(read.bad.len(), 2, "{:?}", read.bad);
+        let text = "a".repeat(2000);
+        assert!(!read.signers[0].allows_principal(&format!("{text}b")));
+    }
+
+    #[test]
+    fn rsa_and_other_keys_kapi_does_not_verify_are_named() {
+        let rsa = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC2u4GgB8mJ5S2Zz1x2y3Z4k5L6m7N8o9P0q1R2s3T4u5V6w7X8y9Z0a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4y5Z6a7B8c9D0e1F2g3H4i5J6k7L8m9N0o1P2q3R4s5T6u7V8w9X0y1Z2a3B4c5D6e7F8g9H0i1J2k3L4m5N6o7P8q9R0s1T2u3V4w5X6y7Z8a9B0c1D2e3F4g5H6i7J8k9L0m1N2o3P4q5R6s7T8u9V0w1X2y3Z4a5B6c7D8e9F0g1H2i3J4k5L6m7N8o9P0q1R2s3T4u5V6w7X8y9Z0 rsa";
+        let read = parse(format!("ada@example.com {rsa}\n").as_bytes());
+        assert!(read.signers.is_empty());
+        assert_eq!(read.bad.len(), 1);
+        // Either ssh-key reads it and kapi names the algorithm, or it
+        // does not read it at all: never a key that would verify nothing.
+        assert!(
+            read.bad[0].why.starts_with("RSA keys are not supported")
+                || read.bad[0].why.contains("no public key"),
+            "{}",
+            read.bad[0].why
+        );
     }
 
     #[test]

@@ -106,6 +106,38 @@ impl Repo {
 }
 
 impl Signer {
+    /// The public half of the key, when git's setting shows it without a
+    /// private key being read: a literal key, a `.pub` file, or the
+    /// `.pub` file beside a private key file (as `ssh-keygen` writes it).
+    pub fn public_key(&self) -> Option<ssh_key::PublicKey> {
+        match &self.key {
+            Key::Literal(key) => ssh_key::PublicKey::from_openssh(key.trim()).ok(),
+            Key::File(_) => {
+                let public = self.public_file()?;
+                let mut text = String::new();
+                let file = std::fs::File::open(&public).ok()?;
+                std::io::Read::read_to_string(&mut std::io::Read::take(file, 16 * 1024), &mut text)
+                    .ok()?;
+                ssh_key::PublicKey::from_openssh(text.trim()).ok()
+            }
+        }
+    }
+
+    /// The public key file to list (`kapi trust add`): the key file when
+    /// it ends in `.pub`, else the `.pub` beside it, when there.
+    pub fn public_file(&self) -> Option<PathBuf> {
+        let Key::File(path) = &self.key else {
+            return None;
+        };
+        if path.extension().is_some_and(|e| e == "pub") {
+            return Some(path.clone());
+        }
+        let mut public = path.clone().into_os_string();
+        public.push(".pub");
+        let public = PathBuf::from(public);
+        public.is_file().then_some(public)
+    }
+
     /// What the key is, as a message names it.
     pub fn describe(&self) -> String {
         match &self.key {

@@ -104,8 +104,9 @@ struct Folding {
     settling: Settling,
     /// Who signed each operation whose signature verified (by id, the
     /// principal): what the log and `context <path>` show. Kept in the
-    /// checkpoint, whose fingerprint covers the allowed-signers file.
-    #[serde(default)]
+    /// checkpoint, whose fingerprint covers the allowed-signers file
+    /// (packed: every hook reads the view's share of it).
+    #[serde(default, with = "packed_signers")]
     signed: BTreeMap<CompactString, CompactString>,
     /// The trust signatures are verified by (`[trust]`; given again when a
     /// checkpoint is read).
@@ -118,6 +119,11 @@ struct Folding {
     /// from holds (what a listing that matches nothing counts).
     #[serde(default)]
     whole: usize,
+    /// Other copies of an id the log holds more than once (a signature
+    /// disputed: [`set_aside_copies`]), until [`Ledger::with_trust`]
+    /// prefers one whose signature verifies.
+    #[serde(skip)]
+    copies: Vec<Record>,
 }
 
 /// A subject's state and where it was last kept, before the end-of-log
@@ -237,9 +243,10 @@ impl Ledger {
             addressed |= r.address.is_some();
             keys.push(key);
         }
+        let mut copies = Vec::new();
         if !ordered {
             records.sort_by(|a, b| a.id.cmp(&b.id));
-            records.dedup_by(|b, a| a.id == b.id);
+            copies = set_aside_copies(&mut records);
         }
         let mut ignored = Vec::new();
         let mut addresses = BTreeSet::new();
@@ -280,6 +287,7 @@ impl Ledger {
                 trust: None,
                 verdicts: HashMap::new(),
                 whole: 0,
+                copies,
             },
             records,
             ignored,
@@ -318,10 +326,30 @@ impl Ledger {
     /// operation that wants a signature is applied only when one verifies.
     /// The signatures are verified here, on every core, before the fold
     /// replays the log in order.
+    ///
+    /// Of several copies of one id, one whose signature verifies stands
+    /// (whichever copy arrived first, and whatever the others hold).
     pub fn with_trust(mut self, trust: Option<Arc<Trust>>) -> Ledger {
         debug_assert_eq!(self.fold.applied, 0, "trust is set before the fold");
+        let copies = std::mem::take(&mut self.fold.copies);
         if let Some(trust) = &trust {
             self.fold.verdicts = verify_all(&self.records, trust);
+            for copy in copies {
+                let Some(vouch) = trust::wanted(&copy) else {
+                    continue;
+                };
+                let Ok(at) = self.fold.keys.binary_search(&super::id::key(&copy.id)) else {
+                    continue;
+                };
+                if matches!(self.fold.verdicts.get(&at), Some(Verdict::Signed(_))) {
+                    continue;
+                }
+                let verdict = trust.judge(&copy, vouch);
+                if matches!(verdict, Verdict::Signed(_)) {
+                    self.records[at] = copy;
+                    self.fold.verdicts.insert(at, verdict);
+                }
+            }
         }
         self.fold.trust = trust;
         self
@@ -492,7 +520,7 @@ impl Folding {
         {
             let verdict = match self.verdicts.get(&at) {
                 Some(v) => v.clone(),
-                None => trust.verify(r, vouch),
+                None => trust.judge(r, vouch),
             };
             match verdict {
                 Verdict::Signed(principal) => {
@@ -861,6 +889,104 @@ fn as_of(mut ledger: Ledger, cutoff_ms: u64) -> Ledger {
     ledger
 }
 
+/// Who signed what, as a checkpoint keeps it: the principals once each,
+/// the ids in one string, and for each id the principal's place. Reading
+/// it back costs a hook a few parsed strings, not two per signed decision
+/// (a view of 800 rules kept by signed decisions read 1.7M instructions
+/// more than one without). A checkpoint is derived and checked, but what
+/// it holds is still read with care: anything that does not add up is
+/// an error, and the log is folded again.
+mod packed_signers {
+    use std::collections::BTreeMap;
+
+    use compact_str::CompactString;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Packed {
+        principals: Vec<CompactString>,
+        /// The ids, in order, each followed by a space.
+        ids: String,
+        by: Vec<u32>,
+    }
+
+    pub fn serialize<S: Serializer>(
+        map: &BTreeMap<CompactString, CompactString>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut principals: Vec<CompactString> = Vec::new();
+        let mut places: std::collections::HashMap<&CompactString, u32> = Default::default();
+        let mut ids = String::new();
+        let mut by = Vec::with_capacity(map.len());
+        for (id, principal) in map {
+            let at = *places.entry(principal).or_insert_with(|| {
+                principals.push(principal.clone());
+                (principals.len() - 1) as u32
+            });
+            ids.push_str(id);
+            ids.push(' ');
+            by.push(at);
+        }
+        Packed {
+            principals,
+            ids,
+            by,
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<CompactString, CompactString>, D::Error> {
+        let packed = Packed::deserialize(d)?;
+        let ids = packed.ids.split_terminator(' ');
+        let bad = || serde::de::Error::custom("a checkpoint's signers do not add up");
+        if ids.clone().count() != packed.by.len() {
+            return Err(bad());
+        }
+        ids.zip(packed.by)
+            .map(|(id, at)| {
+                let principal = packed.principals.get(at as usize).ok_or_else(bad)?;
+                Ok((CompactString::from(id), principal.clone()))
+            })
+            .collect()
+    }
+}
+
+/// Of several copies of one id in `records` (sorted by id), keep one,
+/// chosen by what the copies hold and never by which arrived first: a
+/// signed copy before an unsigned one, then the smaller canonical bytes.
+/// Exact repeats are dropped; the other copies are returned, so that
+/// [`Ledger::with_trust`] can prefer one whose signature verifies. A log
+/// holds two copies of one id only when a signature is disputed (the
+/// store keeps a copy carrying one beside a held copy): an unsigned or
+/// forged copy pushed first cannot shadow a signed decision.
+fn set_aside_copies(records: &mut Vec<Record>) -> Vec<Record> {
+    if records.windows(2).all(|w| w[0].id != w[1].id) {
+        return Vec::new();
+    }
+    let mut kept = Vec::with_capacity(records.len());
+    let mut copies = Vec::new();
+    let mut all = std::mem::take(records).into_iter().peekable();
+    while let Some(first) = all.next() {
+        if all.peek().is_none_or(|next| next.id != first.id) {
+            kept.push(first);
+            continue;
+        }
+        let mut group = vec![(first.sig.is_none(), first.to_canonical_json(), first)];
+        while let Some(next) = all.next_if(|next| next.id == group[0].2.id) {
+            group.push((next.sig.is_none(), next.to_canonical_json(), next));
+        }
+        group.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        group.dedup_by(|b, a| a.1 == b.1);
+        let mut group = group.into_iter().map(|(_, _, r)| r);
+        kept.extend(group.next());
+        copies.extend(group);
+    }
+    *records = kept;
+    copies
+}
+
 /// The verdict on every signed record that wants a signature, worked out
 /// on every core (an unsigned one is answered as it is applied).
 fn verify_all(records: &[Record], trust: &Trust) -> HashMap<usize, Verdict> {
@@ -873,7 +999,7 @@ fn verify_all(records: &[Record], trust: &Trust) -> HashMap<usize, Verdict> {
     let verdict = |i: usize| {
         let r = &records[i];
         let vouch = trust::wanted(r).expect("filtered above");
-        (i, trust.verify(r, vouch))
+        (i, trust.judge(r, vouch))
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)

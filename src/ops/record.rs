@@ -562,6 +562,12 @@ impl Record {
     /// Content kept in a blob (`subject.blob`) is named, not repeated: its
     /// `terms` are left out, whether or not they were read back.
     pub fn to_canonical_json(&self) -> String {
+        let value = self.canonical_value();
+        serde_json::to_string(&value).expect("a value always serializes")
+    }
+
+    /// The canonical form as a JSON value (objects' keys sorted).
+    fn canonical_value(&self) -> serde_json::Value {
         // serde_json's Value keeps object keys in a BTreeMap: sorted.
         let mut value = serde_json::to_value(self).expect("a record always serializes");
         if let Some(Subject::Terms { blob: Some(_), .. }) = &self.subject
@@ -569,21 +575,19 @@ impl Record {
         {
             subject.remove("terms");
         }
-        serde_json::to_string(&value).expect("a value always serializes")
+        value
     }
 
     /// The bytes a signature covers: the canonical bytes without `sig`
     /// (the project, the id and its instant among them, so a signature
-    /// binds one operation of one project at one time).
+    /// binds one operation of one project at one time). Built from the
+    /// record as it is, never from a copy of it.
     pub fn signed_bytes(&self) -> String {
-        if self.sig.is_none() {
-            return self.to_canonical_json();
+        let mut value = self.canonical_value();
+        if let Some(record) = value.as_object_mut() {
+            record.remove("sig");
         }
-        Record {
-            sig: None,
-            ..self.clone()
-        }
-        .to_canonical_json()
+        serde_json::to_string(&value).expect("a value always serializes")
     }
 
     /// The canonical line, when it is within the limit of one record: what

@@ -16,14 +16,18 @@
 //! [`Trust::verify`] of every operation that wants a signature, so a
 //! fold stays a function of the log and those bytes.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use ssh_key::{LineEnding, SshSig};
 
 use super::record::{ActorKind, Kind, Record, SignalSource};
 use crate::formats::allowed_signers::{self, AllowedSigners};
+use crate::store::verdicts::{self, Tag};
 
 /// The SSHSIG namespace of kapi's signatures (`ssh-keygen -Y sign -n kapi`).
 pub const NAMESPACE: &str = "kapi";
@@ -151,16 +155,106 @@ pub struct Trust {
     /// The SHA-256 of the file's bytes (the fold checkpoint's
     /// fingerprint names it).
     pub digest: String,
+    /// Where signatures verified before are remembered (`.git/kapi`),
+    /// read on the first verification, when there is one.
+    memory_dir: Option<PathBuf>,
+    memory: OnceLock<Option<Memory>>,
+}
+
+/// Signatures verified before ([`crate::store::verdicts`]), and those
+/// verified since, to remember.
+#[derive(Debug)]
+pub struct Memory {
+    secret: [u8; 32],
+    known: HashMap<Tag, CompactString>,
+    fresh: Mutex<Vec<(Tag, CompactString)>>,
 }
 
 impl Trust {
     pub fn new(mode: Mode, project: &str, bytes: &[u8]) -> Arc<Trust> {
-        Arc::new(Trust {
+        Arc::new(Self::unshared(mode, project, bytes))
+    }
+
+    fn unshared(mode: Mode, project: &str, bytes: &[u8]) -> Trust {
+        Trust {
             mode,
             project: project.into(),
             signers: allowed_signers::parse(bytes),
             digest: crate::digest::sha256_hex(bytes),
-        })
+            memory_dir: None,
+            memory: OnceLock::new(),
+        }
+    }
+
+    /// [`Trust::new`], remembering verified signatures in `kapi_dir`
+    /// ([`crate::store::verdicts`]): a cold read verifies only what it
+    /// did not verify before.
+    pub fn remembering(mode: Mode, project: &str, bytes: &[u8], kapi_dir: &Path) -> Arc<Trust> {
+        let mut trust = Self::unshared(mode, project, bytes);
+        trust.memory_dir = Some(kapi_dir.to_path_buf());
+        Arc::new(trust)
+    }
+
+    fn memory(&self) -> Option<&Memory> {
+        self.memory
+            .get_or_init(|| {
+                let dir = self.memory_dir.as_deref()?;
+                Some(Memory {
+                    secret: verdicts::secret(dir)?,
+                    known: verdicts::load(dir, &self.digest),
+                    fresh: Mutex::new(Vec::new()),
+                })
+            })
+            .as_ref()
+    }
+
+    /// [`Trust::verify`], answered from the signatures verified before
+    /// when this one is among them (its tag, which only this
+    /// repository's secret makes, matches), and remembered when it
+    /// verifies now.
+    pub fn judge(&self, record: &Record, vouch: Vouch<'_>) -> Verdict {
+        if record.sig.is_none() {
+            return Verdict::Unsigned;
+        }
+        let Some(memory) = self.memory() else {
+            return self.verify(record, vouch);
+        };
+        let tag = memory.tag(&self.digest, &self.project, record);
+        if let Some(principal) = memory.known.get(&tag)
+            && principal == vouch.principal()
+        {
+            return Verdict::Signed(principal.clone());
+        }
+        let verdict = self.verify(record, vouch);
+        if let Verdict::Signed(principal) = &verdict {
+            memory
+                .fresh
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((tag, principal.clone()));
+        }
+        verdict
+    }
+
+    /// Write down the signatures verified since the memory was read, if
+    /// any (a derived file: a failure loses nothing but time).
+    pub fn remember(&self) {
+        let (Some(dir), Some(Some(memory))) = (self.memory_dir.as_deref(), self.memory.get())
+        else {
+            return;
+        };
+        let fresh = std::mem::take(
+            &mut *memory
+                .fresh
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if fresh.is_empty() {
+            return;
+        }
+        let mut all: HashMap<&Tag, &CompactString> = memory.known.iter().collect();
+        all.extend(fresh.iter().map(|(t, p)| (t, p)));
+        verdicts::save(dir, &self.digest, all.into_iter());
     }
 
     /// What `record`'s signature says, for the principal `vouch` names.
@@ -204,6 +298,21 @@ impl Trust {
             return Verdict::NotAllowedThen;
         }
         Verdict::Signed(principal.into())
+    }
+}
+
+impl Memory {
+    /// The tag of `record` under the allowed-signers file `digest`, read
+    /// for the project `project`.
+    fn tag(&self, digest: &str, project: &str, record: &Record) -> Tag {
+        let mut hash = Sha256::new();
+        hash.update(self.secret);
+        hash.update(digest.as_bytes());
+        hash.update(b"\n");
+        hash.update(project.as_bytes());
+        hash.update(b"\n");
+        hash.update(record.to_canonical_json().as_bytes());
+        hash.finalize().into()
     }
 }
 

@@ -6,7 +6,7 @@
 //! derived and is left alone.
 
 use super::checkpoint::Part;
-use super::{LogRef, Store, StoreError, arrivals, cache, newest, project};
+use super::{LogRef, Store, StoreError, arrivals, cache, newest, project, verdicts};
 
 /// The derived files, by name, with what each keeps.
 pub const DERIVED: [(&str, &str); 7] = [
@@ -20,6 +20,7 @@ pub const DERIVED: [(&str, &str); 7] = [
     (newest::NAME, "the newest id to mint past"),
     (project::NAME, "the project the log belongs to"),
     (arrivals::TIPS, "where the arrival record was brought up to"),
+    (verdicts::NAME, "signatures verified before"),
 ];
 
 /// A derived file that was removed, and its size.

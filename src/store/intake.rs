@@ -19,7 +19,7 @@
 //! memory is bounded by what is kept: one segment's bytes and its carried
 //! lines at a time, never a list of what is skipped.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use gix::ObjectId;
 use gix::objs::tree::{Entry, EntryKind};
@@ -183,11 +183,13 @@ fn union_segment(
         None => Vec::new(),
     };
     let (mut ours, mut dropped) = (HashSet::new(), false);
-    let mut held_ids = HashSet::new();
+    // Each held id, and its copies.
+    let mut held_ids: HashMap<&str, Vec<&[u8]>> = HashMap::new();
     for line in segment::lines(&our_bytes) {
         match segment::keepable(line, shard) {
             Ok(()) => {
-                held_ids.insert(segment::line_id(line).expect("a keepable line has an id"));
+                let id = segment::line_id(line).expect("a keepable line has an id");
+                held_ids.entry(id).or_default().push(line);
                 ours.insert(line);
             }
             Err(_) => dropped = true,
@@ -210,7 +212,13 @@ fn union_segment(
                 Err(e) => refused.line(n + 1, || e),
                 Ok(()) => {
                     let id = segment::line_id(line).expect("a keepable line has an id");
-                    if held_ids.contains(id) {
+                    // Copies of one id that differ in a signature are
+                    // both kept: the fold prefers one that verifies.
+                    let disputed = |held: &Vec<&[u8]>| {
+                        segment::carries_signature(line)
+                            || held.iter().any(|h| segment::carries_signature(h))
+                    };
+                    if held_ids.get(id).is_some_and(|held| !disputed(held)) {
                         refused.line(n + 1, || EntryError::Conflict { id: id.to_owned() });
                     } else if let Some(e) = content::problem_of_line(repo, line) {
                         // It names a content blob the fetch did not bring

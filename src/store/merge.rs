@@ -1,7 +1,9 @@
 //! Merging operations from elsewhere (an exported file; sync later) by
 //! union. An id the log holds changes nothing; a copy of a held id with
-//! other bytes, an operation dated past the clock bound, and a line whose
-//! segment has no room are refused and named, never merged.
+//! other bytes (unless either copy carries a signature: both are kept, and
+//! the fold prefers the one that verifies), an operation dated past the
+//! clock bound, and a line whose segment has no room are refused and
+//! named, never merged.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -67,6 +69,13 @@ impl Store {
                 };
                 match held.get(&r.id) {
                     Some(existing) if *existing == line => report.held += 1,
+                    // Copies of one id that differ in a signature are both
+                    // kept: the fold prefers one that verifies.
+                    Some(existing)
+                        if r.sig.is_some() || segment::carries_signature(existing.as_bytes()) =>
+                    {
+                        lines.push(line)
+                    }
                     Some(_) => report.refused.push(problem(EntryError::Conflict {
                         id: r.id.to_string(),
                     })),

@@ -31,6 +31,7 @@ pub mod segment;
 pub(crate) mod sweep;
 mod sync;
 mod tree;
+pub mod verdicts;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -205,8 +205,9 @@ pub(super) fn finish(loaded: &mut Loaded) -> Vec<Vec<Record>> {
 }
 
 impl Store {
-    /// Settle the ids stored with different bytes: the copy the log held
-    /// first stands, found by walking the ref's first-parent history back
+    /// Settle the ids stored with different bytes (unless a copy carries
+    /// a signature: then every copy stands, for the fold to choose the one
+    /// that verifies): the copy the log held first stands, found by walking the ref's first-parent history back
     /// to the oldest commit that holds any copy (kapi's own commits put the
     /// log this machine held first, so a copy pushed or merged in later
     /// cannot undo a decision). When that commit holds more than one copy,
@@ -220,6 +221,13 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut standing = Vec::new();
         for copies in conflicts {
+            // Copies that differ in a signature all stand: the fold takes
+            // the one whose signature verifies (an unsigned copy that
+            // reached the log first must not shadow a signed decision).
+            if copies.iter().any(|c| c.sig.is_some()) {
+                standing.extend(copies);
+                continue;
+            }
             let id = copies[0].id.clone();
             let mut first = None;
             for &which in refs {

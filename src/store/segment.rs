@@ -265,6 +265,16 @@ pub(crate) fn parse_line(line: &[u8], expected: Option<(u8, u8)>) -> Result<Reco
     }
 }
 
+/// Whether a line carries a signature (`sig`). Of two copies of one id,
+/// a log keeps both when either carries one: which stands is the fold's
+/// to choose (one whose signature verifies, `crate::ops::fold`), so an
+/// unsigned or forged copy that arrived first cannot shadow a signed
+/// decision. Any other copy of a held id is a conflict, and refused.
+pub(crate) fn carries_signature(line: &[u8]) -> bool {
+    memchr::memmem::find(line, b"\"sig\":").is_some()
+        && parse_line(line, None).is_ok_and(|r| r.sig.is_some())
+}
+
 /// Whether a stored line of the shard `expected` is worth carrying into
 /// another tree: a valid operation of that shard, or one of a newer format
 /// version (a newer kapi reads it) whose id belongs there. Junk, misplaced

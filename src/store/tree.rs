@@ -386,7 +386,9 @@ pub fn build<'l>(
 /// log that was held first: where `right` holds an id `left` already holds
 /// with other bytes, `left`'s copy stands and `right`'s is not taken (an
 /// operation never changes once written, and a copy arriving later cannot
-/// undo a decision).
+/// undo a decision), unless either carries a signature: then both are
+/// kept, and the fold prefers the copy whose signature verifies
+/// ([`segment::carries_signature`]).
 pub fn union(
     repo: &gix::Repository,
     left: ObjectId,
@@ -470,7 +472,13 @@ fn union_segments(
     let mut lines: Vec<&[u8]> = segment::lines(&l).collect();
     lines.extend(segment::lines(&r).filter(|line| {
         match segment::line_id(line).and_then(|id| held.get(id)) {
-            Some(copies) => copies.contains(line),
+            // A copy that differs in a signature is kept beside the held
+            // one: the fold prefers one that verifies.
+            Some(copies) => {
+                copies.contains(line)
+                    || segment::carries_signature(line)
+                    || copies.iter().any(|c| segment::carries_signature(c))
+            }
             None => true,
         }
     }));

@@ -55,6 +55,19 @@ fn signed_project() -> (TestEnv, PathBuf) {
     (repo, key)
 }
 
+/// Run `f` with signatures shown, not required (`[trust]` without
+/// `decisions = "signed"`): how a decision the door would refuse reaches
+/// the log (another kapi, another configuration), for the fold to judge.
+fn shown<T>(repo: &TestEnv, f: impl FnOnce() -> T) -> T {
+    repo.write(
+        "kapi.toml",
+        "[trust]\nallowed_signers = \".kapi/allowed_signers\"\n",
+    );
+    let out = f();
+    repo.write("kapi.toml", SIGNED);
+    out
+}
+
 fn entry<'a>(log: &'a [serde_json::Value], id: &str) -> &'a serde_json::Value {
     log.iter()
         .find(|e| e["id"].as_str().unwrap().starts_with(id))
@@ -158,14 +171,27 @@ fn forged_altered_and_unlisted_keeps_do_not_bind_and_doctor_names_each() {
     repo.write("forged.jsonl", &forged);
     repo.kapi(&["store", "import", "forged.jsonl"]).ok();
     // 3. Unlisted: Eve's key, her git identity claiming Ada's address,
-    // keeps `c` (her kapi signs it; the file lists no key of hers).
+    // keeps `c`. The door refuses it (the file lists no key of hers), so
+    // she records it where signatures are only shown: her kapi signs it.
+    // (Another rule: with signatures only shown, the forgeries above
+    // count, and `c` is established already.)
+    let d = repo.suggested_rule("Webhook", "Web hook");
     let eve = keygen(&repo, "eve");
     sign_with(&repo, &eve);
-    repo.kapi(&["context", "review", "--keep", &c]).ok();
+    let refused = repo.kapi(&["context", "review", "--keep", &d]).code(3);
+    assert!(
+        refused.stderr.contains("kapi trust add ada@example.com"),
+        "{}",
+        refused.stderr
+    );
+    shown(&repo, || {
+        repo.kapi(&["context", "review", "--keep", &d]).ok()
+    });
 
     assert_eq!(status_of(&repo, &a), "established");
     assert_eq!(status_of(&repo, &b), "suggested");
     assert_eq!(status_of(&repo, &c), "suggested");
+    assert_eq!(status_of(&repo, &d), "suggested");
     let doctor = repo.kapi(&["store", "doctor"]).stdout;
     for reason in ["unsigned: ", "bad signature: ", "unknown signer: "] {
         assert!(doctor.contains(reason), "{reason} missing from:\n{doctor}");
@@ -191,7 +217,20 @@ fn a_key_past_its_valid_before_and_a_file_changed_only_in_the_work_tree_grant_no
     assert!(listed.contains("grant nothing until committed"), "{listed}");
     sign_with(&repo, &bob);
     let a = repo.suggested_rule("Quickcast", "Quick cast");
-    repo.kapi(&["context", "review", "--keep", &a]).ok();
+    // The door refuses his keep: the default branch's file is what counts.
+    let refused = repo.kapi(&["context", "review", "--keep", &a]).code(3);
+    assert!(
+        refused
+            .stderr
+            .contains("is not listed for bob@example.com in .kapi/allowed_signers as the default branch holds it"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("kapi trust add bob@example.com"));
+    // Recorded anyway (signatures only shown), it does not bind.
+    shown(&repo, || {
+        repo.kapi(&["context", "review", "--keep", &a]).ok()
+    });
     assert_eq!(status_of(&repo, &a), "suggested");
     let doctor = repo.kapi(&["store", "doctor"]).stdout;
     assert!(doctor.contains("unknown signer: "), "{doctor}");
@@ -212,7 +251,15 @@ fn a_key_past_its_valid_before_and_a_file_changed_only_in_the_work_tree_grant_no
     repo.git(&["config", "user.email", "ada@example.com"]);
     sign_with(&repo, &key);
     let b = repo.suggested_rule("Databox", "Data box");
-    repo.kapi(&["context", "review", "--keep", &b]).ok();
+    let refused = repo.kapi(&["context", "review", "--keep", &b]).code(3);
+    assert!(
+        refused.stderr.contains("but not valid now"),
+        "{}",
+        refused.stderr
+    );
+    shown(&repo, || {
+        repo.kapi(&["context", "review", "--keep", &b]).ok()
+    });
     assert_eq!(status_of(&repo, &b), "suggested");
     let doctor = repo.kapi(&["store", "doctor"]).stdout;
     assert!(doctor.contains("signer not allowed then: "), "{doctor}");
@@ -471,4 +518,215 @@ fn an_agent_may_not_list_a_key_and_junk_in_the_file_or_the_record_is_named() {
         doctor.contains("not base64") || doctor.contains("signature"),
         "{doctor}"
     );
+}
+
+#[test]
+fn an_unsigned_copy_that_arrives_first_does_not_shadow_a_signed_keep() {
+    let (ada, _) = signed_project();
+    let remote = ada.bare_remote();
+    ada.add_origin(&remote);
+    ada.git(&["push", "-q", "origin", "main"]);
+    ada.git(&["fetch", "-q", "origin"]);
+    let a = ada.suggested_rule("Quickcast", "Quick cast");
+    ada.kapi(&["context", "sync"]).ok();
+    let carol = TestEnv::clone_of(&remote, "Carol", "carol@example.com");
+    on(&carol, &["context", "sync"]).ok();
+    // Ada keeps the rule, signed, and has not synced yet. A copy of her
+    // keep with the same id and no signature (an operation's id does not
+    // cover its signature) reaches Carol first, and the remote.
+    ada.kapi(&["context", "review", "--keep", &a]).ok();
+    let exported = ada.kapi(&["store", "export", "-"]).ok().stdout;
+    let mut copy: serde_json::Value = serde_json::from_str(
+        exported
+            .lines()
+            .find(|l| l.contains("\"context.keep\""))
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(copy["sig"].is_string());
+    copy.as_object_mut().unwrap().remove("sig");
+    carol.write("copy.jsonl", &format!("{copy}\n"));
+    on(&carol, &["store", "import", "copy.jsonl"]).ok();
+    assert_eq!(status_of(&carol, &a), "suggested");
+    on(&carol, &["context", "sync"]).ok();
+    // Ada's signed copy meets the unsigned one on both sides: each keeps
+    // both, and the one that verifies stands, whichever arrived first.
+    ada.kapi(&["context", "sync"]).ok();
+    on(&carol, &["context", "sync"]).ok();
+    for env in [&ada, &carol] {
+        assert_eq!(status_of(env, &a), "established");
+        let log = env.log();
+        let keep = log.iter().find(|e| e["kind"] == "keep").unwrap();
+        assert_eq!(keep["signed_by"], "ada@example.com", "{keep}");
+    }
+    let seen = |env: &TestEnv| {
+        env.log()
+            .iter()
+            .map(|e| {
+                (
+                    e["id"].to_string(),
+                    e["status"].to_string(),
+                    e["signed_by"].to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seen(&ada), seen(&carol));
+    // Nothing is named as a conflict: a disputed signature is no problem
+    // of the store's.
+    let doctor = on(&carol, &["store", "doctor"]).stdout;
+    assert!(doctor.contains("0 ignored"), "{doctor}");
+}
+
+#[test]
+fn rsa_keys_and_cert_authority_lines_are_refused_clearly() {
+    let (repo, _) = signed_project();
+    let dir = repo.root().join("keys");
+    let rsa = dir.join("rsa");
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "rsa", "-b", "2048", "-N", "", "-C", "rsa", "-f"])
+        .arg(&rsa)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let refused = repo
+        .kapi(&["trust", "add", "ada@example.com", &pub_of(&rsa)])
+        .code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("RSA keys are not supported, use ed25519 or ecdsa"),
+        "{}",
+        refused.stderr
+    );
+    // Written into the committed file by hand: each line is named, by
+    // `trust list` and by doctor, and grants nothing.
+    let rsa_pub = std::fs::read_to_string(pub_of(&rsa)).unwrap();
+    let text = std::fs::read_to_string(repo.join(".kapi/allowed_signers")).unwrap();
+    let ada_key = text.split_whitespace().nth(2).unwrap().to_owned()
+        + " "
+        + text.split_whitespace().nth(3).unwrap();
+    repo.write(
+        ".kapi/allowed_signers",
+        &format!(
+            "{text}bob@example.com namespaces=\"kapi\" {}\n*@example.com cert-authority,namespaces=\"kapi\" {ada_key}\n",
+            rsa_pub.trim()
+        ),
+    );
+    repo.git(&["commit", "-qam", "rsa and a CA"]);
+    let list = repo.kapi(&["trust", "list"]).ok().stdout;
+    assert!(list.contains("RSA keys are not supported"), "{list}");
+    assert!(
+        list.contains("cert-authority lines are not supported"),
+        "{list}"
+    );
+    let doctor = repo.kapi(&["store", "doctor"]);
+    assert_eq!(doctor.code, 1, "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains(".kapi/allowed_signers line 2"),
+        "{}",
+        doctor.stdout
+    );
+    assert!(doctor.stdout.contains("RSA keys are not supported"));
+    assert!(
+        doctor
+            .stdout
+            .contains("cert-authority lines are not supported")
+    );
+    // Ada's own line still stands.
+    let a = repo.kept_rule("Quickcast", "Quick cast");
+    assert_eq!(status_of(&repo, &a), "established");
+}
+
+/// Where the repository keeps what kapi derives.
+fn kapi_dir(repo: &TestEnv) -> PathBuf {
+    repo.join(".git/kapi")
+}
+
+/// Fold from nothing on the next read: the checkpoint removed.
+fn cold(repo: &TestEnv) {
+    for name in ["fold.checkpoint", "fold.base"] {
+        let _ = std::fs::remove_file(kapi_dir(repo).join(name));
+    }
+}
+
+#[test]
+fn signatures_verified_before_are_remembered_and_a_forged_memory_is_never_obeyed() {
+    use sha2::Digest;
+    let (repo, _) = signed_project();
+    let a = repo.kept_rule("Quickcast", "Quick cast");
+    // Eve, claiming Ada's address, keeps `c` with her unlisted key.
+    let c = repo.suggested_rule("Logline", "Log line");
+    let eve = keygen(&repo, "eve");
+    sign_with(&repo, &eve);
+    shown(&repo, || {
+        repo.kapi(&["context", "review", "--keep", &c]).ok()
+    });
+    // A cold read verifies Ada's keep and remembers it.
+    cold(&repo);
+    assert_eq!(status_of(&repo, &a), "established");
+    assert_eq!(status_of(&repo, &c), "suggested");
+    let memory = kapi_dir(&repo).join("trust.verdicts");
+    let remembered = std::fs::read(&memory).unwrap();
+    assert!(remembered.starts_with(b"kapi trust verdicts 1\n"));
+    // The next cold read takes it from there: the same answers.
+    cold(&repo);
+    assert_eq!(status_of(&repo, &a), "established");
+
+    // A forger (without this repository's secret) writes a memory whose
+    // every check passes (magic, the allowed-signers digest, the CRC)
+    // and which claims Eve's keep verified for Ada, under every tag a
+    // forger could guess.
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    let eve_line = exported
+        .lines()
+        .filter(|l| l.contains("\"context.keep\""))
+        .find(|l| l.contains(entry(&repo.log(), &c)["id"].as_str().unwrap()))
+        .unwrap()
+        .to_owned();
+    let committed = repo.git(&["show", "main:.kapi/allowed_signers"]);
+    let digest: String = sha2::Sha256::digest(format!("{committed}\n").as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert!(
+        remembered[22..].starts_with(digest.as_bytes()),
+        "the digest"
+    );
+    let guesses: Vec<Vec<u8>> = vec![
+        [
+            &[0u8; 32][..],
+            digest.as_bytes(),
+            b"\n",
+            eve_line.as_bytes(),
+        ]
+        .concat(),
+        [digest.as_bytes(), b"\n", eve_line.as_bytes()].concat(),
+        eve_line.as_bytes().to_vec(),
+    ];
+    let mut forged = b"kapi trust verdicts 1\n".to_vec();
+    forged.extend_from_slice(digest.as_bytes());
+    forged.push(b'\n');
+    for guess in &guesses {
+        forged.extend_from_slice(&sha2::Sha256::digest(guess));
+        forged.push(15);
+        forged.extend_from_slice(b"ada@example.com");
+    }
+    let crc = crc32fast::hash(&forged);
+    forged.extend_from_slice(&crc.to_le_bytes());
+    std::fs::write(&memory, &forged).unwrap();
+    cold(&repo);
+    assert_eq!(status_of(&repo, &c), "suggested");
+    let doctor = repo.kapi(&["store", "doctor"]).stdout;
+    assert!(doctor.contains("unknown signer: "), "{doctor}");
+    // Ada's keep, verified afresh, still binds.
+    assert_eq!(status_of(&repo, &a), "established");
+    // A FIFO where the memory was holds nothing up.
+    std::fs::remove_file(&memory).unwrap();
+    crate::common::mkfifo(&memory);
+    cold(&repo);
+    assert_eq!(status_of(&repo, &a), "established");
+    // `store rebuild` removes the memory (derived), never the secret.
+    repo.kapi(&["store", "rebuild"]).ok();
+    assert!(kapi_dir(&repo).join("trust.secret").exists());
 }

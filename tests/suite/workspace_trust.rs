@@ -342,3 +342,31 @@ fn a_fifo_for_a_registry_hangs_no_command() {
     );
     within_deadline(repo.kapi_cmd(&["check"]), b"").ok();
 }
+
+#[test]
+fn a_shared_rule_counts_here_only_as_its_own_repositorys_trust_counts_it() {
+    // Mallory's keep of the rule, widened to the workspace, is unsigned.
+    let upstream = upstream_with_a_workspace_rule();
+    let (c, b) = machine_with_a_synced_clone(&upstream);
+    // b asks for signed decisions, and its default branch lists no key of
+    // Mallory's: b's own fold does not count the keep.
+    b.write(
+        "kapi.toml",
+        "[trust]\nallowed_signers = \".kapi/allowed_signers\"\ndecisions = \"signed\"\n",
+    );
+    b.kapi(&["workspace", "add"]).ok();
+    c.kapi(&["workspace", "add", b.path().to_str().unwrap()])
+        .ok();
+    let doctor = b.kapi(&["store", "doctor"]).stdout;
+    assert!(doctor.contains("unsigned: "), "{doctor}");
+    // Nor does c, which reads b's rules as b's fold reads them.
+    let check = c.kapi(&["check"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    // With signatures only shown in b, the same rule holds in c again (the
+    // cached answer is keyed by b's trust, not read stale).
+    b.write(
+        "kapi.toml",
+        "[trust]\nallowed_signers = \".kapi/allowed_signers\"\n",
+    );
+    c.kapi(&["check"]).code(1);
+}

@@ -168,6 +168,7 @@ impl Ledger {
             trust: self.fold.trust.clone(),
             verdicts: Default::default(),
             whole: self.records.len(),
+            copies: Vec::new(),
             // Finished: `finish` does nothing more.
             undo: Some(Vec::new()),
         };
