@@ -9,7 +9,7 @@ use super::checkpoint::Part;
 use super::{LogRef, Store, StoreError, arrivals, cache, newest, project, verdicts};
 
 /// The derived files, by name, with what each keeps.
-pub const DERIVED: [(&str, &str); 7] = [
+pub const DERIVED: [(&str, &str); 8] = [
     (Part::Base.name(), "the whole folded ledger"),
     (Part::View.name(), "the reader's view of the fold"),
     (
