@@ -39,7 +39,13 @@ pub struct FileRef {
     pub path: String,
     pub kind: TextKind,
     pub source: Source,
+    /// The `TokenIgnores` and `BlockIgnores` of the `.vale.ini` sections
+    /// naming the file: their matches are not prose.
+    pub ignores: Option<Ignores>,
 }
+
+/// Regular expressions whose matches in a file are not prose.
+pub type Ignores = std::sync::Arc<[std::sync::Arc<fancy_regex::Regex>]>;
 
 /// Why a file was not checked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,6 +174,7 @@ fn disk_file(path: String, abs: PathBuf) -> FileRef {
         path,
         kind,
         source: Source::Disk(abs),
+        ignores: None,
     }
 }
 
@@ -244,6 +251,7 @@ pub fn stdin_file(root: Option<&Path>, cwd: &Path, name: Option<&Path>, bytes: V
             path: "-".into(),
             kind: TextKind::Markdown,
             source,
+            ignores: None,
         };
     };
     let path = report_path(root, &cwd.join(name), name);
@@ -251,6 +259,7 @@ pub fn stdin_file(root: Option<&Path>, cwd: &Path, name: Option<&Path>, bytes: V
         kind: TextKind::of_path(Path::new(&path)),
         path,
         source,
+        ignores: None,
     }
 }
 
@@ -350,6 +359,7 @@ pub fn staged(
             path: path.to_owned(),
             kind: TextKind::of_path(Path::new(path)),
             source,
+            ignores: None,
         });
     }
     Ok(files)
