@@ -11,14 +11,17 @@ What it implements, per style file (`extends: substitution`):
 - a match whose text is the replacement (equal to it when the replacement
   is a phrase of letters, digits, spaces and hyphens; otherwise matching it
   as a regular expression) is not an alert;
-- the `level` (default `warning`) against `MinAlertLevel` (given).
+- the `level` (default `warning`) against `MinAlertLevel` (given);
+- `scope: raw`: the keys are matched in the file as written (Vale's
+  raw scope reads the file's lines, markup and code included), not in
+  its prose.
 Prose: what CommonMark reads as text (markdown-it-py, with tables; see
 `mask`), as Vale reads the HTML its CommonMark parser (goldmark) renders;
 everything else masked by spaces, so lines keep their numbers.
 The `regex` module stands in for Vale's regexp2 (both backtracking engines
 with look-around).
 
-usage: vale-reference.py STYLE_DIR CORPUS_DIR [--min-level warning]
+usage: vale-reference.py STYLE_DIR... CORPUS_DIR [--min-level warning]
 prints one finding a line: path<TAB>line<TAB>matched<TAB>rule"""
 import os
 import re
@@ -157,16 +160,20 @@ def load_rules(style_dir, min_level):
         except regex.error as e:
             print(f'# {name}: {e}', file=sys.stderr)
             continue
-        rules.append((name[:-4], pattern, [swap[k] for k in keys]))
+        raw = str(doc.get('scope') or '').strip() == 'raw'
+        rules.append((name[:-4], pattern, [swap[k] for k in keys], raw))
     return rules
 
 
 def main():
-    style_dir, corpus = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
     min_level = 'warning'
-    if '--min-level' in sys.argv:
-        min_level = sys.argv[sys.argv.index('--min-level') + 1]
-    rules = load_rules(style_dir, min_level)
+    if '--min-level' in args:
+        i = args.index('--min-level')
+        min_level = args[i + 1]
+        del args[i:i + 2]
+    *style_dirs, corpus = args
+    rules = [r for d in style_dirs for r in load_rules(d, min_level)]
     for dp, dn, fn in os.walk(corpus):
         dn.sort()
         for f in sorted(fn):
@@ -174,16 +181,20 @@ def main():
                 continue
             path = os.path.join(dp, f)
             rel = os.path.relpath(path, os.path.dirname(corpus.rstrip('/')))
-            text = mask(open(path, encoding='utf-8', errors='replace').read())
+            written = open(path, encoding='utf-8', errors='replace').read()
+            text = mask(written)
             starts = [0] + [m.end() for m in re.finditer('\n', text)]
             import bisect
-            for name, pattern, repl in rules:
-                for m in pattern.finditer(text):
+            for name, pattern, repl, raw in rules:
+                for m in pattern.finditer(written if raw else text):
                     group = next(i for i, g in enumerate(m.groups()) if g is not None)
                     observed = m.group(0).strip()
                     if not observed or same(repl[group], observed):
                         continue
                     line = bisect.bisect_right(starts, m.start())
+                    # A match across a line end is one finding, on the
+                    # line where it starts.
+                    observed = ' '.join(observed.split())
                     print(f'{rel}\t{line}\t{observed}\t{name}')
 
 

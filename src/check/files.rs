@@ -39,7 +39,13 @@ pub struct FileRef {
     pub path: String,
     pub kind: TextKind,
     pub source: Source,
+    /// The `TokenIgnores` and `BlockIgnores` of the `.vale.ini` sections
+    /// naming the file: their matches are not prose.
+    pub ignores: Option<Ignores>,
 }
+
+/// Regular expressions whose matches in a file are not prose.
+pub type Ignores = std::sync::Arc<[std::sync::Arc<fancy_regex::Regex>]>;
 
 /// Why a file was not checked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -203,6 +209,7 @@ fn disk_file(path: String, abs: PathBuf, formats: &Formats) -> FileRef {
         path,
         kind,
         source: Source::Disk(abs),
+        ignores: None,
     }
 }
 
@@ -285,6 +292,7 @@ pub fn stdin_file(
             path: "-".into(),
             kind: TextKind::Markdown,
             source,
+            ignores: None,
         };
     };
     let path = report_path(root, &cwd.join(name), name);
@@ -292,6 +300,7 @@ pub fn stdin_file(
         kind: filter.format_of(&path),
         path,
         source,
+        ignores: None,
     }
 }
 
@@ -392,6 +401,7 @@ pub fn staged(
             path: path.to_owned(),
             kind: filter.format_of(path),
             source,
+            ignores: None,
         });
     }
     Ok(files)

@@ -447,6 +447,7 @@ pub(super) fn switches_of(m: &mut [u8], events: Vec<(usize, usize, Event)>) -> V
             Event::AllOn => {
                 if let Some(from) = all_off.take() {
                     blank(m, from, start);
+                    close(ALL_RULES.into(), from, start, &mut switches);
                 }
                 for (sel, from) in open.drain(..) {
                     close(sel, from, start, &mut switches);
@@ -472,6 +473,7 @@ pub(super) fn switches_of(m: &mut [u8], events: Vec<(usize, usize, Event)>) -> V
     if let Some(from) = all_off {
         let len = m.len();
         blank(m, from, len);
+        close(ALL_RULES.into(), from, len, &mut switches);
     }
     let len = m.len();
     for (sel, from) in open {
@@ -479,6 +481,10 @@ pub(super) fn switches_of(m: &mut [u8], events: Vec<(usize, usize, Event)>) -> V
     }
     switches
 }
+
+/// The selector of a passage switched off for every rule (masked too; the
+/// switch holds it for the rules matched in raw text, Vale's `scope: raw`).
+pub(crate) const ALL_RULES: &str = "*";
 
 fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     if from >= hay.len() {
@@ -857,8 +863,16 @@ mod tests {
         let t = "a\n<!-- kapi off -->\nGithub\n<!-- kapi on -->\nGithub\n<!-- vale off -->\nGithub\n<!-- vale on -->\n<!-- kapi off: Quickcast -->x<!-- kapi on: Quickcast -->";
         let p = prose(t, TextKind::Markdown);
         assert_eq!(p.text.matches("Github").count(), 1);
-        assert_eq!(p.switches.len(), 1);
-        let s = &p.switches[0];
+        // A passage off for every rule is masked, and a switch of every
+        // rule (for the rules matched in raw text).
+        let (all, one): (Vec<_>, Vec<_>) = p
+            .switches
+            .iter()
+            .partition(|s| s.selectors == [ALL_RULES.to_string()]);
+        assert_eq!(all.len(), 2);
+        assert_eq!(&t[all[0].start..all[0].end], "\nGithub\n");
+        assert_eq!(one.len(), 1);
+        let s = one[0];
         assert_eq!(s.selectors, vec!["Quickcast".to_string()]);
         assert_eq!(&t[s.start..s.end], "x");
     }

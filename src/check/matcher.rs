@@ -83,6 +83,10 @@ pub struct Matcher {
     /// Per rule, its preferred form in capitals and with an initial
     /// capital, where it may be written so ([`Matcher::shaped`]).
     shapes: Vec<OnceLock<[Option<Box<str>>; 2]>>,
+    /// The rules matched in a file's raw text (Vale's `scope: raw`), markup
+    /// and code included, with their own automaton and patterns; `rules`
+    /// holds the others.
+    raw: Option<Box<Matcher>>,
 }
 
 fn is_word(c: char) -> bool {
@@ -295,7 +299,14 @@ impl Matcher {
     /// whole text as written (it could change no finding, and leaving it out
     /// keeps the automaton small for large rule sets).
     pub fn new(rules: &[TermRule]) -> Result<Self, MatcherError> {
-        Self::build(rules, false, false)
+        if !rules.iter().any(|r| r.raw) {
+            return Self::build(rules, false, false);
+        }
+        let (raw, prose): (Vec<TermRule>, Vec<TermRule>) =
+            rules.iter().cloned().partition(|r| r.raw);
+        let mut m = Self::build(&prose, false, false)?;
+        m.raw = Some(Box::new(Self::build(&raw, false, false)?));
+        Ok(m)
     }
 
     /// Like [`Matcher::new`], with every preferred form in the automaton so
@@ -431,6 +442,7 @@ impl Matcher {
             scan_first,
             shapes: (0..listed.len()).map(|_| OnceLock::new()).collect(),
             listed,
+            raw: None,
             groups: {
                 let mut ids: HashMap<&str, u32> = HashMap::new();
                 rules
@@ -726,6 +738,22 @@ impl Matcher {
     /// Check one file's text, masked by `masker` (the file's format);
     /// `path` is only carried into the findings.
     pub fn check(&self, path: &str, text: &str, masker: impl Masker) -> Vec<Finding> {
+        let Some(raw) = &self.raw else {
+            return self.check_prose(path, text, masker);
+        };
+        let mut found = raw.check_prose(path, text, Raw(&masker));
+        // A raw match may stand in markup or code: it is reported, never
+        // rewritten (`--fix` writes only prose).
+        for f in &mut found {
+            f.fix = None;
+        }
+        found.extend(self.check_prose(path, text, masker));
+        found.sort_by_key(|f| (f.start, f.end));
+        found
+    }
+
+    /// [`Matcher::check`] of the rules matched in prose.
+    fn check_prose(&self, path: &str, text: &str, masker: impl Masker) -> Vec<Finding> {
         if self.automaton.is_none() && self.patterns.is_empty() {
             return Vec::new();
         }
@@ -795,6 +823,24 @@ impl Matcher {
                 }
             })
             .collect()
+    }
+}
+
+/// A file's raw text as prose (Vale's `scope: raw`): nothing is masked,
+/// and rules are switched off where the file's own format switches them.
+struct Raw<'a, M>(&'a M);
+
+impl<M: Masker> Masker for Raw<'_, M> {
+    fn prose(&self, text: &str) -> Prose {
+        let switches = if text.contains("kapi off") || text.contains("vale off") {
+            self.0.prose(text).switches
+        } else {
+            Vec::new()
+        };
+        Prose {
+            text: text.to_owned(),
+            switches,
+        }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod files;
 pub mod finding;
 pub mod fix;
 pub mod format;
+pub mod ignores;
 pub mod markdown;
 pub mod matcher;
 pub mod prose;
@@ -112,9 +113,13 @@ fn run(
                 break;
             };
             let r = files::read(file).map(|text| {
-                let found = matcher.check(&file.path, &text, file.kind);
+                let masker = || ignores::Ignoring {
+                    format: file.kind,
+                    patterns: file.ignores.as_deref(),
+                };
+                let found = matcher.check(&file.path, &text, masker());
                 let used = match counters {
-                    Some(c) => usage::count(&c[i], &text, file.kind),
+                    Some(c) => usage::count(&c[i], &text, masker()),
                     None => Vec::new(),
                 };
                 let kept = (keep && found.iter().any(fix::fixable)).then_some(text);

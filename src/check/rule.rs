@@ -21,6 +21,9 @@ impl TermRule {
         if s.is_empty() {
             return false;
         }
+        if s == super::markdown::ALL_RULES {
+            return true;
+        }
         let id = self.id.to_string();
         s.to_lowercase() == self.preferred_form().to_lowercase()
             || s == id

@@ -279,7 +279,19 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     };
     let whole_project = req.paths.is_empty() && !req.staged && req.stdin.is_none();
     let repo = session.map(|s| s.store.git());
-    let files = list_files(req, repo, &filter)?;
+    let mut files = list_files(req, repo, &filter)?;
+    // The TokenIgnores and BlockIgnores of .vale.ini's sections: what they
+    // match in the files the sections name is not prose.
+    if let Some(ini) = root.as_deref().and_then(vale_ini) {
+        let (ignores, unread) = crate::check::ignores::ValeIgnores::new(&ini);
+        warnings.extend(unread.into_iter().map(|message| Warning {
+            path: None,
+            message,
+        }));
+        for file in &mut files {
+            file.ignores = ignores.for_path(&file.path);
+        }
+    }
     // Usage counts need every preferred form in the automaton (a plain
     // matcher leaves out those that cannot change a finding).
     let counting = whole_project
@@ -515,6 +527,7 @@ fn rules_at(
             // A term rule of the log matches on word boundaries, as it
             // does in its own project.
             bounds: crate::ops::record::Bounds::Words,
+            raw: false,
             scope: w.scope,
         })
         .collect();
@@ -595,6 +608,7 @@ pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<TermRule>, Ch
             exact: r.exact,
             pattern: r.pattern,
             bounds: r.bounds,
+            raw: r.raw,
             level: None,
             paths: Vec::new(),
             scope: Scope::default(),
@@ -619,9 +633,8 @@ pub struct RuleBook {
     /// Each holds where its scope covers a file's point (a term list's
     /// rules: everywhere).
     rules: Vec<TermRule>,
-    /// The files each rule holds for, by path (`None`: every file); a rule
-    /// whose globs cannot be compiled holds nowhere.
-    globs: Vec<Option<globset::GlobSet>>,
+    /// The files each rule holds for, by path (`None`: every file).
+    globs: Vec<Option<crate::ops::PathGlobs>>,
     points: PointMap,
     /// The project's typed axes the scopes compare on.
     space: Option<Arc<crate::ops::axes::Space>>,
@@ -634,17 +647,7 @@ impl RuleBook {
     pub fn new(rules: Vec<TermRule>, points: PointMap, counting: bool) -> Self {
         let globs = rules
             .iter()
-            .map(|r| {
-                (!r.paths.is_empty()).then(|| {
-                    let mut b = globset::GlobSetBuilder::new();
-                    for g in &r.paths {
-                        if let Ok(g) = globset::Glob::new(g) {
-                            b.add(g);
-                        }
-                    }
-                    b.build().unwrap_or_else(|_| globset::GlobSet::empty())
-                })
-            })
+            .map(|r| crate::ops::PathGlobs::new(&r.paths))
             .collect();
         RuleBook {
             rules,
@@ -713,6 +716,17 @@ impl RuleBook {
         self.matchers.insert(sel, (Arc::clone(&m), u.clone()));
         Ok((m, u))
     }
+}
+
+/// The work tree's `.vale.ini`, when it has one kapi can read (a broken one
+/// is for `kapi store import` to refuse).
+fn vale_ini(root: &Path) -> Option<crate::formats::vale::ValeIni> {
+    let path = root.join(".vale.ini");
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > 1024 * 1024 {
+        return None;
+    }
+    crate::formats::vale::ValeIni::parse(&std::fs::read_to_string(path).ok()?).ok()
 }
 
 /// A finding's rule as the ledger names it (`<op id>` or `<op id>:<n>`);

@@ -269,11 +269,11 @@ fn style_rule<'a>(ini: &ValeIni, path: &'a str) -> (&'a str, &'a str) {
     (style, rule)
 }
 
-/// The rules of `style.rule` as `.vale.ini` puts them in force: only for
-/// the files of the sections whose `BasedOnStyles` names the style (or
-/// that turn the rule on), not where `Style.Rule = NO`, at the level the
-/// section sets (or the file's), and not below `MinAlertLevel`. What is
-/// left out is said, with its reason.
+/// The rules of `style.rule` as `.vale.ini` puts them in force, as Vale
+/// decides it ([`ValeIni::enabled`]): for the files its sections select
+/// (the last section matching a file decides), at the level `.vale.ini`
+/// sets (or the file's), and not below `MinAlertLevel`. What is left out
+/// is said, with its reason.
 fn in_force(file: ImportedFile, ini: &ValeIni, style: &str, rule: &str) -> ImportedFile {
     let mut out = ImportedFile {
         rules: Vec::new(),
@@ -282,44 +282,30 @@ fn in_force(file: ImportedFile, ini: &ValeIni, style: &str, rule: &str) -> Impor
     let mut nowhere = false;
     for r in file.rules {
         let own = r.level.unwrap_or(Level::Warning);
-        let by_level: Vec<(Level, Vec<String>)> = match ini.enabled(style, rule, own) {
-            Enabled::Everywhere(level) => vec![(level, Vec::new())],
-            Enabled::Globs(globs) => {
-                let mut grouped: BTreeMap<Level, Vec<String>> = BTreeMap::new();
-                for (glob, level) in globs {
-                    grouped.entry(level).or_default().push(glob);
-                }
-                if grouped.is_empty() {
-                    nowhere = true;
-                }
-                grouped
-                    .into_iter()
-                    .map(|(l, g)| {
-                        // `*` (or a global BasedOnStyles) is every file.
-                        let every = g.iter().any(|x| x == "*");
-                        (l, if every { Vec::new() } else { g })
-                    })
-                    .collect()
-            }
-        };
-        for (level, paths) in by_level {
-            if level < ini.min_level {
-                out.skipped.push((
-                    r.line,
-                    format!(
-                        "{style}.{rule} at level {} is below MinAlertLevel {}; Vale does not report it",
-                        level.as_str(),
-                        ini.min_level.as_str()
-                    ),
-                ));
+        let (level, paths) = match ini.enabled(style, rule, own) {
+            Enabled::Everywhere(level) => (level, Vec::new()),
+            Enabled::Paths(paths, level) => (level, paths),
+            Enabled::Nowhere => {
+                nowhere = true;
                 continue;
             }
-            let mut copy = r.clone();
-            copy.level = Some(level);
-            copy.status = level.status();
-            copy.paths = paths;
-            out.rules.push(copy);
+        };
+        if level < ini.min_level {
+            out.skipped.push((
+                r.line,
+                format!(
+                    "{style}.{rule} at level {} is below MinAlertLevel {}; Vale does not report it",
+                    level.as_str(),
+                    ini.min_level.as_str()
+                ),
+            ));
+            continue;
         }
+        let mut copy = r;
+        copy.level = Some(level);
+        copy.status = level.status();
+        copy.paths = paths;
+        out.rules.push(copy);
     }
     if nowhere {
         out.skipped.push((
@@ -382,6 +368,7 @@ fn entries(parsed: &ImportedFile) -> Vec<TermEntry> {
             suggested: matches!(rule.status, RuleStatus::Suggested | RuleStatus::Contested),
             exact: rule.exact,
             bounds: rule.bounds,
+            raw: rule.raw,
         });
     }
     out

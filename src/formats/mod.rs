@@ -78,6 +78,9 @@ pub struct ImportedRule {
     /// How a match's edges must stand: Vale's rules as its expressions read
     /// `\b` (or anywhere, with `nonword: true`), term lists as whole words.
     pub bounds: Bounds,
+    /// Matched in the file's raw text, markup and code included, not in
+    /// its prose: a Vale rule with `scope: raw`.
+    pub raw: bool,
     /// A Vale rule's alert level (its file's `level`, or what `.vale.ini`
     /// sets for it).
     pub level: Option<vale::Level>,

@@ -379,4 +379,16 @@ mod tests {
         );
         assert_eq!(without_lookaround("plain"), None);
     }
+
+    #[test]
+    fn a_variable_length_look_behind_is_a_pattern_matched_as_vale_matches_it() {
+        // Red Hat's key: Vale's engine reads look-behinds of any length.
+        let e = expand_key("(?<!.*-|program )operator").unwrap();
+        assert_eq!(e.pattern.as_deref(), Some("(?<!.*-|program )operator"));
+        let re = compile(e.pattern.as_deref().unwrap(), false, true).unwrap();
+        let found = |t: &str| re.find_iter(t).filter_map(Result::ok).count();
+        assert_eq!(found("the operator"), 1);
+        assert_eq!(found("the program operator, a cluster-operator"), 0);
+        assert!(compile("(?<=(?:ab)+)c|(?<!x{2,9})y", false, true).is_ok());
+    }
 }

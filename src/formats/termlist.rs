@@ -52,6 +52,7 @@ pub fn parse_term_list(text: &str) -> Result<ImportedFile, ParseError> {
             avoided,
             pattern: None,
             bounds: Bounds::Words,
+            raw: false,
             level: None,
             paths: Vec::new(),
             line: n,

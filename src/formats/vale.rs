@@ -103,6 +103,7 @@ impl Vocabulary {
                     avoided: Vec::new(),
                     pattern: None,
                     bounds: Bounds::Regex,
+                    raw: false,
                     level: Some(Level::Error),
                     paths: Vec::new(),
                     line: t.line,
@@ -118,6 +119,7 @@ impl Vocabulary {
                 avoided: t.forms.clone(),
                 pattern: t.regex.clone(),
                 bounds: Bounds::Regex,
+                raw: false,
                 level: Some(Level::Error),
                 paths: Vec::new(),
                 line: t.line,
@@ -188,10 +190,17 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
         }
     }
     // kapi checks every rule in all prose, which is what Vale's default
-    // scope for a substitution (`text`) reads; a narrower scope is named.
+    // scope for a substitution (`text`) reads; `raw` is the file's text as
+    // it is, markup and code included; a narrower scope is named.
+    let raw = doc
+        .get("scope")
+        .is_some_and(|n| n.as_str().map(str::trim) == Some("raw"));
     if let Some(n) = doc.get("scope")
         && !n.is_null()
-        && !matches!(n.as_str(), Some("text" | "sentence" | "paragraph"))
+        && !matches!(
+            n.as_str().map(str::trim),
+            Some("text" | "sentence" | "paragraph" | "raw")
+        )
     {
         let what = n
             .as_str()
@@ -281,6 +290,7 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
                     avoided,
                     pattern: expanded.pattern,
                     bounds: if nonword { Bounds::None } else { Bounds::Regex },
+                    raw: raw,
                     level: Some(level),
                     paths: Vec::new(),
                     line: n,
@@ -342,14 +352,22 @@ pub(crate) enum RuleSetting {
     At(Level),
 }
 
-/// A glob section of `.vale.ini` (`[*.md]`, `[docs/**/*.adoc]`).
+/// A glob section of `.vale.ini` (`[*.md]`, `[docs/**/*.adoc]`,
+/// `[*.{md,adoc}]`): it applies to the files whose path the glob matches
+/// (globset; `*` crosses folders, as Vale's glob library reads it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct IniSection {
     pub glob: String,
-    /// `BasedOnStyles`.
-    pub styles: Vec<String>,
+    /// `BasedOnStyles`, when the section sets it (even empty): for a file
+    /// it matches, the last such section's list replaces the global one,
+    /// as Vale reads it.
+    pub styles: Option<Vec<String>>,
     /// `Style.Rule = ...`, in order.
     pub rules: Vec<(String, RuleSetting)>,
+    /// `TokenIgnores`: regular expressions whose matches are not prose.
+    pub token_ignores: Vec<String>,
+    /// `BlockIgnores`: the same, for blocks.
+    pub block_ignores: Vec<String>,
 }
 
 /// What kapi reads of a `.vale.ini`.
@@ -361,8 +379,10 @@ pub(crate) struct ValeIni {
     pub min_level: Level,
     /// `Vocab`: the vocabularies in use, when set.
     pub vocab: Option<Vec<String>>,
-    /// `BasedOnStyles` outside any section (every file).
+    /// `BasedOnStyles` outside any section or in `[*]` (every file).
     pub global_styles: Vec<String>,
+    /// `Style.Rule = ...` outside any section or in `[*]`.
+    pub global_rules: Vec<(String, RuleSetting)>,
     pub sections: Vec<IniSection>,
 }
 
@@ -373,9 +393,12 @@ pub(crate) enum Enabled {
     /// everywhere, at its own level (kapi's reading before `.vale.ini` was
     /// honoured, kept for configurations that only set `StylesPath`).
     Everywhere(Level),
-    /// In force for the files these globs match (`*` for every file), at
-    /// these levels; empty when no section enables it.
-    Globs(Vec<(String, Level)>),
+    /// In force for the files these path globs select, at this level: an
+    /// empty list is every file; otherwise the last glob matching a path
+    /// decides, `!glob` leaving it out (see [`crate::ops::PathGlobs`]).
+    Paths(Vec<String>, Level),
+    /// No file: nothing enables it.
+    Nowhere,
 }
 
 fn list(v: &str) -> Vec<String> {
@@ -385,9 +408,46 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
+/// A list of regular expressions as Vale reads `TokenIgnores` and
+/// `BlockIgnores`: split on commas, `\,` standing for a comma.
+fn patterns(v: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&',') => {
+                cur.push(',');
+                chars.next();
+            }
+            ',' => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out.into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// `Style.Rule = NO | YES | suggestion | warning | error`; `None` for a
+/// key that is not a rule's or a value Vale does not read.
+fn rule_setting(k: &str, v: &str) -> Option<RuleSetting> {
+    if !k.contains('.') {
+        return None;
+    }
+    Some(match v.trim() {
+        "NO" => RuleSetting::Off,
+        "YES" => RuleSetting::On,
+        other => RuleSetting::At(Level::parse(other)?),
+    })
+}
+
 impl ValeIni {
     /// Read a `.vale.ini` with an INI library. Vale's own keys outside the
-    /// ones kapi uses are ignored.
+    /// ones kapi uses are ignored. A key given twice adds to the first
+    /// (Vale reads keys with shadows).
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         let conf = load_ini(text).map_err(|e| err(e.line, e.msg.to_string()))?;
         let mut out = ValeIni {
@@ -395,11 +455,13 @@ impl ValeIni {
             min_level: Level::Warning,
             vocab: None,
             global_styles: Vec::new(),
+            global_rules: Vec::new(),
             sections: Vec::new(),
         };
         for (name, props) in conf.iter() {
             match name {
-                None => {
+                // `[*]` is the global section, as Vale reads it.
+                None | Some("*") => {
                     for (k, v) in props.iter() {
                         match k {
                             "MinAlertLevel" => {
@@ -414,29 +476,38 @@ impl ValeIni {
                             }
                             "Vocab" => out.vocab.get_or_insert_with(Vec::new).extend(list(v)),
                             "BasedOnStyles" => out.global_styles.extend(list(v)),
-                            _ => {}
+                            k => {
+                                if let Some(s) = rule_setting(k, v) {
+                                    out.global_rules.push((k.to_string(), s));
+                                }
+                            }
                         }
                     }
                 }
+                // Vale's own sections, not globs.
+                Some("formats" | "asciidoctor" | "DEFAULT") => {}
                 Some(glob) => {
                     let mut section = IniSection {
                         glob: glob.to_string(),
-                        styles: Vec::new(),
+                        styles: None,
                         rules: Vec::new(),
+                        token_ignores: Vec::new(),
+                        block_ignores: Vec::new(),
                     };
                     for (k, v) in props.iter() {
-                        if k == "BasedOnStyles" {
-                            section.styles.extend(list(v));
-                        } else if k.contains('.') {
-                            let setting = match v.trim() {
-                                "NO" => RuleSetting::Off,
-                                "YES" => RuleSetting::On,
-                                other => match Level::parse(other) {
-                                    Some(l) => RuleSetting::At(l),
-                                    None => continue,
-                                },
-                            };
-                            section.rules.push((k.to_string(), setting));
+                        match k {
+                            "BasedOnStyles" => {
+                                section.styles.get_or_insert_with(Vec::new).extend(list(v))
+                            }
+                            "TokenIgnores" => section.token_ignores.extend(patterns(v)),
+                            "BlockIgnores" | "IgnorePatterns" => {
+                                section.block_ignores.extend(patterns(v))
+                            }
+                            k => {
+                                if let Some(s) = rule_setting(k, v) {
+                                    section.rules.push((k.to_string(), s));
+                                }
+                            }
                         }
                     }
                     out.sections.push(section);
@@ -450,45 +521,85 @@ impl ValeIni {
     /// or sets any rule.
     fn names_styles(&self) -> bool {
         !self.global_styles.is_empty()
+            || !self.global_rules.is_empty()
             || self
                 .sections
                 .iter()
-                .any(|s| !s.styles.is_empty() || !s.rules.is_empty())
+                .any(|s| s.styles.as_ref().is_some_and(|v| !v.is_empty()) || !s.rules.is_empty())
     }
 
-    /// Where the rule `style.rule` (its file's level `own`) is in force.
-    /// A configuration that names no style keeps every style found under
-    /// `StylesPath` in force everywhere, but not Vale's built-in style
-    /// (the vocabularies): nothing there enables it.
+    /// Where the rule `style.rule` (its file's level `own`) is in force, as
+    /// Vale decides it for each file: a `Style.Rule` setting of the last
+    /// section matching the file that sets one; else one outside any
+    /// section; else whether the style is among the `BasedOnStyles` of the
+    /// last section matching the file that sets them (else the global
+    /// ones). Its level is the file's, or the last level `.vale.ini` sets
+    /// for the rule anywhere (Vale keeps one level a rule). A configuration
+    /// that names no style keeps every style found under `StylesPath` in
+    /// force everywhere, but not Vale's built-in style (the
+    /// vocabularies): nothing there enables it.
     pub(crate) fn enabled(&self, style: &str, rule: &str, own: Level) -> Enabled {
         if !self.names_styles() && style != BUILTIN_STYLE {
             return Enabled::Everywhere(own);
         }
         let name = format!("{style}.{rule}");
-        let mut globs = Vec::new();
-        if self.global_styles.iter().any(|s| s == style) {
-            globs.push(("*".to_string(), own));
+        let mut level = own;
+        let settings = |list: &[(String, RuleSetting)]| -> Option<bool> {
+            list.iter()
+                .filter(|(k, _)| *k == name)
+                .map(|(_, s)| !matches!(s, RuleSetting::Off))
+                .next_back()
+        };
+        let every = self
+            .global_rules
+            .iter()
+            .chain(self.sections.iter().flat_map(|s| s.rules.iter()));
+        for (k, s) in every {
+            if *k == name
+                && let RuleSetting::At(l) = s
+            {
+                level = *l;
+            }
         }
-        for s in &self.sections {
-            let mut on = s.styles.iter().any(|x| x == style);
-            let mut level = own;
-            for (k, setting) in &s.rules {
-                if *k == name {
-                    match setting {
-                        RuleSetting::Off => on = false,
-                        RuleSetting::On => on = true,
-                        RuleSetting::At(l) => {
-                            on = true;
-                            level = *l;
-                        }
+        // Last match wins: (glob, on) in order; `on_default` for a file no
+        // glob matches.
+        let mut decisions: Vec<(&str, bool)> = Vec::new();
+        let on_default = match settings(&self.global_rules) {
+            Some(on) => on,
+            None => {
+                for s in &self.sections {
+                    if let Some(styles) = &s.styles {
+                        decisions.push((&s.glob, styles.iter().any(|x| x == style)));
                     }
                 }
+                self.global_styles.iter().any(|s| s == style)
             }
-            if on {
-                globs.push((s.glob.clone(), level));
+        };
+        for s in &self.sections {
+            if let Some(on) = settings(&s.rules) {
+                decisions.push((&s.glob, on));
             }
         }
-        Enabled::Globs(globs)
+        // A glob decided again decides alone; what is left out before
+        // anything is let in leaves nothing out.
+        let mut kept: Vec<(&str, bool)> = Vec::new();
+        if on_default {
+            kept.push(("*", true));
+        }
+        for (glob, on) in decisions {
+            kept.retain(|(g, _)| *g != glob);
+            kept.push((glob, on));
+        }
+        let paths: Vec<String> = kept
+            .into_iter()
+            .skip_while(|(_, on)| !on)
+            .map(|(g, on)| if on { g.to_string() } else { format!("!{g}") })
+            .collect();
+        match paths.as_slice() {
+            [] => Enabled::Nowhere,
+            [every] if every == "*" => Enabled::Paths(Vec::new(), level),
+            _ => Enabled::Paths(paths, level),
+        }
     }
 
     /// Whether the vocabulary `name` is in use: `Vocab` names it. Vale
@@ -598,22 +709,72 @@ mod tests {
         );
         assert_eq!(
             bare.enabled(BUILTIN_STYLE, terms, Level::Error),
-            Enabled::Globs(Vec::new())
+            Enabled::Nowhere
         );
         let sections = ini(
             "Vocab = A\n[*.md]\nBasedOnStyles = House, Vale\nVale.Terms = NO\n[*.txt]\nBasedOnStyles = House\nVale.Avoid = warning\n",
         );
         assert_eq!(
             sections.enabled(BUILTIN_STYLE, terms, Level::Error),
-            Enabled::Globs(Vec::new())
+            Enabled::Nowhere
         );
+        // Vale keeps one level a rule: the last `.vale.ini` sets.
         assert_eq!(
             sections.enabled(BUILTIN_STYLE, avoid, Level::Error),
-            Enabled::Globs(vec![
-                ("*.md".into(), Level::Error),
-                ("*.txt".into(), Level::Warning)
-            ])
+            Enabled::Paths(vec!["*.md".into(), "*.txt".into()], Level::Warning)
         );
+    }
+
+    #[test]
+    fn the_last_section_matching_a_file_decides_as_vale_reads_it() {
+        let ini = |t: &str| ValeIni::parse(t).unwrap();
+        let on = |t: &str| match ini(t).enabled("House", "Terms", Level::Warning) {
+            Enabled::Paths(p, _) => p,
+            other => panic!("{other:?}"),
+        };
+        // A later section's BasedOnStyles replaces an earlier one's.
+        assert_eq!(
+            on("[*.md]\nBasedOnStyles = House\n[docs/**/*.md]\nBasedOnStyles = Other\n"),
+            vec!["*.md", "!docs/**/*.md"]
+        );
+        // ... and the global list; `[*]` is global.
+        assert_eq!(
+            on("[*]\nBasedOnStyles = House\n[*.{md,adoc}]\nBasedOnStyles = Other\n"),
+            vec!["*", "!*.{md,adoc}"]
+        );
+        assert_eq!(on("BasedOnStyles = House\n"), Vec::<String>::new());
+        // A rule's setting outranks the styles, in any section order.
+        assert_eq!(
+            on("[docs/*.md]\nHouse.Terms = YES\n[*.md]\nBasedOnStyles = Other\n"),
+            vec!["docs/*.md"]
+        );
+        assert_eq!(
+            on(
+                "[*.md]\nBasedOnStyles = House\n[b/*.md]\nHouse.Terms = NO\n[a.md]\nHouse.Terms = error\n"
+            ),
+            vec!["*.md", "!b/*.md", "a.md"]
+        );
+        assert_eq!(
+            ini("[*.md]\nBasedOnStyles = House\nHouse.Terms = NO\n").enabled(
+                "House",
+                "Terms",
+                Level::Warning
+            ),
+            Enabled::Nowhere
+        );
+        // A global rule setting outranks every section's styles.
+        assert_eq!(
+            on("House.Terms = YES\n[*.md]\nBasedOnStyles = Other\n"),
+            Vec::<String>::new()
+        );
+        let s = ini(
+            "[*.md]\nBasedOnStyles = House\nTokenIgnores = (\\$+[^\\n$]+\\$+), (x{1\\,3})\nTokenIgnores = (y)\nBlockIgnores = (?s)(<x>.*?</x>)\n",
+        );
+        assert_eq!(
+            s.sections[0].token_ignores,
+            vec![r"(\$+[^\n$]+\$+)", "(x{1,3})", "(y)"]
+        );
+        assert_eq!(s.sections[0].block_ignores, vec!["(?s)(<x>.*?</x>)"]);
     }
 
     #[test]

@@ -26,4 +26,4 @@ pub use id::OpId;
 pub(crate) use op::Op;
 pub use record::Record;
 pub(crate) use record::{ActorKind, Kind};
-pub(crate) use rules::{RuleId, TermRule};
+pub(crate) use rules::{PathGlobs, RuleId, TermRule};

@@ -349,6 +349,10 @@ pub struct TermEntry {
     /// rules, whole words).
     #[serde(default, skip_serializing_if = "Bounds::is_words")]
     pub bounds: Bounds,
+    /// Matched in the file's raw text, markup and code included, not in its
+    /// prose (a Vale rule with `scope: raw`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raw: bool,
 }
 
 /// How a match of a rule's forms or pattern must stand in the text.
@@ -687,6 +691,7 @@ mod tests {
             suggested: false,
             exact: false,
             bounds: Bounds::Words,
+            raw: false,
         }
     }
 

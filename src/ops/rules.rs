@@ -82,6 +82,8 @@ pub struct TermRule {
     pub pattern: Option<String>,
     /// How a match's edges must stand in the text.
     pub bounds: Bounds,
+    /// Matched in the file's raw text, not its prose (Vale's `scope: raw`).
+    pub raw: bool,
     /// A Vale rule's alert level.
     pub level: Option<String>,
     /// Globs of the files the rule holds for; empty for every file.
@@ -113,6 +115,7 @@ impl TermRule {
             exact: false,
             pattern: None,
             bounds: Bounds::Words,
+            raw: false,
             level: None,
             paths: Vec::new(),
             scope: Scope::default(),
@@ -145,6 +148,7 @@ impl Ledger {
                     exact: false,
                     pattern: None,
                     bounds: Bounds::Words,
+                    raw: false,
                     level: None,
                     paths: Vec::new(),
                     scope: state.scope.clone(),
@@ -162,6 +166,7 @@ impl Ledger {
                     exact: false,
                     pattern: None,
                     bounds: Bounds::Words,
+                    raw: false,
                     level: None,
                     paths: Vec::new(),
                     scope: state.scope.clone(),
@@ -178,6 +183,7 @@ impl Ledger {
                             exact: t.exact,
                             pattern: t.pattern.clone(),
                             bounds: t.bounds,
+                            raw: t.raw,
                             level: t.level.clone(),
                             paths: t.paths.clone(),
                             scope: state.scope.clone(),
@@ -279,13 +285,55 @@ fn clash(a: &TermRule, b: &TermRule) -> bool {
 
 /// Whether two lists of file globs can name one file: either is every file,
 /// or one glob is the other, or matches the other read as a path
-/// (`*.md` and `docs/*.md`). Globs that cannot be read meet everything.
+/// (`*.md` and `docs/*.md`). Globs that cannot be read meet everything;
+/// the globs a list leaves out (`!glob`) are not weighed.
 fn paths_meet(a: &[String], b: &[String]) -> bool {
     let matches = |glob: &str, path: &str| {
         globset::Glob::new(glob).map_or(true, |g| g.compile_matcher().is_match(path))
     };
+    let a: Vec<&String> = a.iter().filter(|g| !g.starts_with('!')).collect();
+    let b: Vec<&String> = b.iter().filter(|g| !g.starts_with('!')).collect();
     a.is_empty()
         || b.is_empty()
         || a.iter()
             .any(|x| b.iter().any(|y| x == y || matches(x, y) || matches(y, x)))
+}
+
+/// The files a rule's `paths` select: every file when there are none;
+/// otherwise the last glob matching a path decides, `!glob` leaving it out
+/// (as Vale's last `.vale.ini` section matching a file decides; a list
+/// with no `!` is any of its globs). Globs are matched against
+/// repository-relative paths; `*` crosses folders. A glob that cannot be
+/// read matches nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct PathGlobs {
+    globs: Vec<(globset::GlobMatcher, bool)>,
+}
+
+impl PathGlobs {
+    /// `None` for every file.
+    pub(crate) fn new(paths: &[String]) -> Option<Self> {
+        if paths.is_empty() {
+            return None;
+        }
+        let globs = paths
+            .iter()
+            .filter_map(|p| {
+                let (glob, on) = match p.strip_prefix('!') {
+                    Some(rest) => (rest, false),
+                    None => (p.as_str(), true),
+                };
+                Some((globset::Glob::new(glob).ok()?.compile_matcher(), on))
+            })
+            .collect();
+        Some(PathGlobs { globs })
+    }
+
+    pub(crate) fn is_match(&self, path: &str) -> bool {
+        self.globs
+            .iter()
+            .rev()
+            .find(|(g, _)| g.is_match(path))
+            .is_some_and(|(_, on)| *on)
+    }
 }

@@ -135,14 +135,15 @@ fn a_vocabulary_applies_only_where_the_vale_style_is_enabled() {
     );
 
     // A section can turn one of the two rules on without the style, or
-    // off, and set its level.
+    // off, and set its level: for every file, as Vale keeps one level a
+    // rule.
     let (import, _, found) = vocabulary(
         "StylesPath = styles\nVocab = Base\n\n[*.md]\nBasedOnStyles = House, Vale\nVale.Terms = NO\n\n[*.txt]\nVale.Avoid = warning\n",
     );
     assert_eq!(
         found,
         [
-            "docs/a.md:utilize error",
+            "docs/a.md:utilize warning",
             "docs/a.md:Github error",
             "docs/a.txt:utilize warning"
         ],

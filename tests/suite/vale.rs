@@ -119,8 +119,10 @@ fn vale_ini_sections_rule_switches_levels_and_vocabularies_are_honoured() {
         [
             s("Github", "error", true),
             s("Javascript", "warning", false),
-            // Quiet is on here; Soft is a suggestion, below MinAlertLevel.
+            // Quiet is on here; `House.Soft = error` in [*.md] sets the
+            // rule's level for every file, as Vale keeps one level a rule.
             s("Gitlab", "error", true),
+            s("Postgres", "error", true),
             s("Typescript", "error", true),
             // No Vale style here, so no vocabulary.
         ]
@@ -233,4 +235,150 @@ fn imported_rules_that_disagree_are_named_at_import_and_in_review_and_both_repor
     t.kapi(&repo, &["store", "import", "--force"]).ok();
     t.kapi(&repo, &["context", "review"]).ok();
     insta::assert_snapshot!(t.text());
+}
+
+/// The findings of `kapi check --format json` on `paths`: (path, line,
+/// matched).
+fn found(repo: &TestEnv, paths: &[&str]) -> Vec<(String, u64, String)> {
+    let mut args = vec!["check", "--format", "json"];
+    args.extend_from_slice(paths);
+    let doc = repo.kapi(&args).json();
+    doc["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc}"))
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap(),
+                f["matched"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn at(path: &str, line: u64, matched: &str) -> (String, u64, String) {
+    (path.to_string(), line, matched.to_string())
+}
+
+#[test]
+fn a_variable_length_look_behind_is_read_and_matched_as_vale_matches_it() {
+    let repo = TestEnv::new();
+    // Red Hat's TermsSuggestions: `operator` unless `-` (what `.*-` ending
+    // there can end with) or `program ` comes right before it.
+    repo.write(
+        "styles/RedHat/TermsSuggestions.yml",
+        "extends: substitution\nmessage: x\nlevel: warning\nignorecase: false\nswap:\n  '(?<!.*-|program )operator': Operator\n  '(?<!.*-|program )operators': Operators\n",
+    );
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\n\n[*.md]\nBasedOnStyles = RedHat\n",
+    );
+    repo.write(
+        "a.md",
+        "Install the operator.\n\nA Kubernetes-native operator.\n\nThe cluster-operator, the program operator, two operators and an Operator.\n",
+    );
+    let import = repo.kapi(&["store", "import"]).ok();
+    assert!(!import.stdout.contains("skipped"), "{}", import.stdout);
+    assert_eq!(
+        found(&repo, &["a.md"]),
+        [
+            at("a.md", 1, "operator"),
+            at("a.md", 3, "operator"),
+            at("a.md", 5, "operators")
+        ]
+    );
+}
+
+#[test]
+fn a_raw_scope_rule_matches_the_files_raw_text_markup_and_code_included() {
+    let repo = TestEnv::new();
+    repo.write(
+        "styles/House/Links.yml",
+        "extends: substitution\nmessage: x\nlevel: error\nnonword: true\nscope: raw\nswap:\n  'See \\[': 'See the'\n  Github: GitHub\n",
+    );
+    repo.write(
+        "styles/House/Prose.yml",
+        "extends: substitution\nmessage: x\nlevel: error\nswap:\n  Gitlab: GitLab\n",
+    );
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\n\n[*.md]\nBasedOnStyles = House\n",
+    );
+    repo.write(
+        "a.md",
+        "See [the guide](guide.md).\n\n```\nGithub and Gitlab in code\n```\n\n<!-- vale off -->\nSee [off](x.md) Github\n<!-- vale on -->\n\n`Gitlab` and Gitlab.\n",
+    );
+    // `scope: raw` is read, not named as unsupported.
+    let import = repo.kapi(&["store", "import"]).ok();
+    assert!(!import.stdout.contains("scope"), "{}", import.stdout);
+    assert_eq!(
+        found(&repo, &["a.md"]),
+        [
+            // The link's bracket and the code block are raw text ...
+            at("a.md", 1, "See ["),
+            at("a.md", 4, "Github"),
+            // ... a passage switched off is off for raw rules too, and a
+            // prose rule still reads prose only.
+            at("a.md", 11, "Gitlab"),
+        ]
+    );
+    // A raw match may stand in markup or code: reported, never rewritten.
+    let fix = repo.kapi(&["check", "--fix", "a.md"]);
+    assert_eq!(fix.code, 1, "{}", fix.stdout);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a.md")).unwrap(),
+        "See [the guide](guide.md).\n\n```\nGithub and Gitlab in code\n```\n\n<!-- vale off -->\nSee [off](x.md) Github\n<!-- vale on -->\n\n`Gitlab` and GitLab.\n"
+    );
+}
+
+#[test]
+fn vale_ini_sections_apply_to_the_files_their_globs_name_with_their_ignores() {
+    let repo = TestEnv::new();
+    repo.write(
+        "styles/House/Terms.yml",
+        "extends: substitution\nmessage: x\nlevel: error\nswap:\n  Github: GitHub\n",
+    );
+    repo.write(
+        "styles/Team/Terms.yml",
+        "extends: substitution\nmessage: x\nlevel: error\nswap:\n  Gitlab: GitLab\n",
+    );
+    repo.write(
+        "kapi.toml",
+        "[check]\nprose = [\"**/*.md\", \"**/*.adoc\", \"**/*.txt\"]\n",
+    );
+    // House for Markdown and AsciiDoc, with Hugo shortcodes and <x>
+    // blocks ignored; under docs/, Team instead of House (the last section
+    // matching a file decides), and Team.Terms off under docs/old/.
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\n\n[*.{md,adoc}]\nBasedOnStyles = House\nTokenIgnores = (\\{\\{<[^>]*>\\}\\}), (:[A-Za-z]+:)\nBlockIgnores = (?s)(<x>.*?</x>)\n\n[docs/**/*.md]\nBasedOnStyles = Team\n\n[docs/old/*.md]\nTeam.Terms = NO\n",
+    );
+    let text = "Github and Gitlab {{< Github >}} :Github:\n<x>\nGithub\n</x>\n";
+    for path in ["a.md", "b.adoc", "c.txt", "docs/d/e.md", "docs/old/f.md"] {
+        repo.write(path, text);
+    }
+    repo.kapi(&["store", "import"]).ok();
+    assert_eq!(
+        found(&repo, &["a.md", "b.adoc", "c.txt", "docs"]),
+        [
+            at("a.md", 1, "Github"),
+            at("b.adoc", 1, "Github"),
+            at("docs/d/e.md", 1, "Gitlab"),
+        ]
+    );
+    // A pattern kapi cannot read is named and left out; the others hold.
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\n\n[*.md]\nBasedOnStyles = House\nTokenIgnores = (unclosed, (\\{\\{<[^>]*>\\}\\})\n",
+    );
+    repo.kapi(&["store", "import"]).ok();
+    let run = repo.kapi(&["check", "--format", "json", "a.md"]);
+    let doc = run.json();
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 3, "{doc}");
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings.contains("the ignore pattern \\\"(unclosed\\\""),
+        "{warnings}"
+    );
 }
