@@ -478,6 +478,14 @@ fn list_marker(t: &[u8]) -> Option<usize> {
 fn description_marker(t: &[u8]) -> Option<(usize, usize)> {
     let mut k = 1;
     while k + 1 < t.len() {
+        // Only a `:` or `;` can start the marker.
+        match memchr::memchr2(b':', b';', &t[k..]) {
+            Some(p) => k += p,
+            None => return None,
+        }
+        if k + 1 >= t.len() {
+            return None;
+        }
         if (t[k] == b':' || t[k] == b';') && t[k + 1] == t[k] && t[k - 1] != b':' {
             let c = t[k];
             let end = k + t[k..].iter().take_while(|&&b| b == c).count();
@@ -586,14 +594,15 @@ const TEXT_MACROS: &[&[u8]] = &[
     b"file",
 ];
 
-/// The bytes inline markup can start at (and lowercase letters, which
-/// may start a macro): every other byte is skipped at once.
+/// The bytes inline markup can start at, and letters and digits (a word
+/// is skipped whole; one may start a macro): every other byte is skipped
+/// at once.
 const STARTS: [bool; 256] = {
     let mut t = [false; 256];
     let mut i = 0;
     while i < 256 {
         let b = i as u8;
-        t[i] = b.is_ascii_lowercase()
+        t[i] = b.is_ascii_alphanumeric()
             || matches!(
                 b,
                 b'\\'
@@ -802,18 +811,22 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                 k += 1;
                 continue;
             }
-            c if c.is_ascii_lowercase() => {
-                if !word(prev)
+            c if c.is_ascii_alphanumeric() => {
+                // A word: only one starting with a lowercase letter and
+                // followed by `:` may be a macro; the rest of it starts nothing.
+                let n = 1 + m[k + 1..end]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .count();
+                if c.is_ascii_lowercase()
+                    && !word(prev)
+                    && m.get(k + n) == Some(&b':')
                     && let Some(q) = inline_macro(m, k, end, events)
                 {
                     k = q;
                     continue;
                 }
-                // The rest of the word starts nothing.
-                k += 1 + m[k + 1..end]
-                    .iter()
-                    .take_while(|c| c.is_ascii_alphanumeric())
-                    .count();
+                k += n;
                 continue;
             }
             b'&' => {
