@@ -290,7 +290,7 @@ pub fn parse_vale_substitution(text: &str) -> Result<ImportedFile, ParseError> {
                     avoided,
                     pattern: expanded.pattern,
                     bounds: if nonword { Bounds::None } else { Bounds::Regex },
-                    raw: raw,
+                    raw,
                     level: Some(level),
                     paths: Vec::new(),
                     line: n,
