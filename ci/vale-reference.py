@@ -138,19 +138,47 @@ def non_capturing(key):
     return regex.sub(r'(?<!\\)\((?!\?)', '(?:', key)
 
 
+class StrictLoader(yaml.SafeLoader):
+    """YAML as Vale's Go reader takes it: a key twice in one mapping is an
+    error, and Vale refuses the whole style (PyYAML would keep the last)."""
+
+
+def _no_duplicates(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f'duplicate key {key!r}', key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
 def load_rules(style_dir, min_level):
     rules = []
     for name in sorted(os.listdir(style_dir)):
         if not name.endswith('.yml'):
             continue
         with open(os.path.join(style_dir, name), encoding='utf-8-sig') as f:
-            doc = yaml.safe_load(f)
+            try:
+                doc = yaml.load(f, Loader=StrictLoader)
+            except yaml.YAMLError as e:
+                print(f'# {name}: Vale refuses the style: {e}', file=sys.stderr)
+                continue
         if not isinstance(doc, dict) or doc.get('extends') != 'substitution':
             continue
         level = doc.get('level') or 'warning'
         if LEVELS[level] < LEVELS[min_level]:
             continue
         swap = {str(k): str(v) for k, v in (doc.get('swap') or {}).items()}
+        if not swap:
+            # Nothing to swap (a package's placeholder style): Vale
+            # compiles no pattern from it, and an empty alternation would
+            # match the empty string everywhere.
+            continue
         keys = sorted(swap, key=len, reverse=True)
         body = '|'.join(f'({non_capturing(k)})' for k in keys)
         template = r'(?m)(?:{})' if doc.get('nonword') else r'(?m)\b(?:{})\b'
