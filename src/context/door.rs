@@ -177,17 +177,7 @@ impl Session {
             return Ok(());
         };
         let principal = wanted.principal();
-        let listed: Vec<_> = trust
-            .signers
-            .signers
-            .iter()
-            .filter(|s| {
-                !s.cert_authority
-                    && s.key.key_data() == key.key_data()
-                    && s.allows_namespace(trust::NAMESPACE)
-                    && s.allows_principal(principal)
-            })
-            .collect();
+        let listed = trust.listed(key.key_data(), principal);
         if listed.iter().any(|s| s.valid_at(at_ms)) {
             return Ok(());
         }

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use ssh_key::{LineEnding, SshSig};
 
 use super::record::{ActorKind, Kind, Record, SignalSource};
-use crate::formats::allowed_signers::{self, AllowedSigners};
+use crate::formats::allowed_signers::{self, AllowedSigner, AllowedSigners};
 use crate::store::verdicts::{self, Tag};
 
 /// The SSHSIG namespace of kapi's signatures (`ssh-keygen -Y sign -n kapi`).
@@ -257,6 +257,23 @@ impl Trust {
         verdicts::save(dir, &self.digest, all.into_iter());
     }
 
+    /// The lines of the allowed-signers file that list `key` for
+    /// `principal` in kapi's namespace (at any time: each line says when
+    /// it is valid). The fold verifies by these, and the door refuses a
+    /// person none of them lists now, so the two never disagree.
+    pub fn listed(&self, key: &ssh_key::public::KeyData, principal: &str) -> Vec<&AllowedSigner> {
+        self.signers
+            .signers
+            .iter()
+            .filter(|s| {
+                !s.cert_authority
+                    && s.key.key_data() == key
+                    && s.allows_namespace(NAMESPACE)
+                    && s.allows_principal(principal)
+            })
+            .collect()
+    }
+
     /// What `record`'s signature says, for the principal `vouch` names.
     pub fn verify(&self, record: &Record, vouch: Vouch<'_>) -> Verdict {
         let Some(sig) = record.sig.as_deref() else {
@@ -269,17 +286,7 @@ impl Trust {
             return Verdict::BadSignature;
         }
         let principal = vouch.principal();
-        let listed: Vec<_> = self
-            .signers
-            .signers
-            .iter()
-            .filter(|s| {
-                !s.cert_authority
-                    && s.key.key_data() == sig.public_key()
-                    && s.allows_namespace(NAMESPACE)
-                    && s.allows_principal(principal)
-            })
-            .collect();
+        let listed = self.listed(sig.public_key(), principal);
         let Some(first) = listed.first() else {
             return Verdict::UnknownSigner;
         };
