@@ -216,16 +216,17 @@ impl Trust {
         if record.sig.is_none() {
             return Verdict::Unsigned;
         }
+        let signed = record.signed_bytes();
         let Some(memory) = self.memory() else {
-            return self.verify(record, vouch);
+            return self.verify(record, &signed, vouch);
         };
-        let tag = memory.tag(&self.digest, &self.project, record);
+        let tag = memory.tag(&self.digest, &self.project, &signed, record.sig.as_deref());
         if let Some(principal) = memory.known.get(&tag)
             && principal == vouch.principal()
         {
             return Verdict::Signed(principal.clone());
         }
-        let verdict = self.verify(record, vouch);
+        let verdict = self.verify(record, &signed, vouch);
         if let Verdict::Signed(principal) = &verdict {
             memory
                 .fresh
@@ -274,8 +275,9 @@ impl Trust {
             .collect()
     }
 
-    /// What `record`'s signature says, for the principal `vouch` names.
-    pub fn verify(&self, record: &Record, vouch: Vouch<'_>) -> Verdict {
+    /// What `record`'s signature says, for the principal `vouch` names;
+    /// `signed` is its [`Record::signed_bytes`].
+    fn verify(&self, record: &Record, signed: &str, vouch: Vouch<'_>) -> Verdict {
         let Some(sig) = record.sig.as_deref() else {
             return Verdict::Unsigned;
         };
@@ -292,7 +294,7 @@ impl Trust {
         };
         if first
             .key
-            .verify(NAMESPACE, record.signed_bytes().as_bytes(), &sig)
+            .verify(NAMESPACE, signed.as_bytes(), &sig)
             .is_err()
         {
             return Verdict::BadSignature;
@@ -309,16 +311,20 @@ impl Trust {
 }
 
 impl Memory {
-    /// The tag of `record` under the allowed-signers file `digest`, read
-    /// for the project `project`.
-    fn tag(&self, digest: &str, project: &str, record: &Record) -> Tag {
+    /// The tag of an operation (`signed`, the bytes its signature covers,
+    /// and `sig`, the signature: its whole canonical line, in effect)
+    /// under the allowed-signers file `digest`, read for the project
+    /// `project`.
+    fn tag(&self, digest: &str, project: &str, signed: &str, sig: Option<&str>) -> Tag {
         let mut hash = Sha256::new();
         hash.update(self.secret);
         hash.update(digest.as_bytes());
         hash.update(b"\n");
         hash.update(project.as_bytes());
         hash.update(b"\n");
-        hash.update(record.to_canonical_json().as_bytes());
+        hash.update(signed.as_bytes());
+        hash.update(b"\n");
+        hash.update(sig.unwrap_or_default().as_bytes());
         hash.finalize().into()
     }
 }

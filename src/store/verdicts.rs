@@ -8,7 +8,7 @@
 //! record's id or digest alone. Its tag is the SHA-256 of this
 //! repository's secret (`.git/kapi/trust.secret`: 32 random bytes, made
 //! on first use, readable by its owner only), the allowed-signers file's
-//! digest and the operation's canonical line, signature included. A file
+//! digest, the bytes the operation's signature covers and the signature. A file
 //! written without the secret (another clone's, or one made up) matches
 //! nothing, and every verdict it claims is verified afresh; the file is
 //! also keyed by the allowed-signers digest and carries a CRC-32 of its
@@ -29,7 +29,7 @@ use compact_str::CompactString;
 
 pub(super) const NAME: &str = "trust.verdicts";
 const SECRET: &str = "trust.secret";
-const MAGIC: &[u8] = b"kapi trust verdicts 1\n";
+const MAGIC: &[u8] = b"kapi trust verdicts 2\n";
 /// The largest file read (a million entries of a 30-byte principal).
 const MAX_BYTES: u64 = 64 * 1024 * 1024;
 

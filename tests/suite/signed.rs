@@ -668,7 +668,7 @@ fn signatures_verified_before_are_remembered_and_a_forged_memory_is_never_obeyed
     assert_eq!(status_of(&repo, &c), "suggested");
     let memory = kapi_dir(&repo).join("trust.verdicts");
     let remembered = std::fs::read(&memory).unwrap();
-    assert!(remembered.starts_with(b"kapi trust verdicts 1\n"));
+    assert!(remembered.starts_with(b"kapi trust verdicts 2\n"));
     // The next cold read takes it from there: the same answers.
     cold(&repo);
     assert_eq!(status_of(&repo, &a), "established");
@@ -704,7 +704,7 @@ fn signatures_verified_before_are_remembered_and_a_forged_memory_is_never_obeyed
         [digest.as_bytes(), b"\n", eve_line.as_bytes()].concat(),
         eve_line.as_bytes().to_vec(),
     ];
-    let mut forged = b"kapi trust verdicts 1\n".to_vec();
+    let mut forged = b"kapi trust verdicts 2\n".to_vec();
     forged.extend_from_slice(digest.as_bytes());
     forged.push(b'\n');
     for guess in &guesses {
