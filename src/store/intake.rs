@@ -214,11 +214,10 @@ fn union_segment(
                     let id = segment::line_id(line).expect("a keepable line has an id");
                     // Copies of one id that differ in a signature are
                     // both kept: the fold prefers one that verifies.
-                    let disputed = |held: &Vec<&[u8]>| {
-                        segment::carries_signature(line)
-                            || held.iter().any(|h| segment::carries_signature(h))
-                    };
-                    if held_ids.get(id).is_some_and(|held| !disputed(held)) {
+                    if held_ids
+                        .get(id)
+                        .is_some_and(|held| !segment::kept_beside(line, held))
+                    {
                         refused.line(n + 1, || EntryError::Conflict { id: id.to_owned() });
                     } else if let Some(e) = content::problem_of_line(repo, line) {
                         // It names a content blob the fetch did not bring

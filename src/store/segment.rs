@@ -275,6 +275,13 @@ pub(crate) fn carries_signature(line: &[u8]) -> bool {
         && parse_line(line, None).is_ok_and(|r| r.sig.is_some())
 }
 
+/// Whether `line`, a copy of an id the log holds as `held` with other
+/// bytes, is kept beside them rather than refused as a conflict: when it
+/// or a held copy carries a signature ([`carries_signature`]).
+pub(crate) fn kept_beside(line: &[u8], held: &[&[u8]]) -> bool {
+    carries_signature(line) || held.iter().any(|h| carries_signature(h))
+}
+
 /// Whether a stored line of the shard `expected` is worth carrying into
 /// another tree: a valid operation of that shard, or one of a newer format
 /// version (a newer kapi reads it) whose id belongs there. Junk, misplaced

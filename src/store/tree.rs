@@ -474,11 +474,7 @@ fn union_segments(
         match segment::line_id(line).and_then(|id| held.get(id)) {
             // A copy that differs in a signature is kept beside the held
             // one: the fold prefers one that verifies.
-            Some(copies) => {
-                copies.contains(line)
-                    || segment::carries_signature(line)
-                    || copies.iter().any(|c| segment::carries_signature(c))
-            }
+            Some(copies) => copies.contains(line) || segment::kept_beside(line, copies),
             None => true,
         }
     }));
