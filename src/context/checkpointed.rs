@@ -269,16 +269,16 @@ fn read_afresh(
     if let Some(trust) = session.trust() {
         trust.remember();
     }
-    save(
-        &dir,
-        print,
-        Part::View,
-        tips,
-        unreadable,
-        &held,
-        &ledger.view(),
-    );
-    let shaped = shape(session, ledger, want);
+    let view = ledger.view();
+    save(&dir, print, Part::View, tips, unreadable, &held, &view);
+    // A reader of the view takes the one just saved.
+    let shaped = if want == Want::View {
+        session.release(ledger);
+        view
+    } else {
+        session.release(view);
+        shape(session, ledger, want)
+    };
     if want == Want::Decisions {
         save(
             &dir,
@@ -495,19 +495,16 @@ pub fn hold_back(mut records: Vec<Record>, now: u64) -> (Vec<Record>, Vec<Record
     (records, held)
 }
 
-/// What a reader wants of a whole ledger: itself, or its view.
+/// What a reader wants of a whole ledger: itself, its view, or its view
+/// with every decision.
 fn shape(session: &Session, ledger: Ledger, want: Want) -> Ledger {
-    match want {
-        Want::View | Want::Decisions => {
-            let view = match want {
-                Want::View => ledger.view(),
-                _ => ledger.decisions(),
-            };
-            session.release(ledger);
-            view
-        }
-        Want::Full => ledger,
-    }
+    let part = match want {
+        Want::Full => return ledger,
+        Want::View => ledger.view(),
+        Want::Decisions => ledger.decisions(),
+    };
+    session.release(ledger);
+    part
 }
 
 /// Name each operation held back in `ledger.ignored`.
