@@ -19,6 +19,11 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Whether `s` is written as [`hex`] writes: lower-case hex digits only.
+pub(crate) fn is_lower_hex(s: &str) -> bool {
+    s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// Canonical JSON bytes: compact, keys sorted (serde_json's maps are
 /// ordered), UTF-8 unescaped; no trailing newline.
 pub(crate) fn canonical(value: &serde_json::Value) -> Vec<u8> {

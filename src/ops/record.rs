@@ -288,10 +288,7 @@ impl ContentBlob {
     /// Whether its fields are well formed: a hex object id (SHA-1 or
     /// SHA-256 repositories), a hex SHA-256, a size within the limit.
     pub(super) fn check(&self) -> Result<(), RecordError> {
-        let hex = |s: &str| {
-            s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        };
+        let hex = crate::digest::is_lower_hex;
         if !(matches!(self.id.len(), 40 | 64) && hex(&self.id)) {
             return Err(RecordError::Invalid(
                 "a content blob's id is 40 or 64 lower-case hex digits".into(),

@@ -101,7 +101,7 @@ pub enum ClaimError {
 }
 
 fn is_hex64(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    s.len() == 64 && crate::digest::is_lower_hex(s)
 }
 
 /// The capture's path for a digest.
