@@ -55,7 +55,8 @@ def mask(text):
     paragraphs, headings, list items and table cells, kept in place; the
     rest (front matter, code blocks and spans, HTML tags and comments,
     link targets, autolinks, reference definitions, image descriptions,
-    emphasis delimiters, escapes) blanked. Hugo shortcodes and bare URLs
+    emphasis delimiters, escapes) blanked, but for the text of code spans,
+    which Vale reads as `*` characters. Hugo shortcodes and bare URLs
     are blanked too (Vale's TokenIgnores as documentation projects set
     them). The inline text markdown-it gives has no offsets, so each piece
     is found in the block's source lines in order."""
@@ -99,6 +100,10 @@ def mask(text):
                 words = [re.escape(w) for w in c.content.split(' ')]
                 m = re.compile(r'\s+'.join(words)).search(text, pos, last)
                 if m:
+                    # Vale reads a code span as `*` characters (its
+                    # `Substitute(txt, txt, '*')` for tt, code and kbd), not
+                    # blanks: `\s*--` cannot run over one.
+                    out[m.start():m.end()] = [c if c == '\n' else '*' for c in text[m.start():m.end()]]
                     pos = m.end()
                 continue
             if c.type != 'text' or skip or not c.content:

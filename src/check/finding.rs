@@ -98,6 +98,14 @@ impl Finding {
         (rank, &self.rule)
     }
 
+    /// The Vale check (style file) behind a finding of an imported Vale
+    /// rule: the operation that imported the file (the id's `<op>` of
+    /// `<op>:<n>`). `None` for any other rule.
+    fn vale_check(&self) -> Option<&str> {
+        self.level.as_ref()?;
+        self.rule.rsplit_once(':').map(|(op, _)| op)
+    }
+
     /// Take in another rule's finding of the same occurrence.
     fn absorb(&mut self, other: Finding) {
         let mut rules: Vec<String> = std::mem::take(&mut self.rules);
@@ -126,10 +134,16 @@ impl Finding {
 /// span of one file that ask for the same form are one finding, carried by
 /// the strongest rule (it fails if any of them fails) and naming every
 /// rule in `rules`. Findings that ask for different forms stay apart: each
-/// says something else. `findings` are sorted by path and offset; so is
-/// the result.
+/// says something else. So do the findings of two Vale checks (two style
+/// files): Vale reports an alert per check at a place (it drops an alert
+/// only when one of the same check, line and start is in), so a project
+/// enabling two styles that both swap a term sees it twice, in Vale and
+/// here; a rule of kapi's own joins one of them. `findings` are sorted by
+/// path and offset; so is the result.
 pub fn one_per_occurrence(findings: Vec<Finding>) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
+    // Per finding of `out`, the Vale check among its rules.
+    let mut checks: Vec<Option<String>> = Vec::with_capacity(findings.len());
     // Where the findings at the current (path, start) begin in `out`.
     let mut run = 0;
     for f in findings {
@@ -139,12 +153,23 @@ pub fn one_per_occurrence(findings: Vec<Finding>) -> Vec<Finding> {
         if !same_start {
             run = out.len();
         }
-        match out[run..]
-            .iter_mut()
-            .find(|g| g.end == f.end && g.preferred == f.preferred)
-        {
-            Some(g) => g.absorb(f),
-            None => out.push(f),
+        let check = f.vale_check().map(str::to_owned);
+        let joins = out[run..].iter().zip(&checks[run..]).position(|(g, c)| {
+            g.end == f.end
+                && g.preferred == f.preferred
+                && (c.is_none() || check.is_none() || *c == check)
+        });
+        match joins {
+            Some(i) => {
+                out[run + i].absorb(f);
+                if checks[run + i].is_none() {
+                    checks[run + i] = check;
+                }
+            }
+            None => {
+                out.push(f);
+                checks.push(check);
+            }
         }
     }
     out

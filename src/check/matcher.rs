@@ -605,11 +605,13 @@ impl Matcher {
             // The expression already holds `\b` at both ends, or none.
             let words = self.rules[*rule].bounds == Bounds::Words;
             let mut push = |s: usize, e: usize| {
-                if s != e
-                    && (!words || on_boundaries(masked, s, e))
-                    && masked.as_bytes()[s..e] == original.as_bytes()[s..e]
-                    && original[s..e].trim() != preferred
-                {
+                if s == e || (words && !on_boundaries(masked, s, e)) {
+                    return;
+                }
+                let Some((s, e)) = unmasked_core(original, masked, s, e) else {
+                    return;
+                };
+                if original[s..e].trim() != preferred {
                     cands.push((s, e, 1, *rule));
                 }
             };
@@ -824,6 +826,36 @@ impl Matcher {
             })
             .collect()
     }
+}
+
+/// The part of a pattern's match `s..e` in masked prose that stands in
+/// the text as written, as Vale's rendered text has it: a match never
+/// spans masked text, but one whose edges run over masked markup (the
+/// `*` of `*trait* -- this`, a link's target) is trimmed to the text
+/// between, for Vale reads rendered text, where that markup is no more
+/// (`\s*--\s*` finds ` -- ` there). A masked run holding a backtick is
+/// code, which Vale reads as `*` characters, never blanks: a match running
+/// over it is none (`` `Rc<T>` -- `` gives no ` -- ` in Vale). `None` when
+/// nothing of the match is left, or masked text is inside it.
+fn unmasked_core(original: &str, masked: &str, s: usize, e: usize) -> Option<(usize, usize)> {
+    let (o, m) = (original.as_bytes(), masked.as_bytes());
+    if o[s..e] == m[s..e] {
+        return Some((s, e));
+    }
+    let solid = |i: usize| o[i] == m[i] && !o[i].is_ascii_whitespace();
+    let first = (s..e).find(|&i| solid(i))?;
+    let last = (s..e).rev().find(|&i| solid(i))?;
+    let a = (s..first)
+        .rev()
+        .find(|&i| o[i] != m[i])
+        .map_or(s, |i| i + 1);
+    let b = (last + 1..e).find(|&i| o[i] != m[i]).unwrap_or(e);
+    let clean = o[a..b] == m[a..b]
+        && !o[s..a].contains(&b'`')
+        && !o[b..e].contains(&b'`')
+        && original.is_char_boundary(a)
+        && original.is_char_boundary(b);
+    clean.then_some((a, b))
 }
 
 /// A file's raw text as prose (Vale's `scope: raw`): nothing is masked,

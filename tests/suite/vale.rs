@@ -382,3 +382,93 @@ fn vale_ini_sections_apply_to_the_files_their_globs_name_with_their_ignores() {
         "{warnings}"
     );
 }
+
+#[test]
+fn two_vale_checks_at_one_place_are_two_findings_and_kapis_own_rules_join_one() {
+    let repo = TestEnv::new();
+    // Two styles swap the same phrase for the same form (SUSE's common and
+    // asciidoc styles both do): Vale reports an alert per check at a place.
+    for style in ["House", "Team"] {
+        repo.write(
+            &format!("styles/{style}/Wordy.yml"),
+            "extends: substitution\nmessage: x\nlevel: warning\nignorecase: true\nswap:\n  in order to: to\n",
+        );
+    }
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\n\n[*.md]\nBasedOnStyles = House, Team\n",
+    );
+    // A rule of kapi's own saying the same joins one of them.
+    repo.write("terms.tsv", "1\testablished\tto\tin order to\n");
+    repo.write("a.md", "Read it in order to learn.\n");
+    repo.kapi(&["store", "import"]).ok();
+    let doc = repo
+        .kapi(&["check", "--format", "json", "--rules", "terms.tsv", "a.md"])
+        .json();
+    let findings = doc["findings"].as_array().unwrap();
+    let rules: Vec<Vec<&str>> = findings
+        .iter()
+        .map(|f| {
+            f["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_str().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(findings.len(), 2, "{doc}");
+    for f in findings {
+        assert_eq!(
+            (f["line"].as_u64(), f["column"].as_u64()),
+            (Some(1), Some(9))
+        );
+    }
+    let with = |id: &str| rules.iter().filter(|r| r.contains(&id)).count();
+    assert_eq!(with("terms.tsv:1"), 1, "{rules:?}");
+    // Each Vale check carries its own finding.
+    let vale: Vec<&&str> = rules
+        .iter()
+        .flatten()
+        .filter(|r| !r.starts_with("terms.tsv"))
+        .collect();
+    assert_eq!(vale.len(), 2, "{rules:?}");
+    assert!(
+        rules
+            .iter()
+            .all(|r| r.iter().filter(|id| !id.starts_with("terms.tsv")).count() <= 1)
+    );
+}
+
+#[test]
+fn a_pattern_match_at_emphasis_or_a_link_is_found_as_in_vales_rendered_text_but_never_over_code() {
+    let repo = TestEnv::new();
+    // SUSE's DoubleDash: Vale matches its rendered text, where emphasis
+    // delimiters and link targets are gone and code spans are `*`s.
+    repo.write(
+        "styles/SUSE/DoubleDash.yml",
+        "extends: substitution\nmessage: x\nlevel: warning\nswap:\n  (?:\\s*)--(?:\\s*) : '&mdash;'\n",
+    );
+    repo.write(
+        ".vale.ini",
+        "StylesPath = styles\n\n[*.md]\nBasedOnStyles = SUSE\n",
+    );
+    repo.write(
+        "a.md",
+        "A *trait* -- this one.\n\nThe `Rc<T>` -- count, `a`--`b`.\n\nSee [it](http://x.org/a-b) -- here.\n\n**Feedback**--more, and plain -- dashes.\n",
+    );
+    repo.kapi(&["store", "import"]).ok();
+    let found: Vec<(String, u64, String)> = found(&repo, &["a.md"])
+        .into_iter()
+        .map(|(p, l, m)| (p, l, m.trim().to_string()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            at("a.md", 1, "--"),
+            at("a.md", 5, "--"),
+            at("a.md", 7, "--"),
+            at("a.md", 7, "--"),
+        ]
+    );
+}
