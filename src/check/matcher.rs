@@ -1368,6 +1368,22 @@ mod tests {
     }
 
     #[test]
+    fn a_pattern_match_over_masked_markup_at_its_edges_keeps_the_text_between() {
+        let o = "a *trait* -- this `c` -- y";
+        let m: String = o
+            .chars()
+            .map(|c| if "*`c".contains(c) { ' ' } else { c })
+            .collect();
+        // `* -- ` from after `trait`: the emphasis delimiter is trimmed.
+        assert_eq!(super::unmasked_core(o, &m, 8, 13), Some((9, 13)));
+        assert_eq!(super::unmasked_core(o, &m, 3, 9), Some((3, 8)));
+        // Over a code span (Vale's `*`s): none; masked text inside: none.
+        assert_eq!(super::unmasked_core(o, &m, 17, 25), None);
+        assert_eq!(super::unmasked_core(o, &m, 0, 9), None);
+        assert_eq!(super::unmasked_core(o, &m, 10, 12), Some((10, 12)));
+    }
+
+    #[test]
     fn markup_in_a_form_scans_after_parsing() {
         assert!(
             !Matcher::new(&[rule("1", "C#", &["C #"]), rule("2", "x", &["a_b"])])
