@@ -115,7 +115,7 @@ impl Histories {
                 (*id, kept)
             })
             .collect();
-        subjects.sort_by(|a, b| a.0.cmp(&b.0));
+        subjects.sort_by_key(|s| s.0);
         let kept = Kept {
             log_len: self.ledger.log_len(),
             subjects,
@@ -133,33 +133,33 @@ impl Histories {
     /// each history is a chain in time, and each ends at the status the
     /// ledger gives its subject. Otherwise the ledger is handed back (the
     /// caller folds the log again).
-    pub fn from_kept(bytes: &[u8], ledger: Ledger) -> Result<Histories, Ledger> {
+    pub fn from_kept(bytes: &[u8], ledger: Ledger) -> Result<Histories, Box<Ledger>> {
         let Ok(kept) = rmp_serde::from_slice::<Kept>(bytes) else {
-            return Err(ledger);
+            return Err(Box::new(ledger));
         };
         if kept.log_len != ledger.log_len() {
-            return Err(ledger);
+            return Err(Box::new(ledger));
         }
         let stated = ledger.iter().filter(|(_, s)| s.is_some()).count();
         if kept.subjects.len() != stated {
-            return Err(ledger);
+            return Err(Box::new(ledger));
         }
         let mut by_subject = HashMap::with_capacity(kept.subjects.len());
         for (subject, changes) in kept.subjects {
             let Some(state) = ledger.state(&subject) else {
-                return Err(ledger);
+                return Err(Box::new(ledger));
             };
             let mut before = None;
             let mut at = 0;
             for c in &changes {
                 if c.2 != before || c.0 < at || Some(c.3) == before {
-                    return Err(ledger);
+                    return Err(Box::new(ledger));
                 }
                 before = Some(c.3);
                 at = c.0;
             }
             if before != Some(state.status) {
-                return Err(ledger);
+                return Err(Box::new(ledger));
             }
             let changes = changes
                 .into_iter()
@@ -171,7 +171,7 @@ impl Histories {
                 })
                 .collect();
             if by_subject.insert(subject, changes).is_some() {
-                return Err(ledger);
+                return Err(Box::new(ledger));
             }
         }
         Ok(Histories {

@@ -139,5 +139,19 @@ mod tests {
         raw[last] = b'X';
         std::fs::write(dir.path().join(NAME), raw).unwrap();
         assert_eq!(SegmentCache::read(dir.path()).get(&a), None);
+        // An entry claiming more than a segment may hold (or than the file
+        // holds) makes the file unread: nothing that size is allocated.
+        for claim in [
+            u64::MAX,
+            (super::super::segment::MAX_SEGMENT_BYTES + 1) as u64,
+            5,
+        ] {
+            std::fs::write(
+                dir.path().join(NAME),
+                format!("kapi segment cache v2\n{} {claim} 0\nabc", a.to_hex()),
+            )
+            .unwrap();
+            assert_eq!(SegmentCache::read(dir.path()).len(), 0, "{claim}");
+        }
     }
 }
