@@ -14,6 +14,7 @@ use std::rc::Rc;
 use crate::ops::fold::checkpoint;
 use crate::ops::fold::{Ignored, Ledger};
 use crate::ops::group::Groups;
+use crate::ops::history::Histories;
 use crate::ops::id::OpId;
 use crate::ops::record::Record;
 use crate::store::checkpoint::{Checkpoint, Header, Part, Tips};
@@ -291,6 +292,71 @@ fn read_afresh(
         );
     }
     Ok((shaped, unreadable, held))
+}
+
+/// Every subject's history of status changes (`context log --history`)
+/// with the fold of the log shaped as `want` says, and how many stored
+/// lines could not be read. The histories are kept beside the checkpoint
+/// (`fold.history`, keyed like it by the logs' tips and the code, with
+/// the sources of the histories' pass): when they are the log's as it
+/// stands, they are taken with the fold read through the checkpoint, and
+/// only if they agree with it ([`Histories::from_kept`]); otherwise the
+/// log is folded again with them, as without a checkpoint, and they are
+/// kept for the next read.
+pub fn read_histories(
+    session: &Session,
+    now: u64,
+    want: Want,
+) -> Result<(Histories, usize), ContextError> {
+    let store = &session.store;
+    store.flush_journal_if_free();
+    let tips = store.tips()?;
+    let quiet = store.journal_records()?.is_empty();
+    let dir = store.kapi_dir();
+    let print = history_print(session);
+    if quiet
+        && let Some(found) = Checkpoint::open(&dir, Part::History, &print)
+        && found.header.tips() == Some(tips)
+        && !due(&found.header.held, now)
+    {
+        let kept_unreadable = found.header.unreadable;
+        if let Some(bytes) = found.bytes() {
+            let (ledger, unreadable) = read(session, now, want)?;
+            if unreadable == kept_unreadable {
+                match Histories::from_kept(&bytes, ledger) {
+                    Ok(histories) => return Ok((histories, unreadable)),
+                    Err(ledger) => session.release(ledger),
+                }
+            } else {
+                session.release(ledger);
+            }
+        }
+    }
+    let loaded = store.load_all()?;
+    let unreadable = crate::store::segment::unreadable(&loaded.problems);
+    let (records, held) = hold_back(loaded.records, now);
+    let mut histories = crate::ops::history::histories(session.unfolded(records));
+    name_held(&mut histories.ledger, &held);
+    if quiet {
+        let _ = crate::store::checkpoint::write(
+            &dir,
+            Part::History,
+            &print,
+            Header::new(tips, unreadable, held),
+            |out| histories.write_kept(out),
+        );
+    }
+    Ok((histories, unreadable))
+}
+
+/// What the kept histories are keyed by: what folds the log
+/// ([`fingerprint`]) and the pass that makes the histories.
+pub(super) fn history_print(session: &Session) -> String {
+    format!(
+        "{} history {:08x}",
+        fingerprint(session),
+        checkpoint::checksum(&[include_str!("../ops/history.rs")])
+    )
 }
 
 /// The sources of how a reader reads the log and what it holds back,

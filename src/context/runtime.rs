@@ -342,6 +342,18 @@ impl Session {
         self.histories_as_of(None)
     }
 
+    /// [`Session::histories`] with the ledger shaped as `want` says (the
+    /// reader's view, the view with every decision, or the whole ledger),
+    /// through the histories kept beside the checkpoint when they are the
+    /// log's as it stands ([`checkpointed::read_histories`]).
+    pub fn histories_for(
+        &self,
+        want: checkpointed::Want,
+    ) -> Result<(Histories, usize), ContextError> {
+        let now = self.now_ms()?.max(self.call.env.wall_ms());
+        checkpointed::read_histories(self, now, want)
+    }
+
     /// [`Session::histories`] as the log stood at `as_of` (Unix ms; `None`
     /// for now): only the operations it had accepted by then (ids are
     /// time-ordered, so a prefix of the log) are folded, as

@@ -258,6 +258,7 @@ mod checkpoint {
     use proptest::prelude::*;
 
     use super::{NOW, Repo};
+    use crate::context::checkpointed::Want;
     use crate::context::{FixedEnv, Session};
     use crate::ops::fold::{Ignored, Ledger, State};
     use crate::ops::id::OpId;
@@ -276,8 +277,8 @@ mod checkpoint {
         Reset(usize),
         /// `refs/kapi/ops` moved back one commit (rewritten by someone).
         Rewind,
-        /// A checkpoint file damaged: the view, the base, or the view with
-        /// every decision.
+        /// A checkpoint file damaged: the view, the base, the view with
+        /// every decision, or the histories kept beside them.
         Damage(u8),
         /// kapi.toml types the market axis (nordics contains no and se),
         /// or leaves it untyped: scopes compare otherwise, so the fold
@@ -322,7 +323,7 @@ mod checkpoint {
             2 => (proptest::collection::vec(operation(), 1..4), any::<u16>()).prop_map(|(g, at)| Step::Merge(g, at)),
             1 => (0usize..64).prop_map(Step::Reset),
             1 => Just(Step::Rewind),
-            1 => (0u8..3).prop_map(Step::Damage),
+            1 => (0u8..4).prop_map(Step::Damage),
             1 => (any::<bool>(), any::<bool>()).prop_map(|(t, k)| Step::Config(t, k)),
         ]
     }
@@ -589,7 +590,12 @@ mod checkpoint {
                     }
                 }
                 Step::Damage(which) => {
-                    let name = ["fold.checkpoint", "fold.base", "fold.decisions"][*which as usize];
+                    let name = [
+                        "fold.checkpoint",
+                        "fold.base",
+                        "fold.decisions",
+                        "fold.history",
+                    ][*which as usize];
                     let file = session.store.kapi_dir().join(name);
                     if let Ok(mut bytes) = std::fs::read(&file) {
                         // In the ledger's bytes: the checksum refuses them.
@@ -638,6 +644,27 @@ mod checkpoint {
                 prop_assert_eq!(answer(&decisions), answer(&expected.decisions()));
                 prop_assert_eq!(kind_answers(&decisions), kind_answers(&expected));
             }
+            // Every subject's history (`context log --history`), with the
+            // fold shaped as each listing reads it: as the one pass over
+            // the log gives it (twice: once folding, once from the kept
+            // file).
+            let fresh_histories = crate::ops::history::histories(
+                session.unfolded(session.store.load_all().unwrap().records),
+            );
+            for want in [Want::Full, Want::Decisions, Want::View, Want::Full] {
+                let (histories, _) = session.histories_for(want).unwrap();
+                prop_assert_eq!(
+                    answer(&histories.ledger),
+                    answer(&match want {
+                        Want::Full => expected.clone(),
+                        Want::Decisions => expected.decisions(),
+                        Want::View => expected.view(),
+                    })
+                );
+                for r in expected.records() {
+                    prop_assert_eq!(histories.of(&r.op_id()), fresh_histories.of(&r.op_id()));
+                }
+            }
             let (view, _) = session.rules_view(None).unwrap();
             prop_assert_eq!(view_answers(&view), view_answers(&expected));
             let digest = crate::context::decisions::digest(&session, None).unwrap();
@@ -655,6 +682,47 @@ mod checkpoint {
         #[test]
         fn a_checkpointed_read_is_a_fresh_fold(steps in proptest::collection::vec(step(), 1..10)) {
             reads_match_a_fresh_fold(&steps)?;
+        }
+    }
+
+    /// Histories kept for these tips by other code or another log (a
+    /// rule kept here, dropped there: a good checksum, the same subjects
+    /// and length) are not taken: they end at statuses the fold does not
+    /// give, so the log is folded again and the file written anew.
+    #[test]
+    fn forged_histories_are_not_obeyed() {
+        let repo = Repo::new();
+        let session = Session::open(Arc::new(FixedEnv::new(NOW, 5)), repo.path()).unwrap();
+        let start = NOW - 3_600_000;
+        let rule = record(&Gen::Term(0, false), start + 1000, 1, &[]);
+        let keep = record(&Gen::Keep(0), start + 2000, 2, std::slice::from_ref(&rule));
+        let mut drop = record(&Gen::Drop(0), start + 2000, 2, std::slice::from_ref(&rule));
+        drop.id = keep.id.clone();
+        session
+            .store
+            .merge_records(&[rule.clone(), keep.clone()], NOW)
+            .unwrap();
+        let (honest, _) = session.histories_for(Want::Full).unwrap();
+        let kept_to = honest.of(&rule.op_id()).last().unwrap().to;
+        let forged = crate::ops::history::histories(session.unfolded(vec![rule.clone(), drop]));
+        let forged_to = forged.of(&rule.op_id()).last().unwrap().to;
+        assert_ne!(kept_to, forged_to);
+        let dir = session.store.kapi_dir();
+        let print = crate::context::checkpointed::history_print(&session);
+        let tips = session.store.tips().unwrap();
+        crate::store::checkpoint::write(
+            &dir,
+            crate::store::checkpoint::Part::History,
+            &print,
+            crate::store::checkpoint::Header::new(tips, 0, Vec::new()),
+            |out| forged.write_kept(out),
+        )
+        .unwrap();
+        for _ in 0..2 {
+            let (read, _) = session.histories_for(Want::Full).unwrap();
+            assert_eq!(read.of(&rule.op_id()), honest.of(&rule.op_id()));
+            let (read, _) = session.histories_for(Want::Decisions).unwrap();
+            assert_eq!(read.of(&rule.op_id()).last().unwrap().to, kept_to);
         }
     }
 

@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::fold::{Ledger, Status};
 use super::forms::case_key;
@@ -82,6 +82,103 @@ impl Histories {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_subject.values().map(Vec::len).sum()
+    }
+}
+
+/// One change as the kept histories hold it (`fold.history`): when, by
+/// which operation, from what, to what.
+#[derive(Serialize, Deserialize)]
+struct KeptChange(u64, OpId, Option<Status>, Status);
+
+/// The histories as the store keeps them beside the checkpoint
+/// (`.git/kapi/fold.history`): every subject's changes, and how many
+/// operations the log held when they were made.
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    log_len: usize,
+    subjects: Vec<(OpId, Vec<KeptChange>)>,
+}
+
+impl Histories {
+    /// The histories alone as bytes (MessagePack), for the store to keep
+    /// beside the checkpoint: a later read takes them with the fold it
+    /// reads through the checkpoint instead of folding the log again.
+    pub fn write_kept(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut subjects: Vec<(OpId, Vec<KeptChange>)> = self
+            .by_subject
+            .iter()
+            .map(|(id, changes)| {
+                let kept = changes
+                    .iter()
+                    .map(|c| KeptChange(c.at_ms, c.by, c.from, c.to))
+                    .collect();
+                (*id, kept)
+            })
+            .collect();
+        subjects.sort_by_key(|s| s.0);
+        let kept = Kept {
+            log_len: self.ledger.log_len(),
+            subjects,
+        };
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        rmp_serde::encode::write(&mut out, &kept).map_err(std::io::Error::other)?;
+        std::io::Write::flush(&mut out)
+    }
+
+    /// The histories kept as `bytes` ([`Histories::write_kept`]) with
+    /// `ledger`, the fold of the same log (whole, or a reader's view of
+    /// it), if they are that log's: the kept file is derived and read as
+    /// hostile, so it is taken only when it decodes, counts the log's
+    /// operations, names each subject the ledger holds once and no other,
+    /// each history is a chain in time, and each ends at the status the
+    /// ledger gives its subject. Otherwise the ledger is handed back (the
+    /// caller folds the log again).
+    pub fn from_kept(bytes: &[u8], ledger: Ledger) -> Result<Histories, Box<Ledger>> {
+        let Ok(kept) = rmp_serde::from_slice::<Kept>(bytes) else {
+            return Err(Box::new(ledger));
+        };
+        if kept.log_len != ledger.log_len() {
+            return Err(Box::new(ledger));
+        }
+        let stated = ledger.iter().filter(|(_, s)| s.is_some()).count();
+        if kept.subjects.len() != stated {
+            return Err(Box::new(ledger));
+        }
+        let mut by_subject = HashMap::with_capacity(kept.subjects.len());
+        for (subject, changes) in kept.subjects {
+            let Some(state) = ledger.state(&subject) else {
+                return Err(Box::new(ledger));
+            };
+            let mut before = None;
+            let mut at = 0;
+            for c in &changes {
+                if c.2 != before || c.0 < at || Some(c.3) == before {
+                    return Err(Box::new(ledger));
+                }
+                before = Some(c.3);
+                at = c.0;
+            }
+            if before != Some(state.status) {
+                return Err(Box::new(ledger));
+            }
+            let changes = changes
+                .into_iter()
+                .map(|KeptChange(at_ms, by, from, to)| Change {
+                    at_ms,
+                    by,
+                    from,
+                    to,
+                })
+                .collect();
+            if by_subject.insert(subject, changes).is_some() {
+                return Err(Box::new(ledger));
+            }
+        }
+        Ok(Histories {
+            ledger,
+            by_subject,
+            full_passes: 0,
+        })
     }
 }
 

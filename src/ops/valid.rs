@@ -41,7 +41,14 @@ impl Record {
         if bytes.len() > MAX_RECORD_BYTES {
             return Err(RecordError::Oversized { bytes: bytes.len() });
         }
-        let record: Record = match serde_json::from_slice(bytes) {
+        // A line is checked to be UTF-8 once, whole, and its strings then
+        // taken as they are: decoding from bytes checks each string on its
+        // own, which cost a tenth of a cold read of a long log.
+        let decoded = match std::str::from_utf8(bytes) {
+            Ok(text) => serde_json::from_str(text),
+            Err(_) => serde_json::from_slice(bytes),
+        };
+        let record: Record = match decoded {
             Ok(record) => record,
             Err(e) => {
                 // Say why: another version, or not a record at all.

@@ -35,6 +35,10 @@ pub enum Part {
     /// (all but the usage signals and check runs), at the logs' tips:
     /// what a listing of one kind reads. Written by such a listing.
     Decisions,
+    /// `fold.history`: every subject's history of status changes
+    /// (`context log --history`), at the logs' tips, read beside one of
+    /// the others and only when it agrees with it.
+    History,
 }
 
 impl Part {
@@ -43,6 +47,7 @@ impl Part {
             Part::View => "fold.checkpoint",
             Part::Base => "fold.base",
             Part::Decisions => "fold.decisions",
+            Part::History => "fold.history",
         }
     }
 }

@@ -9,13 +9,14 @@ use super::checkpoint::Part;
 use super::{LogRef, Store, StoreError, arrivals, cache, newest, project, verdicts};
 
 /// The derived files, by name, with what each keeps.
-pub const DERIVED: [(&str, &str); 8] = [
+pub const DERIVED: [(&str, &str); 9] = [
     (Part::Base.name(), "the whole folded ledger"),
     (Part::View.name(), "the reader's view of the fold"),
     (
         Part::Decisions.name(),
         "the reader's view and every decision",
     ),
+    (Part::History.name(), "every subject's history of statuses"),
     (cache::NAME, "inflated segments"),
     (newest::NAME, "the newest id to mint past"),
     (project::NAME, "the project the log belongs to"),

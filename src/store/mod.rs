@@ -357,10 +357,20 @@ impl Store {
             return;
         }
         let fresh: HashMap<ObjectId, Vec<u8>> = fresh.into_iter().collect();
+        // The entries kept from the old cache, read back from it.
+        let mut kept: HashMap<ObjectId, Vec<u8>> = HashMap::new();
+        for id in &current {
+            if !fresh.contains_key(id) {
+                match old.get(id) {
+                    Some(bytes) => kept.insert(*id, bytes),
+                    None => return,
+                };
+            }
+        }
         let mut entries = Vec::with_capacity(current.len());
         for id in current {
-            match fresh.get(&id).map(Vec::as_slice).or_else(|| old.get(&id)) {
-                Some(bytes) => entries.push((id, bytes)),
+            match fresh.get(&id).or_else(|| kept.get(&id)) {
+                Some(bytes) => entries.push((id, bytes.as_slice())),
                 None => return,
             }
         }

@@ -89,14 +89,11 @@ fn oldest(
     };
     let mut best: Option<(OpId, String)> = None;
     for (shard, blob) in &segments {
-        let read;
-        let bytes = match cached.get(blob) {
+        let read = match cached.get(blob) {
             Some(bytes) => bytes,
-            None => {
-                read = tree::read_capped_segment(repo, *blob)?.unwrap_or_default();
-                &read
-            }
+            None => tree::read_capped_segment(repo, *blob)?.unwrap_or_default(),
         };
+        let bytes = &read;
         let mut candidates: Vec<(u128, &[u8])> = segment::lines(bytes)
             .filter_map(|line| {
                 let id = segment::line_id(line).filter(|id| crate::ops::id::is_id(id))?;

@@ -38,8 +38,8 @@ pub(super) fn parse_segments(
             problems.extend(s.problem.clone());
             let Some(blob) = s.blob else { continue };
             if let Some(bytes) = cache.get(&blob) {
-                let mut run = Vec::with_capacity(segment::capacity_for(bytes));
-                segment::parse(bytes, s.shard, &s.location, &mut run, &mut problems);
+                let mut run = Vec::with_capacity(segment::capacity_for(&bytes));
+                segment::parse(&bytes, s.shard, &s.location, &mut run, &mut problems);
                 if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
                     run.sort_by(|a, b| a.id.cmp(&b.id));
                 }

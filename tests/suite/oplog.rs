@@ -1098,3 +1098,79 @@ fn a_listing_of_one_kind_reads_the_decisions_and_a_forged_file_is_folded_again()
     // Usage signals and check runs are listed from the whole ledger.
     assert_eq!(listed("check"), of_kind("check"));
 }
+
+/// `context log --history` takes every subject's history from the file
+/// kept beside the checkpoint (`fold.history`) when it is the log's as it
+/// stands, and answers as a fold of the log from the start; the file is
+/// derived like the checkpoint: one from before the log moved, one
+/// damaged, another part's file copied over it, is not obeyed, and the
+/// log is folded again.
+#[test]
+fn histories_are_kept_beside_the_checkpoint_and_a_forged_file_is_folded_again() {
+    let repo = TestEnv::new();
+    let kept = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &kept[..10]])
+        .ok();
+    let history = |args: &[&str]| -> Vec<Value> {
+        let mut all = vec!["context", "log", "--history", "--json"];
+        all.extend_from_slice(args);
+        repo.kapi(&all).ok().json_lines()
+    };
+    let first = history(&[]);
+    let file = repo.join(".git/kapi/fold.history");
+    assert!(file.is_file(), "the listing keeps the histories");
+    assert_eq!(history(&[]), first, "read from the file");
+    let rule = first.iter().find(|l| l["id"] == kept.as_str()).unwrap();
+    let statuses: Vec<&str> = rule["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["to"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses.first(), Some(&"suggested"), "{rule}");
+    assert_eq!(statuses.last(), rule["status"].as_str().as_ref(), "{rule}");
+    assert!(statuses.len() >= 2, "{rule}");
+    // A listing of one kind or by status reads the view (with the
+    // decisions) beside the file, and answers as the whole ledger does.
+    let only = |pick: &dyn Fn(&Value) -> bool| -> Vec<Value> {
+        first.iter().filter(|l| pick(l)).cloned().collect()
+    };
+    assert_eq!(
+        history(&["--kind", "observe"]),
+        only(&|l| l["kind"] == "observe")
+    );
+    assert_eq!(history(&["--kind", "keep"]), only(&|l| l["kind"] == "keep"));
+    let status = rule["status"].as_str().unwrap();
+    assert_eq!(
+        history(&["--status", status]),
+        only(&|l| l["status"] == status)
+    );
+    // The file from before the log moved: its tips are not the log's.
+    let stale = std::fs::read(&file).unwrap();
+    let dropped = note_term(&repo, "s2", "Widgetbar", "Widget bar");
+    history(&[]);
+    repo.kapi(&["context", "review", "--drop", &dropped[..10]])
+        .ok();
+    let after = history(&[]);
+    assert_eq!(after.len(), first.len() + 2);
+    let dropped_line = after.iter().find(|l| l["id"] == dropped.as_str()).unwrap();
+    assert_eq!(
+        dropped_line["history"].as_array().unwrap().last().unwrap()["to"],
+        "dropped"
+    );
+    std::fs::write(&file, &stale).unwrap();
+    assert_eq!(history(&[]), after);
+    // Damaged in its bytes: the checksum refuses it.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&file, bytes).unwrap();
+    assert_eq!(history(&[]), after);
+    // Another part's file (a good checksum, the log's tips) copied over it.
+    repo.kapi(&["context", "log", "--kind", "drop"]).ok();
+    let kapi = repo.join(".git/kapi");
+    for other in ["fold.decisions", "fold.checkpoint", "fold.base"] {
+        std::fs::copy(kapi.join(other), &file).unwrap();
+        assert_eq!(history(&[]), after, "{other}");
+    }
+}

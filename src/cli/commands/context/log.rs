@@ -89,7 +89,17 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let partial = args.as_of.is_none()
         && (filter.status.is_some() || filter.kind.is_some_and(crate::ops::Ledger::decisions_hold));
     let (histories, ledger, unreadable) = if args.history {
-        let (h, unreadable) = session.histories()?;
+        // The histories kept beside the checkpoint, with the fold shaped
+        // as the listing without them would read it.
+        use crate::context::checkpointed::Want;
+        let want = if filter.status.is_some() {
+            Want::View
+        } else if filter.kind.is_some_and(crate::ops::Ledger::decisions_hold) {
+            Want::Decisions
+        } else {
+            Want::Full
+        };
+        let (h, unreadable) = session.histories_for(want)?;
         (Some(h), None, unreadable)
     } else if partial && filter.status.is_some() {
         let (shared, unreadable) = session.rules_view(None)?;
