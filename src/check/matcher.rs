@@ -505,6 +505,7 @@ impl Matcher {
     /// avoided form could match inside it, overlap its end, or match its
     /// whole text as written (it could change no finding, and leaving it out
     /// keeps the automaton small for large rule sets).
+    #[cfg(test)]
     pub fn new(rules: &[TermRule]) -> Result<Self, MatcherError> {
         Self::with_plans(rules.to_vec(), &mut NoPlans)
     }
