@@ -81,7 +81,7 @@ pub struct Matcher {
     /// Per rule, its avoided forms as a fix recognises them: a form matched
     /// only as written (`true`) as written, any other folded (made on
     /// first need: only a fix asks).
-    listed: Vec<OnceLock<Vec<(Box<str>, bool)>>>,
+    listed: Vec<OnceLock<Listed>>,
     /// Per rule, its preferred form in capitals and with an initial
     /// capital, where it may be written so ([`Matcher::shaped`]).
     shapes: Vec<OnceLock<[Option<Box<str>>; 2]>>,
@@ -311,8 +311,12 @@ pub struct Plan {
     entries: Vec<Vec<Entry>>,
 }
 
+/// A rule's avoided forms as a fix recognises them: each as written
+/// (`true`: matched only so) or folded.
+type Listed = Vec<(Box<str>, bool)>;
+
 /// A rule's avoided forms as a fix recognises them ([`Matcher::lists`]).
-fn listed_forms(rule: &TermRule) -> Vec<(Box<str>, bool)> {
+fn listed_forms(rule: &TermRule) -> Listed {
     let preferred = rule.preferred_form().trim();
     let folded_preferred = case_key_same_len(preferred);
     rule.avoided
