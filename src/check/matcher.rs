@@ -36,10 +36,11 @@ pub enum MatcherError {
     Build { forms: usize, message: String },
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Entry {
     rule: u32,
-    /// The form as written.
+    /// The form as written, for a form matched only as written (empty for
+    /// any other once its plan is made: nothing reads it then).
     form: Box<str>,
     /// Matches only as written (a case-only variant of the preferred form).
     exact: bool,
@@ -78,8 +79,9 @@ pub struct Matcher {
     /// before it is masked (see [`Matcher::check`]).
     scan_first: bool,
     /// Per rule, its avoided forms as a fix recognises them: a form matched
-    /// only as written (`true`) as written, any other folded.
-    listed: Vec<Vec<(Box<str>, bool)>>,
+    /// only as written (`true`) as written, any other folded (made on
+    /// first need: only a fix asks).
+    listed: Vec<OnceLock<Listed>>,
     /// Per rule, its preferred form in capitals and with an initial
     /// capital, where it may be written so ([`Matcher::shaped`]).
     shapes: Vec<OnceLock<[Option<Box<str>>; 2]>>,
@@ -173,8 +175,8 @@ const DFA_MAX_PATTERN_BYTES: usize = 256 * 1024;
 /// earns back.
 const DFA_PAYS_AFTER: usize = 32;
 
-fn kind_for(patterns: &[String]) -> AhoCorasickKind {
-    if patterns.iter().map(String::len).sum::<usize>() <= DFA_MAX_PATTERN_BYTES {
+fn kind_for(patterns: &[Box<str>]) -> AhoCorasickKind {
+    if patterns.iter().map(|p| p.len()).sum::<usize>() <= DFA_MAX_PATTERN_BYTES {
         AhoCorasickKind::DFA
     } else {
         AhoCorasickKind::ContiguousNFA
@@ -210,14 +212,17 @@ impl Automaton {
             })
     }
 
-    fn new(patterns: &[String]) -> Result<Automaton, MatcherError> {
+    fn new(patterns: &[Box<str>]) -> Result<Automaton, MatcherError> {
         let dfa = OnceLock::new();
         if kind_for(patterns) != AhoCorasickKind::DFA {
             let _ = dfa.set(None);
         }
-        let bytes: usize = patterns.iter().map(String::len).sum();
+        let bytes: usize = patterns.iter().map(|p| p.len()).sum();
         Ok(Automaton {
-            nfa: Self::build(patterns, AhoCorasickKind::ContiguousNFA)?,
+            nfa: Self::build(
+                &patterns.iter().map(|p| p.as_bytes()).collect::<Vec<_>>(),
+                AhoCorasickKind::ContiguousNFA,
+            )?,
             dfa,
             scanned: AtomicUsize::new(0),
             switch_at: bytes * DFA_PAYS_AFTER,
@@ -292,36 +297,123 @@ fn words(s: &str) -> Vec<(usize, usize)> {
     out
 }
 
-impl Matcher {
-    /// Build one automaton over every avoided form, and the preferred forms
-    /// that can compete with one: a preferred form is left out when no
-    /// avoided form could match inside it, overlap its end, or match its
-    /// whole text as written (it could change no finding, and leaving it out
-    /// keeps the automaton small for large rule sets).
-    pub fn new(rules: &[TermRule]) -> Result<Self, MatcherError> {
-        if !rules.iter().any(|r| r.raw) {
-            return Self::build(rules, false, false);
+/// What a build derives from the rules' forms alone, before the
+/// automaton is built from it: the automaton's patterns (folded forms) and
+/// per pattern the forms that fold to it. Deriving it is most of a large rule set's build (which
+/// preferred forms compete, by every avoided form's words and prefixes), so
+/// a process keeps it across processes ([`Plans`], `.git/kapi/rules.cache`)
+/// keyed by everything it is derived from ([`Plan::key`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Plan {
+    keys: Vec<Box<str>>,
+    /// Per key, its forms; only a form matched as written keeps its text
+    /// (nothing else reads it once the plan is made).
+    entries: Vec<Vec<Entry>>,
+}
+
+/// A rule's avoided forms as a fix recognises them: each as written
+/// (`true`: matched only so) or folded.
+type Listed = Vec<(Box<str>, bool)>;
+
+/// A rule's avoided forms as a fix recognises them ([`Matcher::lists`]).
+fn listed_forms(rule: &TermRule) -> Listed {
+    let preferred = rule.preferred_form().trim();
+    let folded_preferred = case_key_same_len(preferred);
+    rule.avoided
+        .iter()
+        .map(|form| form.trim())
+        .filter(|form| !form.is_empty() && *form != preferred)
+        .map(|form| {
+            let key = case_key_same_len(form);
+            let exact = rule.exact || key == folded_preferred;
+            (if exact { form.into() } else { key.into() }, exact)
+        })
+        .collect()
+}
+
+/// Where a build finds the plans built before and keeps those it builds.
+pub trait Plans {
+    /// Whether plans are kept at all (else none is looked up, and no key
+    /// is computed).
+    fn active(&self) -> bool;
+    fn find(&mut self, key: &PlanKey) -> Option<Plan>;
+    fn keep(&mut self, key: PlanKey, plan: &Plan);
+}
+
+/// A plan's key: the SHA-256 of the code that derives it and of every part
+/// of the rules it is derived from.
+pub type PlanKey = [u8; 32];
+
+/// No plans kept: every build derives its own.
+pub struct NoPlans;
+
+impl Plans for NoPlans {
+    fn active(&self) -> bool {
+        false
+    }
+    fn find(&mut self, _: &PlanKey) -> Option<Plan> {
+        None
+    }
+    fn keep(&mut self, _: PlanKey, _: &Plan) {}
+}
+
+/// The sources a plan is derived by: a plan kept by other code is not
+/// taken.
+const PLAN_SOURCES: &[&str] = &[
+    include_str!("matcher.rs"),
+    include_str!("case.rs"),
+    include_str!("rule.rs"),
+];
+
+impl Plan {
+    /// The key of the plan of `rules` (`keep_all` as in [`Matcher::build`]):
+    /// kapi's version, its sources, and each rule's preferred form, avoided
+    /// forms and exactness (all a plan is derived from), each after its
+    /// length.
+    pub fn key(rules: &[TermRule], keep_all: bool) -> PlanKey {
+        use sha2::{Digest, Sha256};
+        // The code by a CRC-32 of its sources, as the fold's checkpoint
+        // names its own: hashing 70 KiB of source for every check would
+        // cost more than a 50-rule plan.
+        static CODE: OnceLock<String> = OnceLock::new();
+        let code = CODE.get_or_init(|| {
+            format!(
+                "kapi {} matcher plan 1 sources {:08x}",
+                env!("CARGO_PKG_VERSION"),
+                crate::ops::fold::checkpoint::checksum(PLAN_SOURCES)
+            )
+        });
+        let mut h = Sha256::new();
+        h.update(code.as_bytes());
+        h.update([u8::from(keep_all)]);
+        h.update((rules.len() as u64).to_le_bytes());
+        let put = |h: &mut Sha256, s: &str| {
+            h.update((s.len() as u64).to_le_bytes());
+            h.update(s.as_bytes());
+        };
+        for rule in rules {
+            h.update([u8::from(rule.exact)]);
+            put(&mut h, rule.preferred_form());
+            h.update((rule.avoided.len() as u64).to_le_bytes());
+            for form in &rule.avoided {
+                put(&mut h, form);
+            }
         }
-        let (raw, prose): (Vec<TermRule>, Vec<TermRule>) =
-            rules.iter().cloned().partition(|r| r.raw);
-        let mut m = Self::build(&prose, false, false)?;
-        m.raw = Some(Box::new(Self::build(&raw, false, false)?));
-        Ok(m)
+        h.finalize().into()
     }
 
-    /// Like [`Matcher::new`], with every preferred form in the automaton so
-    /// that usage counts see them all.
-    pub fn for_usage(rules: &[TermRule]) -> Result<Self, MatcherError> {
-        Self::build(rules, true, true)
+    /// Whether this plan can serve a matcher of `rules` rules without an
+    /// index out of range (a kept plan is checked before it is taken).
+    fn fits(&self, rules: usize) -> bool {
+        self.keys.len() == self.entries.len()
+            && self
+                .entries
+                .iter()
+                .all(|list| !list.is_empty() && list.iter().all(|e| (e.rule as usize) < rules))
     }
 
-    /// `keep_all`: every preferred form in the automaton; `every_preferred`:
-    /// a preferred form in any case is a hit (usage counts).
-    fn build(
-        rules: &[TermRule],
-        keep_all: bool,
-        every_preferred: bool,
-    ) -> Result<Self, MatcherError> {
+    /// Derive the plan of `rules` (see [`Matcher::build`]).
+    fn new(rules: &[TermRule], keep_all: bool) -> Plan {
         let mut patterns: Vec<String> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut entries: Vec<Vec<Entry>> = Vec::new();
@@ -340,7 +432,6 @@ impl Matcher {
             entries[k].push(entry);
         }
         let mut with_avoided = vec![false; rules.len()];
-        let mut listed: Vec<Vec<(Box<str>, bool)>> = vec![Vec::new(); rules.len()];
         for (r, rule) in rules.iter().enumerate() {
             let preferred = rule.preferred_form().trim();
             let folded_preferred = case_key_same_len(preferred);
@@ -351,14 +442,6 @@ impl Matcher {
                 }
                 let key = case_key_same_len(form);
                 let exact = rule.exact || key == folded_preferred;
-                listed[r].push((
-                    if exact {
-                        form.into()
-                    } else {
-                        key.as_str().into()
-                    },
-                    exact,
-                ));
                 let entry = Entry {
                     rule: r as u32,
                     form: form.into(),
@@ -408,10 +491,83 @@ impl Matcher {
         for (key, entry) in preferred_keys {
             add(&mut patterns, &mut index, &mut entries, key, entry);
         }
-        let automaton = if patterns.is_empty() {
+        for entry in entries.iter_mut().flatten() {
+            if !entry.exact {
+                entry.form = Box::default();
+            }
+        }
+        Plan {
+            keys: patterns.into_iter().map(String::into_boxed_str).collect(),
+            entries,
+        }
+    }
+}
+
+impl Matcher {
+    /// Build one automaton over every avoided form, and the preferred forms
+    /// that can compete with one: a preferred form is left out when no
+    /// avoided form could match inside it, overlap its end, or match its
+    /// whole text as written (it could change no finding, and leaving it out
+    /// keeps the automaton small for large rule sets).
+    #[cfg(test)]
+    pub fn new(rules: &[TermRule]) -> Result<Self, MatcherError> {
+        Self::with_plans(rules.to_vec(), &mut NoPlans)
+    }
+
+    /// [`Matcher::new`], taking the rules, and the plans of its automata
+    /// from `plans` when it holds them (else keeping the ones built there).
+    pub fn with_plans(rules: Vec<TermRule>, plans: &mut dyn Plans) -> Result<Self, MatcherError> {
+        if !rules.iter().any(|r| r.raw) {
+            return Self::build(rules, false, false, plans);
+        }
+        let (raw, prose): (Vec<TermRule>, Vec<TermRule>) = rules.into_iter().partition(|r| r.raw);
+        let mut m = Self::build(prose, false, false, plans)?;
+        m.raw = Some(Box::new(Self::build(raw, false, false, plans)?));
+        Ok(m)
+    }
+
+    /// Like [`Matcher::new`], with every preferred form in the automaton so
+    /// that usage counts see them all.
+    pub fn for_usage(rules: &[TermRule]) -> Result<Self, MatcherError> {
+        Self::for_usage_with(rules.to_vec(), &mut NoPlans)
+    }
+
+    /// [`Matcher::for_usage`], taking the rules, with `plans` as in
+    /// [`Matcher::with_plans`].
+    pub fn for_usage_with(
+        rules: Vec<TermRule>,
+        plans: &mut dyn Plans,
+    ) -> Result<Self, MatcherError> {
+        Self::build(rules, true, true, plans)
+    }
+
+    /// `keep_all`: every preferred form in the automaton; `every_preferred`:
+    /// a preferred form in any case is a hit (usage counts).
+    fn build(
+        rules: Vec<TermRule>,
+        keep_all: bool,
+        every_preferred: bool,
+        plans: &mut dyn Plans,
+    ) -> Result<Self, MatcherError> {
+        let plan = if plans.active() {
+            let key = Plan::key(&rules, keep_all);
+            match plans.find(&key).filter(|p| p.fits(rules.len())) {
+                Some(plan) => plan,
+                None => {
+                    let plan = Plan::new(&rules, keep_all);
+                    plans.keep(key, &plan);
+                    plan
+                }
+            }
+        } else {
+            Plan::new(&rules, keep_all)
+        };
+        let Plan { keys, entries } = plan;
+        let n = rules.len();
+        let automaton = if keys.is_empty() {
             None
         } else {
-            Some(Automaton::new(&patterns)?)
+            Some(Automaton::new(&keys)?)
         };
         let mut compiled = Vec::new();
         for (r, rule) in rules.iter().enumerate() {
@@ -429,36 +585,37 @@ impl Matcher {
                 compiled.push((r, re, near));
             }
         }
-        let scan_first = patterns.iter().zip(&entries).all(|(key, list)| {
+        let scan_first = keys.iter().zip(&entries).all(|(key, list)| {
             list.iter().all(|e| e.preferred) || !(key.bytes().any(is_markup) || key.contains("  "))
         });
+        let groups = {
+            let mut ids: HashMap<&str, u32> = HashMap::new();
+            rules
+                .iter()
+                .map(|r| {
+                    // A rule's group: its operation (an imported
+                    // file's rules share it) or its term list.
+                    let g = match &r.id {
+                        RuleId::Op(op) | RuleId::Imported(op, _) => op.as_str(),
+                        RuleId::File(name, _) => name.as_str(),
+                    };
+                    let n = ids.len() as u32;
+                    *ids.entry(g).or_insert(n)
+                })
+                .collect()
+        };
         Ok(Matcher {
-            rules: rules.to_vec(),
+            rules,
             automaton,
             entries,
             every_preferred,
             patterns: compiled,
-            keys: patterns.into_iter().map(String::into_boxed_str).collect(),
+            keys,
             scan_first,
-            shapes: (0..listed.len()).map(|_| OnceLock::new()).collect(),
-            listed,
+            shapes: (0..n).map(|_| OnceLock::new()).collect(),
+            listed: (0..n).map(|_| OnceLock::new()).collect(),
             raw: None,
-            groups: {
-                let mut ids: HashMap<&str, u32> = HashMap::new();
-                rules
-                    .iter()
-                    .map(|r| {
-                        // A rule's group: its operation (an imported
-                        // file's rules share it) or its term list.
-                        let g = match &r.id {
-                            RuleId::Op(op) | RuleId::Imported(op, _) => op.as_str(),
-                            RuleId::File(name, _) => name.as_str(),
-                        };
-                        let n = ids.len() as u32;
-                        *ids.entry(g).or_insert(n)
-                    })
-                    .collect()
-            },
+            groups,
         })
     }
 
@@ -930,7 +1087,8 @@ impl Matcher {
     /// the matcher reads it: as written for a form matched exactly, in any
     /// case otherwise.
     fn lists(&self, rule: usize, matched: &str) -> bool {
-        self.listed[rule].iter().any(|(form, exact)| {
+        let listed = self.listed[rule].get_or_init(|| listed_forms(&self.rules[rule]));
+        listed.iter().any(|(form, exact)| {
             if *exact {
                 **form == *matched
             } else {
@@ -1290,15 +1448,15 @@ mod tests {
 
     #[test]
     fn large_rule_sets_use_the_nfa_and_find_the_same() {
-        assert_eq!(kind_for(&["ab".to_string()]), AhoCorasickKind::DFA);
-        let long = "x".repeat(DFA_MAX_PATTERN_BYTES + 1);
+        assert_eq!(kind_for(&["ab".into()]), AhoCorasickKind::DFA);
+        let long: Box<str> = "x".repeat(DFA_MAX_PATTERN_BYTES + 1).into();
         assert_eq!(
             kind_for(std::slice::from_ref(&long)),
             AhoCorasickKind::ContiguousNFA
         );
         let small = [rule("4", "GitHub", &["Github", "git hub"])];
         let mut large = small.to_vec();
-        large.push(rule("5", "y", &[long.as_str()]));
+        large.push(rule("5", "y", &[&*long]));
         let text = "Github and GIT HUB, GitHub.";
         assert_eq!(found(&small, text), found(&large, text));
         assert_eq!(found(&large, text), ["1:1:Github", "1:12:GIT HUB"]);
@@ -1357,6 +1515,101 @@ mod tests {
             let first = m.scanned_hits(&t, &loosened(&t), &TextKind::Markdown).map(|(_, h)| h).unwrap_or_default();
             let avoided = |h: &Vec<Hit>| h.iter().filter(|h| !h.preferred).copied().collect::<Vec<_>>();
             proptest::prop_assert_eq!(avoided(&full), avoided(&first));
+        }
+    }
+
+    /// Plans kept in memory as the cache keeps them (MessagePack bytes).
+    #[derive(Default)]
+    struct Memory(Vec<(PlanKey, Vec<u8>)>, usize);
+
+    impl Plans for Memory {
+        fn active(&self) -> bool {
+            true
+        }
+        fn find(&mut self, key: &PlanKey) -> Option<Plan> {
+            let (_, bytes) = self.0.iter().find(|(k, _)| k == key)?;
+            self.1 += 1;
+            Some(rmp_serde::from_slice(bytes).unwrap())
+        }
+        fn keep(&mut self, key: PlanKey, plan: &Plan) {
+            self.0.push((key, rmp_serde::to_vec(plan).unwrap()));
+        }
+    }
+
+    #[test]
+    fn a_plan_is_keyed_by_everything_it_is_derived_from() {
+        let a = [rule("1", "GitHub", &["Github", "git hub"])];
+        let key = Plan::key(&a, false);
+        assert_ne!(key, Plan::key(&a, true));
+        let mut b = a.clone();
+        b[0].exact = true;
+        assert_ne!(key, Plan::key(&b, false));
+        // Forms are length-prefixed: moving a character between two forms
+        // is another key.
+        let c = [rule("1", "GitHub", &["Githu", "bgit hub"])];
+        assert_ne!(key, Plan::key(&c, false));
+        let d = [rule("1", "GitHu", &["Github", "git hub"])];
+        assert_ne!(key, Plan::key(&d, false));
+        // What a plan is not derived from (the rule's id, its bounds) is
+        // not in the key.
+        assert_eq!(
+            key,
+            Plan::key(&[rule("other", "GitHub", &["Github", "git hub"])], false)
+        );
+    }
+
+    #[test]
+    fn a_plan_that_does_not_fit_its_rules_is_not_taken() {
+        let rules = [
+            rule("1", "GitHub", &["Github"]),
+            rule("2", "Über", &["uber"]),
+        ];
+        let plan = Plan::new(&rules, false);
+        assert!(plan.fits(2));
+        assert!(!plan.fits(1));
+        let mut out_of_range = plan.clone();
+        out_of_range.entries[0][0].rule = 7;
+        assert!(!out_of_range.fits(2));
+        let mut short = plan.clone();
+        short.keys.pop();
+        assert!(!short.fits(2));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_kept_plan_finds_what_a_fresh_build_finds(
+            rules in proptest::collection::vec(
+                ("[a-cA-C]{1,3}( [a-c]{1,2})?", proptest::collection::vec("[a-cA-C]{1,3}([ -][a-cA-C]{1,2})?", 1..4), proptest::bool::ANY, proptest::bool::ANY),
+                1..8),
+            t in "[a-cA-C .\n-]{0,80}",
+        ) {
+            let rules: Vec<TermRule> = rules
+                .iter()
+                .enumerate()
+                .map(|(i, (p, a, exact, raw))| {
+                    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+                    let mut r = TermRule::listed("t", i + 1, p, &a);
+                    r.exact = *exact;
+                    r.raw = *raw;
+                    r
+                })
+                .collect();
+            let mut memory = Memory::default();
+            let fresh = Matcher::with_plans(rules.clone(), &mut memory).unwrap();
+            let kept = Matcher::with_plans(rules.clone(), &mut memory).unwrap();
+            proptest::prop_assert!(memory.1 >= 1);
+            let usage = Matcher::for_usage_with(rules.clone(), &mut memory).unwrap();
+            let usage_kept = Matcher::for_usage_with(rules.clone(), &mut memory).unwrap();
+            let plain = Matcher::new(&rules).unwrap();
+            for kind in [TextKind::Markdown, TextKind::Text] {
+                let want = format!("{:?}", plain.check("a", &t, kind));
+                proptest::prop_assert_eq!(&format!("{:?}", fresh.check("a", &t, kind)), &want);
+                proptest::prop_assert_eq!(&format!("{:?}", kept.check("a", &t, kind)), &want);
+                proptest::prop_assert_eq!(
+                    format!("{:?}", usage.check("a", &t, kind)),
+                    format!("{:?}", usage_kept.check("a", &t, kind))
+                );
+            }
         }
     }
 
@@ -1454,7 +1707,7 @@ mod tests {
                 text.push_str(SEPS[seps[i]]);
             }
             let rules = overlapping_rules();
-            let full = Matcher::build(&rules, true, false).unwrap().check("a", &text, TextKind::Text);
+            let full = Matcher::build(rules.clone(), true, false, &mut NoPlans).unwrap().check("a", &text, TextKind::Text);
             let pruned = Matcher::new(&rules).unwrap().check("a", &text, TextKind::Text);
             proptest::prop_assert_eq!(full, pruned);
         }

@@ -307,7 +307,9 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         _ => {
             let book = RuleBook::new(rules, points, counting);
             match session {
-                Some(s) => book.with_space(std::sync::Arc::clone(&s.space)),
+                Some(s) => book
+                    .with_space(std::sync::Arc::clone(&s.space))
+                    .with_plans(super::rules_cache::RulesCache::open(&s.store.kapi_dir())),
                 None => book,
             }
         }
@@ -319,6 +321,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         work.push((file, matcher));
         counters.extend(counter);
     }
+    book.save_plans();
     let mut outcome = if req.to_fix {
         check_files_to_fix(&work, threads())
     } else if counters.len() == work.len() && !work.is_empty() {
@@ -326,8 +329,17 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     } else {
         check_files(&work, threads())
     };
-    if let Some(s) = session.filter(|s| !s.env().ends_with_call()) {
-        s.rule_book.replace(Some(book));
+    match session {
+        Some(s) if !s.env().ends_with_call() => {
+            s.rule_book.replace(Some(book));
+        }
+        // The process ends after this call: freeing thousands of rules'
+        // forms and automata one by one would only delay its exit.
+        Some(_) => {
+            std::mem::forget(work);
+            std::mem::forget(book);
+        }
+        None => {}
     }
     warnings.append(&mut outcome.warnings);
     outcome.warnings = warnings;
@@ -641,6 +653,9 @@ pub struct RuleBook {
     /// Also build matchers that count every preferred form (usage signals).
     counting: bool,
     matchers: HashMap<Selection, Matchers>,
+    /// The plans of matchers built before, by any process
+    /// (`.git/kapi/rules.cache`); none outside a repository.
+    plans: Option<super::rules_cache::RulesCache>,
 }
 
 impl RuleBook {
@@ -656,6 +671,21 @@ impl RuleBook {
             space: None,
             counting,
             matchers: HashMap::new(),
+            plans: None,
+        }
+    }
+
+    /// Take the plans of matchers from `cache` and keep there those built
+    /// ([`RuleBook::save_plans`]).
+    pub fn with_plans(mut self, cache: Option<super::rules_cache::RulesCache>) -> Self {
+        self.plans = cache;
+        self
+    }
+
+    /// Write the plans of the matchers built since the last save.
+    pub fn save_plans(&mut self) {
+        if let Some(cache) = &mut self.plans {
+            cache.save();
         }
     }
 
@@ -707,12 +737,18 @@ impl RuleBook {
             Selection::All => self.rules.clone(),
             Selection::Some(ix) => ix.iter().map(|&i| self.rules[i].clone()).collect(),
         };
-        let m = Arc::new(Matcher::new(&chosen)?);
-        let u = if self.counting {
-            Some(Arc::new(Matcher::for_usage(&chosen)?))
-        } else {
-            None
+        let mut none = crate::check::matcher::NoPlans;
+        let plans: &mut dyn crate::check::matcher::Plans = match &mut self.plans {
+            Some(cache) => cache,
+            None => &mut none,
         };
+        let (m, u) = if self.counting {
+            let m = Matcher::with_plans(chosen.clone(), plans)?;
+            (m, Some(Arc::new(Matcher::for_usage_with(chosen, plans)?)))
+        } else {
+            (Matcher::with_plans(chosen, plans)?, None)
+        };
+        let m = Arc::new(m);
         self.matchers.insert(sel, (Arc::clone(&m), u.clone()));
         Ok((m, u))
     }

@@ -9,7 +9,7 @@ use super::checkpoint::Part;
 use super::{LogRef, Store, StoreError, arrivals, cache, newest, project, verdicts};
 
 /// The derived files, by name, with what each keeps.
-pub const DERIVED: [(&str, &str); 9] = [
+pub const DERIVED: [(&str, &str); 10] = [
     (Part::Base.name(), "the whole folded ledger"),
     (Part::View.name(), "the reader's view of the fold"),
     (
@@ -22,6 +22,10 @@ pub const DERIVED: [(&str, &str); 9] = [
     (project::NAME, "the project the log belongs to"),
     (arrivals::TIPS, "where the arrival record was brought up to"),
     (verdicts::NAME, "signatures verified before"),
+    (
+        crate::context::RULES_CACHE,
+        "the matcher's plans for the rules checked by",
+    ),
 ];
 
 /// A derived file that was removed, and its size.

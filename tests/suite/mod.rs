@@ -35,6 +35,7 @@ mod oplog;
 mod rebuild;
 mod reset;
 mod review;
+mod rules_cache;
 mod signed;
 mod snapshots;
 mod sync;

@@ -1,0 +1,154 @@
+//! The matcher's plans kept across processes (`.git/kapi/rules.cache`):
+//! a check with the cache finds byte for byte what one without it finds,
+//! and a cache that is forged, cut short, stale or another clone's is
+//! never obeyed: it is derived again and written anew.
+
+use std::path::PathBuf;
+
+use crate::common::TestEnv;
+
+const TERMS: &str = "# id\tstatus\tpreferred\tavoided\n\
+1\testablished\tQuickcast\tQuick cast|Quick-cast|QuickCast\n\
+2\testablished\tGitHub\tGithub|Git Hub|github\n\
+3\tsuggested\truntime\trun time|run-time\n";
+
+const PAGE: &str = "# Notes\n\nQuick cast is on Github, with a run time of one Git Hub.\n";
+
+fn repo() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("terms.tsv", TERMS);
+    env.write("page.md", PAGE);
+    env
+}
+
+fn cache(env: &TestEnv) -> PathBuf {
+    env.join(".git/kapi/rules.cache")
+}
+
+/// The check's JSON output, exactly as printed.
+fn check(env: &TestEnv) -> String {
+    env.kapi(&[
+        "check",
+        "--rules",
+        "terms.tsv",
+        "--format",
+        "json",
+        "page.md",
+    ])
+    .code(1)
+    .stdout
+}
+
+/// The findings with no cache at all (removed first).
+fn without_cache(env: &TestEnv) -> String {
+    let _ = std::fs::remove_file(cache(env));
+    let out = check(env);
+    assert!(cache(env).is_file(), "a check keeps its matcher's plan");
+    out
+}
+
+#[test]
+fn a_check_with_the_cache_finds_what_one_without_it_finds() {
+    let env = repo();
+    let fresh = without_cache(&env);
+    assert!(
+        fresh.contains("Quick cast") && fresh.contains("Git Hub"),
+        "{fresh}"
+    );
+    let written = std::fs::read(cache(&env)).unwrap();
+    assert_eq!(check(&env), fresh);
+    // The plan was found: the file is not written again.
+    assert_eq!(std::fs::read(cache(&env)).unwrap(), written);
+    // `kapi store rebuild` removes it with the other derived files.
+    env.kapi(&["store", "rebuild"]).ok();
+    assert!(!cache(&env).exists());
+    assert_eq!(check(&env), fresh);
+}
+
+/// Replace the cache with `bytes`, check, and see the findings of a
+/// check without a cache and a file written anew that checks out.
+fn not_obeyed(env: &TestEnv, bytes: &[u8], fresh: &str, good: &[u8]) {
+    std::fs::write(cache(env), bytes).unwrap();
+    assert_eq!(check(env), fresh);
+    assert_eq!(std::fs::read(cache(env)).unwrap(), good, "written anew");
+}
+
+#[test]
+fn a_forged_cache_is_not_obeyed() {
+    let env = repo();
+    let fresh = without_cache(&env);
+    let good = std::fs::read(cache(&env)).unwrap();
+    // A plan that looks for no form at all (MessagePack: keys, entries, and
+    // three rules' forms, all empty), put in place of the real one under
+    // its key with the old tag: it would silence every finding.
+    let magic = b"kapi rules cache 1\n".len();
+    let key = &good[magic..magic + 32];
+    let silent: &[u8] = &[0x93, 0x90, 0x90, 0x93, 0x90, 0x90, 0x90];
+    let mut forged = good[..magic].to_vec();
+    forged.extend_from_slice(key);
+    forged.extend_from_slice(&(silent.len() as u64).to_le_bytes());
+    forged.extend_from_slice(silent);
+    forged.extend_from_slice(&good[good.len() - 32..]);
+    not_obeyed(&env, &forged, &fresh, &good);
+    // One byte changed anywhere in the plan.
+    let mut flipped = good.clone();
+    flipped[magic + 32 + 8 + 3] ^= 0x01;
+    not_obeyed(&env, &flipped, &fresh, &good);
+    // Junk, and a link in its place (never followed).
+    not_obeyed(&env, b"kapi rules cache 1\nnonsense", &fresh, &good);
+    std::fs::remove_file(cache(&env)).unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(env.join("page.md"), cache(&env)).unwrap();
+        assert_eq!(check(&env), fresh);
+        assert_eq!(std::fs::read(env.join("page.md")).unwrap(), PAGE.as_bytes());
+    }
+}
+
+#[test]
+fn a_truncated_cache_is_not_obeyed() {
+    let env = repo();
+    let fresh = without_cache(&env);
+    let good = std::fs::read(cache(&env)).unwrap();
+    for cut in [0, 10, good.len() / 2, good.len() - 1] {
+        not_obeyed(&env, &good[..cut], &fresh, &good);
+    }
+    let mut grown = good.clone();
+    grown.push(0);
+    not_obeyed(&env, &grown, &fresh, &good);
+}
+
+#[test]
+fn a_stale_cache_is_not_obeyed() {
+    let env = repo();
+    let before = without_cache(&env);
+    // The rules change: the plan kept for the old ones is not found.
+    env.write(
+        "terms.tsv",
+        &TERMS.replace("Github|Git Hub|github", "Github|github"),
+    );
+    let after = check(&env);
+    assert_ne!(after, before);
+    assert!(!after.contains("Git Hub"), "{after}");
+    assert_eq!(without_cache(&env), after);
+}
+
+#[test]
+fn another_clones_cache_is_not_obeyed() {
+    let env = repo();
+    let fresh = without_cache(&env);
+    let good = std::fs::read(cache(&env)).unwrap();
+    // Another clone with the same rules and page keeps the same plan under
+    // its own secret: swapped in here, it is not taken.
+    let other = env.sibling("other");
+    other.write("terms.tsv", TERMS);
+    other.write("page.md", PAGE);
+    let theirs = without_cache(&other);
+    assert_eq!(
+        theirs.replace(&other.path().display().to_string(), ""),
+        fresh.replace(&env.path().display().to_string(), "")
+    );
+    let swapped = std::fs::read(cache(&other)).unwrap();
+    assert_ne!(swapped, good, "each clone tags with its own secret");
+    not_obeyed(&env, &swapped, &fresh, &good);
+}
