@@ -563,7 +563,10 @@ fn table_attributes(t: &[u8]) -> (Vec<u8>, bool) {
 fn column_codes(cols: &[u8]) -> Vec<bool> {
     let cols = trim(cols);
     if !cols.is_empty() && cols.iter().all(u8::is_ascii_digit) {
-        let n = std::str::from_utf8(cols).ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+        let n = std::str::from_utf8(cols)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
         return vec![false; n.min(1000)];
     }
     let mut out = Vec::new();
@@ -571,7 +574,10 @@ fn column_codes(cols: &[u8]) -> Vec<bool> {
         let spec = trim(spec);
         let (n, spec) = match memchr::memchr(b'*', spec) {
             Some(p) => (
-                std::str::from_utf8(&spec[..p]).ok().and_then(|n| n.parse().ok()).unwrap_or(1),
+                std::str::from_utf8(&spec[..p])
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(1),
                 &spec[p + 1..],
             ),
             None => (1, spec),
@@ -591,20 +597,9 @@ fn table_row(m: &mut [u8], table: &mut Table, start: usize, end: usize, header: 
     let sep = table.sep;
     // A separator, unless escaped (`\\|`).
     let is_sep = |m: &[u8], q: usize| m[q] == sep && (q == start || m[q - 1] != b'\\');
-    let mut k = start;
-    if table.code {
-        // A code cell running on from the line before.
-        let next = (k..end).find(|&q| is_sep(m, q)).unwrap_or(end);
-        blank(m, k, next);
-        k = next;
-    }
-    let mut block_next = false;
-    while k < end {
-        if !is_sep(m, k) {
-            k += 1;
-            continue;
-        }
-        // The specifier before the separator: `2+`, `.3+`, `^.^`, `a`, `l`...
+    // The specifier before the separator at `k`: `2+`, `.3+`, `^.^`, `a`,
+    // `l`... where it starts.
+    let spec_start = |m: &[u8], k: usize| {
         let mut a = k;
         while a > start && b"0123456789*+.<>^adehlmsv".contains(&m[a - 1]) {
             a -= 1;
@@ -612,6 +607,24 @@ fn table_row(m: &mut [u8], table: &mut Table, start: usize, end: usize, header: 
         if a > start && !m[a - 1].is_ascii_whitespace() {
             a = k;
         }
+        a
+    };
+    let mut k = start;
+    if table.code {
+        // A code cell running on from the line before, up to the next
+        // cell's specifier.
+        let next = (k..end).find(|&q| is_sep(m, q)).unwrap_or(end);
+        let a = if next < end { spec_start(m, next) } else { end };
+        blank(m, k, a);
+        k = a;
+    }
+    let mut block_next = false;
+    while k < end {
+        if !is_sep(m, k) {
+            k += 1;
+            continue;
+        }
+        let a = spec_start(m, k);
         let spec = &m[a..k];
         let style = spec.iter().rev().find(|c| c.is_ascii_alphabetic()).copied();
         // A column span (`2+`, not a row span `.2+`) or a duplication (`3*`).
@@ -640,8 +653,9 @@ fn table_row(m: &mut [u8], table: &mut Table, start: usize, end: usize, header: 
         block_next = style == Some(b'a') && m[k..end].iter().all(u8::is_ascii_whitespace);
         if code {
             let next = (k..end).find(|&q| is_sep(m, q)).unwrap_or(end);
-            blank(m, k, next);
-            k = next;
+            let a = if next < end { spec_start(m, next) } else { end };
+            blank(m, k, a);
+            k = a.max(k);
         }
     }
     block_next
@@ -785,7 +799,11 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                 // monospace.
                 let mut from = k + close.len() + usize::from(!two);
                 let inner = k + close.len();
-                let plus = m[inner..end].iter().take_while(|&&c| c == b'+').count().min(3);
+                let plus = m[inner..end]
+                    .iter()
+                    .take_while(|&&c| c == b'+')
+                    .count()
+                    .min(3);
                 if plus > 0
                     && let Some(p) = find_close(m, inner + plus + 1, end, &[b'+'; 3][..plus])
                 {
@@ -1162,10 +1180,7 @@ mod tests {
     fn code_inside_cross_reference_text_is_masked() {
         // Asciidoctor renders `<<id,`Type`>>` as code in a link.
         let text = "See <<sec,`DataBuffer`>> and <<sec, `<tx:annotation-driven/>`>> and <<sec,The `Resource` Interface>>.\n";
-        assert_eq!(
-            kept_words(text),
-            ["See", "and", "and", "The", "Interface"]
-        );
+        assert_eq!(kept_words(text), ["See", "and", "and", "The", "Interface"]);
     }
 
     #[test]
@@ -1176,7 +1191,9 @@ mod tests {
         let text = "Example: \"```nvme-cli``` and `cryptsetup` are here\". See `+++`Find all users`()+++` now, and \"`quoted`\" prose.\n";
         assert_eq!(
             kept_words(text),
-            ["Example", "and", "are", "here", "See", "now", "and", "quoted", "prose"]
+            [
+                "Example", "and", "are", "here", "See", "now", "and", "quoted", "prose"
+            ]
         );
     }
 
@@ -1212,7 +1229,8 @@ mod tests {
     fn an_asciidoc_cell_starts_a_block() {
         // The text after `a|` is a document of its own: an indented line
         // is a literal paragraph.
-        let text = "|===\n^|CLI ^|API\n\na|\n $ asciidoctor document.adoc\n\na|\nSome words.\n|===\n";
+        let text =
+            "|===\n^|CLI ^|API\n\na|\n $ asciidoctor document.adoc\n\na|\nSome words.\n|===\n";
         assert_eq!(kept_words(text), ["CLI", "API", "Some", "words"]);
     }
 

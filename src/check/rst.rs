@@ -294,7 +294,11 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
             grid = (t[0] == b'+' && t.len() > 1 && t[t.len() - 1] == b'+').then(|| {
                 let bounds: Vec<usize> = memchr::memchr_iter(b'+', line).collect();
                 let n = bounds.len();
-                Grid { bounds, literal: vec![None; n], colons: vec![None; n] }
+                Grid {
+                    bounds,
+                    literal: vec![None; n],
+                    colons: vec![None; n],
+                }
             });
             blank(m, s, e);
             para_start = true;
@@ -936,7 +940,10 @@ mod tests {
         // `--x` on a paragraph's second line is its text (here inside an
         // inline literal), not an option list.
         let text = "* Build without docstrings (``./configure\n  --without-doc-strings``).\n\n-a  all\n--bee  bees\n";
-        assert_eq!(kept_words(text), ["Build", "without", "docstrings", "all", "bees"]);
+        assert_eq!(
+            kept_words(text),
+            ["Build", "without", "docstrings", "all", "bees"]
+        );
     }
 
     #[test]
@@ -950,7 +957,18 @@ mod tests {
         let text = "4. While shortest:\n\n   a. Get the node.\n   b. Visit the node.\n   c. Update\n      neighbors.\n";
         assert_eq!(
             kept_words(text),
-            ["While", "shortest", "Get", "the", "node", "Visit", "the", "node", "Update", "neighbors"]
+            [
+                "While",
+                "shortest",
+                "Get",
+                "the",
+                "node",
+                "Visit",
+                "the",
+                "node",
+                "Update",
+                "neighbors"
+            ]
         );
     }
 
@@ -959,7 +977,9 @@ mod tests {
         let text = "+-------+------------------------+\n| state | The default calls ::   |\n|       |                        |\n|       |    obj.update(state)   |\n|       |                        |\n|       | or else ::             |\n|       |                        |\n|       |    for k, v in state:  |\n|       |        setattr(k, v)   |\n+-------+------------------------+\n| more  | Words here.            |\n+-------+------------------------+\n";
         assert_eq!(
             kept_words(text),
-            ["state", "The", "default", "calls", "or", "else", "more", "Words", "here"]
+            [
+                "state", "The", "default", "calls", "or", "else", "more", "Words", "here"
+            ]
         );
     }
 
