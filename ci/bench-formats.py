@@ -10,14 +10,17 @@
 
 The reference's prose is the rendered HTML's text minus pre, code, tt, kbd,
 samp, script, style and elements of class `literal` (docutils' inline
-literals), links whose text is their target (a bare URL, an
-Asciidoctor xref written with no text), docutils' system messages (its diagnostics, not the document's
+literals), links whose text is their target (a bare URL or e-mail
+address, an Asciidoctor xref written with no text; not a name the author
+wrote that the target happens to end with), docutils' system messages (its diagnostics, not the document's
 text), admonition labels (Asciidoctor's `td.icon`, docutils' generic
 `p.admonition-title`) and the header's author
 and revision line (`#header .details`), and field names (docutils'
 `th.field-name`, `dt` of `dl.field-list` and `dl.docinfo`; kapi masks
 field names as markup). Words are runs of letters (with inner `'`), lowercased, compared
-as multisets per file: agreement is the share of the reference's prose
+as multisets per file (kapi's RST text read with docutils' backslash
+escapes applied, as docutils renders it; the PEPs' banner directives read
+as the admonitions they are): agreement is the share of the reference's prose
 words kapi also calls prose; code words in kapi's prose are the words kapi
 keeps beyond the reference's prose that the reference renders only as
 code in that file.

@@ -754,7 +754,7 @@ const STARTS: [bool; 256] = {
 fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize, Event)>) {
     // Where a search for each closer found none: later openers of the same
     // kind are not searched again (that would be quadratic).
-    let mut none_after = [usize::MAX; 8];
+    let mut none_after = [usize::MAX; 11];
     // Typographic quotes (`"`, `'`) opened and not yet closed.
     let mut quotes = 0usize;
     let mut k = start;
@@ -773,8 +773,13 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
             b'`' => {
                 // `"`quoted`"`: typographic quotes, not monospace, when
                 // the closing `` `" `` follows in the paragraph.
+                let qslot = if prev == b'"' { 6 } else { 7 };
                 if (prev == b'"' || prev == b'\'')
-                    && find_close(m, k + 1, end, &[b'`', prev]).is_some()
+                    && k < none_after[qslot]
+                    && (find_close(m, k + 1, end, &[b'`', prev]).is_some() || {
+                        none_after[qslot] = k;
+                        false
+                    })
                 {
                     blank(m, k - 1, k + 1);
                     quotes += 1;
@@ -804,10 +809,12 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                     .take_while(|&&c| c == b'+')
                     .count()
                     .min(3);
-                if plus > 0
-                    && let Some(p) = find_close(m, inner + plus + 1, end, &[b'+'; 3][..plus])
-                {
-                    from = p;
+                let pslot = 7 + plus;
+                if plus > 0 && inner < none_after[pslot] {
+                    match find_close(m, inner + plus + 1, end, &[b'+'; 3][..plus]) {
+                        Some(p) => from = p,
+                        None => none_after[pslot] = inner,
+                    }
                 }
                 match find_close(m, from, end, close) {
                     Some(mut q) => {
@@ -1236,7 +1243,7 @@ mod tests {
 
     #[test]
     fn unclosed_openers_stay_linear() {
-        let text = "`a +b ``c $$d <<e ((( f\n".repeat(20_000);
+        let text = "`a +b ``c $$d <<e ((( f \"`g `+++h\n".repeat(20_000);
         let start = std::time::Instant::now();
         let mut m = text.as_bytes().to_vec();
         super::mask(&mut m);
