@@ -2,19 +2,25 @@
 """Helpers of ci/bench-formats.
 
   render-rst OUT FILES...        docutils' HTML of each file (OUT/<name>.html)
-  compare FORMAT DIR DUMP HTML   kapi's prose words against the reference's
+  compare FORMAT DIR DUMP HTML [--show-code-words]
+                                 kapi's prose words against the reference's
+                                 (and each code word kapi keeps as prose,
+                                 with its file and line)
   speed KAPI DIR RULES ROUNDS NAME:SUB:BYTES...   MB/s, interleaved rounds
 
 The reference's prose is the rendered HTML's text minus pre, code, tt, kbd,
 samp, script, style and elements of class `literal` (docutils' inline
-literals), links whose text is their target (a bare URL, an
-Asciidoctor xref written with no text), docutils' system messages (its diagnostics, not the document's
+literals), links whose text is their target (a bare URL or e-mail
+address, an Asciidoctor xref written with no text; not a name the author
+wrote that the target happens to end with), docutils' system messages (its diagnostics, not the document's
 text), admonition labels (Asciidoctor's `td.icon`, docutils' generic
 `p.admonition-title`) and the header's author
 and revision line (`#header .details`), and field names (docutils'
 `th.field-name`, `dt` of `dl.field-list` and `dl.docinfo`; kapi masks
 field names as markup). Words are runs of letters (with inner `'`), lowercased, compared
-as multisets per file: agreement is the share of the reference's prose
+as multisets per file (kapi's RST text read with docutils' backslash
+escapes applied, as docutils renders it; the PEPs' banner directives read
+as the admonitions they are): agreement is the share of the reference's prose
 words kapi also calls prose; code words in kapi's prose are the words kapi
 keeps beyond the reference's prose that the reference renders only as
 code in that file.
@@ -35,6 +41,7 @@ import time
 LABELS = {"Note", "Warning", "Tip", "Hint", "Important", "Caution", "Danger", "Error",
           "Attention", "See also"}
 
+RST_ESCAPE = re.compile(r"\\(.)", re.S)
 WORD = re.compile(r"[A-Za-z](?:[A-Za-z']*[A-Za-z])?")
 
 
@@ -48,8 +55,9 @@ class Extract(html.parser.HTMLParser):
     CODE_TAGS = {"pre", "code", "tt", "kbd", "samp", "script", "style", "math"}
     VOID = {"br", "img", "hr", "meta", "link", "input", "col", "wbr", "source"}
 
-    def __init__(self):
+    def __init__(self, fmt="asciidoc"):
         super().__init__(convert_charrefs=True)
+        self.fmt = fmt
         self.stack = []  # (tag, kind) with kind in {None, "code", "skip"}
         self.prose = []
         self.code = []
@@ -94,8 +102,16 @@ class Extract(html.parser.HTMLParser):
                 while self.links and self.links[-1][0] >= i:
                     _, href, parts = self.links.pop()
                     text = "".join(t for _, t in parts).strip()
-                    is_address = text and (text == href or href.endswith(text)
-                                           or text.startswith(("http://", "https://")))
+                    # An address: the link shows its target (a bare URL
+                    # or e-mail address, or what Asciidoctor writes for an
+                    # xref with no text: the target file `other.html`,
+                    # `[id]`). A name the author wrote is prose even when
+                    # the target ends with it (`xref:libvirt[libvirt]`,
+                    # `{url-yelp}[Yelp^]`, `python/release-tools`_).
+                    is_address = text and (
+                        text == href or text.startswith(("http://", "https://"))
+                        or (href.endswith(text) and re.search(r"[.@]", text))
+                        or (text.startswith("[") and text.endswith("]")))
                     for kind, t in parts:
                         if self.links:
                             self.links[-1][2].append((kind, t))
@@ -192,6 +208,13 @@ def render_rst(out, files):
         directives.register_directive(d, Titled)
     for d in "only ifconfig hlist tab tabs index".split():
         directives.register_directive(d, Prose)
+    # The PEPs' own banners (pep_sphinx_extensions: `.. withdrawn::`,
+    # `.. canonical-doc::` ...) are admonitions whose body is prose; their
+    # fixed sentences are generated, not in the source. docutils without
+    # the extension would render them as an error's literal block (code).
+    for d in ("pep-banner canonical-doc canonical-pypa-spec canonical-typing-spec rejected "
+              "superseded withdrawn").split():
+        directives.register_directive(d, Prose)
 
     settings = {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False,
                 "raw_enabled": False, "input_encoding": "utf-8", "syntax_highlight": "none",
@@ -210,7 +233,8 @@ def render_rst(out, files):
             fh.write(body)
 
 
-def compare(fmt, base, dump, html_dir):
+def compare(fmt, base, dump, html_dir, show=False):
+    shown = []
     agree = ref_total = kapi_total = code_in = 0
     files = 0
     worst = []
@@ -222,9 +246,21 @@ def compare(fmt, base, dump, html_dir):
             continue
         raw = open(os.path.join(base, d["path"]), "rb").read()
         kapi = collections.Counter()
+        where = collections.defaultdict(list)  # word -> byte offsets in kapi's prose
         for s, e in d.get("spans", []):
-            kapi.update(words(raw[s:e].decode("utf-8", "replace")))
-        x = Extract()
+            text = raw[s:e].decode("utf-8", "replace")
+            if fmt == "rst":
+                # What docutils renders of kapi's source: a backslash
+                # escapes the character after it and an escaped space is
+                # removed (`haven\'t` is one word, `c:\MyApp\ will` reads
+                # `MyAppwill`); inline literals, where backslashes stay,
+                # are not in kapi's prose.
+                text = RST_ESCAPE.sub(lambda m: "" if m.group(1).isspace() else m.group(1), text)
+            kapi.update(words(text))
+            if show:
+                for m in WORD.finditer(text.replace("\u2019", "'")):
+                    where[m.group().lower()].append(s + len(text[:m.start()].encode()))
+        x = Extract(fmt)
         x.feed(open(page, encoding="utf-8").read())
         ref = collections.Counter(words(" ".join(x.prose)))
         code = collections.Counter(words(" ".join(x.code)))
@@ -239,6 +275,12 @@ def compare(fmt, base, dump, html_dir):
         kapi_total += sum(kapi.values())
         code_in += sum(coded.values())
         code_words.update(coded)
+        if show:
+            for w in sorted(coded):
+                for at in where[w]:
+                    line = raw.count(b"\n", 0, at) + 1
+                    text = raw.split(b"\n")[line - 1].decode("utf-8", "replace").strip()
+                    shown.append(f"{d['path']}:{line}: {w}: {text[:160]}")
         worst.append((sum(ref.values()) - both, d["path"]))
     print(f"{fmt}: {files} files; reference prose words {ref_total}, kapi prose words {kapi_total}")
     print(f"{fmt}: prose-word agreement {100.0 * agree / max(ref_total, 1):.2f}% "
@@ -246,6 +288,8 @@ def compare(fmt, base, dump, html_dir):
           f"{100.0 * agree / max(kapi_total, 1):.2f}%)")
     print(f"{fmt}: code words in kapi's prose: {code_in} "
           f"({100.0 * code_in / max(kapi_total, 1):.3f}% of kapi's prose words)")
+    for line in shown:
+        print(f"{fmt}: code word: {line}")
     if os.environ.get("VERBOSE"):
         print(f"{fmt}: most missed words by file: {sorted(worst, reverse=True)[:8]}")
         print(f"{fmt}: commonest code words kept: {code_words.most_common(20)}")
@@ -289,7 +333,7 @@ if __name__ == "__main__":
     if what == "render-rst":
         render_rst(sys.argv[2], sys.argv[3:])
     elif what == "compare":
-        compare(*sys.argv[2:6])
+        compare(*sys.argv[2:6], show="--show-code-words" in sys.argv[6:])
     elif what == "speed":
         speed(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:])
     else:

@@ -65,7 +65,11 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
     let mut verbatim_next = false;
     let mut seen_block = false;
     let mut header = false;
-    let mut in_table = 0usize;
+    // The open tables, innermost last, and the columns and options the
+    // last block attribute line gave the next one.
+    let mut tables: Vec<Table> = Vec::new();
+    let mut next_table: Option<(Vec<u8>, bool)> = None;
+    let mut cell_block_next = false;
     let mut i = 0;
     while i < ls.len() {
         let (s, e, _) = ls[i];
@@ -78,6 +82,11 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
             header = false;
             i += 1;
             continue;
+        }
+        if std::mem::take(&mut cell_block_next) {
+            // The first line of an AsciiDoc cell (`a|` ending the line
+            // before) starts a block of its own: indented, it is literal.
+            at_block_start = true;
         }
         // Comments, anywhere.
         if is_run(t, b'/', 4) {
@@ -143,12 +152,23 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
             if open.last().is_some_and(|d| d.as_slice() == t) {
                 open.pop();
                 if is_table_delim(t) {
-                    in_table = in_table.saturating_sub(1);
+                    tables.pop();
                 }
             } else {
                 open.push(t.to_vec());
                 if is_table_delim(t) {
-                    in_table += 1;
+                    let (cols, header) = next_table.take().unwrap_or_default();
+                    // An implicit header row: the first line, then a blank one.
+                    let implicit = i + 2 < ls.len()
+                        && !trim(&m[ls[i + 1].0..ls[i + 1].1]).is_empty()
+                        && trim(&m[ls[i + 2].0..ls[i + 2].1]).is_empty();
+                    tables.push(Table {
+                        sep: if t[0] == b'!' { b'!' } else { b'|' },
+                        cols: column_codes(&cols),
+                        cell: 0,
+                        code: false,
+                        header_line: (header || implicit).then_some(i + 1),
+                    });
                 }
             }
             blank(m, s, e);
@@ -187,6 +207,7 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
                 if let Some(style) = block_style(t) {
                     verbatim_next = VERBATIM_STYLES.contains(&style.as_str());
                 }
+                next_table = Some(table_attributes(t));
                 blank(m, s, e);
                 i += 1;
                 continue;
@@ -220,6 +241,7 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
             }
             // A paragraph (or a list item, or a table's rows) starts here.
             let end = paragraph_end(m, &ls, i);
+            next_table = None;
             seen_block = true;
             let literal = matches!(line[0], b' ' | b'\t') && list_marker(t).is_none();
             if verbatim_next || literal {
@@ -238,8 +260,8 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
         } else if let Some((a, b)) = description_marker(t) {
             blank(m, off + a, off + b);
         }
-        if in_table > 0 {
-            table_row(m, off, s + (e - s));
+        if let Some(table) = tables.last_mut() {
+            cell_block_next = table_row(m, table, off, e, table.header_line == Some(i));
         }
         match prose.last_mut() {
             Some(last) if last.1 + 1 == i => last.1 = i,
@@ -507,17 +529,77 @@ fn description_marker(t: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
-/// A table row from `start` to `end`: cell separators and their
-/// specifiers are masked, and cells styled literal or monospace.
-fn table_row(m: &mut [u8], start: usize, end: usize) {
-    let sep = |b: u8| b == b'|' || b == b'!';
-    let mut k = start;
-    while k < end {
-        if !sep(m[k]) {
-            k += 1;
-            continue;
-        }
-        // The specifier before the separator: `2+`, `.3+`, `^.^`, `a`, `l`...
+/// An open table: its cell separator, which columns are styled literal or
+/// monospace (`[cols="1,2m"]`), the cells seen so far, whether the last
+/// cell (running on from the line before) is code, and the line of its
+/// header row.
+struct Table {
+    sep: u8,
+    cols: Vec<bool>,
+    cell: usize,
+    code: bool,
+    header_line: Option<usize>,
+}
+
+/// The `cols` value and whether the header option is set, in a block
+/// attribute line.
+fn table_attributes(t: &[u8]) -> (Vec<u8>, bool) {
+    let header = memchr::memmem::find(t, b"%header").is_some()
+        || memchr::memmem::find(t, b"options=\"header").is_some()
+        || memchr::memmem::find(t, b"options=header").is_some();
+    let Some(p) = memchr::memmem::find(t, b"cols=") else {
+        return (Vec::new(), header);
+    };
+    let v = &t[p + 5..];
+    let cols = match v.first() {
+        Some(&q @ (b'"' | b'\'')) => v[1..].split(|&c| c == q).next().unwrap_or(&[]),
+        _ => v.split(|&c| c == b',' || c == b']').next().unwrap_or(&[]),
+    };
+    (cols.to_vec(), header)
+}
+
+/// Which columns a `cols` value styles literal or monospace: `1,2m,1`,
+/// `3*`, `2*m,1`, `<.^1l`; `3` alone is three plain columns.
+fn column_codes(cols: &[u8]) -> Vec<bool> {
+    let cols = trim(cols);
+    if !cols.is_empty() && cols.iter().all(u8::is_ascii_digit) {
+        let n = std::str::from_utf8(cols)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        return vec![false; n.min(1000)];
+    }
+    let mut out = Vec::new();
+    for spec in cols.split(|&c| c == b',' || c == b';') {
+        let spec = trim(spec);
+        let (n, spec) = match memchr::memchr(b'*', spec) {
+            Some(p) => (
+                std::str::from_utf8(&spec[..p])
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(1),
+                &spec[p + 1..],
+            ),
+            None => (1, spec),
+        };
+        let code = spec.last().is_some_and(|c| matches!(c, b'l' | b'm'));
+        out.extend(std::iter::repeat_n(code, usize::min(n, 1000)));
+    }
+    out
+}
+
+/// A table row's line from `start` to `end`: cell separators and their
+/// specifiers are masked, and cells styled literal or monospace (by their
+/// specifier or their column; a header row's cells are not styled by
+/// column). Whether the line ends with an AsciiDoc cell's separator
+/// (`a|`), whose text starts on the next line as a block of its own.
+fn table_row(m: &mut [u8], table: &mut Table, start: usize, end: usize, header: bool) -> bool {
+    let sep = table.sep;
+    // A separator, unless escaped (`\\|`).
+    let is_sep = |m: &[u8], q: usize| m[q] == sep && (q == start || m[q - 1] != b'\\');
+    // The specifier before the separator at `k`: `2+`, `.3+`, `^.^`, `a`,
+    // `l`... where it starts.
+    let spec_start = |m: &[u8], k: usize| {
         let mut a = k;
         while a > start && b"0123456789*+.<>^adehlmsv".contains(&m[a - 1]) {
             a -= 1;
@@ -525,15 +607,58 @@ fn table_row(m: &mut [u8], start: usize, end: usize) {
         if a > start && !m[a - 1].is_ascii_whitespace() {
             a = k;
         }
-        let code = m[a..k].iter().any(|&b| b == b'l' || b == b'm');
+        a
+    };
+    let mut k = start;
+    if table.code {
+        // A code cell running on from the line before, up to the next
+        // cell's specifier.
+        let next = (k..end).find(|&q| is_sep(m, q)).unwrap_or(end);
+        let a = if next < end { spec_start(m, next) } else { end };
+        blank(m, k, a);
+        k = a;
+    }
+    let mut block_next = false;
+    while k < end {
+        if !is_sep(m, k) {
+            k += 1;
+            continue;
+        }
+        let a = spec_start(m, k);
+        let spec = &m[a..k];
+        let style = spec.iter().rev().find(|c| c.is_ascii_alphabetic()).copied();
+        // A column span (`2+`, not a row span `.2+`) or a duplication (`3*`).
+        let digits = spec.iter().take_while(|c| c.is_ascii_digit()).count();
+        let span = match spec.get(digits) {
+            Some(b'+' | b'*') if digits > 0 => std::str::from_utf8(&spec[..digits])
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1usize)
+                .min(1000),
+            _ => 1,
+        };
+        let column = if table.cols.is_empty() {
+            false
+        } else {
+            table.cols[table.cell % table.cols.len()]
+        };
+        table.cell += span;
+        let code = match style {
+            Some(c) => c == b'l' || c == b'm',
+            None => column && !header,
+        };
+        table.code = code;
         blank(m, a, k + 1);
         k += 1;
+        block_next = style == Some(b'a') && m[k..end].iter().all(u8::is_ascii_whitespace);
         if code {
-            let next = (k..end).find(|&q| sep(m[q])).unwrap_or(end);
-            blank(m, k, next);
-            k = next;
+            let next = (k..end).find(|&q| is_sep(m, q)).unwrap_or(end);
+            let a = if next < end { spec_start(m, next) } else { end };
+            blank(m, k, a);
+            k = a.max(k);
         }
     }
+    block_next
 }
 
 fn word(b: u8) -> bool {
@@ -629,7 +754,7 @@ const STARTS: [bool; 256] = {
 fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize, Event)>) {
     // Where a search for each closer found none: later openers of the same
     // kind are not searched again (that would be quadratic).
-    let mut none_after = [usize::MAX; 8];
+    let mut none_after = [usize::MAX; 11];
     // Typographic quotes (`"`, `'`) opened and not yet closed.
     let mut quotes = 0usize;
     let mut k = start;
@@ -646,8 +771,16 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                 continue;
             }
             b'`' => {
-                // `"`quoted`"`: typographic quotes, not monospace.
-                if prev == b'"' || prev == b'\'' {
+                // `"`quoted`"`: typographic quotes, not monospace, when
+                // the closing `` `" `` follows in the paragraph.
+                let qslot = if prev == b'"' { 6 } else { 7 };
+                if (prev == b'"' || prev == b'\'')
+                    && k < none_after[qslot]
+                    && (find_close(m, k + 1, end, &[b'`', prev]).is_some() || {
+                        none_after[qslot] = k;
+                        false
+                    })
+                {
                     blank(m, k - 1, k + 1);
                     quotes += 1;
                     k += 1;
@@ -666,8 +799,30 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                     k += 1;
                     continue;
                 }
-                match find_close(m, k + close.len() + usize::from(!two), end, close) {
-                    Some(q) => {
+                // A passthrough right inside (`` `+x`y+` ``) is taken out
+                // first, as Asciidoctor does: its text cannot close the
+                // monospace.
+                let mut from = k + close.len() + usize::from(!two);
+                let inner = k + close.len();
+                let plus = m[inner..end]
+                    .iter()
+                    .take_while(|&&c| c == b'+')
+                    .count()
+                    .min(3);
+                let pslot = 7 + plus;
+                if plus > 0 && inner < none_after[pslot] {
+                    match find_close(m, inner + plus + 1, end, &[b'+'; 3][..plus]) {
+                        Some(p) => from = p,
+                        None => none_after[pslot] = inner,
+                    }
+                }
+                match find_close(m, from, end, close) {
+                    Some(mut q) => {
+                        // A run of backticks closes as a whole
+                        // (`` ```x``` ``: code in code).
+                        while q < end && m[q] == b'`' {
+                            q += 1;
+                        }
                         blank(m, k, q);
                         k = q;
                     }
@@ -755,12 +910,17 @@ fn inline(m: &mut [u8], start: usize, end: usize, events: &mut Vec<(usize, usize
                     if !inner.is_empty() && !inner.contains(&b'\n') && !inner.starts_with(b" ") {
                         match memchr::memchr(b',', inner) {
                             Some(c) => {
+                                // The text is read on for its own markup
+                                // (`<<id,`Type`>>` is code).
                                 blank(m, k, k + 2 + c + 1);
                                 blank(m, q - 2, q);
+                                k += 2 + c + 1;
                             }
-                            None => blank(m, k, q),
+                            None => {
+                                blank(m, k, q);
+                                k = q;
+                            }
                         }
-                        k = q;
                         continue;
                     }
                 }
@@ -1024,8 +1184,66 @@ mod tests {
     }
 
     #[test]
+    fn code_inside_cross_reference_text_is_masked() {
+        // Asciidoctor renders `<<id,`Type`>>` as code in a link.
+        let text = "See <<sec,`DataBuffer`>> and <<sec, `<tx:annotation-driven/>`>> and <<sec,The `Resource` Interface>>.\n";
+        assert_eq!(kept_words(text), ["See", "and", "and", "The", "Interface"]);
+    }
+
+    #[test]
+    fn monospace_runs_and_passthroughs_inside_monospace_are_code() {
+        // `"` before a backtick opens a typographic quote only with its
+        // closing `` `" ``; a run of backticks closes as a whole; a
+        // passthrough inside monospace cannot close it.
+        let text = "Example: \"```nvme-cli``` and `cryptsetup` are here\". See `+++`Find all users`()+++` now, and \"`quoted`\" prose.\n";
+        assert_eq!(
+            kept_words(text),
+            [
+                "Example", "and", "are", "here", "See", "now", "and", "quoted", "prose"
+            ]
+        );
+    }
+
+    #[test]
+    fn table_columns_styled_literal_or_monospace_are_code() {
+        // `cols` styles whole columns; the implicit header row is not
+        // styled by column; cells run on over lines.
+        let text = "[cols=\"1,2m,1\"]\n|===\n|Name |Example |Description\n\n|items\n|- items.each do \\|item\\|\n|Provides the items.\nMore text.\n\n|id\n|div id=id\n|The id.\n|===\n\n[cols=\"2*l,1\",options=\"header\"]\n|===\n|A |B |C\n|x = 1 |y = 2 |words\n|===\n";
+        assert_eq!(
+            kept_words(text),
+            [
+                "Name",
+                "Example",
+                "Description",
+                "items",
+                "Provides",
+                "the",
+                "items",
+                "More",
+                "text",
+                "id",
+                "The",
+                "id",
+                "A",
+                "B",
+                "C",
+                "words"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_asciidoc_cell_starts_a_block() {
+        // The text after `a|` is a document of its own: an indented line
+        // is a literal paragraph.
+        let text =
+            "|===\n^|CLI ^|API\n\na|\n $ asciidoctor document.adoc\n\na|\nSome words.\n|===\n";
+        assert_eq!(kept_words(text), ["CLI", "API", "Some", "words"]);
+    }
+
+    #[test]
     fn unclosed_openers_stay_linear() {
-        let text = "`a +b ``c $$d <<e ((( f\n".repeat(20_000);
+        let text = "`a +b ``c $$d <<e ((( f \"`g `+++h\n".repeat(20_000);
         let start = std::time::Instant::now();
         let mut m = text.as_bytes().to_vec();
         super::mask(&mut m);

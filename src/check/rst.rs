@@ -183,6 +183,14 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
         last
     };
     let mut para_start = true;
+    // The indent of the list (and of the option list) being read: its next
+    // item may follow without a blank line.
+    let mut list_at: Option<usize> = None;
+    let mut options_at: Option<usize> = None;
+    // The open grid table: where its columns' `+` are in a line, and for
+    // each column the indent of a paragraph that ended in `::` and whether
+    // its literal block is being read.
+    let mut grid: Option<Grid> = None;
     let mut i = 0;
     while i < ls.len() {
         let (s, e) = line_of(i);
@@ -283,10 +291,29 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
         }
         // Section adornments, transitions and table borders.
         if adornment(t) || table_border(t) {
+            grid = (t[0] == b'+' && t.len() > 1 && t[t.len() - 1] == b'+').then(|| {
+                let bounds: Vec<usize> = memchr::memchr_iter(b'+', line).collect();
+                let n = bounds.len();
+                Grid {
+                    bounds,
+                    literal: vec![None; n],
+                    colons: vec![None; n],
+                }
+            });
             blank(m, s, e);
             para_start = true;
             i += 1;
             continue;
+        }
+        if let Some(g) = grid.as_mut() {
+            if t[0] == b'|' {
+                g.row(m, s, e);
+                para_start = false;
+                i += 1;
+                continue;
+            } else {
+                grid = None;
+            }
         }
         // Doctest blocks.
         if para_start && t.starts_with(b">>>") {
@@ -311,14 +338,30 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
             && let Some(n) = field_name_len(t)
         {
             Some(n)
-        } else if let Some(n) = option_len(t) {
+        } else if (para_start || options_at == Some(ind))
+            && let Some(n) = option_len(t)
+        {
+            // An option list starts a block (`--x` inside a paragraph is
+            // its text); its items may follow one another.
+            options_at = Some(ind);
             Some(n)
-        } else if para_start && let Some(n) = list_marker(t) {
+        } else if (para_start || list_at == Some(ind))
+            && let Some(n) = list_marker(t)
+        {
+            list_at = Some(ind);
             body = ind + n;
             Some(n)
         } else {
             None
         };
+        if marker.is_none() {
+            if list_at.is_some_and(|l| ind <= l) {
+                list_at = None;
+            }
+            if options_at.is_some_and(|l| ind <= l) {
+                options_at = None;
+            }
+        }
         if let Some(n) = marker {
             blank(m, off, off + n);
         }
@@ -359,6 +402,52 @@ pub fn mask(m: &mut [u8]) -> Vec<Switch> {
     emails(m);
     events.sort_by_key(|e| e.0);
     switches_of(m, events)
+}
+
+/// An open grid table: where the `+` of its last border are in a line, and
+/// per column the indent of a paragraph ending in `::` and of the literal
+/// block being read after it.
+struct Grid {
+    bounds: Vec<usize>,
+    colons: Vec<Option<usize>>,
+    literal: Vec<Option<usize>>,
+}
+
+impl Grid {
+    /// A row's line `s..e`: each cell's text indented under a paragraph
+    /// ending in `::` is a literal block.
+    fn row(&mut self, m: &mut [u8], s: usize, e: usize) {
+        for c in 0..self.bounds.len().saturating_sub(1) {
+            let (a, b) = (s + self.bounds[c] + 1, s + self.bounds[c + 1]);
+            // A cell spanning this boundary, or a short line: not read.
+            if b >= e || m[b] != b'|' {
+                continue;
+            }
+            let cell = &m[a..b];
+            let t = trim(cell);
+            if t.is_empty() {
+                continue;
+            }
+            let ind = indent(cell);
+            if let Some(x) = self.literal[c] {
+                if ind > x {
+                    blank(m, a, b);
+                    continue;
+                }
+                self.literal[c] = None;
+            }
+            if let Some(x) = self.colons[c].take()
+                && ind > x
+            {
+                self.literal[c] = Some(x);
+                blank(m, a, b);
+                continue;
+            }
+            if t.ends_with(b"::") {
+                self.colons[c] = Some(ind);
+            }
+        }
+    }
 }
 
 /// `name:: arguments`: the directive's name and what follows its `::`.
@@ -515,7 +604,8 @@ fn closer(m: &[u8], from: usize, end: usize, close: &[u8]) -> Option<usize> {
             && !m[p - 1].is_ascii_whitespace()
             && (after >= m.len() || may_end(m[after]))
             && !(close == b"`" && after < m.len() && m[after] == b'`');
-        if ok && m[p - 1] != b'\\' {
+        // Backslashes escape nothing inside an inline literal (``C:\\``).
+        if ok && (m[p - 1] != b'\\' || close == b"``") {
             return Some(after);
         }
         k = p + 1;
@@ -843,6 +933,54 @@ mod tests {
         let sw = super::mask(&mut m);
         assert_eq!(sw.len(), 1);
         assert_eq!(sw[0].selectors, ["Quickcast"]);
+    }
+
+    #[test]
+    fn an_option_list_starts_a_block() {
+        // `--x` on a paragraph's second line is its text (here inside an
+        // inline literal), not an option list.
+        let text = "* Build without docstrings (``./configure\n  --without-doc-strings``).\n\n-a  all\n--bee  bees\n";
+        assert_eq!(
+            kept_words(text),
+            ["Build", "without", "docstrings", "all", "bees"]
+        );
+    }
+
+    #[test]
+    fn backslashes_escape_nothing_in_inline_literals() {
+        let text = "The drive ``C:\\`` holds words, not ``D:\\``.\n";
+        assert_eq!(kept_words(text), ["The", "drive", "holds", "words", "not"]);
+    }
+
+    #[test]
+    fn list_items_may_follow_one_another() {
+        let text = "4. While shortest:\n\n   a. Get the node.\n   b. Visit the node.\n   c. Update\n      neighbors.\n";
+        assert_eq!(
+            kept_words(text),
+            [
+                "While",
+                "shortest",
+                "Get",
+                "the",
+                "node",
+                "Visit",
+                "the",
+                "node",
+                "Update",
+                "neighbors"
+            ]
+        );
+    }
+
+    #[test]
+    fn literal_blocks_in_grid_table_cells_are_masked() {
+        let text = "+-------+------------------------+\n| state | The default calls ::   |\n|       |                        |\n|       |    obj.update(state)   |\n|       |                        |\n|       | or else ::             |\n|       |                        |\n|       |    for k, v in state:  |\n|       |        setattr(k, v)   |\n+-------+------------------------+\n| more  | Words here.            |\n+-------+------------------------+\n";
+        assert_eq!(
+            kept_words(text),
+            [
+                "state", "The", "default", "calls", "or", "else", "more", "Words", "here"
+            ]
+        );
     }
 
     #[test]

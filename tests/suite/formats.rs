@@ -63,7 +63,11 @@ fn asciidoc_fixture_reports_exactly_the_prose_findings() {
     // literal, passthrough and source blocks, the source and indented
     // paragraphs, conditionals, include and image macros, the anchor,
     // inline code and passthroughs, the attribute reference, link targets,
-    // `<<id>>`, kbd and inline images.
+    // `<<id>>`, kbd and inline images. Below the last line: the text of
+    // `<<id,text>>` (not its monospace), a table's implicit header and its
+    // plain column (not its monospace column), none of the monospace runs
+    // and passthroughs inside monospace, nor the literal paragraph of an
+    // AsciiDoc cell.
     assert_eq!(
         findings(&env, &[]),
         [
@@ -89,6 +93,9 @@ fn asciidoc_fixture_reports_exactly_the_prose_findings() {
             "docs/guide.adoc:88:59",
             "docs/guide.adoc:89:42",
             "docs/guide.adoc:91:20",
+            "docs/guide.adoc:93:68",
+            "docs/guide.adoc:98:10",
+            "docs/guide.adoc:100:2",
         ]
     );
 }
@@ -104,7 +111,10 @@ fn rst_fixture_reports_exactly_the_prose_findings() {
     // arguments and options, code-block, literalinclude and math bodies,
     // the substitution definition, the comment, the hyperlink target,
     // inline literals, `:func:`, a bare `:ref:`, the substitution
-    // reference, or the link's URL.
+    // reference, or the link's URL. Below the last line: only the prose
+    // between two inline literals ending in a backslash, not an inline
+    // literal running on over a line that starts with `--` nor a literal
+    // block in a grid table's cell.
     assert_eq!(
         findings(&env, &[]),
         [
@@ -125,6 +135,7 @@ fn rst_fixture_reports_exactly_the_prose_findings() {
             "docs/guide.rst:71:15",
             "docs/guide.rst:71:56",
             "docs/guide.rst:72:20",
+            "docs/guide.rst:77:25",
         ]
     );
 }
