@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{ContextError, Session};
+use crate::ops::fold::Ledger;
 use crate::ops::id::OpId;
+use crate::ops::record::Record;
+use crate::ops::trust::{self, Verdict};
 use crate::store::newest::is_ahead;
 use crate::store::{RefLock, SetAside};
 
@@ -15,7 +18,7 @@ use crate::store::{RefLock, SetAside};
 pub struct Finding {
     /// `unreadable`, `ignored`, `ahead`, `claim`, `lock`, `leftover`,
     /// `trust` (a line of the allowed-signers file that grants nothing),
-    /// or `repeat` (nothing to do: see [`Diagnosis::clean`]).
+    /// `repeat` or `copies` (nothing to do: see [`Diagnosis::clean`]).
     pub class: &'static str,
     /// Where: an operation, a segment line, a file.
     pub location: String,
@@ -41,14 +44,19 @@ pub struct Diagnosis {
 
 impl Diagnosis {
     /// Whether anything needs attention (a repeat of a content address
-    /// does not: it is how one operation recorded on two machines reads).
+    /// does not: it is how one operation recorded on two machines reads;
+    /// nor does an id held in several copies: the fold takes one by a rule
+    /// every clone shares, and names it).
     pub fn clean(&self) -> bool {
-        self.findings.iter().all(|f| f.class == REPEAT)
+        self.findings
+            .iter()
+            .all(|f| f.class == REPEAT || f.class == COPIES)
     }
 }
 
-/// The class of a finding that needs nothing done.
+/// The classes of findings that need nothing done.
 const REPEAT: &str = "repeat";
+const COPIES: &str = "copies";
 
 /// Read both logs whole and look at the store; with `repair`, first remove
 /// kapi's abandoned ref locks and the temporary files killed writers left.
@@ -188,7 +196,24 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
         .map(|r| r.op_id())
         .collect();
     drop(addresses);
+    // Ids held in several copies with other bytes (kept beside each other
+    // because one carries a signature; records are in id order): which
+    // copy the fold takes is said below, once it has folded.
+    let copies: Vec<Vec<Record>> = loaded
+        .records
+        .chunk_by(|a, b| a.id == b.id)
+        .filter(|group| group.len() > 1)
+        .map(<[Record]>::to_vec)
+        .collect();
     let ledger = session.unfolded(loaded.records).folded();
+    for group in &copies {
+        let (location, message) = copies_finding(session, &ledger, group);
+        d.findings.push(Finding {
+            class: COPIES,
+            location,
+            message,
+        });
+    }
     for i in &ledger.ignored {
         let repeat = repeats.contains(&i.id);
         if repeat {
@@ -211,4 +236,52 @@ pub fn doctor(session: &Session, repair: bool) -> Result<Diagnosis, ContextError
     }
     session.release(ledger);
     Ok(d)
+}
+
+/// What doctor says of an id held in several copies: each copy (by the
+/// start of its canonical bytes' SHA-256), what its signature says, and
+/// which the fold takes and why.
+fn copies_finding(session: &Session, ledger: &Ledger, group: &[Record]) -> (String, String) {
+    let id = group[0].op_id();
+    let taken = ledger.get(&id);
+    let trust = session.trust();
+    let mut verified = false;
+    let mut said = Vec::with_capacity(group.len());
+    let mut taken_name = None;
+    for copy in group {
+        let canonical = copy.to_canonical_json();
+        let name = crate::digest::sha256_hex(canonical.as_bytes())[..12].to_owned();
+        let signature = match (&copy.sig, trust.as_deref(), trust::wanted(copy)) {
+            (None, _, _) => "unsigned".to_owned(),
+            (Some(_), Some(trust), Some(vouch)) => match trust.judge(copy, vouch) {
+                Verdict::Signed(principal) => {
+                    if taken == Some(copy) {
+                        verified = true;
+                    }
+                    format!("its signature verifies for {principal}")
+                }
+                other => other.reason(vouch),
+            },
+            (Some(_), Some(_), None) => {
+                "signed, though this kind of operation wants no signature".to_owned()
+            }
+            (Some(_), None, _) => "signed (not verified: kapi.toml has no [trust])".to_owned(),
+        };
+        if taken == Some(copy) {
+            taken_name = Some(name.clone());
+        }
+        said.push(format!("copy {name}: {signature}"));
+    }
+    let why = if verified {
+        "its signature verifies (a copy that verifies stands, whatever the others hold and whichever arrived first)"
+    } else {
+        "no copy's signature verifies for it, so the fold takes a signed copy before an unsigned one, then the one whose bytes sort first (the same on every clone)"
+    };
+    let message = format!(
+        "held in {} copies with other bytes, kept beside each other because one carries a signature ({}); the fold takes copy {}: {why}. Nothing to do",
+        group.len(),
+        said.join("; "),
+        taken_name.as_deref().unwrap_or("none"),
+    );
+    (format!("operation {id}"), message)
 }

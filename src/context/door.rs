@@ -164,9 +164,10 @@ impl Session {
     /// With `[trust] decisions = "signed"`, refuse a person's decision
     /// signed by a key the allowed-signers file (as the default branch
     /// holds it) does not list for them, valid at `at_ms`, in the
-    /// namespace `kapi`: the fold would ignore it. A key whose public half
-    /// git's settings do not show (a private key file with no `.pub`
-    /// beside it) is not judged here: doctor names what the fold ignores.
+    /// namespace `kapi`: the fold would ignore it. A private key file with
+    /// no `.pub` beside it is judged by the public half `ssh-keygen -y`
+    /// derives ([`Signer::public_key`]); a key whose public half cannot be
+    /// found at all is not judged here: doctor names what the fold ignores.
     fn signer_listed(
         &self,
         signer: &Signer,
@@ -188,10 +189,19 @@ impl Session {
             .map_or(crate::config::DEFAULT_ALLOWED_SIGNERS, |t| {
                 t.allowed_signers()
             });
-        let public = signer.public_file().map_or_else(
-            || "<your public key file>".to_owned(),
-            |p| p.display().to_string(),
-        );
+        // A private key file with no `.pub` beside it: write that first.
+        let (public, derive) = match (signer.public_file(), signer.key_file()) {
+            (Some(public), _) => (public.display().to_string(), String::new()),
+            (None, Some(key)) => (
+                format!("{}.pub", key.display()),
+                format!(
+                    "write its public half with `ssh-keygen -y -f {} > {}.pub`, ",
+                    key.display(),
+                    key.display()
+                ),
+            ),
+            (None, None) => ("<your public key file>".to_owned(), String::new()),
+        };
         let why = if listed.is_empty() {
             format!("is not listed for {principal} in {file} as the default branch holds it")
         } else {
@@ -200,7 +210,7 @@ impl Session {
             )
         };
         Err(ContextError::Refused(format!(
-            "this project counts a person's decision only when it is signed by a key listed for them ([trust] decisions = \"signed\" in kapi.toml), and the key git signs with ({}) {why}, so the decision would be ignored: list it with `kapi trust add {principal} {public}`, commit {file} and bring that commit to the default branch (docs/security.md). Nothing was recorded",
+            "this project counts a person's decision only when it is signed by a key listed for them ([trust] decisions = \"signed\" in kapi.toml), and the key git signs with ({}) {why}, so the decision would be ignored: {derive}list it with `kapi trust add {principal} {public}`, commit {file} and bring that commit to the default branch (docs/security.md). Nothing was recorded",
             signer.describe()
         )))
     }

@@ -106,20 +106,23 @@ impl Repo {
 }
 
 impl Signer {
-    /// The public half of the key, when git's setting shows it without a
-    /// private key being read: a literal key, a `.pub` file, or the
-    /// `.pub` file beside a private key file (as `ssh-keygen` writes it).
+    /// The public half of the key, without kapi reading a private key: a
+    /// literal key, a `.pub` file, the `.pub` file beside a private key
+    /// file (as `ssh-keygen` writes it), or, when there is none (git signs
+    /// with such a key all the same), what `ssh-keygen -y` derives from the
+    /// private key file; for a key with a passphrase, which `ssh-keygen -y`
+    /// would ask for, the public half the OpenSSH key file keeps in the
+    /// clear. `None` when none of these shows it.
     pub fn public_key(&self) -> Option<ssh_key::PublicKey> {
         match &self.key {
             Key::Literal(key) => ssh_key::PublicKey::from_openssh(key.trim()).ok(),
-            Key::File(_) => {
-                let public = self.public_file()?;
-                let mut text = String::new();
-                let file = std::fs::File::open(&public).ok()?;
-                std::io::Read::read_to_string(&mut std::io::Read::take(file, 16 * 1024), &mut text)
-                    .ok()?;
-                ssh_key::PublicKey::from_openssh(text.trim()).ok()
-            }
+            Key::File(path) => match self.public_file() {
+                Some(public) => {
+                    let text = read_text(&public)?;
+                    ssh_key::PublicKey::from_openssh(text.trim()).ok()
+                }
+                None => derived_public_key(path),
+            },
         }
     }
 
@@ -136,6 +139,14 @@ impl Signer {
         public.push(".pub");
         let public = PathBuf::from(public);
         public.is_file().then_some(public)
+    }
+
+    /// The key file git's settings name (`None` for a literal key).
+    pub fn key_file(&self) -> Option<&Path> {
+        match &self.key {
+            Key::File(path) => Some(path),
+            Key::Literal(_) => None,
+        }
     }
 
     /// What the key is, as a message names it.
@@ -198,6 +209,37 @@ impl Signer {
         }
         String::from_utf8(output.stdout).map_err(|_| failed("not a signature".into()))
     }
+}
+
+/// The first 64 KiB of a key file, as text (a key file is far smaller).
+fn read_text(path: &Path) -> Option<String> {
+    let mut text = String::new();
+    let file = std::fs::File::open(path).ok()?;
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, 64 * 1024), &mut text).ok()?;
+    Some(text)
+}
+
+/// The public half of the private key file `path` whose `.pub` is not
+/// beside it: `ssh-keygen -y` prints it (with an empty passphrase given,
+/// so it never waits at a prompt), else, for a key with a passphrase, the
+/// OpenSSH key file's public part, read without decrypting anything.
+fn derived_public_key(path: &Path) -> Option<ssh_key::PublicKey> {
+    let output = Command::new("ssh-keygen")
+        .args(["-y", "-P", "", "-f"])
+        .arg(path)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    if let Ok(output) = output
+        && output.status.success()
+        && output.stdout.len() <= 64 * 1024
+        && let Ok(text) = std::str::from_utf8(&output.stdout)
+        && let Ok(key) = ssh_key::PublicKey::from_openssh(text.trim())
+    {
+        return Some(key);
+    }
+    let private = ssh_key::PrivateKey::from_openssh(read_text(path)?.trim()).ok()?;
+    private.is_encrypted().then(|| private.public_key().clone())
 }
 
 /// A temporary file holding `text` (removed when dropped).

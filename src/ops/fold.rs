@@ -24,7 +24,7 @@ use super::id::OpId;
 use super::op::Op;
 use super::policy::person_decides;
 use super::record::{Kind, Record, Scope, SignalSource};
-use super::trust::{self, Mode, Trust, Verdict};
+use super::trust::{self, Mode, Trust, Verdict, Vouch};
 
 pub mod checkpoint;
 pub(super) mod disagree;
@@ -988,30 +988,40 @@ fn set_aside_copies(records: &mut Vec<Record>) -> Vec<Record> {
 }
 
 /// The verdict on every signed record that wants a signature, worked out
-/// on every core (an unsigned one is answered as it is applied).
+/// on every core, their curve checks batched ([`Trust::judge_many`]). The
+/// records are cut into runs of [`trust::BATCH`] in log order and each
+/// core takes whole runs, so what is checked together depends on the log,
+/// not on the machine (an unsigned one is answered as it is applied).
 fn verify_all(records: &[Record], trust: &Trust) -> HashMap<usize, Verdict> {
-    let signed: Vec<usize> = (0..records.len())
-        .filter(|&i| records[i].sig.is_some() && trust::wanted(&records[i]).is_some())
+    let signed: Vec<(usize, Vouch<'_>)> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.sig.is_some())
+        .filter_map(|(i, r)| Some((i, trust::wanted(r)?)))
         .collect();
     if signed.is_empty() {
         return HashMap::new();
     }
-    let verdict = |i: usize| {
-        let r = &records[i];
-        let vouch = trust::wanted(r).expect("filtered above");
-        (i, trust.judge(r, vouch))
+    let judge = |part: &[(usize, Vouch<'_>)]| {
+        let items: Vec<(&Record, Vouch<'_>)> =
+            part.iter().map(|&(i, v)| (&records[i], v)).collect();
+        part.iter()
+            .map(|&(i, _)| i)
+            .zip(trust.judge_many(&items))
+            .collect::<Vec<_>>()
     };
+    let runs = signed.len().div_ceil(trust::BATCH);
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
-        .min(signed.len().div_ceil(64));
+        .min(runs);
     if threads <= 1 {
-        return signed.into_iter().map(verdict).collect();
+        return judge(&signed).into_iter().collect();
     }
-    let chunk = signed.len().div_ceil(threads);
+    let chunk = runs.div_ceil(threads) * trust::BATCH;
     std::thread::scope(|scope| {
         let handles: Vec<_> = signed
             .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|&i| verdict(i)).collect::<Vec<_>>()))
+            .map(|part| scope.spawn(move || judge(part)))
             .collect();
         handles
             .into_iter()

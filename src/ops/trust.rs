@@ -21,8 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use compact_str::CompactString;
+use ed25519_dalek::Verifier;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use ssh_key::public::KeyData;
 use ssh_key::{LineEnding, SshSig};
 
 use super::record::{ActorKind, Kind, Record, SignalSource};
@@ -155,6 +157,10 @@ pub struct Trust {
     /// The SHA-256 of the file's bytes (the fold checkpoint's
     /// fingerprint names it).
     pub digest: String,
+    /// The Ed25519 keys the file lists, decompressed once (by their 32
+    /// bytes; a line whose key is not a curve point is left out, and
+    /// ssh-key's own check judges what it signed).
+    ed25519: HashMap<[u8; 32], ed25519_dalek::VerifyingKey>,
     /// Where signatures verified before are remembered (`.git/kapi`),
     /// read on the first verification, when there is one.
     memory_dir: Option<PathBuf>,
@@ -176,10 +182,22 @@ impl Trust {
     }
 
     fn unshared(mode: Mode, project: &str, bytes: &[u8]) -> Trust {
+        let signers = allowed_signers::parse(bytes);
+        let ed25519 = signers
+            .signers
+            .iter()
+            .filter_map(|s| match s.key.key_data() {
+                KeyData::Ed25519(key) => {
+                    Some((key.0, ed25519_dalek::VerifyingKey::from_bytes(&key.0).ok()?))
+                }
+                _ => None,
+            })
+            .collect();
         Trust {
             mode,
             project: project.into(),
-            signers: allowed_signers::parse(bytes),
+            signers,
+            ed25519,
             digest: crate::digest::sha256_hex(bytes),
             memory_dir: None,
             memory: OnceLock::new(),
@@ -278,35 +296,199 @@ impl Trust {
     /// What `record`'s signature says, for the principal `vouch` names;
     /// `signed` is its [`Record::signed_bytes`].
     fn verify(&self, record: &Record, signed: &str, vouch: Vouch<'_>) -> Verdict {
+        match self.prepare(record, vouch) {
+            Err(verdict) => verdict,
+            Ok(check) => {
+                let verifies = self.verifies(check.signer, signed.as_bytes(), &check.sig);
+                check.conclude(verifies)
+            }
+        }
+    }
+
+    /// Everything [`Trust::verify`] asks of a signature but the curve
+    /// check: the signature read, in kapi's namespace, by a key listed for
+    /// the principal (else the verdict), and what the project and the
+    /// operation's instant say once the signature verifies.
+    fn prepare<'t>(&'t self, record: &Record, vouch: Vouch<'_>) -> Result<Check<'t>, Verdict> {
         let Some(sig) = record.sig.as_deref() else {
-            return Verdict::Unsigned;
+            return Err(Verdict::Unsigned);
         };
         let Some(sig) = decode(sig) else {
-            return Verdict::BadSignature;
+            return Err(Verdict::BadSignature);
         };
         if sig.namespace() != NAMESPACE {
-            return Verdict::BadSignature;
+            return Err(Verdict::BadSignature);
         }
         let principal = vouch.principal();
         let listed = self.listed(sig.public_key(), principal);
-        let Some(first) = listed.first() else {
-            return Verdict::UnknownSigner;
+        let Some(&signer) = listed.first() else {
+            return Err(Verdict::UnknownSigner);
         };
-        if first
-            .key
-            .verify(NAMESPACE, signed.as_bytes(), &sig)
-            .is_err()
-        {
-            return Verdict::BadSignature;
-        }
-        if record.project != self.project {
-            return Verdict::OtherProject;
-        }
         let at = super::id::parse_instant_ms(&record.at).unwrap_or(u64::MAX);
-        if !listed.iter().any(|s| s.valid_at(at)) {
-            return Verdict::NotAllowedThen;
+        Ok(Check {
+            other_project: record.project != self.project,
+            valid_then: listed.iter().any(|s| s.valid_at(at)),
+            principal: principal.into(),
+            signer,
+            sig,
+        })
+    }
+
+    /// [`Trust::judge`] of each of `items`, in order, with the Ed25519
+    /// curve checks of the signatures not remembered made [`BATCH`] at a
+    /// time in one batch equation (ed25519-dalek's `verify_batch`, a
+    /// third of the work of checking them one by one). A batch that does
+    /// not hold is checked again one by one, so each bad signature is
+    /// named as [`Trust::judge`] would name it, and only it.
+    pub fn judge_many(&self, items: &[(&Record, Vouch<'_>)]) -> Vec<Verdict> {
+        let memory = self.memory();
+        let mut verdicts: Vec<Option<Verdict>> = vec![None; items.len()];
+        // (item, its tag, its check, its signed bytes)
+        let mut pending = Vec::new();
+        for (i, &(record, vouch)) in items.iter().enumerate() {
+            if record.sig.is_none() {
+                verdicts[i] = Some(Verdict::Unsigned);
+                continue;
+            }
+            let signed = record.signed_bytes();
+            let tag =
+                memory.map(|m| m.tag(&self.digest, &self.project, &signed, record.sig.as_deref()));
+            if let (Some(memory), Some(tag)) = (memory, &tag)
+                && let Some(principal) = memory.known.get(tag)
+                && principal == vouch.principal()
+            {
+                verdicts[i] = Some(Verdict::Signed(principal.clone()));
+                continue;
+            }
+            match self.prepare(record, vouch) {
+                Err(verdict) => verdicts[i] = Some(verdict),
+                Ok(check) => pending.push((i, tag, check, signed)),
+            }
         }
-        Verdict::Signed(principal.into())
+        let mut verified = vec![false; pending.len()];
+        let mut batch = Vec::with_capacity(pending.len());
+        for (p, (_, _, check, signed)) in pending.iter().enumerate() {
+            match self.batchable(&check.sig, signed.as_bytes()) {
+                Some((key, data, signature)) => batch.push((p, key, data, signature)),
+                None => verified[p] = self.verifies(check.signer, signed.as_bytes(), &check.sig),
+            }
+        }
+        for chunk in batch.chunks(BATCH) {
+            let messages: Vec<&[u8]> = chunk.iter().map(|c| c.2.as_slice()).collect();
+            let signatures: Vec<ed25519_dalek::Signature> = chunk.iter().map(|c| c.3).collect();
+            let keys: Vec<ed25519_dalek::VerifyingKey> = chunk.iter().map(|c| *c.1).collect();
+            let all = ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok();
+            for (p, key, data, signature) in chunk {
+                verified[*p] = all || key.verify(data, signature).is_ok();
+            }
+        }
+        let mut fresh = Vec::new();
+        for ((i, tag, check, _), verifies) in pending.into_iter().zip(verified) {
+            let verdict = check.conclude(verifies);
+            if let (Verdict::Signed(principal), Some(tag)) = (&verdict, tag) {
+                fresh.push((tag, principal.clone()));
+            }
+            verdicts[i] = Some(verdict);
+        }
+        if let Some(memory) = memory
+            && !fresh.is_empty()
+        {
+            memory
+                .fresh
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend(fresh);
+        }
+        verdicts
+            .into_iter()
+            .map(|v| v.expect("every item judged"))
+            .collect()
+    }
+}
+
+/// How many signatures one batch equation checks: large enough that the
+/// equation's shared work is a small part of each, small enough that a
+/// batch with a bad signature in it costs little to check again one by
+/// one.
+pub const BATCH: usize = 64;
+
+/// A signature read, by a key listed for the principal, before its curve
+/// check ([`Trust::prepare`]).
+struct Check<'t> {
+    sig: SshSig,
+    signer: &'t AllowedSigner,
+    principal: CompactString,
+    other_project: bool,
+    valid_then: bool,
+}
+
+impl Check<'_> {
+    /// The verdict, once the curve check says whether the signature
+    /// verifies.
+    fn conclude(self, verifies: bool) -> Verdict {
+        if !verifies {
+            Verdict::BadSignature
+        } else if self.other_project {
+            Verdict::OtherProject
+        } else if !self.valid_then {
+            Verdict::NotAllowedThen
+        } else {
+            Verdict::Signed(self.principal)
+        }
+    }
+}
+
+impl Trust {
+    /// The Ed25519 check of `sig` over `message` as [`Trust::verifies`]
+    /// makes it, for a batch: the key (decompressed once), the SSHSIG
+    /// signed data and the signature. `None` for anything else (another
+    /// key type, a reserved field that is not empty, a signature that
+    /// does not read) and for a signature whose `R` is not encoded as the
+    /// curve's compression writes it, which `verify` refuses and a batch
+    /// equation would not see.
+    fn batchable(
+        &self,
+        sig: &SshSig,
+        message: &[u8],
+    ) -> Option<(
+        &ed25519_dalek::VerifyingKey,
+        Vec<u8>,
+        ed25519_dalek::Signature,
+    )> {
+        let KeyData::Ed25519(key) = sig.public_key() else {
+            return None;
+        };
+        let verifying = self.ed25519.get(&key.0)?;
+        if !sig.reserved().is_empty() {
+            return None;
+        }
+        let signature = ed25519_dalek::Signature::try_from(sig.signature()).ok()?;
+        if !canonical_point(signature.r_bytes()) {
+            return None;
+        }
+        let data = SshSig::signed_data(sig.namespace(), sig.hash_alg(), message).ok()?;
+        Some((verifying, data, signature))
+    }
+
+    /// Whether `sig` (by `signer`'s key, in kapi's namespace: checked
+    /// before) verifies over `message`. An Ed25519 signature is checked
+    /// as ssh-key checks it (the SSHSIG signed data, then ed25519-dalek's
+    /// `verify`), on the key decompressed once; anything else (another
+    /// key type, a reserved field that is not empty) by ssh-key itself.
+    fn verifies(&self, signer: &AllowedSigner, message: &[u8], sig: &SshSig) -> bool {
+        if let KeyData::Ed25519(key) = sig.public_key()
+            && let Some(verifying) = self.ed25519.get(&key.0)
+            && sig.reserved().is_empty()
+        {
+            let Ok(signature) = ed25519_dalek::Signature::try_from(sig.signature()) else {
+                return false;
+            };
+            let Ok(data) = SshSig::signed_data(sig.namespace(), sig.hash_alg(), message) else {
+                return false;
+            };
+            return verifying.verify(&data, &signature).is_ok();
+        }
+        signer.key.verify(NAMESPACE, message, sig).is_ok()
     }
 }
 
@@ -327,6 +509,23 @@ impl Memory {
         hash.update(sig.unwrap_or_default().as_bytes());
         hash.finalize().into()
     }
+}
+
+/// Whether `bytes` is the encoding the compression of an Edwards point
+/// writes, if it is one: `y` below the field's prime 2^255 - 19, and no
+/// sign set on an `x` of 0 (`y` of 1 or -1).
+fn canonical_point(bytes: &[u8; 32]) -> bool {
+    let mut y = *bytes;
+    let sign = y[31] >> 7;
+    y[31] &= 0x7f;
+    // y >= p: y[31] = 0x7f, y[1..31] all 0xff, y[0] >= 0xed.
+    if y[31] == 0x7f && y[1..31].iter().all(|&b| b == 0xff) && y[0] >= 0xed {
+        return false;
+    }
+    let one = y[0] == 1 && y[1..].iter().all(|&b| b == 0);
+    // p - 1 = 2^255 - 20: 0xec, then 0xff ..., then 0x7f.
+    let minus_one = y[0] == 0xec && y[1..31].iter().all(|&b| b == 0xff) && y[31] == 0x7f;
+    !(sign == 1 && (one || minus_one))
 }
 
 /// The base64 of an SSHSIG's binary form, as a record carries it, read.
@@ -353,4 +552,143 @@ pub fn from_armored(armored: &str) -> Option<String> {
         .collect::<Vec<_>>()
         .concat();
     (sig.namespace() == NAMESPACE).then_some(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::id::{EPOCH_MS, OpId};
+    use crate::ops::record::{Actor, ActorKind};
+    use ssh_key::private::Ed25519Keypair;
+    use ssh_key::{HashAlg, PrivateKey};
+
+    const ADA: &str = "ada@example.com";
+
+    fn keep(n: u64, project: &str) -> Record {
+        let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();
+        let actor = Actor {
+            kind: ActorKind::Person,
+            name: ADA.into(),
+            session: None,
+        };
+        Record {
+            id: id.to_string().into(),
+            at: id.instant().into(),
+            ..Record::new(project, actor, Kind::Keep)
+        }
+    }
+
+    fn sign(key: &PrivateKey, record: &mut Record) {
+        let sig = SshSig::sign(
+            key,
+            NAMESPACE,
+            HashAlg::Sha512,
+            record.signed_bytes().as_bytes(),
+        )
+        .unwrap();
+        record.sig = from_armored(&sig.to_pem(LineEnding::LF).unwrap());
+        assert!(record.sig.is_some());
+    }
+
+    fn trust_in(key: &PrivateKey, memory: Option<&Path>) -> Arc<Trust> {
+        let public = key.public_key().to_openssh().unwrap();
+        let file = format!("{ADA} namespaces=\"kapi\" {public}\n");
+        match memory {
+            None => Trust::new(Mode::Signed, "p", file.as_bytes()),
+            Some(dir) => Trust::remembering(Mode::Signed, "p", file.as_bytes(), dir),
+        }
+    }
+
+    /// 300 signed keeps, three batches and more: one altered after it was
+    /// signed, one carrying another's signature, one unsigned, one of
+    /// another project, one by an unlisted key.
+    fn log(key: &PrivateKey) -> (Vec<Record>, Vec<Verdict>) {
+        let eve = PrivateKey::from(Ed25519Keypair::from_seed(&[9; 32]));
+        let mut records = Vec::new();
+        let mut expected = Vec::new();
+        for n in 1..=300 {
+            let mut r = keep(n, if n == 200 { "q" } else { "p" });
+            sign(if n == 250 { &eve } else { key }, &mut r);
+            let verdict = match n {
+                70 => {
+                    r.at = keep(999, "p").at;
+                    Verdict::BadSignature
+                }
+                150 => {
+                    r.sig = records.first().and_then(|f: &Record| f.sig.clone());
+                    Verdict::BadSignature
+                }
+                180 => {
+                    r.sig = None;
+                    Verdict::Unsigned
+                }
+                200 => Verdict::OtherProject,
+                250 => Verdict::UnknownSigner,
+                _ => Verdict::Signed(ADA.into()),
+            };
+            records.push(r);
+            expected.push(verdict);
+        }
+        (records, expected)
+    }
+
+    #[test]
+    fn a_batch_with_one_forged_signature_names_exactly_that_one() {
+        let key = PrivateKey::from(Ed25519Keypair::from_seed(&[7; 32]));
+        let trust = trust_in(&key, None);
+        let (records, expected) = log(&key);
+        let items: Vec<_> = records.iter().map(|r| (r, wanted(r).unwrap())).collect();
+        assert_eq!(trust.judge_many(&items), expected);
+        // Each as judged alone.
+        for (r, want) in records.iter().zip(&expected) {
+            assert_eq!(&trust.judge(r, wanted(r).unwrap()), want, "{}", r.id);
+        }
+        // Every batch good but one: one bad signature in a batch of its
+        // own, and in the last, short batch.
+        for bad in [0, BATCH - 1, 299] {
+            let (mut records, mut expected) = log(&key);
+            records.truncate(BATCH * 2 + 10);
+            expected.truncate(BATCH * 2 + 10);
+            let at = bad.min(records.len() - 1);
+            records[at].at = keep(1000, "p").at;
+            expected[at] = Verdict::BadSignature;
+            let items: Vec<_> = records.iter().map(|r| (r, wanted(r).unwrap())).collect();
+            assert_eq!(trust.judge_many(&items), expected, "bad at {at}");
+        }
+    }
+
+    #[test]
+    fn signatures_verified_in_a_batch_are_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = PrivateKey::from(Ed25519Keypair::from_seed(&[7; 32]));
+        let (records, expected) = log(&key);
+        let items: Vec<_> = records.iter().map(|r| (r, wanted(r).unwrap())).collect();
+        let trust = trust_in(&key, Some(dir.path()));
+        assert_eq!(trust.judge_many(&items), expected);
+        trust.remember();
+        let again = trust_in(&key, Some(dir.path()));
+        assert_eq!(again.judge_many(&items), expected);
+        let known = again.memory().unwrap().known.len();
+        assert_eq!(known, 295, "the signed ones, remembered");
+    }
+
+    #[test]
+    fn only_the_encoding_compression_writes_is_a_canonical_point() {
+        let mut p = [0u8; 32];
+        p[0] = 1; // the identity: y = 1
+        assert!(canonical_point(&p));
+        p[31] = 0x80; // with the sign of an x of 0
+        assert!(!canonical_point(&p));
+        let mut q = [0xff; 32];
+        q[31] = 0x7f; // y = 2^255 - 1 >= p
+        assert!(!canonical_point(&q));
+        q[0] = 0xed; // y = p
+        assert!(!canonical_point(&q));
+        q[0] = 0xec; // y = p - 1: canonical, unless signed
+        assert!(canonical_point(&q));
+        q[31] = 0xff;
+        assert!(!canonical_point(&q));
+        let base = ed25519_dalek::SigningKey::from_bytes(&[3; 32]).verifying_key();
+        assert!(canonical_point(base.as_bytes()));
+    }
 }

@@ -365,6 +365,9 @@ fn two_clones_syncing_signed_and_unsigned_keeps_reach_the_same_statuses() {
     for env in [&ada, &bob] {
         assert_eq!(status_of(env, &a), "established");
         assert_eq!(status_of(env, &b), "suggested");
+        // Each names the keep pushed unsigned.
+        let doctor = env.kapi(&["store", "doctor"]).stdout;
+        assert!(doctor.contains("unsigned: "), "{doctor}");
     }
     assert_eq!(ada.log().len(), bob.log().len());
 }
@@ -573,9 +576,149 @@ fn an_unsigned_copy_that_arrives_first_does_not_shadow_a_signed_keep() {
     };
     assert_eq!(seen(&ada), seen(&carol));
     // Nothing is named as a conflict: a disputed signature is no problem
-    // of the store's.
-    let doctor = on(&carol, &["store", "doctor"]).stdout;
+    // of the store's. Doctor names the id held in two copies, each copy,
+    // and the one the fold takes and why; nothing to do, so it exits 0.
+    let doctor = on(&carol, &["store", "doctor"]);
+    assert_eq!(doctor.code, 0, "{}", doctor.stdout);
+    let doctor = doctor.stdout;
     assert!(doctor.contains("0 ignored"), "{doctor}");
+    let keep_id = copy["id"].as_str().unwrap();
+    let line = doctor
+        .lines()
+        .find(|l| l.starts_with(&format!("copies: operation {keep_id}: ")))
+        .unwrap_or_else(|| panic!("no copies line in:\n{doctor}"));
+    assert!(line.contains("held in 2 copies"), "{line}");
+    assert!(
+        line.contains(": its signature verifies for ada@example.com"),
+        "{line}"
+    );
+    assert!(line.contains(": unsigned"), "{line}");
+    // The copy taken is the signed one, named by its bytes' digest.
+    let signed_copy = ada
+        .kapi(&["store", "export", "-"])
+        .ok()
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"context.keep\""))
+        .unwrap()
+        .to_owned();
+    let canonical = serde_json::from_str::<serde_json::Value>(&signed_copy).unwrap();
+    let digest = sha256_hex(&canonical_json(&canonical));
+    assert!(
+        line.contains(&format!(
+            "the fold takes copy {}: its signature verifies",
+            &digest[..12]
+        )),
+        "{line}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&on(&carol, &["store", "doctor", "--json"]).stdout).unwrap();
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["class"] == "copies"),
+        "{json}"
+    );
+}
+
+/// A record's canonical bytes (keys sorted, no spaces), as kapi stores it.
+fn canonical_json(v: &serde_json::Value) -> String {
+    // serde_json's map is ordered by key (no `preserve_order` here).
+    serde_json::to_string(v).unwrap()
+}
+
+fn sha256_hex(text: &str) -> String {
+    let out = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
+}
+
+#[test]
+fn a_private_key_without_its_pub_is_checked_at_the_door() {
+    let (repo, ada) = signed_project();
+    let a = repo.suggested_rule("Quickcast", "Quick cast");
+    let b = repo.suggested_rule("Databox", "Data box");
+    // Eve's key, made by ssh-keygen, its .pub removed: git signs with such
+    // a key all the same, and the door derives its public half
+    // (ssh-keygen -y) to find it unlisted.
+    let eve = keygen(&repo, "eve");
+    std::fs::remove_file(pub_of(&eve)).unwrap();
+    sign_with(&repo, &eve);
+    let refused = repo.kapi(&["context", "review", "--keep", &a]).code(3);
+    assert!(
+        refused
+            .stderr
+            .contains("is not listed for ada@example.com in .kapi/allowed_signers"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains(&format!(
+            "ssh-keygen -y -f {} > {}.pub",
+            eve.display(),
+            eve.display()
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(status_of(&repo, &a), "suggested");
+    assert!(
+        !repo
+            .kapi(&["store", "export", "-"])
+            .ok()
+            .stdout
+            .contains("\"context.keep\""),
+        "nothing recorded"
+    );
+    // A key with a passphrase and no .pub: its public half is read from
+    // the key file without decrypting it (ssh-keygen -y would ask).
+    let locked = repo.root().join("keys").join("locked");
+    let out = Command::new("ssh-keygen")
+        .args([
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "a passphrase",
+            "-C",
+            "locked",
+            "-f",
+        ])
+        .arg(&locked)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::remove_file(pub_of(&locked)).unwrap();
+    sign_with(&repo, &locked);
+    let refused = repo.kapi(&["context", "review", "--keep", &a]).code(3);
+    assert!(
+        refused.stderr.contains("is not listed for ada@example.com"),
+        "{}",
+        refused.stderr
+    );
+    // Ada's own key, listed, its .pub removed: the door lets her keep
+    // through, and the keep binds, signed.
+    std::fs::remove_file(pub_of(&ada)).unwrap();
+    sign_with(&repo, &ada);
+    repo.kapi(&["context", "review", "--keep", &b]).ok();
+    assert_eq!(status_of(&repo, &b), "established");
+    let log = repo.log();
+    assert_eq!(entry(&log, &b)["status"], "established");
+    assert!(
+        log.iter()
+            .any(|e| e["kind"] == "keep" && e["signed_by"] == "ada@example.com"),
+        "{log:?}"
+    );
 }
 
 #[test]
@@ -729,4 +872,60 @@ fn signatures_verified_before_are_remembered_and_a_forged_memory_is_never_obeyed
     // `store rebuild` removes the memory (derived), never the secret.
     repo.kapi(&["store", "rebuild"]).ok();
     assert!(kapi_dir(&repo).join("trust.secret").exists());
+}
+
+#[test]
+fn one_forged_keep_among_many_signed_is_named_alone_on_a_fresh_read() {
+    let (repo, _) = signed_project();
+    // More signed keeps than one batch of curve checks holds (64), and a
+    // rule nobody kept.
+    let words = |n: usize| format!("Termq{n:03}");
+    let rules: Vec<String> = (0..70)
+        .map(|n| repo.suggested_rule(&words(n), &format!("Term q{n:03}")))
+        .collect();
+    let spare = repo.suggested_rule("Spareword", "Spare word");
+    let mut keep = vec!["context", "review"];
+    for rule in &rules {
+        keep.extend(["--keep", rule.as_str()]);
+    }
+    repo.kapi(&keep).ok();
+    // One keep altered after it was signed (its target made the spare
+    // rule), under an id beside the original's: it lands in a batch of
+    // valid ones.
+    let exported = repo.kapi(&["store", "export", "-"]).ok().stdout;
+    let keeps: Vec<&str> = exported
+        .lines()
+        .filter(|l| l.contains("\"context.keep\""))
+        .collect();
+    assert_eq!(keeps.len(), 70);
+    let mut forged: serde_json::Value = serde_json::from_str(keeps[30]).unwrap();
+    forged["target"] = entry(&repo.log(), &spare)["id"].as_str().unwrap().into();
+    let mut id = forged["id"].as_str().unwrap().to_owned();
+    let last = id.pop().unwrap();
+    id.push(if last == 'z' { 'y' } else { 'z' });
+    forged["id"] = id.clone().into();
+    repo.write("forged.jsonl", &format!("{forged}\n"));
+    repo.kapi(&["store", "import", "forged.jsonl"]).ok();
+    // A fresh clone's first read: nothing folded, nothing remembered.
+    for name in [
+        "fold.checkpoint",
+        "fold.base",
+        "fold.decisions",
+        "trust.verdicts",
+    ] {
+        let _ = std::fs::remove_file(kapi_dir(&repo).join(name));
+    }
+    let log = repo.log();
+    for rule in &rules {
+        assert_eq!(entry(&log, rule)["status"], "established", "{rule}");
+    }
+    assert_eq!(entry(&log, &spare)["status"], "suggested");
+    let doctor = repo.kapi(&["store", "doctor"]).stdout;
+    let bad: Vec<&str> = doctor
+        .lines()
+        .filter(|l| l.contains("bad signature: "))
+        .collect();
+    assert_eq!(bad.len(), 1, "{doctor}");
+    assert!(bad[0].contains(&id), "{doctor}");
+    assert!(doctor.contains("1 ignored"), "{doctor}");
 }
