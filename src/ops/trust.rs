@@ -558,7 +558,7 @@ impl Equation {
         let weights: Vec<Scalar> = (0..equations.len() as u64)
             .map(|i| {
                 let mut hash = Sha512::new();
-                hash.update(&seed);
+                hash.update(seed);
                 hash.update(i.to_le_bytes());
                 let mut z = [0u8; 32];
                 z[..16].copy_from_slice(&hash.finalize()[..16]);
