@@ -21,9 +21,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use compact_str::CompactString;
-use ed25519_dalek::Verifier;
+use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
+use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+use curve25519_dalek::scalar::Scalar;
+use curve25519_dalek::traits::{IsIdentity, VartimeMultiscalarMul};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256, Sha512};
 use ssh_key::public::KeyData;
 use ssh_key::{LineEnding, SshSig};
 
@@ -336,10 +339,11 @@ impl Trust {
 
     /// [`Trust::judge`] of each of `items`, in order, with the Ed25519
     /// curve checks of the signatures not remembered made [`BATCH`] at a
-    /// time in one batch equation (ed25519-dalek's `verify_batch`, a
-    /// third of the work of checking them one by one). A batch that does
-    /// not hold is checked again one by one, so each bad signature is
-    /// named as [`Trust::judge`] would name it, and only it.
+    /// time in one batch equation ([`Equation::all_hold`], a third of the
+    /// work of checking them one by one). A batch that does not hold is
+    /// checked again one by one, so each bad signature is named as
+    /// [`Trust::judge`] would name it, and only it; both equations are
+    /// cofactored, so a signature's verdict never depends on its batch.
     pub fn judge_many(&self, items: &[(&Record, Vouch<'_>)]) -> Vec<Verdict> {
         let memory = self.memory();
         let mut verdicts: Vec<Option<Verdict>> = vec![None; items.len()];
@@ -368,18 +372,17 @@ impl Trust {
         let mut verified = vec![false; pending.len()];
         let mut batch = Vec::with_capacity(pending.len());
         for (p, (_, _, check, signed)) in pending.iter().enumerate() {
-            match self.batchable(&check.sig, signed.as_bytes()) {
-                Some((key, data, signature)) => batch.push((p, key, data, signature)),
+            match self.equation(&check.sig, signed.as_bytes()) {
+                Some(Some(equation)) => batch.push((p, equation)),
+                Some(None) => verified[p] = false,
                 None => verified[p] = self.verifies(check.signer, signed.as_bytes(), &check.sig),
             }
         }
         for chunk in batch.chunks(BATCH) {
-            let messages: Vec<&[u8]> = chunk.iter().map(|c| c.2.as_slice()).collect();
-            let signatures: Vec<ed25519_dalek::Signature> = chunk.iter().map(|c| c.3).collect();
-            let keys: Vec<ed25519_dalek::VerifyingKey> = chunk.iter().map(|c| *c.1).collect();
-            let all = ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok();
-            for (p, key, data, signature) in chunk {
-                verified[*p] = all || key.verify(data, signature).is_ok();
+            let equations: Vec<Equation> = chunk.iter().map(|c| c.1).collect();
+            let all = Equation::all_hold(&equations);
+            for (p, equation) in chunk {
+                verified[*p] = all || equation.holds();
             }
         }
         let mut fresh = Vec::new();
@@ -439,22 +442,12 @@ impl Check<'_> {
 }
 
 impl Trust {
-    /// The Ed25519 check of `sig` over `message` as [`Trust::verifies`]
-    /// makes it, for a batch: the key (decompressed once), the SSHSIG
-    /// signed data and the signature. `None` for anything else (another
-    /// key type, a reserved field that is not empty, a signature that
-    /// does not read) and for a signature whose `R` is not encoded as the
-    /// curve's compression writes it, which `verify` refuses and a batch
-    /// equation would not see.
-    fn batchable(
-        &self,
-        sig: &SshSig,
-        message: &[u8],
-    ) -> Option<(
-        &ed25519_dalek::VerifyingKey,
-        Vec<u8>,
-        ed25519_dalek::Signature,
-    )> {
+    /// The Ed25519 equation of `sig` over `message`: `None` when it is
+    /// not one kapi checks itself (another key type, a key the file does
+    /// not list as a curve point, a reserved field that is not empty:
+    /// ssh-key judges those), `Some(None)` when the signature breaks an
+    /// encoding rule ([`Equation::read`]) and so does not verify.
+    fn equation(&self, sig: &SshSig, message: &[u8]) -> Option<Option<Equation>> {
         let KeyData::Ed25519(key) = sig.public_key() else {
             return None;
         };
@@ -462,33 +455,130 @@ impl Trust {
         if !sig.reserved().is_empty() {
             return None;
         }
-        let signature = ed25519_dalek::Signature::try_from(sig.signature()).ok()?;
-        if !canonical_point(signature.r_bytes()) {
-            return None;
-        }
-        let data = SshSig::signed_data(sig.namespace(), sig.hash_alg(), message).ok()?;
-        Some((verifying, data, signature))
+        let Ok(signature) = ed25519_dalek::Signature::try_from(sig.signature()) else {
+            return Some(None);
+        };
+        let Ok(data) = SshSig::signed_data(sig.namespace(), sig.hash_alg(), message) else {
+            return Some(None);
+        };
+        Some(Equation::read(verifying, &data, &signature))
     }
 
     /// Whether `sig` (by `signer`'s key, in kapi's namespace: checked
-    /// before) verifies over `message`. An Ed25519 signature is checked
-    /// as ssh-key checks it (the SSHSIG signed data, then ed25519-dalek's
-    /// `verify`), on the key decompressed once; anything else (another
-    /// key type, a reserved field that is not empty) by ssh-key itself.
+    /// before) verifies over `message`. An Ed25519 signature by a listed
+    /// key is checked by its cofactored [`Equation`], on the key
+    /// decompressed once, over the SSHSIG signed data; anything else
+    /// (another key type, a reserved field that is not empty) by ssh-key
+    /// itself.
     fn verifies(&self, signer: &AllowedSigner, message: &[u8], sig: &SshSig) -> bool {
-        if let KeyData::Ed25519(key) = sig.public_key()
-            && let Some(verifying) = self.ed25519.get(&key.0)
-            && sig.reserved().is_empty()
-        {
-            let Ok(signature) = ed25519_dalek::Signature::try_from(sig.signature()) else {
-                return false;
-            };
-            let Ok(data) = SshSig::signed_data(sig.namespace(), sig.hash_alg(), message) else {
-                return false;
-            };
-            return verifying.verify(&data, &signature).is_ok();
+        match self.equation(sig, message) {
+            Some(equation) => equation.is_some_and(|e| e.holds()),
+            None => signer.key.verify(NAMESPACE, message, sig).is_ok(),
         }
-        signer.key.verify(NAMESPACE, message, sig).is_ok()
+    }
+}
+
+/// One Ed25519 signature's verification equation, as ZIP 215 checks it
+/// (cofactored): `[8]([s]B - [k]A - R)` is the identity, with
+/// `k = SHA-512(R ‖ A ‖ M) mod ℓ`. Alone ([`Equation::holds`]) and in a
+/// batch ([`Equation::all_hold`]) the same equation, so a signature's
+/// verdict is the same in any batch: a function of the signature, the
+/// key and the message, not of what a clone had remembered.
+#[derive(Debug, Clone, Copy)]
+struct Equation {
+    r: EdwardsPoint,
+    a: EdwardsPoint,
+    s: Scalar,
+    k: Scalar,
+    /// `R`'s and `A`'s encodings and `s`'s, which the batch's weights are
+    /// drawn from.
+    r_bytes: [u8; 32],
+    a_bytes: [u8; 32],
+}
+
+impl Equation {
+    /// The equation of `signature` by `key` over `message`, or `None`
+    /// when the signature breaks an encoding rule: `s` must be below ℓ
+    /// (canonical), `R` must be the encoding the curve's compression
+    /// writes ([`canonical_point`]) of a curve point. `A` is the listed
+    /// key as curve25519-dalek decompresses it (any point, its encoding
+    /// hashed as the file writes it).
+    fn read(
+        key: &ed25519_dalek::VerifyingKey,
+        message: &[u8],
+        signature: &ed25519_dalek::Signature,
+    ) -> Option<Equation> {
+        let s = Option::<Scalar>::from(Scalar::from_canonical_bytes(*signature.s_bytes()))?;
+        let r_bytes = *signature.r_bytes();
+        if !canonical_point(&r_bytes) {
+            return None;
+        }
+        let r = CompressedEdwardsY(r_bytes).decompress()?;
+        let a_bytes = *key.as_bytes();
+        let mut hash = Sha512::new();
+        hash.update(r_bytes);
+        hash.update(a_bytes);
+        hash.update(message);
+        let mut wide = [0u8; 64];
+        wide.copy_from_slice(&hash.finalize());
+        Some(Equation {
+            r,
+            a: key.to_edwards(),
+            s,
+            k: Scalar::from_bytes_mod_order_wide(&wide),
+            r_bytes,
+            a_bytes,
+        })
+    }
+
+    /// `[8]([s]B - [k]A - R) == identity`.
+    fn holds(&self) -> bool {
+        let sb_minus_ka =
+            EdwardsPoint::vartime_double_scalar_mul_basepoint(&self.k, &-self.a, &self.s);
+        (sb_minus_ka - self.r).mul_by_cofactor().is_identity()
+    }
+
+    /// Whether every one of `equations` holds, in one batch equation:
+    /// `[8](-(Σ z_i s_i) B + Σ z_i R_i + Σ (z_i k_i) A_i) == identity`,
+    /// with 128-bit weights `z_i` drawn deterministically from a SHA-512
+    /// of the whole batch (every `R`, `A`, `k` and `s`, in order). Holds
+    /// when each holds alone; when one does not, it fails but with a
+    /// chance of 2^-128 that no one can raise without breaking SHA-512.
+    fn all_hold(equations: &[Equation]) -> bool {
+        let mut transcript = Sha512::new();
+        transcript.update(b"kapi ed25519 cofactored batch\n");
+        transcript.update((equations.len() as u64).to_le_bytes());
+        for e in equations {
+            transcript.update(e.r_bytes);
+            transcript.update(e.a_bytes);
+            transcript.update(e.k.as_bytes());
+            transcript.update(e.s.as_bytes());
+        }
+        let seed = transcript.finalize();
+        let weights: Vec<Scalar> = (0..equations.len() as u64)
+            .map(|i| {
+                let mut hash = Sha512::new();
+                hash.update(seed);
+                hash.update(i.to_le_bytes());
+                let mut z = [0u8; 32];
+                z[..16].copy_from_slice(&hash.finalize()[..16]);
+                Scalar::from_bytes_mod_order(z)
+            })
+            .collect();
+        let b = -weights
+            .iter()
+            .zip(equations)
+            .map(|(z, e)| z * e.s)
+            .sum::<Scalar>();
+        let scalars = std::iter::once(b)
+            .chain(weights.iter().copied())
+            .chain(weights.iter().zip(equations).map(|(z, e)| z * e.k));
+        let points = std::iter::once(ED25519_BASEPOINT_POINT)
+            .chain(equations.iter().map(|e| e.r))
+            .chain(equations.iter().map(|e| e.a));
+        EdwardsPoint::vartime_multiscalar_mul(scalars, points)
+            .mul_by_cofactor()
+            .is_identity()
     }
 }
 
@@ -690,5 +780,263 @@ mod tests {
         assert!(!canonical_point(&q));
         let base = ed25519_dalek::SigningKey::from_bytes(&[3; 32]).verifying_key();
         assert!(canonical_point(base.as_bytes()));
+    }
+
+    /// The scalar of the Ed25519 key made from `seed` (its SHA-512's
+    /// first half, clamped).
+    fn secret_scalar(seed: &[u8; 32]) -> Scalar {
+        let hash = Sha512::digest(seed);
+        let mut a = [0u8; 32];
+        a.copy_from_slice(&hash[..32]);
+        a[0] &= 248;
+        a[31] &= 127;
+        a[31] |= 64;
+        Scalar::from_bytes_mod_order(a)
+    }
+
+    /// Signs `record` by the key made from `seed`, by hand, with the
+    /// small-order point `torsion` added to `R` (or, when `on_key`, to the
+    /// key `A` the signature names instead): `s` is computed for that `R`
+    /// and `A`, so the cofactored equation holds and, on `R`, the
+    /// cofactorless one (ssh-keygen's) does not. With
+    /// `keep_s`, `s` stays the one made for `R` alone: no equation holds.
+    fn sign_with_torsion(
+        seed: &[u8; 32],
+        record: &mut Record,
+        torsion: EdwardsPoint,
+        on_key: bool,
+        keep_s: bool,
+    ) -> [u8; 32] {
+        let a = secret_scalar(seed);
+        let key = ED25519_BASEPOINT_POINT * a;
+        let public = if on_key { key + torsion } else { key };
+        let a_bytes = public.compress().to_bytes();
+        let data =
+            SshSig::signed_data(NAMESPACE, HashAlg::Sha512, record.signed_bytes().as_bytes())
+                .unwrap();
+        let nonce = Scalar::from_bytes_mod_order_wide(&Sha512::digest(&data).into());
+        let k_of = |r: &[u8; 32]| {
+            let mut hash = Sha512::new();
+            hash.update(r);
+            hash.update(a_bytes);
+            hash.update(&data);
+            Scalar::from_bytes_mod_order_wide(&hash.finalize().into())
+        };
+        let plain = (ED25519_BASEPOINT_POINT * nonce).compress().to_bytes();
+        let on_r = if on_key {
+            EdwardsPoint::default()
+        } else {
+            torsion
+        };
+        let r_bytes = (ED25519_BASEPOINT_POINT * nonce + on_r)
+            .compress()
+            .to_bytes();
+        let s = nonce + k_of(if keep_s { &plain } else { &r_bytes }) * a;
+        let mut bytes = r_bytes.to_vec();
+        bytes.extend_from_slice(s.as_bytes());
+        set_signature(record, a_bytes, bytes);
+        a_bytes
+    }
+
+    /// `record`'s signature: `bytes` by the Ed25519 key `key`.
+    fn set_signature(record: &mut Record, key: [u8; 32], bytes: Vec<u8>) {
+        let signature = ssh_key::Signature::new(ssh_key::Algorithm::Ed25519, bytes).unwrap();
+        let key = KeyData::Ed25519(ssh_key::public::Ed25519PublicKey(key));
+        let sig = SshSig::new(key, NAMESPACE, HashAlg::Sha512, signature).unwrap();
+        record.sig = from_armored(&sig.to_pem(LineEnding::LF).unwrap());
+        assert!(record.sig.is_some());
+    }
+
+    fn trust_of(key: [u8; 32]) -> Arc<Trust> {
+        let key = KeyData::Ed25519(ssh_key::public::Ed25519PublicKey(key));
+        let public = ssh_key::PublicKey::new(key, "").to_openssh().unwrap();
+        let file = format!("{ADA} namespaces=\"kapi\" {public}\n");
+        Trust::new(Mode::Signed, "p", file.as_bytes())
+    }
+
+    /// A tiny deterministic generator (xorshift64*), for the batch
+    /// splits below.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+        }
+        fn shuffle<T>(&mut self, items: &mut [T]) {
+            for i in (1..items.len()).rev() {
+                items.swap(i, self.below(i + 1));
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_order_component_gets_the_same_verdict_alone_and_in_every_batch() {
+        use curve25519_dalek::constants::EIGHT_TORSION;
+        use ed25519_dalek::Verifier;
+        let seed = [7; 32];
+        let key = PrivateKey::from(Ed25519Keypair::from_seed(&seed));
+        let trust = trust_in(&key, None);
+        let mates: Vec<Record> = (1..=12)
+            .map(|n| {
+                let mut r = keep(n, "p");
+                sign(&key, &mut r);
+                r
+            })
+            .collect();
+        // (torsion on R or on A, s made for R + T or kept)
+        for (on_key, keep_s) in [(false, false), (false, true), (true, false)] {
+            for (t, torsion) in EIGHT_TORSION.iter().enumerate().skip(1) {
+                let mut crafted = keep(100 + t as u64, "p");
+                let a_bytes = sign_with_torsion(&seed, &mut crafted, *torsion, on_key, keep_s);
+                let trust = if on_key {
+                    trust_of(a_bytes)
+                } else {
+                    trust.clone()
+                };
+                let want = if keep_s {
+                    Verdict::BadSignature
+                } else {
+                    Verdict::Signed(ADA.into())
+                };
+                let alone = trust.judge(&crafted, wanted(&crafted).unwrap());
+                assert_eq!(alone, want, "T{t} alone, on key {on_key}, s kept {keep_s}");
+                // ssh-keygen's cofactorless equation refuses it (on A, it
+                // sees -[k]T, which vanishes when T's order divides k).
+                let sig = decode(crafted.sig.as_deref().unwrap()).unwrap();
+                let data = SshSig::signed_data(
+                    NAMESPACE,
+                    HashAlg::Sha512,
+                    crafted.signed_bytes().as_bytes(),
+                )
+                .unwrap();
+                let dalek = ed25519_dalek::Signature::try_from(sig.signature()).unwrap();
+                let verifying = ed25519_dalek::VerifyingKey::from_bytes(&a_bytes).unwrap();
+                if !on_key {
+                    assert!(verifying.verify(&data, &dalek).is_err(), "T{t}");
+                }
+                // Every position, three sets of batch mates (signed by
+                // the key listed, or not, as the trust has it).
+                for offset in [0, 4, 8] {
+                    for at in 0..4 {
+                        let mut batch: Vec<&Record> = mates[offset..offset + 3].iter().collect();
+                        batch.insert(at, &crafted);
+                        let items: Vec<_> =
+                            batch.iter().map(|r| (*r, wanted(r).unwrap())).collect();
+                        let verdicts = trust.judge_many(&items);
+                        assert_eq!(verdicts[at], want, "T{t} at {at}, mates {offset}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// ℓ, the order of the base point, little-endian.
+    const ELL: [u8; 32] = [
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde,
+        0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+    ];
+
+    #[test]
+    fn batch_verdicts_are_single_verdicts_for_any_split() {
+        assert_eq!(Scalar::from_bytes_mod_order(ELL), Scalar::ZERO);
+        use curve25519_dalek::constants::EIGHT_TORSION;
+        let seed = [7; 32];
+        let key = PrivateKey::from(Ed25519Keypair::from_seed(&seed));
+        let eve = PrivateKey::from(Ed25519Keypair::from_seed(&[9; 32]));
+        let ada_key = Ed25519Keypair::from_seed(&seed).public.0;
+        let trust = trust_in(&key, None);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut records = Vec::new();
+        for n in 1..=150 {
+            let mut r = keep(n, "p");
+            match n % 15 {
+                // Altered after it was signed.
+                1 => {
+                    sign(&key, &mut r);
+                    r.at = keep(n + 1000, "p").at;
+                }
+                // Eve's signature, naming Ada's key.
+                2 => {
+                    sign(&eve, &mut r);
+                    let sig = decode(r.sig.as_deref().unwrap()).unwrap();
+                    set_signature(&mut r, ada_key, sig.signature().as_bytes().to_vec());
+                }
+                // s + ℓ: not canonical.
+                3 => {
+                    sign(&key, &mut r);
+                    let sig = decode(r.sig.as_deref().unwrap()).unwrap();
+                    let mut bytes = sig.signature().as_bytes().to_vec();
+                    let mut s = [0u8; 32];
+                    s.copy_from_slice(&bytes[32..]);
+                    let mut carry = 0u16;
+                    for (b, l) in s.iter_mut().zip(&ELL) {
+                        let sum = u16::from(*b) + u16::from(*l) + carry;
+                        *b = sum as u8;
+                        carry = sum >> 8;
+                    }
+                    bytes[32..].copy_from_slice(&s);
+                    set_signature(&mut r, ada_key, bytes);
+                }
+                // A small-order component on R, s made for it.
+                4 => {
+                    let t = EIGHT_TORSION[1 + rng.below(7)];
+                    sign_with_torsion(&seed, &mut r, t, false, false);
+                }
+                // The same, s kept: bad.
+                5 => {
+                    let t = EIGHT_TORSION[1 + rng.below(7)];
+                    sign_with_torsion(&seed, &mut r, t, false, true);
+                }
+                _ => sign(&key, &mut r),
+            }
+            records.push(r);
+        }
+        let alone: Vec<Verdict> = records
+            .iter()
+            .map(|r| trust.judge(r, wanted(r).unwrap()))
+            .collect();
+        let bad = alone
+            .iter()
+            .filter(|v| **v == Verdict::BadSignature)
+            .count();
+        assert_eq!(bad, 40, "altered, Eve's, s + ℓ, s kept");
+        // The fold's batches, over shuffled logs.
+        for _ in 0..4 {
+            let mut order: Vec<usize> = (0..records.len()).collect();
+            rng.shuffle(&mut order);
+            let items: Vec<_> = order
+                .iter()
+                .map(|&i| (&records[i], wanted(&records[i]).unwrap()))
+                .collect();
+            let want: Vec<Verdict> = order.iter().map(|&i| alone[i].clone()).collect();
+            assert_eq!(trust.judge_many(&items), want);
+        }
+        // The batch equation itself, over random splits.
+        let equations: Vec<Equation> = records
+            .iter()
+            .filter_map(|r| {
+                let sig = decode(r.sig.as_deref()?)?;
+                trust.equation(&sig, r.signed_bytes().as_bytes())?
+            })
+            .collect();
+        assert_eq!(equations.len(), 140, "all but the ten s + ℓ");
+        for _ in 0..8 {
+            let mut shuffled = equations.clone();
+            rng.shuffle(&mut shuffled);
+            let mut rest = &shuffled[..];
+            while !rest.is_empty() {
+                let (chunk, tail) = rest.split_at((1 + rng.below(20)).min(rest.len()));
+                let single = chunk.iter().all(Equation::holds);
+                assert_eq!(
+                    Equation::all_hold(chunk),
+                    single,
+                    "{} equations",
+                    chunk.len()
+                );
+                rest = tail;
+            }
+        }
     }
 }
