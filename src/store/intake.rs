@@ -196,6 +196,9 @@ fn union_segment(
         }
     }
     let their_bytes = tree::read_blob(repo, blob)?;
+    // Within the limit (its size was read first): the fold after the
+    // merge reads it again if it becomes the union.
+    tree::keep_segment(repo, blob, &their_bytes);
     let mut fresh: Vec<&[u8]> = Vec::new();
     {
         let mut refused = Problems::new(&location, &mut intake.refused);
@@ -255,5 +258,7 @@ fn union_segment(
     if lines.is_empty() {
         return Ok(Leaf::Nothing);
     }
-    Ok(Leaf::New(tree::write_blob(repo, &bytes)?))
+    let written = tree::write_blob(repo, &bytes)?;
+    tree::keep_segment(repo, written, &bytes);
+    Ok(Leaf::New(written))
 }
