@@ -481,10 +481,13 @@ fn nothing_pushed_about_the_newest_id_can_stop_or_drag_the_writes_here() {
         next["at"].as_str().unwrap().starts_with("2026-11-30T09:00"),
         "{next}"
     );
-    // An operation dated 2059 and one two days ahead, pushed with another tool.
+    // An operation dated 2059 and one four years ahead, pushed with another tool.
     let year_2059 = 1_767_225_600_000 + 33 * 365 * 86_400_000;
     let (far, far_line) = redated(&template, year_2059, 77);
-    let (near, near_line) = redated(&template, NOW_MS + 2 * 86_400_000, 78);
+    // Four years past the pinned clock, so that it stays past this
+    // machine's own (which bounds what a writer is dragged to, whatever
+    // KAPI_NOW says) for years: two days was passed on 2026-12-02.
+    let (near, near_line) = redated(&template, NOW_MS + 1461 * 86_400_000, 78);
     for (id, line) in [(&far, &far_line), (&near, &near_line)] {
         let (path, old) = segment_of(&repo, id);
         let b = blob(&repo, format!("{old}{line}\n").as_bytes());
