@@ -122,6 +122,9 @@ pub fn add(
             key.algorithm()
         )));
     }
+    if let Err(why) = allowed_signers::usable(&key) {
+        return Err(ContextError::Usage(format!("{}: {why}", path.display())));
+    }
     let fingerprint = key.fingerprint(ssh_key::HashAlg::Sha256).to_string();
     let rel = file_of(session);
     let file = session.root.join(&rel);

@@ -134,7 +134,28 @@ pub fn parse_line(line: &str, line_no: usize) -> Result<AllowedSigner, String> {
         return Err("cert-authority lines are not supported: kapi verifies a signer's own key, not SSH certificates; list each person's key on a line of its own (`kapi trust add`)".into());
     }
     supported(&signer.key.algorithm())?;
+    usable(&signer.key)?;
     Ok(signer)
+}
+
+/// Whether `key` can vouch for anything: an Ed25519 key (or its FIDO
+/// form) must be a point on the curve of more than small order. A
+/// small-order ("weak") key, such as the identity point, verifies
+/// signatures nobody made: with it, `s = 0` and a small-order `R` satisfy
+/// the cofactored equation for every message, so a line listing one
+/// would let anyone sign for its principals.
+pub fn usable(key: &PublicKey) -> Result<(), String> {
+    use ssh_key::public::KeyData;
+    let point = match key.key_data() {
+        KeyData::Ed25519(key) => key.0,
+        KeyData::SkEd25519(key) => key.public_key().0,
+        _ => return Ok(()),
+    };
+    match ed25519_dalek::VerifyingKey::from_bytes(&point) {
+        Err(_) => Err("the Ed25519 key is not a point on the curve: no signature by it verifies; list the key from the signer's .pub file (`ssh-keygen -y -f <key>` prints it)".into()),
+        Ok(verifying) if verifying.is_weak() => Err("the Ed25519 key is a small-order (weak) point, which verifies signatures nobody made: kapi refuses it; make a real key with `ssh-keygen -t ed25519`".into()),
+        Ok(_) => Ok(()),
+    }
 }
 
 /// Whether kapi verifies signatures by keys of `algorithm`: Ed25519 and
@@ -297,6 +318,35 @@ mod tests {
 
     const KEY: &str =
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEWCHNilZiYCk7Of5P6qp6aleSrl2EVJ6TCR63EOOq9M ada";
+
+    /// An OpenSSH `ssh-ed25519` line for the 32 bytes `point`.
+    fn ed25519_line(point: [u8; 32]) -> String {
+        let key = PublicKey::from(ssh_key::public::KeyData::Ed25519(
+            ssh_key::public::Ed25519PublicKey(point),
+        ));
+        key.to_openssh().unwrap()
+    }
+
+    #[test]
+    fn a_weak_or_off_curve_ed25519_key_is_a_bad_line() {
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        // y = 2 has no x on the curve: not a point at all.
+        let mut off_curve = [0u8; 32];
+        off_curve[0] = 2;
+        let file = format!(
+            "ada@example.com {KEY}\nmallory@example.com {}\neve@example.com {}\n",
+            ed25519_line(identity),
+            ed25519_line(off_curve)
+        );
+        let read = parse(file.as_bytes());
+        assert_eq!(read.signers.len(), 1, "{:?}", read.bad);
+        assert_eq!(read.bad.len(), 2, "{:?}", read.bad);
+        assert_eq!(read.bad[0].line, 2);
+        assert!(read.bad[0].why.contains("small-order"), "{:?}", read.bad);
+        assert_eq!(read.bad[1].line, 3);
+        assert!(read.bad[1].why.contains("not a point"), "{:?}", read.bad);
+    }
 
     #[test]
     fn lines_as_ssh_keygen_reads_them() {

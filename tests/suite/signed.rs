@@ -929,3 +929,40 @@ fn one_forged_keep_among_many_signed_is_named_alone_on_a_fresh_read() {
     assert!(bad[0].contains(&id), "{doctor}");
     assert!(doctor.contains("1 ignored"), "{doctor}");
 }
+
+/// The Ed25519 identity point, a small-order key: with it, `s = 0` and a
+/// small-order `R` verify for every message under the cofactored equation.
+const WEAK_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA mallory";
+
+#[test]
+fn a_small_order_ed25519_key_is_refused_when_added_and_when_listed() {
+    let (repo, _) = signed_project();
+    repo.write("keys/weak.pub", &format!("{WEAK_KEY}\n"));
+    let refused = repo
+        .kapi(&["trust", "add", "mallory@example.com", "keys/weak.pub"])
+        .code(2);
+    assert!(
+        refused.stderr.contains("small-order (weak) point"),
+        "{}",
+        refused.stderr
+    );
+    // Listed by hand on the default branch: the line is named, by `trust
+    // list` and by doctor, and grants nothing.
+    let text = std::fs::read_to_string(repo.join(".kapi/allowed_signers")).unwrap();
+    repo.write(
+        ".kapi/allowed_signers",
+        &format!("{text}mallory@example.com namespaces=\"kapi\" {WEAK_KEY}\n"),
+    );
+    repo.git(&["commit", "-qam", "a weak key"]);
+    let list = repo.kapi(&["trust", "list"]).ok().stdout;
+    assert!(list.contains("small-order (weak) point"), "{list}");
+    assert!(!list.contains("mallory@example.com  "), "{list}");
+    let doctor = repo.kapi(&["store", "doctor"]);
+    assert_eq!(doctor.code, 1, "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains("small-order (weak) point"),
+        "{}",
+        doctor.stdout
+    );
+}
