@@ -26,7 +26,7 @@ use gix::objs::tree::{Entry, EntryKind};
 
 use super::segment::{self, EntryError, Problem, Problems};
 use super::tree::{self, Entries};
-use super::{StoreError, content, newest};
+use super::{StoreError, content, newest, pack};
 use crate::ops::OpId;
 
 /// What taking in a fetched tree found.
@@ -43,6 +43,9 @@ pub(super) struct Intake {
     pub ahead: Vec<OpId>,
     /// The projects the added operations name.
     pub projects: BTreeSet<String>,
+    /// Bytes of segments written since the objects held in memory (if
+    /// the repository keeps them there) were last written out.
+    pending: usize,
 }
 
 /// The union of `ours` (the log held first; `None` for none) and the
@@ -103,11 +106,19 @@ pub(super) fn take_in(
             let held = ll.as_ref().map(|ll| ll.oid);
             match union_segment(repo, held, rl.oid, (a, b), &leaf_label, now_ms, &mut intake)? {
                 Leaf::Ours => level.extend(ll),
-                Leaf::New(oid) => level.push(Entry {
-                    mode: EntryKind::Blob.into(),
-                    filename: rl.filename,
-                    oid,
-                }),
+                Leaf::New(oid) => {
+                    level.push(Entry {
+                        mode: EntryKind::Blob.into(),
+                        filename: rl.filename,
+                        oid,
+                    });
+                    // A merge that rewrites many large segments writes
+                    // them out a pack at a time.
+                    if intake.pending > pack::PENDING_BYTES {
+                        pack::flush(repo)?;
+                        intake.pending = 0;
+                    }
+                }
                 Leaf::Nothing => {}
             }
         }
@@ -259,6 +270,7 @@ fn union_segment(
         return Ok(Leaf::Nothing);
     }
     let written = tree::write_blob(repo, &bytes)?;
+    intake.pending += bytes.len();
     tree::keep_segment(repo, written, &bytes);
     Ok(Leaf::New(written))
 }

@@ -10,7 +10,7 @@
 use gix::ObjectId;
 
 use super::reflock::Moved;
-use super::{LogRef, Store, StoreError, git, intake, lock};
+use super::{LogRef, Store, StoreError, git, intake, lock, pack, write_commit};
 use crate::git::{GitError, Pushed};
 use crate::ops::OpId;
 
@@ -193,7 +193,11 @@ impl Store {
                 return Ok(TipMerge::default());
             }
             let our_tree = ours.map(|o| self.tree_of(o)).transpose()?;
-            let intake = intake::take_in(self.repo.gix(), our_tree, their_tree, now_ms)?;
+            // What the union writes (hundreds of segments, the trees above
+            // them, the merge commit) is kept in memory and written as one
+            // pack before the ref moves ([`pack`]).
+            let mut batch = self.repo.gix().clone().with_object_memory();
+            let intake = intake::take_in(&batch, our_tree, their_tree, now_ms)?;
             if let Some(project) = project
                 && !intake.projects.is_empty()
                 && !intake.projects.contains(project)
@@ -209,7 +213,8 @@ impl Store {
                 // What theirs holds that no reader can use stays behind.
                 None => {
                     let seconds = self.commit_seconds(their_commit)?;
-                    let commit = self.commit(union, vec![their_commit], seconds, MERGE_MESSAGE)?;
+                    let commit =
+                        write_commit(&batch, union, vec![their_commit], seconds, MERGE_MESSAGE)?;
                     (Joined::Adopted, commit)
                 }
                 Some(o) if union == their_tree && self.is_ancestor(o, their_commit)? => {
@@ -221,10 +226,14 @@ impl Store {
                     let seconds = self
                         .commit_seconds(o)?
                         .max(self.commit_seconds(their_commit)?);
-                    let commit = self.commit(union, parents.to_vec(), seconds, MERGE_MESSAGE)?;
+                    let commit =
+                        write_commit(&batch, union, parents.to_vec(), seconds, MERGE_MESSAGE)?;
                     (Joined::Merged, commit)
                 }
             };
+            if let Some(objects) = batch.objects.take_object_memory() {
+                pack::write(self.repo.gix(), objects)?;
+            }
             match self.move_ref(LogRef::Shared, state.as_ref(), new_tip)? {
                 Moved::Done => {
                     self.forget_project();
