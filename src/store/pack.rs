@@ -50,7 +50,7 @@ pub(super) fn write(
     if objects.is_empty() {
         return Ok(None);
     }
-    objects.sort_by(|a, b| a.0.cmp(&b.0));
+    objects.sort_by_key(|(id, _)| *id);
     let objects_dir = repo.objects.store_ref().path().to_path_buf();
     let pack_dir = objects_dir.join("pack");
     let io = |path: &Path| {
