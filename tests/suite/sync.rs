@@ -582,6 +582,83 @@ fn a_merge_writes_its_objects_as_one_pack_git_reads() {
     assert_eq!(listed.stdout.matches("Bob's note").count(), 12);
 }
 
+/// Two logs diverged from a shared one: each gained operations in a
+/// segment both hold (the remote's older than the one held here, so no
+/// checkpoint can be advanced by the merge and the fold starts over), and
+/// the remote left other segments as the shared log had them (taken
+/// unread). The merged log holds every operation once, and reads as a
+/// fold from the start does with no checkpoint at all.
+#[test]
+fn a_merge_of_diverged_logs_holds_both_sides_and_reads_as_a_fresh_fold() {
+    let p = pair();
+    for n in 0..6 {
+        p.a.kapi(&["context", "note", &format!("Shared note {n}")])
+            .ok();
+    }
+    p.a.kapi(&["context", "sync"]).ok();
+    on_b(&p, &["context", "sync"]).ok();
+    // One stored line as it is (the listing does not name the project).
+    let listing = p.a.git(&["ls-tree", "-r", "refs/kapi/ops"]);
+    let blob = listing
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(2)
+        .unwrap();
+    let stored = p.a.git(&["cat-file", "blob", blob]);
+    let first: Value = serde_json::from_str(stored.lines().next().unwrap()).unwrap();
+    let id = first["id"].as_str().unwrap();
+    let op = |tail: &str, text: &str| {
+        serde_json::json!({
+            "v": 1, "id": format!("{}{tail}", &id[..8]), "project": first["project"],
+            "actor": {"kind": "agent", "name": "claude-code", "session": "s9"},
+            "kind": "context.observe", "at": first["at"],
+            "subject": {"type": "note", "text": text},
+            "evidence": [{"path": "docs/help/start.md", "quote": "Open"}],
+        })
+    };
+    // Ada's sorts before Bob's, in the one segment `zz`.
+    let ada = op("zz00000000000001", "Ada's older note");
+    let bob = op("zz00000000000009", "Bob's newer note");
+    // And Bob's in the segment of a shared note, which Ada's log leaves
+    // as the shared log had it.
+    let shared = op(
+        &format!("{}zzzzzzzzzzzzzz", &id[8..10]),
+        "Bob's second note",
+    );
+    p.a.write("ada.jsonl", &format!("{ada}\n"));
+    p.a.kapi(&["store", "import", "ada.jsonl"]).ok();
+    p.a.kapi(&["context", "sync"]).ok();
+    p.b.write("bob.jsonl", &format!("{bob}\n{shared}\n"));
+    on_b(&p, &["store", "import", "bob.jsonl"]).ok();
+    // A read leaves a checkpoint on b before the merge.
+    let before = on_b(&p, &["context", "log", "--json"]).ok().stdout;
+    assert!(before.contains("Bob's newer note") && !before.contains("Ada's older note"));
+    let out = on_b(&p, &["context", "sync", "--json"]).ok();
+    let synced: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(synced["fetched"]["joined"], "merged", "{}", out.stdout);
+    assert_eq!(synced["fetched"]["added"], 1, "{}", out.stdout);
+    let merged = on_b(&p, &["context", "log", "--json"]).ok().stdout;
+    for text in ["Ada's older note", "Bob's newer note", "Bob's second note"] {
+        assert_eq!(merged.matches(text).count(), 1, "{text}: {merged}");
+    }
+    assert_eq!(merged.matches("Shared note").count(), 6);
+    // Every derived file gone: a fold from the start says the same.
+    for entry in std::fs::read_dir(p.b.path().join(".git/kapi"))
+        .unwrap()
+        .flatten()
+    {
+        if entry.file_name().to_string_lossy().starts_with("fold.") {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    assert_eq!(on_b(&p, &["context", "log", "--json"]).ok().stdout, merged);
+    // And Ada, taking the merge back, holds the same log.
+    p.a.kapi(&["context", "sync"]).ok();
+    assert_eq!(tip(p.a.path()), tip(p.b.path()));
+}
+
 /// The pack indexes under a clone's objects folder.
 fn packs(work: &Path) -> Vec<PathBuf> {
     let dir = work.join(".git/objects/pack");
