@@ -57,10 +57,33 @@ const REBASE: usize = if cfg!(test) { 2 } else { 500 };
 /// minutes past it are held back and named in `ignored`. Returns the
 /// ledger and how many stored lines could not be read.
 pub fn read(session: &Session, now: u64, want: Want) -> Result<(Ledger, usize), ContextError> {
+    read_through(session, now, want, true)
+}
+
+/// [`read`] for a reader that knows the logs just gained an operation
+/// older than one they held (a sync that merged diverged logs): no
+/// checkpoint can be advanced by it, so the log is folded from the start
+/// (and the checkpoint written again) without first decoding the base and
+/// reading the changed segments to find that out. The answer is the same.
+pub fn read_refolding(
+    session: &Session,
+    now: u64,
+    want: Want,
+) -> Result<(Ledger, usize), ContextError> {
+    read_through(session, now, want, false)
+}
+
+fn read_through(
+    session: &Session,
+    now: u64,
+    want: Want,
+    checkpoint: bool,
+) -> Result<(Ledger, usize), ContextError> {
     read_with(
         session,
         now,
         want,
+        checkpoint,
         |kept| match want {
             Want::Full => {
                 let mut full = kept.full.clone();
@@ -88,6 +111,7 @@ fn read_with<T>(
     session: &Session,
     now: u64,
     want: Want,
+    checkpoint: bool,
     kept: impl FnOnce(&mut Kept) -> T,
     afresh: impl FnOnce(Ledger) -> T,
 ) -> Result<(T, usize), ContextError> {
@@ -107,7 +131,8 @@ fn read_with<T>(
         let unreadable = found.unreadable;
         return Ok((kept(found), unreadable));
     }
-    let (mut ledger, unreadable, held) = read_afresh(session, tips, &pending, now, want)?;
+    let (mut ledger, unreadable, held) =
+        read_afresh(session, tips, &pending, now, want, checkpoint)?;
     name_held(&mut ledger, &held);
     Ok((afresh(ledger), unreadable))
 }
@@ -152,7 +177,7 @@ impl std::ops::Deref for SharedView {
 /// The reader's view ([`Want::View`]) as [`read`] gives it, shared: a
 /// long-running process hands out the view it keeps without a copy.
 pub fn read_view(session: &Session, now: u64) -> Result<(Rc<SharedView>, usize), ContextError> {
-    read_with(session, now, Want::View, Kept::view, |ledger| {
+    read_with(session, now, Want::View, true, Kept::view, |ledger| {
         Rc::new(SharedView::new(ledger))
     })
 }
@@ -222,7 +247,7 @@ impl Memo {
         if !current {
             // The old fold is let go before the new one is read.
             self.kept = None;
-            let (full, unreadable, held) = read_afresh(session, tips, &[], now, Want::Full)?;
+            let (full, unreadable, held) = read_afresh(session, tips, &[], now, Want::Full, true)?;
             self.kept = Some(Kept {
                 tips,
                 held,
@@ -237,18 +262,19 @@ impl Memo {
     }
 }
 
-/// [`read`] without the memo: the fold through the checkpoint, or from the
-/// start, shaped as `want` says; with the operations held back as dated
-/// ahead (not named in it yet).
+/// [`read`] without the memo: the fold through the checkpoint (unless
+/// `checkpoint` is off), or from the start, shaped as `want` says; with
+/// the operations held back as dated ahead (not named in it yet).
 fn read_afresh(
     session: &Session,
     tips: Tips,
     pending: &[Record],
     now: u64,
     want: Want,
+    checkpoint: bool,
 ) -> Result<(Ledger, usize, Vec<Record>), ContextError> {
     let store = &session.store;
-    if let Some(found) = from_checkpoint(session, &tips, pending, now, want)? {
+    if checkpoint && let Some(found) = from_checkpoint(session, &tips, pending, now, want)? {
         return Ok(found);
     }
     let loaded = store.load_all()?;

@@ -283,6 +283,15 @@ impl Session {
         checkpointed::read(self, now, checkpointed::Want::Full)
     }
 
+    /// [`Session::ledger`] right after the logs gained an operation older
+    /// than one they held (a merge of diverged logs): folded from the
+    /// start, as no checkpoint can be advanced by it
+    /// ([`checkpointed::read_refolding`]).
+    pub fn refolded_ledger(&self) -> Result<Ledger, ContextError> {
+        let now = self.now_ms()?.max(self.call.env.wall_ms());
+        Ok(checkpointed::read_refolding(self, now, checkpointed::Want::Full)?.0)
+    }
+
     /// What states a subject or imports a file, folded as
     /// [`Session::ledger`] folds it ([`Ledger::view`]): what `kapi check`
     /// and `kapi context <path>` read, without the usage signals and

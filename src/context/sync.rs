@@ -218,6 +218,7 @@ pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
                 .fetch_log(remote, timeout)
                 .map_err(remote_error)?,
         };
+        let mut older = false;
         if let Some(theirs) = fetched {
             synced.fetched.remote_has_log = true;
             let now = session.now_ms()?.max(session.env().wall_ms());
@@ -231,6 +232,7 @@ pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
                 }
                 other => other?,
             };
+            older = merge.older;
             synced.fetched.joined = Some(merge.joined);
             synced.fetched.added += merge.added;
             synced.fetched.refused += crate::store::segment::unreadable(&merge.unreadable);
@@ -242,7 +244,13 @@ pub fn sync(session: &Session, req: &SyncRequest) -> Result<Synced, SyncError> {
         }
         // One fold serves the merge signals and settling: the signals
         // recorded are applied to it.
-        let mut ledger = session.ledger()?;
+        // A merge that brought an operation older than one ours held
+        // (diverged logs) is folded from the start: no checkpoint can be
+        // advanced by it, so none is decoded to find that out.
+        let mut ledger = match older {
+            true => session.refolded_ledger()?,
+            false => session.ledger()?,
+        };
         if synced.merged.is_none()
             && let Some(range) = &req.merged
         {

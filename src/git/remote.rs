@@ -66,7 +66,12 @@ fn run_bounded(
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let mut child = command.spawn().map_err(|e| failed(e.to_string()))?;
+    // Each pipe's reader says when git closed it (as it exits): the wait
+    // below wakes then, not at its next pause (up to 100 ms late, on
+    // every fetch and push).
+    let (closed_tx, closed) = std::sync::mpsc::channel::<()>();
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        let closed_tx = closed_tx.clone();
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
             if let Some(mut pipe) = pipe {
@@ -74,6 +79,7 @@ fn run_bounded(
                 let _ = pipe.by_ref().take(1 << 20).read_to_end(&mut bytes);
                 let _ = std::io::copy(&mut pipe, &mut std::io::sink());
             }
+            let _ = closed_tx.send(());
             bytes
         })
     };
@@ -89,13 +95,16 @@ fn run_bounded(
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
+    drop(closed_tx);
     let start = Instant::now();
     let mut pause = Duration::from_millis(5);
+    let mut open_pipes = 2;
     let status = loop {
         if let Some(status) = child.try_wait().map_err(|e| failed(e.to_string()))? {
             break status;
         }
-        if start.elapsed() >= timeout {
+        let elapsed = start.elapsed();
+        if elapsed >= timeout {
             kill_group(&mut child);
             let _ = child.wait();
             return Err(GitError::TimedOut {
@@ -103,8 +112,20 @@ fn run_bounded(
                 after: timeout,
             });
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(100));
+        if open_pipes == 0 {
+            // Both pipes closed: git is exiting; its status comes at once.
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        // A helper git left running may hold the pipes open: then the
+        // pauses grow as before.
+        match closed.recv_timeout(pause.min(timeout - elapsed)) {
+            Ok(()) => open_pipes -= 1,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => open_pipes = 0,
+        }
     };
     Ok(std::process::Output {
         status,

@@ -26,7 +26,7 @@ use gix::objs::tree::{Entry, EntryKind};
 
 use super::segment::{self, EntryError, Problem, Problems};
 use super::tree::{self, Entries};
-use super::{StoreError, content, newest};
+use super::{StoreError, content, newest, pack};
 use crate::ops::OpId;
 
 /// What taking in a fetched tree found.
@@ -43,14 +43,28 @@ pub(super) struct Intake {
     pub ahead: Vec<OpId>,
     /// The projects the added operations name.
     pub projects: BTreeSet<String>,
+    /// Whether an added operation sorts before one ours held in its
+    /// segment (diverged logs): no fold of ours can be advanced by it.
+    pub older: bool,
+    /// Bytes of segments written since the objects held in memory (if
+    /// the repository keeps them there) were last written out.
+    pending: usize,
 }
 
 /// The union of `ours` (the log held first; `None` for none) and the
 /// fetched tree `theirs`, as of `now_ms` (for naming ids dated ahead).
+///
+/// `base` is the tree of the two logs' merge base, a commit of our own
+/// history. Where theirs holds the very segment (or shard) the base held,
+/// it brings nothing ours lacks: our log only grew since the base (every
+/// write keeps what a segment holds that a reader can use), so ours
+/// stands and theirs is not read again. Only a blob or tree id equal to
+/// one of our own history's skips reading: a remote cannot forge it.
 pub(super) fn take_in(
     repo: &gix::Repository,
     ours: Option<ObjectId>,
     theirs: ObjectId,
+    base: Option<ObjectId>,
     now_ms: u64,
 ) -> Result<Intake, StoreError> {
     let mut intake = Intake::default();
@@ -61,6 +75,10 @@ pub(super) fn take_in(
     let our_top = match ours {
         Some(o) => tree::read_entries(repo, o)?,
         None => Vec::new(),
+    };
+    let base_top = match base {
+        Some(b) if ours.is_some() => tree::read_entries(repo, b)?,
+        _ => Vec::new(),
     };
     let mut top = Vec::new();
     for (name, (l, r)) in sides(our_top, tree::read_all_entries(repo, theirs)?) {
@@ -78,9 +96,21 @@ pub(super) fn take_in(
             top.extend(l);
             continue;
         }
-        let our_level = match l.as_ref().filter(|l| l.mode.is_tree()) {
+        let our_tree = l.as_ref().filter(|l| l.mode.is_tree());
+        let base_level = base_top
+            .iter()
+            .find(|b| b.filename == r.filename && b.mode.is_tree());
+        if our_tree.is_some() && base_level.is_some_and(|b| b.oid == r.oid) {
+            top.extend(l);
+            continue;
+        }
+        let our_level = match our_tree {
             Some(l) => tree::read_entries(repo, l.oid)?,
             None => Vec::new(),
+        };
+        let base_level = match base_level {
+            Some(b) if our_tree.is_some() => tree::read_entries(repo, b.oid)?,
+            _ => Vec::new(),
         };
         let mut level = Vec::new();
         for (leaf, (ll, rl)) in sides(our_level, tree::read_all_entries(repo, r.oid)?) {
@@ -100,14 +130,31 @@ pub(super) fn take_in(
                 level.extend(ll);
                 continue;
             }
+            // Theirs holds the base's segment: ours holds all of it.
+            if ll.as_ref().is_some_and(|ll| ll.mode.is_blob())
+                && base_level
+                    .iter()
+                    .any(|b| b.filename == rl.filename && b.oid == rl.oid && b.mode.is_blob())
+            {
+                level.extend(ll);
+                continue;
+            }
             let held = ll.as_ref().map(|ll| ll.oid);
             match union_segment(repo, held, rl.oid, (a, b), &leaf_label, now_ms, &mut intake)? {
                 Leaf::Ours => level.extend(ll),
-                Leaf::New(oid) => level.push(Entry {
-                    mode: EntryKind::Blob.into(),
-                    filename: rl.filename,
-                    oid,
-                }),
+                Leaf::New(oid) => {
+                    level.push(Entry {
+                        mode: EntryKind::Blob.into(),
+                        filename: rl.filename,
+                        oid,
+                    });
+                    // A merge that rewrites many large segments writes
+                    // them out a pack at a time.
+                    if intake.pending > pack::PENDING_BYTES {
+                        pack::flush(repo)?;
+                        intake.pending = 0;
+                    }
+                }
                 Leaf::Nothing => {}
             }
         }
@@ -247,6 +294,11 @@ fn union_segment(
         return Ok(Leaf::Ours);
     }
     intake.added += fresh.len();
+    if let Some(first) = fresh.first().and_then(|l| segment::line_id(l))
+        && held_ids.keys().any(|held| *held > first)
+    {
+        intake.older = true;
+    }
     for line in &fresh {
         if let Ok(record) = segment::parse_line(line, Some(shard)) {
             if newest::is_ahead(&record.id, now_ms) {
@@ -259,6 +311,7 @@ fn union_segment(
         return Ok(Leaf::Nothing);
     }
     let written = tree::write_blob(repo, &bytes)?;
+    intake.pending += bytes.len();
     tree::keep_segment(repo, written, &bytes);
     Ok(Leaf::New(written))
 }

@@ -24,6 +24,7 @@ mod journal;
 pub(crate) mod lock;
 mod merge;
 pub(crate) mod newest;
+mod pack;
 mod project;
 mod read;
 mod reflock;
@@ -422,22 +423,31 @@ impl Store {
         seconds: i64,
         message: &str,
     ) -> Result<ObjectId, StoreError> {
-        let commit = gix::objs::Commit {
-            tree,
-            parents: parents.into_iter().collect(),
-            author: signature(seconds),
-            committer: signature(seconds),
-            encoding: None,
-            message: message.into(),
-            extra_headers: Vec::new(),
-        };
-        Ok(self
-            .repo
-            .gix()
-            .write_object(&commit)
-            .map_err(git("writing the log's commit"))?
-            .detach())
+        write_commit(self.repo.gix(), tree, parents, seconds, message)
     }
+}
+
+/// Write a log's commit into `repo` (kapi's own signature at `seconds`).
+fn write_commit(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    parents: Vec<ObjectId>,
+    seconds: i64,
+    message: &str,
+) -> Result<ObjectId, StoreError> {
+    let commit = gix::objs::Commit {
+        tree,
+        parents: parents.into_iter().collect(),
+        author: signature(seconds),
+        committer: signature(seconds),
+        encoding: None,
+        message: message.into(),
+        extra_headers: Vec::new(),
+    };
+    Ok(repo
+        .write_object(&commit)
+        .map_err(git("writing the log's commit"))?
+        .detach())
 }
 
 pub(crate) use crate::ops::id::rfc3339_ms;

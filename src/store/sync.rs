@@ -10,7 +10,7 @@
 use gix::ObjectId;
 
 use super::reflock::Moved;
-use super::{LogRef, Store, StoreError, git, intake, lock};
+use super::{LogRef, Store, StoreError, git, intake, lock, pack, write_commit};
 use crate::git::{GitError, Pushed};
 use crate::ops::OpId;
 
@@ -56,6 +56,9 @@ pub struct TipMerge {
     /// Of those, operations dated more than ten minutes past this machine's
     /// clock: held back (not folded, not the newest id) until their time.
     pub ahead: Vec<OpId>,
+    /// Whether an added operation sorts before one ours held: a fold of
+    /// ours (the checkpoint) cannot be advanced by it.
+    pub older: bool,
 }
 
 impl Store {
@@ -134,17 +137,18 @@ impl Store {
             })
     }
 
-    /// Whether `ancestor` is reachable from `descendant`.
-    fn is_ancestor(&self, ancestor: ObjectId, descendant: ObjectId) -> Result<bool, StoreError> {
-        if ancestor == descendant {
-            return Ok(true);
+    /// The merge base of two commits (a common ancestor neither side can
+    /// forge: it is reachable from both), if they have one.
+    fn merge_base(&self, a: ObjectId, b: ObjectId) -> Result<Option<ObjectId>, StoreError> {
+        if a == b {
+            return Ok(Some(a));
         }
         let base = self
             .repo
             .gix()
-            .merge_base(ancestor, descendant)
+            .merge_base(a, b)
             .map_err(git("finding the merge base of two logs"))?;
-        Ok(base.is_some_and(|b| b.detach() == ancestor))
+        Ok(base.map(|b| b.detach()))
     }
 
     fn commit_seconds(&self, commit: ObjectId) -> Result<i64, StoreError> {
@@ -187,13 +191,21 @@ impl Store {
         for _ in 0..8 {
             let state = self.ref_state(LogRef::Shared)?;
             let ours = state.as_ref().and_then(|s| s.commit);
-            if let Some(o) = ours
-                && self.is_ancestor(their_commit, o)?
-            {
+            let base = match ours {
+                Some(o) => self.merge_base(o, their_commit)?,
+                None => None,
+            };
+            // Theirs is in our history: nothing to take.
+            if ours.is_some() && base == Some(their_commit) {
                 return Ok(TipMerge::default());
             }
             let our_tree = ours.map(|o| self.tree_of(o)).transpose()?;
-            let intake = intake::take_in(self.repo.gix(), our_tree, their_tree, now_ms)?;
+            let base_tree = base.map(|b| self.tree_of(b)).transpose()?;
+            // What the union writes (hundreds of segments, the trees above
+            // them, the merge commit) is kept in memory and written as one
+            // pack before the ref moves ([`pack`]).
+            let mut batch = self.repo.gix().clone().with_object_memory();
+            let intake = intake::take_in(&batch, our_tree, their_tree, base_tree, now_ms)?;
             if let Some(project) = project
                 && !intake.projects.is_empty()
                 && !intake.projects.contains(project)
@@ -209,10 +221,11 @@ impl Store {
                 // What theirs holds that no reader can use stays behind.
                 None => {
                     let seconds = self.commit_seconds(their_commit)?;
-                    let commit = self.commit(union, vec![their_commit], seconds, MERGE_MESSAGE)?;
+                    let commit =
+                        write_commit(&batch, union, vec![their_commit], seconds, MERGE_MESSAGE)?;
                     (Joined::Adopted, commit)
                 }
-                Some(o) if union == their_tree && self.is_ancestor(o, their_commit)? => {
+                Some(o) if union == their_tree && base == Some(o) => {
                     (Joined::FastForward, their_commit)
                 }
                 Some(o) => {
@@ -221,10 +234,14 @@ impl Store {
                     let seconds = self
                         .commit_seconds(o)?
                         .max(self.commit_seconds(their_commit)?);
-                    let commit = self.commit(union, parents.to_vec(), seconds, MERGE_MESSAGE)?;
+                    let commit =
+                        write_commit(&batch, union, parents.to_vec(), seconds, MERGE_MESSAGE)?;
                     (Joined::Merged, commit)
                 }
             };
+            if let Some(objects) = batch.objects.take_object_memory() {
+                pack::write(self.repo.gix(), objects)?;
+            }
             match self.move_ref(LogRef::Shared, state.as_ref(), new_tip)? {
                 Moved::Done => {
                     self.forget_project();
@@ -233,6 +250,7 @@ impl Store {
                         added: intake.added,
                         unreadable: intake.refused,
                         ahead: intake.ahead,
+                        older: intake.older,
                     });
                 }
                 Moved::Raced(_) => continue,

@@ -513,6 +513,168 @@ fn two_machines_merging_the_same_two_tips_write_the_same_commit() {
     assert_eq!(tip(q.a.path()), tip(q.b.path()), "{qa} {qb}");
 }
 
+/// The objects a merge writes (the united segments, the trees above them,
+/// the merge commit) go into one pack that git reads as its own: none is
+/// left loose, no temporary file is left behind, and `git fsck` and
+/// `git verify-pack` find the repository whole; the remote takes them
+/// with the push.
+#[test]
+fn a_merge_writes_its_objects_as_one_pack_git_reads() {
+    let p = pair();
+    for n in 0..12 {
+        p.a.kapi(&["context", "note", &format!("Ada's note {n}")])
+            .ok();
+        on_b(&p, &["context", "note", &format!("Bob's note {n}")]).ok();
+    }
+    p.a.kapi(&["context", "sync"]).ok();
+    let packs_before = packs(p.b.path());
+    let out = on_b(&p, &["context", "sync", "--json"]).ok();
+    let synced: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(synced["fetched"]["joined"], "merged", "{}", out.stdout);
+    let merged = tip(p.b.path());
+    let tree = p.b.git(&["rev-parse", &format!("{merged}^{{tree}}")]);
+    let objects = p.b.path().join(".git/objects");
+    let loose = |id: &str| objects.join(&id[..2]).join(&id[2..]).exists();
+    assert!(
+        !loose(&merged) && !loose(&tree),
+        "the merge's objects are not loose"
+    );
+    let new_packs: Vec<PathBuf> = packs(p.b.path())
+        .into_iter()
+        .filter(|pack| !packs_before.contains(pack))
+        .collect();
+    // The fetch's own pack (if git kept one) and the merge's.
+    assert!(!new_packs.is_empty());
+    let listed: String = new_packs
+        .iter()
+        .map(|idx| p.b.git(&["verify-pack", "-v", idx.to_str().unwrap()]))
+        .collect();
+    assert!(
+        listed.contains(&merged) && listed.contains(&tree),
+        "{listed}"
+    );
+    p.b.git(&["fsck", "--strict", "--no-dangling"]);
+    let counted = p.b.git(&["count-objects", "-v"]);
+    assert!(counted.contains("garbage: 0"), "{counted}");
+    assert!(
+        std::fs::read_dir(&objects)
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().starts_with(".tmp")),
+        "no temporary file is left"
+    );
+    // The remote took the merge with the push, and reads it whole.
+    assert_eq!(tip(&p.remote), merged);
+    let fsck = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(&p.remote)
+        .args(["fsck", "--strict", "--no-dangling"])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+    // And a later read in another process folds the merged log.
+    let listed = p.b.kapi(&["context", "log", "--json"]).ok();
+    assert_eq!(listed.stdout.matches("Ada's note").count(), 12);
+    assert_eq!(listed.stdout.matches("Bob's note").count(), 12);
+}
+
+/// Two logs diverged from a shared one: each gained operations in a
+/// segment both hold (the remote's older than the one held here, so no
+/// checkpoint can be advanced by the merge and the fold starts over), and
+/// the remote left other segments as the shared log had them (taken
+/// unread). The merged log holds every operation once, and reads as a
+/// fold from the start does with no checkpoint at all.
+#[test]
+fn a_merge_of_diverged_logs_holds_both_sides_and_reads_as_a_fresh_fold() {
+    let p = pair();
+    for n in 0..6 {
+        p.a.kapi(&["context", "note", &format!("Shared note {n}")])
+            .ok();
+    }
+    p.a.kapi(&["context", "sync"]).ok();
+    on_b(&p, &["context", "sync"]).ok();
+    // One stored line as it is (the listing does not name the project).
+    let listing = p.a.git(&["ls-tree", "-r", "refs/kapi/ops"]);
+    let blob = listing
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(2)
+        .unwrap();
+    let stored = p.a.git(&["cat-file", "blob", blob]);
+    let first: Value = serde_json::from_str(stored.lines().next().unwrap()).unwrap();
+    let id = first["id"].as_str().unwrap();
+    let op = |tail: &str, text: &str| {
+        serde_json::json!({
+            "v": 1, "id": format!("{}{tail}", &id[..8]), "project": first["project"],
+            "actor": {"kind": "agent", "name": "claude-code", "session": "s9"},
+            "kind": "context.observe", "at": first["at"],
+            "subject": {"type": "note", "text": text},
+            "evidence": [{"path": "docs/help/start.md", "quote": "Open"}],
+        })
+    };
+    // Ada's sorts before Bob's, in the one segment `zz`.
+    let ada = op("zz00000000000001", "Ada's older note");
+    let bob = op("zz00000000000009", "Bob's newer note");
+    // And Bob's in the segment of a shared note, which Ada's log leaves
+    // as the shared log had it.
+    let shared = op(
+        &format!("{}zzzzzzzzzzzzzz", &id[8..10]),
+        "Bob's second note",
+    );
+    p.a.write("ada.jsonl", &format!("{ada}\n"));
+    p.a.kapi(&["store", "import", "ada.jsonl"]).ok();
+    p.a.kapi(&["context", "sync"]).ok();
+    p.b.write("bob.jsonl", &format!("{bob}\n{shared}\n"));
+    on_b(&p, &["store", "import", "bob.jsonl"]).ok();
+    // A read leaves a checkpoint on b before the merge.
+    let before = on_b(&p, &["context", "log", "--json"]).ok().stdout;
+    assert!(before.contains("Bob's newer note") && !before.contains("Ada's older note"));
+    let out = on_b(&p, &["context", "sync", "--json"]).ok();
+    let synced: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(synced["fetched"]["joined"], "merged", "{}", out.stdout);
+    assert_eq!(synced["fetched"]["added"], 1, "{}", out.stdout);
+    let merged = on_b(&p, &["context", "log", "--json"]).ok().stdout;
+    for text in ["Ada's older note", "Bob's newer note", "Bob's second note"] {
+        assert_eq!(merged.matches(text).count(), 1, "{text}: {merged}");
+    }
+    assert_eq!(merged.matches("Shared note").count(), 6);
+    // Every derived file gone: a fold from the start says the same.
+    for entry in std::fs::read_dir(p.b.path().join(".git/kapi"))
+        .unwrap()
+        .flatten()
+    {
+        if entry.file_name().to_string_lossy().starts_with("fold.") {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    assert_eq!(on_b(&p, &["context", "log", "--json"]).ok().stdout, merged);
+    // And Ada, taking the merge back, holds the same log.
+    p.a.kapi(&["context", "sync"]).ok();
+    assert_eq!(tip(p.a.path()), tip(p.b.path()));
+}
+
+/// The pack indexes under a clone's objects folder.
+fn packs(work: &Path) -> Vec<PathBuf> {
+    let dir = work.join(".git/objects/pack");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
 /// A push to the remote's main (merged as #77) that writes the preferred
 /// form of an agent's suggestion for `docs/legal/terms.md`: the pair, the
 /// suggestion's id, and the branch's commits before and after the push.
