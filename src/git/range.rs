@@ -115,30 +115,50 @@ type Text = Rc<Option<String>>;
 /// Blobs read while walking a range: the new side of one commit's change
 /// is the old side of the next change to that file, so each version is
 /// inflated (and checked for UTF-8) once per walk, not once per commit
-/// that shows it.
-#[derive(Default)]
+/// that shows it. Only the side the walk meets again is kept (the new side
+/// when it reads oldest first, the old side when newest first), and it is
+/// let go when met: the cache holds about one version per file the walk
+/// has open, within [`Blobs::MAX_BYTES`].
 struct Blobs {
     text: RefCell<HashMap<ObjectId, Text>>,
     bytes: std::cell::Cell<usize>,
+    /// Whether the walk reads oldest first (it keeps new sides).
+    oldest_first: bool,
 }
 
 impl Blobs {
-    /// What the cache may hold before it is dropped: a walk reads each
-    /// version again at most once, soon after, so a reset costs little.
-    const MAX_BYTES: usize = 64 << 20;
+    /// What the cache may hold before it is dropped (a miss only reads a
+    /// blob again).
+    const MAX_BYTES: usize = 32 << 20;
 
-    fn get(&self, id: &ObjectId) -> Option<Text> {
-        self.text.borrow().get(id).cloned()
+    fn new(oldest_first: bool) -> Self {
+        Blobs {
+            text: RefCell::default(),
+            bytes: std::cell::Cell::new(0),
+            oldest_first,
+        }
+    }
+
+    fn size(text: &Text) -> usize {
+        text.as_ref().as_ref().map_or(0, String::len)
+    }
+
+    fn take(&self, id: &ObjectId) -> Option<Text> {
+        let text = self.text.borrow_mut().remove(id)?;
+        self.bytes.set(self.bytes.get() - Self::size(&text));
+        Some(text)
     }
 
     fn put(&self, id: ObjectId, text: Text) {
-        let size = text.as_ref().as_ref().map_or(0, String::len);
+        let size = Self::size(&text);
         if self.bytes.get() + size > Self::MAX_BYTES {
             self.text.borrow_mut().clear();
             self.bytes.set(0);
         }
+        if let Some(old) = self.text.borrow_mut().insert(id, text) {
+            self.bytes.set(self.bytes.get() - Self::size(&old));
+        }
         self.bytes.set(self.bytes.get() + size);
-        self.text.borrow_mut().insert(id, text);
     }
 }
 
@@ -358,8 +378,9 @@ impl Repo {
         ids: &[ObjectId],
         wanted: &dyn Fn(&str) -> bool,
     ) -> Result<Vec<CommitDiff>, GitError> {
-        let (trees, blobs) = (Trees::default(), Blobs::default());
+        let trees = Trees::default();
         let oldest_first = self.bases_are_older(ids, &trees)?;
+        let blobs = Blobs::new(oldest_first);
         let mut out = Vec::with_capacity(ids.len());
         let mut read = |id: ObjectId| -> Result<(), GitError> {
             out.push(self.commit_diff_where(id, wanted, &trees, &blobs)?);
@@ -588,9 +609,9 @@ impl Repo {
     }
 
     /// A blob's text for diffing (`None`: binary or too large), read once
-    /// per walk.
-    fn blob_text(&self, id: ObjectId, blobs: &Blobs) -> Result<Text, GitError> {
-        if let Some(text) = blobs.get(&id) {
+    /// per walk: kept when `again` (the walk meets this version again).
+    fn blob_text(&self, id: ObjectId, blobs: &Blobs, again: bool) -> Result<Text, GitError> {
+        if let Some(text) = blobs.take(&id) {
             return Ok(text);
         }
         let text = Rc::new(match self.read_blob(id, MAX_DIFF_BYTES)? {
@@ -600,7 +621,9 @@ impl Repo {
             ),
             _ => None,
         });
-        blobs.put(id, Rc::clone(&text));
+        if again {
+            blobs.put(id, Rc::clone(&text));
+        }
         Ok(text)
     }
 
@@ -612,11 +635,14 @@ impl Repo {
         blobs: &Blobs,
     ) -> Result<FileDiff, GitError> {
         let none: Text = Rc::new(Some(String::new()));
-        let read = |id: Option<ObjectId>| match id {
+        let read = |id: Option<ObjectId>, again: bool| match id {
             None => Ok(Rc::clone(&none)),
-            Some(id) => self.blob_text(id, blobs),
+            Some(id) => self.blob_text(id, blobs, again),
         };
-        let (old, new) = (read(old)?, read(new)?);
+        let (old, new) = (
+            read(old, !blobs.oldest_first)?,
+            read(new, blobs.oldest_first)?,
+        );
         let (Some(old), Some(new)) = (old.as_ref(), new.as_ref()) else {
             return Ok(FileDiff {
                 path,

@@ -726,13 +726,14 @@ fn long_history(repack: bool) -> (TestEnv, String, String, String) {
     (env, base, help, legal)
 }
 
+/// A merge signal as the report gives it: (suggestion, commit, pull
+/// request, preferred, avoided).
+type Modelled = (&'static str, String, Option<String>, u64, u64);
+
 /// The signals a range of [`long_history`] gives, by the model of its
 /// lines: (suggestion, newest commit of the group, pull request,
 /// preferred, avoided), grouped as the range is read (newest first).
-fn modelled_signals(
-    env: &TestEnv,
-    base: &str,
-) -> Vec<(&'static str, String, Option<String>, u64, u64)> {
+fn modelled_signals(env: &TestEnv, base: &str) -> Vec<Modelled> {
     let commits: Vec<String> = env
         .git(&["rev-list", "--first-parent", &format!("{base}..HEAD")])
         .lines()
@@ -740,7 +741,8 @@ fn modelled_signals(
         .collect();
     assert_eq!(commits.len(), 150);
     // (pr, newest commit, help (p, a), legal (p, a)), in order of first sight.
-    let mut groups: Vec<(Option<String>, String, (u64, u64), (u64, u64))> = Vec::new();
+    type Group = (Option<String>, String, (u64, u64), (u64, u64));
+    let mut groups: Vec<Group> = Vec::new();
     for (j, commit) in commits.iter().enumerate() {
         let i = 149 - j as u32;
         let pr = (i % 20 == 19).then(|| (i / 20).to_string());
@@ -801,7 +803,7 @@ fn a_long_merged_range_gives_the_modelled_signals_however_its_packs_store_deltas
             id if id == legal => "legal",
             other => panic!("a signal for {other}"),
         };
-        let signals: Vec<(&'static str, String, Option<String>, u64, u64)> = merged["signals"]
+        let signals: Vec<Modelled> = merged["signals"]
             .as_array()
             .unwrap()
             .iter()
