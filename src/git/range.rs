@@ -109,6 +109,59 @@ impl Trees {
     }
 }
 
+/// A blob's text as the diff reads it: `None` when binary or too large.
+type Text = Rc<Option<String>>;
+
+/// Blobs read while walking a range: the new side of one commit's change
+/// is the old side of the next change to that file, so each version is
+/// inflated (and checked for UTF-8) once per walk, not once per commit
+/// that shows it. Only the side the walk meets again is kept (the new side
+/// when it reads oldest first, the old side when newest first), and it is
+/// let go when met: the cache holds about one version per file the walk
+/// has open, within [`Blobs::MAX_BYTES`].
+struct Blobs {
+    text: RefCell<HashMap<ObjectId, Text>>,
+    bytes: std::cell::Cell<usize>,
+    /// Whether the walk reads oldest first (it keeps new sides).
+    oldest_first: bool,
+}
+
+impl Blobs {
+    /// What the cache may hold before it is dropped (a miss only reads a
+    /// blob again).
+    const MAX_BYTES: usize = 32 << 20;
+
+    fn new(oldest_first: bool) -> Self {
+        Blobs {
+            text: RefCell::default(),
+            bytes: std::cell::Cell::new(0),
+            oldest_first,
+        }
+    }
+
+    fn size(text: &Text) -> usize {
+        text.as_ref().as_ref().map_or(0, String::len)
+    }
+
+    fn take(&self, id: &ObjectId) -> Option<Text> {
+        let text = self.text.borrow_mut().remove(id)?;
+        self.bytes.set(self.bytes.get() - Self::size(&text));
+        Some(text)
+    }
+
+    fn put(&self, id: ObjectId, text: Text) {
+        let size = Self::size(&text);
+        if self.bytes.get() + size > Self::MAX_BYTES {
+            self.text.borrow_mut().clear();
+            self.bytes.set(0);
+        }
+        if let Some(old) = self.text.borrow_mut().insert(id, text) {
+            self.bytes.set(self.bytes.get() - Self::size(&old));
+        }
+        self.bytes.set(self.bytes.get() + size);
+    }
+}
+
 impl Repo {
     /// The commits reachable from `B` but not from `A`, for `spec` =
     /// `A..B` (an empty side means `HEAD`; a lone revision means every
@@ -117,6 +170,24 @@ impl Repo {
     #[cfg(test)]
     pub fn commit_range(&self, spec: &str) -> Result<Vec<CommitDiff>, GitError> {
         self.commit_range_where(spec, false, &|_| true)
+    }
+
+    /// Whether a walk of `spec` (`A..B`, first parents) reads its commits
+    /// oldest first (see [`Repo::bases_are_older`]).
+    #[cfg(test)]
+    pub fn reads_oldest_first(&self, spec: &str) -> Result<bool, GitError> {
+        let (from, to) = spec.split_once("..").unwrap_or(("", spec));
+        let ids: Vec<ObjectId> = self
+            .repo
+            .rev_walk([self.commit_of(to)?])
+            .with_hidden(Some(self.commit_of(from)?))
+            .first_parent_only()
+            .all()
+            .map_err(git("walking a commit range"))?
+            .map(|info| info.map(|i| i.id))
+            .collect::<Result<_, _>>()
+            .map_err(git("walking a commit range"))?;
+        self.bases_are_older(&ids, &Trees::default())
     }
 
     /// Commits are diffed on up to this many threads, each a contiguous
@@ -299,20 +370,96 @@ impl Repo {
         Ok(out)
     }
 
-    /// Diff each commit of `ids` against its first parent, in order.
+    /// Diff each commit of `ids` (newest first) against its first parent;
+    /// the diffs come in the order of `ids`, whichever order they are read
+    /// in (see [`Repo::bases_are_older`]).
     fn diff_run(
         &self,
         ids: &[ObjectId],
         wanted: &dyn Fn(&str) -> bool,
     ) -> Result<Vec<CommitDiff>, GitError> {
         let trees = Trees::default();
+        let oldest_first = self.bases_are_older(ids, &trees)?;
+        let blobs = Blobs::new(oldest_first);
         let mut out = Vec::with_capacity(ids.len());
-        for &id in ids {
-            out.push(self.commit_diff_where(id, wanted, &trees)?);
+        let mut read = |id: ObjectId| -> Result<(), GitError> {
+            out.push(self.commit_diff_where(id, wanted, &trees, &blobs)?);
             trees.trim();
+            Ok(())
+        };
+        if oldest_first {
+            ids.iter().rev().try_for_each(|&id| read(id))?;
+            out.reverse();
+        } else {
+            ids.iter().try_for_each(|&id| read(id))?;
         }
         Ok(out)
     }
+
+    /// Whether the packs store this walk's objects as deltas on their older
+    /// versions (as `git fast-import` and some pushes write them) rather
+    /// than on their newer ones (as `git repack` does). gix keeps only the
+    /// objects asked for in its delta cache, never the bases it resolves on
+    /// the way, so reading a version before its base re-inflates the whole
+    /// chain: read from the side the chains start on and each version is
+    /// one delta away from one already read. Judged on a few neighbouring
+    /// commits, by the delta depths (from the pack's headers, nothing
+    /// inflated whole) of the versions of each tree and file on the path to
+    /// the first change between them; when the headers do not tell, newest
+    /// first, as `git log` reads.
+    fn bases_are_older(&self, ids: &[ObjectId], trees: &Trees) -> Result<bool, GitError> {
+        use gix::odb::Header as _;
+        if ids.len() < 2 {
+            return Ok(false);
+        }
+        let depth = |id: ObjectId| -> Result<i64, GitError> {
+            let header = self
+                .repo
+                .objects
+                .try_header(&id)
+                .map_err(git("reading an object header"))?;
+            Ok(header.and_then(|h| h.num_deltas()).map_or(0, i64::from))
+        };
+        let step = ((ids.len() - 1) / Self::ORDER_SAMPLES).max(1);
+        let mut votes = 0i64;
+        for pair in ids.windows(2).step_by(step).take(Self::ORDER_SAMPLES) {
+            // Newest first: pair[0] is the child, pair[1] its parent.
+            let (mut new, mut old) = (
+                self.tree_of_commit(pair[0], trees)?,
+                self.tree_of_commit(pair[1], trees)?,
+            );
+            // Down the first changed entry while both sides are trees.
+            for _ in 0..Self::ORDER_DEPTH {
+                if new == old {
+                    break;
+                }
+                votes += (depth(new)? - depth(old)?).signum();
+                let (n, o) = (
+                    self.entries(Some(new), trees)?,
+                    self.entries(Some(old), trees)?,
+                );
+                let changed = n.iter().find_map(|(name, &(is_tree, id))| {
+                    o.get(name).and_then(|&(was_tree, was)| {
+                        (id != was && is_tree == was_tree).then_some((is_tree, id, was))
+                    })
+                });
+                match changed {
+                    Some((true, id, was)) => (new, old) = (id, was),
+                    Some((false, id, was)) => {
+                        votes += (depth(id)? - depth(was)?).signum();
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        }
+        Ok(votes > 0)
+    }
+
+    /// How many commit pairs [`Repo::bases_are_older`] looks at.
+    const ORDER_SAMPLES: usize = 8;
+    /// How deep into the trees it follows a change.
+    const ORDER_DEPTH: usize = 8;
 
     fn tree_of_commit(&self, commit: ObjectId, trees: &Trees) -> Result<ObjectId, GitError> {
         if let Some(&tree) = trees.of_commit.borrow().get(&commit) {
@@ -334,6 +481,7 @@ impl Repo {
         id: ObjectId,
         wanted: &dyn Fn(&str) -> bool,
         trees: &Trees,
+        blobs: &Blobs,
     ) -> Result<CommitDiff, GitError> {
         let commit = self.repo.find_commit(id).map_err(git("reading a commit"))?;
         let (subject, author) = {
@@ -365,7 +513,7 @@ impl Repo {
         let files = changed
             .into_iter()
             .filter(|(path, _, _)| wanted(path))
-            .map(|(path, old, new)| self.file_diff(path, old, new))
+            .map(|(path, old, new)| self.file_diff(path, old, new, blobs))
             .collect::<Result<_, _>>()?;
         Ok(CommitDiff {
             id,
@@ -410,10 +558,34 @@ impl Repo {
             return Ok(());
         }
         let (old, new) = (self.entries(old, trees)?, self.entries(new, trees)?);
-        let mut names: Vec<&Vec<u8>> = old.keys().chain(new.keys()).collect();
-        names.sort();
-        names.dedup();
-        for name in names {
+        // Both sides are sorted by name: walk them together, and leave
+        // alone every entry both hold alike (no path is built for it).
+        let (mut olds, mut news) = (old.iter().peekable(), new.iter().peekable());
+        loop {
+            use std::cmp::Ordering;
+            let side = match (olds.peek(), news.peek()) {
+                (None, None) => break,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some((a, _)), Some((b, _))) => a.cmp(b),
+            };
+            let (name, o, n) = match side {
+                Ordering::Less => match olds.next() {
+                    Some((name, o)) => (name, Some(o), None),
+                    None => break,
+                },
+                Ordering::Greater => match news.next() {
+                    Some((name, n)) => (name, None, Some(n)),
+                    None => break,
+                },
+                Ordering::Equal => match (olds.next(), news.next()) {
+                    (Some((name, o)), Some((_, n))) => (name, Some(o), Some(n)),
+                    _ => break,
+                },
+            };
+            if o == n {
+                continue;
+            }
             let Ok(name_s) = std::str::from_utf8(name) else {
                 continue;
             };
@@ -422,7 +594,6 @@ impl Repo {
             } else {
                 format!("{prefix}/{name_s}")
             };
-            let (o, n) = (old.get(name), new.get(name));
             let subtree = |e: Option<&(bool, ObjectId)>| e.filter(|e| e.0).map(|e| e.1);
             let blob = |e: Option<&(bool, ObjectId)>| e.filter(|e| !e.0).map(|e| e.1);
             let (ot, nt) = (subtree(o), subtree(n));
@@ -437,22 +608,42 @@ impl Repo {
         Ok(())
     }
 
+    /// A blob's text for diffing (`None`: binary or too large), read once
+    /// per walk: kept when `again` (the walk meets this version again).
+    fn blob_text(&self, id: ObjectId, blobs: &Blobs, again: bool) -> Result<Text, GitError> {
+        if let Some(text) = blobs.take(&id) {
+            return Ok(text);
+        }
+        let text = Rc::new(match self.read_blob(id, MAX_DIFF_BYTES)? {
+            Blob::Bytes(b) if !b[..b.len().min(8192)].contains(&0) => Some(
+                String::from_utf8(b)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            ),
+            _ => None,
+        });
+        if again {
+            blobs.put(id, Rc::clone(&text));
+        }
+        Ok(text)
+    }
+
     fn file_diff(
         &self,
         path: String,
         old: Option<ObjectId>,
         new: Option<ObjectId>,
+        blobs: &Blobs,
     ) -> Result<FileDiff, GitError> {
-        let read = |id: Option<ObjectId>| -> Result<Option<Vec<u8>>, GitError> {
-            match id {
-                None => Ok(Some(Vec::new())),
-                Some(id) => Ok(match self.read_blob(id, MAX_DIFF_BYTES)? {
-                    Blob::Bytes(b) if !b[..b.len().min(8192)].contains(&0) => Some(b),
-                    _ => None,
-                }),
-            }
+        let none: Text = Rc::new(Some(String::new()));
+        let read = |id: Option<ObjectId>, again: bool| match id {
+            None => Ok(Rc::clone(&none)),
+            Some(id) => self.blob_text(id, blobs, again),
         };
-        let (Some(old), Some(new)) = (read(old)?, read(new)?) else {
+        let (old, new) = (
+            read(old, !blobs.oldest_first)?,
+            read(new, blobs.oldest_first)?,
+        );
+        let (Some(old), Some(new)) = (old.as_ref(), new.as_ref()) else {
             return Ok(FileDiff {
                 path,
                 added: Vec::new(),
@@ -460,12 +651,11 @@ impl Repo {
                 opaque: true,
             });
         };
-        let (old, new) = (String::from_utf8_lossy(&old), String::from_utf8_lossy(&new));
         // A bound on the diff's time: on pathological files it settles for a
         // larger (still correct) set of changed lines.
         let diff = TextDiff::configure()
             .timeout(std::time::Duration::from_secs(2))
-            .diff_lines(old.as_ref(), new.as_ref());
+            .diff_lines(old.as_str(), new.as_str());
         let (mut added, mut removed) = (Vec::new(), Vec::new());
         for change in diff.iter_all_changes() {
             let line = change.value().trim_end_matches(['\n', '\r']).to_owned();

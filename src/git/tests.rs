@@ -487,3 +487,200 @@ fn a_push_is_read_as_a_new_branch_a_range_a_forced_range_or_nothing_to_count() {
     assert_eq!(repo.pushed(absent, &b).unwrap(), Pushed::BeforeMissing);
     assert!(repo.pushed(&a, absent).is_err());
 }
+
+/// The line changes of each commit of `base..HEAD` (first parents, newest
+/// first) as git itself lists the changed paths and their contents, diffed
+/// line by line as the range reader does: the reference the reader must
+/// match whatever order it reads the commits in.
+fn range_by_git(dir: &Path, base: &str) -> Vec<(String, Vec<FileDiff>)> {
+    let lines = |old: &str, new: &str, tag: similar::ChangeTag| -> Vec<String> {
+        let diff = similar::TextDiff::from_lines(old, new);
+        diff.iter_all_changes()
+            .filter(|c| c.tag() == tag)
+            .map(|c| c.value().trim_end_matches(['\n', '\r']).to_owned())
+            .collect()
+    };
+    let show = |rev: &str, path: &str| -> Option<Vec<u8>> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["cat-file", "blob", &format!("{rev}:{path}")])
+            .output()
+            .unwrap();
+        out.status.success().then_some(out.stdout)
+    };
+    sh(
+        dir,
+        &["rev-list", "--first-parent", &format!("{base}..HEAD")],
+    )
+    .lines()
+    .map(|commit| {
+        let changed = sh(
+            dir,
+            &[
+                "diff-tree",
+                "-r",
+                "--no-renames",
+                "--name-only",
+                "--no-commit-id",
+                &format!("{commit}^"),
+                commit,
+            ],
+        );
+        let files = changed
+            .lines()
+            .map(|path| {
+                let (old, new) = (show(&format!("{commit}^"), path), show(commit, path));
+                let binary = |b: &Option<Vec<u8>>| b.as_ref().is_some_and(|b| b.contains(&0));
+                if binary(&old) || binary(&new) {
+                    return FileDiff {
+                        path: path.into(),
+                        added: vec![],
+                        removed: vec![],
+                        opaque: true,
+                    };
+                }
+                let text = |b: Option<Vec<u8>>| String::from_utf8(b.unwrap_or_default()).unwrap();
+                let (old, new) = (text(old), text(new));
+                FileDiff {
+                    path: path.into(),
+                    added: lines(&old, &new, similar::ChangeTag::Insert),
+                    removed: lines(&old, &new, similar::ChangeTag::Delete),
+                    opaque: false,
+                }
+            })
+            .collect();
+        (commit.to_owned(), files)
+    })
+    .collect()
+}
+
+#[test]
+fn a_range_reads_the_same_lines_whichever_way_its_packs_store_deltas() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    init(&dir);
+    write(&dir.join("docs/a.md"), "# A\n");
+    sh(&dir, &["add", "-A"]);
+    sh(&dir, &["commit", "-q", "-m", "base"]);
+    let base = sh(&dir, &["rev-parse", "HEAD"]);
+    // git fast-import stores each version as a delta on the one before it
+    // (the oldest is the base of each chain); a repack stores the larger,
+    // newer versions whole. Pages grow, one is cut, one is binary, one is
+    // deleted and written again, some commits change several files.
+    let mut bodies: std::collections::BTreeMap<&str, String> = [
+        ("docs/a.md", "# A\n".to_owned()),
+        ("docs/deep/b.md", String::new()),
+        ("src/c.rs", String::new()),
+    ]
+    .into();
+    let mut stream = Vec::new();
+    for i in 0..160u32 {
+        let msg = format!("Edit {i}\n");
+        stream.extend_from_slice(b"commit refs/heads/main\n");
+        stream.extend(
+            format!(
+                "committer Ada <ada@example.com> {} +0000\n",
+                1_780_000_000 + i
+            )
+            .bytes(),
+        );
+        stream.extend(format!("data {}\n{msg}", msg.len()).bytes());
+        if i == 0 {
+            stream.extend(format!("from {base}\n").bytes());
+        }
+        let mut touch = vec![["docs/a.md", "docs/deep/b.md", "src/c.rs"][i as usize % 3]];
+        if i % 10 == 0 {
+            touch.push("docs/deep/b.md");
+        }
+        touch.dedup();
+        for path in touch {
+            let body = bodies.get_mut(path).unwrap();
+            if i % 17 == 5 {
+                // Cut the first half of the page.
+                let keep = body.lines().skip(body.lines().count() / 2);
+                *body = keep.map(|l| format!("{l}\n")).collect();
+            }
+            body.push_str(&format!("Line {i} of {path}: open Quickcast.\n"));
+            stream.extend(format!("M 100644 inline {path}\ndata {}\n{body}\n", body.len()).bytes());
+        }
+        if i % 40 == 13 {
+            let bin = [b'P', 0, b'N', (i % 251) as u8];
+            stream.extend(format!("M 100644 inline docs/logo.png\ndata {}\n", bin.len()).bytes());
+            stream.extend_from_slice(&bin);
+            stream.push(b'\n');
+        }
+        if i == 77 {
+            stream.extend_from_slice(b"D src/c.rs\n");
+            bodies.insert("src/c.rs", String::new());
+        }
+    }
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(&dir)
+        .args(["fast-import", "--quiet"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir.join(".test-home-unused"))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        child.stdin.take().unwrap().write_all(&stream).unwrap();
+    }
+    assert!(child.wait().unwrap().success());
+    let spec = format!("{base}..HEAD");
+    let expected = range_by_git(&dir, &base);
+    assert_eq!(expected.len(), 160);
+    let read = |dir: &Path| -> Vec<(String, Vec<FileDiff>)> {
+        let repo = Repo::discover(dir).unwrap();
+        let range = repo.merged_range(&spec).unwrap();
+        repo.merged_commits_where(&range, true, &|_| true)
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.id.to_string(), c.files))
+            .collect()
+    };
+    let as_imported = read(&dir);
+    assert_eq!(as_imported, expected);
+    assert!(
+        Repo::discover(&dir)
+            .unwrap()
+            .reads_oldest_first(&spec)
+            .unwrap(),
+        "fast-import's chains start at the oldest version: read from there"
+    );
+    // A filter reads only the files it wants, the same lines.
+    let repo = Repo::discover(&dir).unwrap();
+    let md_only = repo
+        .merged_commits_where(&repo.merged_range(&spec).unwrap(), true, &|p| {
+            p.ends_with(".md")
+        })
+        .unwrap();
+    for (c, (id, files)) in md_only.iter().zip(&expected) {
+        assert_eq!(&c.id.to_string(), id);
+        let wanted: Vec<&FileDiff> = files.iter().filter(|f| f.path.ends_with(".md")).collect();
+        assert_eq!(c.files.iter().collect::<Vec<_>>(), wanted);
+    }
+    sh(
+        &dir,
+        &[
+            "repack",
+            "-q",
+            "-a",
+            "-d",
+            "-f",
+            "--depth=50",
+            "--window=50",
+        ],
+    );
+    sh(&dir, &["prune-packed"]);
+    assert_eq!(read(&dir), expected);
+    assert!(
+        !Repo::discover(&dir)
+            .unwrap()
+            .reads_oldest_first(&spec)
+            .unwrap(),
+        "a repack keeps the newest versions whole: read newest first"
+    );
+}

@@ -72,7 +72,7 @@ pub fn avoided_forms(term: &str, instead_of: &[String]) -> Result<Vec<String>, F
 /// Whether an avoided form differs from the form to use only in case; such a
 /// form matches exactly as written, every other form case-insensitively.
 pub fn is_case_only(avoided: &str, preferred: &str) -> bool {
-    avoided != preferred && case_key(avoided) == case_key(preferred)
+    avoided != preferred && same_case_key(avoided, preferred)
 }
 
 /// Whether `text` is a use of `avoided` under the rule's case logic.
@@ -80,7 +80,17 @@ pub fn form_matches(avoided: &str, preferred: &str, text: &str) -> bool {
     if is_case_only(avoided, preferred) {
         avoided == text
     } else {
-        case_key(avoided) == case_key(text)
+        same_case_key(avoided, text)
+    }
+}
+
+/// `case_key(a) == case_key(b)`, without building either key when both are
+/// ASCII (settling compares every pair of a rule's forms: most are).
+fn same_case_key(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        case_key(a) == case_key(b)
     }
 }
 
@@ -230,6 +240,29 @@ mod tests {
         assert!(!form_matches("QuickCast", "Quickcast", "quickcast"));
         assert!(!form_matches("quickcast", "Quickcast", "Quickcast"));
         assert!(form_matches("Quick cast", "Quickcast", "quick CAST"));
+    }
+
+    #[test]
+    fn forms_compare_by_their_case_keys() {
+        let pairs = [
+            ("Quick cast", "quick CAST"),
+            ("Quick cast", "Quick-cast"),
+            ("Straße", "STRASSE"),
+            ("Straße", "straße"),
+            ("ΣΟΦΟΣ", "σοφος"),
+            ("ΣΟΦΟΣ", "σοφος "),
+            ("\u{212A}elvin", "kelvin"),
+            ("İstanbul", "istanbul"),
+            ("", ""),
+        ];
+        for (a, b) in pairs {
+            assert_eq!(
+                same_case_key(a, b),
+                case_key(a) == case_key(b),
+                "{a:?} {b:?}"
+            );
+            assert_eq!(same_case_key(b, a), same_case_key(a, b), "{a:?} {b:?}");
+        }
     }
 
     #[test]

@@ -795,3 +795,198 @@ fn the_digest_and_the_log_say_you_for_the_readers_own_operations_and_name_a_team
     let json = p.a.kapi(&["context", "review", "--json"]).ok().stdout;
     assert!(!json.contains("\"you\""), "{json}");
 }
+
+/// A repository whose 150 commits after its first (made by `git
+/// fast-import`, which stores each version as a delta on the one before)
+/// write the preferred form in help and legal pages, drop lines holding the
+/// avoided one, and change files no suggestion can match: a help page
+/// without either form, code, a binary page. Every 20th commit is a
+/// squash-merged pull request. With `repack`, the objects are repacked
+/// (newer versions whole, older ones deltas on them). Returns the
+/// repository, the first commit, and the help and legal suggestions.
+fn long_history(repack: bool) -> (TestEnv, String, String, String) {
+    let env = TestEnv::new();
+    env.write("kapi.toml", POINTS);
+    let mut start = String::from("# Start\n\n");
+    for k in 0..40 {
+        start.push_str(&format!("Old {k}: open Quick cast.\n"));
+    }
+    let mut terms = String::from("# Terms\n\nQuick cast is a trademark.\n");
+    env.write("docs/help/start.md", &start);
+    env.write("docs/legal/terms.md", &terms);
+    env.git(&["add", "-A"]);
+    env.git(&["commit", "-qm", "Initial docs"]);
+    let help = suggest(&env, "a1", "docs/help/start.md");
+    let legal = suggest(&env, "a1", "docs/legal/terms.md");
+    let base = env.git(&["rev-parse", "HEAD"]);
+    let (mut plain, mut code) = (String::new(), String::new());
+    let mut stream = Vec::new();
+    for i in 0..150u32 {
+        let msg = match i % 20 {
+            19 => format!("Edit {i} (#{})\n", i / 20),
+            _ => format!("Edit {i}\n"),
+        };
+        stream.extend(
+            format!(
+                "commit refs/heads/main\ncommitter Ada <ada@example.com> {} +0000\ndata {}\n{msg}",
+                1_780_000_000 + i,
+                msg.len()
+            )
+            .bytes(),
+        );
+        if i == 0 {
+            stream.extend(format!("from {base}\n").bytes());
+        }
+        let (path, body) = match i % 5 {
+            0 => {
+                start.push_str(&format!("Step {i}: open Quickcast.\n"));
+                ("docs/help/start.md", &start)
+            }
+            1 => {
+                terms.push_str(&format!("Clause {i}: Quickcast is ours.\n"));
+                ("docs/legal/terms.md", &terms)
+            }
+            2 => {
+                plain.push_str(&format!("Note {i}: nothing to count here.\n"));
+                ("docs/help/plain.md", &plain)
+            }
+            3 => {
+                code.push_str(&format!("// Quickcast {i} replaces Quick cast\n"));
+                ("src/main.rs", &code)
+            }
+            _ => {
+                let first = start.find("Old ").expect("an old line is left");
+                let end = first + start[first..].find('\n').unwrap() + 1;
+                start.replace_range(first..end, "");
+                start.push_str(&format!("Step {i}: Quickcast again.\n"));
+                ("docs/help/start.md", &start)
+            }
+        };
+        stream.extend(format!("M 100644 inline {path}\ndata {}\n{body}\n", body.len()).bytes());
+        if i % 7 == 3 {
+            let bin = [b'Q', 0, b'c', i as u8];
+            stream
+                .extend(format!("M 100644 inline docs/help/blob.md\ndata {}\n", bin.len()).bytes());
+            stream.extend_from_slice(&bin);
+            stream.push(b'\n');
+        }
+    }
+    env.git_stdin(&["fast-import", "--quiet"], &stream);
+    env.git(&["reset", "-q", "--hard"]);
+    if repack {
+        env.git(&[
+            "repack",
+            "-q",
+            "-a",
+            "-d",
+            "-f",
+            "--depth=50",
+            "--window=50",
+        ]);
+        env.git(&["prune-packed"]);
+    }
+    (env, base, help, legal)
+}
+
+/// A merge signal as the report gives it: (suggestion, commit, pull
+/// request, preferred, avoided).
+type Modelled = (&'static str, String, Option<String>, u64, u64);
+
+/// The signals a range of [`long_history`] gives, by the model of its
+/// lines: (suggestion, newest commit of the group, pull request,
+/// preferred, avoided), grouped as the range is read (newest first).
+fn modelled_signals(env: &TestEnv, base: &str) -> Vec<Modelled> {
+    let commits: Vec<String> = env
+        .git(&["rev-list", "--first-parent", &format!("{base}..HEAD")])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(commits.len(), 150);
+    // (pr, newest commit, help (p, a), legal (p, a)), in order of first sight.
+    type Group = (Option<String>, String, (u64, u64), (u64, u64));
+    let mut groups: Vec<Group> = Vec::new();
+    for (j, commit) in commits.iter().enumerate() {
+        let i = 149 - j as u32;
+        let pr = (i % 20 == 19).then(|| (i / 20).to_string());
+        let g = match groups.iter().position(|g| g.0 == pr) {
+            Some(g) => g,
+            None => {
+                groups.push((pr, commit.clone(), (0, 0), (0, 0)));
+                groups.len() - 1
+            }
+        };
+        match i % 5 {
+            0 => groups[g].2.0 += 1,
+            1 => groups[g].3.0 += 1,
+            4 => {
+                groups[g].2.0 += 1;
+                groups[g].2.1 += 1;
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (pr, commit, help, legal) in groups {
+        for (label, (p, a)) in [("help", help), ("legal", legal)] {
+            if p + a > 0 {
+                out.push((label, commit.clone(), pr.clone(), p, a));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_long_merged_range_gives_the_modelled_signals_however_its_packs_store_deltas() {
+    let mut reports = Vec::new();
+    for repack in [false, true] {
+        let (env, base, help, legal) = long_history(repack);
+        let run: Run = env
+            .kapi_cmd(&[
+                "context",
+                "sync",
+                "--no-push",
+                "--merged",
+                &format!("{base}..HEAD"),
+                "--json",
+            ])
+            .env("KAPI_TOOL", "ci")
+            .output()
+            .unwrap()
+            .into();
+        let report = run.ok().json();
+        let merged = &report["merged"];
+        assert_eq!(merged["commits"], 150, "{report}");
+        // Changed prose files read: help and legal pages, not code, not the
+        // binary page.
+        assert_eq!(merged["files"], 120, "{report}");
+        let label = |id: &str| match id {
+            id if id == help => "help",
+            id if id == legal => "legal",
+            other => panic!("a signal for {other}"),
+        };
+        let signals: Vec<Modelled> = merged["signals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                assert_eq!(s["recorded"], true, "{s}");
+                (
+                    label(s["target"].as_str().unwrap()),
+                    s["commit"].as_str().unwrap().to_owned(),
+                    s["pr"].as_str().map(str::to_owned),
+                    s["preferred"].as_u64().unwrap(),
+                    s["avoided"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let mut sorted = signals.clone();
+        let mut expected = modelled_signals(&env, &base);
+        sorted.sort();
+        expected.sort();
+        assert_eq!(sorted, expected, "repacked: {repack}");
+        reports.push(signals);
+    }
+    // The same signals in the same order, whichever way the commits were read.
+    assert_eq!(reports[0], reports[1]);
+}
