@@ -14,7 +14,9 @@ use super::content;
 use super::newest::{self, AHEAD_BOUND_MS};
 use super::reflock::Moved;
 use super::segment::ContentError;
-use super::{LogRef, Store, StoreError, fault, journal, lock, segment, sweep, tree};
+use super::{
+    LogRef, Store, StoreError, fault, journal, lock, pack, segment, sweep, tree, write_commit,
+};
 use crate::ops::id::OpId;
 use crate::ops::record::{MAX_RECORD_BYTES, Record, RecordError};
 
@@ -39,6 +41,9 @@ pub type Sign<'a> = &'a dyn Fn(&Record) -> Result<Option<String>, String>;
 
 /// How often a writer tries to move a ref another program keeps moving.
 const ATTEMPTS: usize = 8;
+
+/// From how many lines an append writes its objects as one pack.
+const PACK_LINES: usize = 8;
 /// How many tails a writer tries before it gives up on finding a segment
 /// with room (only a log full of oversized segments runs out).
 const TAILS: u32 = 64;
@@ -413,7 +418,15 @@ impl Store {
             let state = self.ref_state(which)?;
             let tip = state.as_ref().and_then(|s| s.commit);
             let root = tip.map(|t| self.tree_of(t)).transpose()?;
-            let (new_root, refused) = tree::insert_lines(self.repo.gix(), root, &bytes)?;
+            // A large batch (merge signals and the establishments they
+            // settle, an import's part) rewrites many segments and the
+            // trees above them: kept in memory and written as one pack
+            // before the ref moves ([`pack`]), not as a loose file each.
+            // A note's few objects stay loose.
+            let batch =
+                (lines.len() >= PACK_LINES).then(|| self.repo.gix().clone().with_object_memory());
+            let repo = batch.as_ref().unwrap_or(self.repo.gix());
+            let (new_root, refused) = tree::insert_lines(repo, root, &bytes)?;
             let refused: Vec<Vec<u8>> = refused.into_iter().map(<[u8]>::to_vec).collect();
             let landed: Vec<&str> = lines
                 .iter()
@@ -447,7 +460,10 @@ impl Store {
                 content = Some(id);
                 parents.push(id);
             }
-            let commit = self.commit(new_root, parents, seconds, &message)?;
+            let commit = write_commit(repo, new_root, parents, seconds, &message)?;
+            if let Some(objects) = batch.and_then(|mut b| b.objects.take_object_memory()) {
+                pack::write(self.repo.gix(), objects)?;
+            }
             fault::point("objects-written");
             match self.move_ref(which, state.as_ref(), commit)? {
                 Moved::Done => {

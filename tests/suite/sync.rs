@@ -980,6 +980,25 @@ fn a_long_merged_range_gives_the_modelled_signals_however_its_packs_store_deltas
                 )
             })
             .collect();
+        // The signals were one append of many lines: its commit and the
+        // trees it rewrote went into one pack, not loose files.
+        let objects = env.path().join(".git/objects");
+        let loose = |id: &str| objects.join(&id[..2]).join(&id[2..]).exists();
+        let log = env.git(&["log", "--format=%H %T %s", "refs/kapi/ops"]);
+        let batches: Vec<&str> = log
+            .lines()
+            .filter(|l| {
+                l.split(' ').nth(3).and_then(|n| n.parse::<usize>().ok()) >= Some(8)
+                    && l.contains(" operations, last ")
+            })
+            .collect();
+        assert!(!batches.is_empty(), "{log}");
+        for batch in batches {
+            let mut ids = batch.split(' ');
+            let (commit, tree) = (ids.next().unwrap(), ids.next().unwrap());
+            assert!(!loose(commit) && !loose(tree), "{batch}");
+        }
+        env.git(&["fsck", "--strict", "--no-dangling"]);
         let mut sorted = signals.clone();
         let mut expected = modelled_signals(&env, &base);
         sorted.sort();
