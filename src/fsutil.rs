@@ -140,6 +140,41 @@ pub fn append_regular(path: &Path, links: Links) -> Result<File, FileError> {
     regular(file)
 }
 
+/// Write `bytes` over the start of `file`, cutting it only when it held
+/// more. For the small files kapi rewrites on every append (a lock's
+/// holder, a ref intent, the newest-id cache): truncating one to nothing
+/// and writing it again, or renaming a new one over it, frees its block
+/// and allocates another each time, which ext4 pays for with a discard
+/// the writer waits for (on a disk mounted with `discard`) and a writeback
+/// it starts when the file is closed. Content of a steady length keeps its
+/// block. One write of less than a page at offset 0: a process killed
+/// during it leaves the old content or the new, never a mix (a cut that
+/// follows may be lost: the content's own check must catch a longer old
+/// tail).
+pub fn overwrite(file: &File, bytes: &[u8]) -> io::Result<()> {
+    use std::io::{Seek, Write};
+    let mut out = file;
+    out.rewind()?;
+    out.write_all(bytes)?;
+    if file.metadata()?.len() > bytes.len() as u64 {
+        file.set_len(bytes.len() as u64)?;
+    }
+    Ok(())
+}
+
+/// [`overwrite`] the regular file at `path`, creating it if it is missing.
+/// Nothing is written to what is not a regular file (a FIFO, a device).
+pub fn overwrite_regular(path: &Path, links: Links, bytes: &[u8]) -> Result<(), FileError> {
+    let file = options(links)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(open_error)?;
+    overwrite(&regular(file)?, bytes)?;
+    Ok(())
+}
+
 /// Read at most `limit` bytes from the start of `file` into `buf`.
 pub fn read_prefix(file: &mut File, buf: &mut Vec<u8>, limit: usize) -> io::Result<()> {
     buf.clear();
@@ -250,5 +285,32 @@ mod tests {
             .write_all(b"b\n")
             .unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"a\nb\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn overwrites_in_place_cutting_only_what_was_longer() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("intent");
+        overwrite_regular(&path, Links::Refuse, b"1234567890 long\n").unwrap();
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        overwrite_regular(&path, Links::Refuse, b"42 short\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"42 short\n");
+        overwrite_regular(&path, Links::Refuse, b"a longer one again\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"a longer one again\n");
+        // The same file throughout: written over, never replaced.
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode);
+        // Never through a link, never into what is not a regular file.
+        let target = dir.path().join("target");
+        std::fs::write(&target, "kept").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(matches!(
+            overwrite_regular(&link, Links::Refuse, b"x"),
+            Err(FileError::NotRegular("a symbolic link"))
+        ));
+        assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+        assert!(overwrite_regular(dir.path(), Links::Refuse, b"x").is_err());
     }
 }

@@ -9,7 +9,7 @@
 //! process id into the lock file for that message.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -89,11 +89,8 @@ impl Lock {
     }
 
     /// Name this process as the holder (best effort), for anyone who waits.
-    fn held_by_us(mut file: File) -> Self {
-        let _ = file
-            .set_len(0)
-            .and_then(|()| file.rewind())
-            .and_then(|()| writeln!(file, "{}", std::process::id()));
+    fn held_by_us(file: File) -> Self {
+        let _ = crate::fsutil::overwrite(&file, format!("{:<10}\n", std::process::id()).as_bytes());
         Self { _file: file }
     }
 
@@ -108,11 +105,11 @@ impl Lock {
     }
 }
 
-/// The process id a lock file names, if it names one.
+/// The process id a lock file names, if it names one (on its first line).
 pub fn holder(path: &Path) -> Option<u32> {
     let mut text = String::new();
     File::open(path).ok()?.read_to_string(&mut text).ok()?;
-    text.trim().parse().ok()
+    text.lines().next()?.trim().parse().ok()
 }
 
 fn open(kapi_dir: &Path, path: &Path) -> Result<File, StoreError> {
@@ -135,5 +132,32 @@ fn open(kapi_dir: &Path, path: &Path) -> Result<File, StoreError> {
             open().map_err(|source| StoreError::Lock { path, source })
         }
         Err(source) => Err(StoreError::Lock { path, source }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_holder_is_named_whatever_the_lock_file_held_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(COMMIT);
+        let me = std::process::id();
+        for before in [
+            "",
+            "7\n",
+            "123456789012345678901234567890\nleft by another tool\n",
+        ] {
+            std::fs::write(&path, before).unwrap();
+            let lock = Lock::try_commit(dir.path()).unwrap().expect("free");
+            assert_eq!(holder(&path), Some(me));
+            drop(lock);
+        }
+        // Held again: the file keeps its length, written over in place.
+        let len = std::fs::metadata(&path).unwrap().len();
+        let _lock = Lock::commit(dir.path(), DEFAULT_TIMEOUT).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+        assert_eq!(holder(&path), Some(me));
     }
 }

@@ -177,11 +177,15 @@ fn read_cache(kapi_dir: &Path) -> BTreeMap<String, Entry> {
 }
 
 /// Write the cache (call under the journal lock, which every writer of the
-/// cache holds; best effort: the cache is derived). Renamed in whole, not
-/// synced (`atomic::replace_derived`): a writer killed while writing leaves
-/// the cache it found, which the next writer brings up to date from the
-/// segments that changed, where a torn cache would cost a read of every
-/// segment; a crash that tears it all the same fails its checksum.
+/// cache holds; best effort: the cache is derived), not synced. Every
+/// append rewrites it, so while it is under a page it is written over in
+/// place (`fsutil::overwrite`: one write, no block freed and allocated
+/// again, which ext4 with `discard` makes the writer wait for); a larger
+/// one is renamed in whole (`atomic::replace_derived`). Either way a
+/// writer killed while writing leaves the cache it found (or, killed
+/// between the write and the cut of a longer old one, a tail that fails
+/// the checksum), and a crash that tears it fails its checksum: it is
+/// computed again from the log.
 fn write_cache(kapi_dir: &Path, entries: &BTreeMap<String, Entry>) {
     let mut text = format!("{MAGIC}\n");
     for (name, e) in entries {
@@ -201,10 +205,21 @@ fn write_cache(kapi_dir: &Path, entries: &BTreeMap<String, Entry>) {
     }
     let crc = crc32fast::hash(text.trim_end_matches('\n').as_bytes());
     text.push_str(&format!("crc {crc}\n"));
-    let _ = crate::atomic::replace_derived(&kapi_dir.join(NAME), |out| {
+    let path = kapi_dir.join(NAME);
+    if text.len() <= IN_PLACE_BYTES
+        && crate::fsutil::overwrite_regular(&path, crate::fsutil::Links::Refuse, text.as_bytes())
+            .is_ok()
+    {
+        return;
+    }
+    let _ = crate::atomic::replace_derived(&path, |out| {
         std::io::Write::write_all(out, text.as_bytes())
     });
 }
+
+/// The largest cache written over in place: one page, written by one
+/// `write` a kill cannot split.
+const IN_PLACE_BYTES: usize = 4096;
 
 /// The newest ids of the log `which` whose tip tree is `root`, as of
 /// `now_ms`; the second value says whether the cache should be rewritten
@@ -455,5 +470,46 @@ mod tests {
         );
         assert!(later.ahead.is_empty());
         assert_eq!(n.at(now - 1).unwrap().for_minting(), n.for_minting());
+    }
+
+    fn entries(n: usize) -> BTreeMap<String, Entry> {
+        let now = crate::ops::id::EPOCH_MS + 1_000_000;
+        let mut newest = Newest::empty(now);
+        newest.add(id(now - 5, 1));
+        for k in 0..n {
+            newest.add(id(now + AHEAD_BOUND_MS + 60_000 + k as u64, k as u128));
+        }
+        let tree = ObjectId::from_hex(b"4b825dc642cb6eb9a060e54bf8d69288fbca4904").unwrap();
+        BTreeMap::from([(LogRef::Shared.name().to_owned(), Entry { tree, newest })])
+    }
+
+    #[test]
+    fn the_cache_reads_back_written_in_place_or_renamed_and_a_left_tail_reads_as_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(NAME);
+        let same = |a: &BTreeMap<String, Entry>, b: &BTreeMap<String, Entry>| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, a), (kb, b))| ka == kb && a.tree == b.tree && a.newest == b.newest)
+        };
+        // Many ids ahead: over a page, renamed in whole.
+        let big = entries(300);
+        write_cache(dir.path(), &big);
+        assert!(std::fs::metadata(&path).unwrap().len() as usize > IN_PLACE_BYTES);
+        assert!(same(&read_cache(dir.path()), &big));
+        // Under a page: written over the larger one in place, cut to size.
+        let small = entries(1);
+        write_cache(dir.path(), &small);
+        assert!((std::fs::metadata(&path).unwrap().len() as usize) < IN_PLACE_BYTES);
+        assert!(same(&read_cache(dir.path()), &small));
+        // A writer killed between writing a shorter cache over a longer one
+        // and cutting it leaves the old tail: the checksum refuses it.
+        let longer = std::fs::read(&path).unwrap();
+        write_cache(dir.path(), &entries(0));
+        let mut torn = std::fs::read(&path).unwrap();
+        torn.extend_from_slice(&longer[torn.len()..]);
+        std::fs::write(&path, &torn).unwrap();
+        assert!(read_cache(dir.path()).is_empty());
     }
 }

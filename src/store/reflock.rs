@@ -84,13 +84,20 @@ fn read_intent(kapi_dir: &Path, which: LogRef) -> Option<Intent> {
     })
 }
 
+/// Written over the last intent in place ([`crate::fsutil::overwrite`]):
+/// the process id padded to ten places keeps the file's length for a ref,
+/// so moving a ref neither frees nor allocates a block for it.
 fn write_intent(kapi_dir: &Path, which: LogRef, new: ObjectId) -> Result<(), StoreError> {
+    use crate::fsutil::{FileError, Links, overwrite_regular};
     let path = intent_path(kapi_dir, which);
-    std::fs::write(
-        &path,
-        format!("{} {} {}\n", std::process::id(), which.name(), new),
-    )
-    .map_err(|source| StoreError::Io { path, source })
+    let text = format!("{:<10} {} {}\n", std::process::id(), which.name(), new);
+    overwrite_regular(&path, Links::Refuse, text.as_bytes()).map_err(|e| {
+        let source = match e {
+            FileError::Io(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        };
+        StoreError::Io { path, source }
+    })
 }
 
 /// A ref lock found while kapi holds its commit lock.
