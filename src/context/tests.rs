@@ -389,7 +389,8 @@ mod checkpoint {
                 r.evidence = vec![crate::ops::record::Evidence {
                     path: Some("docs/a.md".into()),
                     ..Default::default()
-                }];
+                }]
+                .into();
                 // Rules at points that meet only when the axis is typed.
                 if let Some(market) = ["nordics", "no", "se"].get((n % 4) as usize) {
                     r.scope.point.insert("market".into(), (*market).into());

@@ -153,7 +153,7 @@ impl Draft {
     pub fn into_record(self, project: &str, actor: Actor, basis: Basis) -> Record {
         let kind = self.kind();
         let mut r = Record {
-            basis,
+            basis: basis.into(),
             note: self.note,
             address: self.address,
             ..Record::new(project, actor, kind)
@@ -165,8 +165,8 @@ impl Draft {
                 evidence,
             } => {
                 r.subject = Some(subject);
-                r.scope = scope;
-                r.evidence = evidence;
+                r.scope = scope.into();
+                r.evidence = evidence.into();
             }
             Drafted::Correct {
                 correction,
@@ -176,8 +176,8 @@ impl Draft {
             } => {
                 r.correction = Some(Box::new(correction));
                 r.subject = rule;
-                r.scope = scope;
-                r.evidence = evidence;
+                r.scope = scope.into();
+                r.evidence = evidence.into();
             }
             Drafted::Import {
                 subject,
@@ -185,8 +185,8 @@ impl Draft {
                 evidence,
             } => {
                 r.subject = subject;
-                r.scope = scope;
-                r.evidence = evidence;
+                r.scope = scope.into();
+                r.evidence = evidence.into();
             }
             Drafted::Edit {
                 target,
@@ -196,7 +196,7 @@ impl Draft {
             } => {
                 r.target = target.map(|t| t.as_str().into());
                 r.subject = Some(subject);
-                r.scope = scope;
+                r.scope = scope.into();
                 r.advisory = advisory;
             }
             Drafted::Keep {
@@ -205,7 +205,7 @@ impl Draft {
                 advisory,
             } => {
                 r.target = Some(target.as_str().into());
-                r.scope = window;
+                r.scope = window.into();
                 r.advisory = advisory;
             }
             Drafted::Drop { target } | Drafted::Withdraw { target } => {
@@ -213,7 +213,7 @@ impl Draft {
             }
             Drafted::Widen { target, scope } => {
                 r.target = Some(target.as_str().into());
-                r.scope = scope;
+                r.scope = scope.into();
             }
             Drafted::Reset { before } => r.before = Some(before.as_str().into()),
             Drafted::Signal { target, signal } => {

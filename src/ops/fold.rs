@@ -1035,7 +1035,7 @@ fn new_state(r: &Record, status: Status) -> State {
         status,
         contested_by: Vec::new(),
         kept: status == Status::Established,
-        scope: r.scope.clone(),
+        scope: (*r.scope).clone(),
         advisory: false,
         standing: Standing::default(),
         decided_by: None,
@@ -1350,7 +1350,8 @@ pub(crate) mod tests {
                         evidence: vec![Evidence {
                             path: Some(format!("terms{file}.tsv")),
                             ..Evidence::default()
-                        }],
+                        }]
+                        .into(),
                         ..op(n, Kind::Import, ActorKind::Person)
                     },
                     Gen::Keep(t) => Record {

@@ -3,6 +3,7 @@
 
 pub(crate) mod actor;
 pub mod axes;
+mod canonical;
 pub(crate) mod draft;
 pub mod fold;
 pub(crate) mod forms;
@@ -15,6 +16,7 @@ pub mod record;
 pub(crate) mod rules;
 pub(crate) mod scope;
 pub(crate) mod settle;
+pub mod slim;
 pub mod trust;
 pub(crate) mod valid;
 pub(crate) mod widen;

@@ -11,6 +11,8 @@ use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 use super::id::OpId;
+use super::slim::Rare;
+pub use super::slim::Slim;
 
 /// The version of the record format this build writes and reads.
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -60,12 +62,15 @@ pub struct Record {
     pub subject: Option<Subject>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correction: Option<Box<Correction>>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<Evidence>,
-    #[serde(default, skip_serializing_if = "Basis::is_empty")]
-    pub basis: Basis,
-    #[serde(default, skip_serializing_if = "Scope::is_empty")]
-    pub scope: Scope,
+    /// Where it was seen. This field, `basis`, `scope` and `because` are
+    /// [`Slim`]: out of line when set, eight bytes when empty (as in the
+    /// usage signals and check runs that are most of a long log).
+    #[serde(default, skip_serializing_if = "Slim::is_empty")]
+    pub evidence: Slim<Vec<Evidence>>,
+    #[serde(default, skip_serializing_if = "Slim::is_empty")]
+    pub basis: Slim<Basis>,
+    #[serde(default, skip_serializing_if = "Slim::is_empty")]
+    pub scope: Slim<Scope>,
     /// The operation this one acts on (keep, drop, withdraw, widen, signal, establish).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<CompactString>,
@@ -84,8 +89,8 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<Box<Signal>>,
     /// The signals an establishment rested on.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub because: Vec<String>,
+    #[serde(default, skip_serializing_if = "Slim::is_empty")]
+    pub because: Slim<Vec<String>>,
     /// One run of the checks (kind `check`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<Box<CheckRun>>,
@@ -431,6 +436,16 @@ impl Basis {
     }
 }
 
+impl Rare for Basis {
+    fn empty() -> &'static Self {
+        static EMPTY: Basis = Basis { commit: None };
+        &EMPTY
+    }
+    fn is_empty(&self) -> bool {
+        Basis::is_empty(self)
+    }
+}
+
 /// Where a rule applies (a point: axis → value) and for how long
 /// (`valid_from` inclusive, `valid_to` exclusive).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -447,6 +462,21 @@ pub struct Scope {
     /// project (`kapi context review --widen-to workspace`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub workspace: bool,
+}
+
+impl Rare for Scope {
+    fn empty() -> &'static Self {
+        static EMPTY: Scope = Scope {
+            point: BTreeMap::new(),
+            valid_from: None,
+            valid_to: None,
+            workspace: false,
+        };
+        &EMPTY
+    }
+    fn is_empty(&self) -> bool {
+        Scope::is_empty(self)
+    }
 }
 
 impl Scope {
@@ -543,16 +573,16 @@ impl Record {
             kind,
             subject: None,
             correction: None,
-            evidence: Vec::new(),
-            basis: Basis::default(),
-            scope: Scope::default(),
+            evidence: Slim::default(),
+            basis: Slim::default(),
+            scope: Slim::default(),
             target: None,
             before: None,
             note: None,
             at: CompactString::default(),
             address: None,
             signal: None,
-            because: Vec::new(),
+            because: Slim::default(),
             check: None,
             advisory: false,
             sig: None,

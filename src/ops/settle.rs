@@ -91,8 +91,9 @@ mod tests {
             evidence: vec![Evidence {
                 path: Some(format!("docs/{section}/a.md")),
                 ..Evidence::default()
-            }],
-            scope: at(section),
+            }]
+            .into(),
+            scope: at(section).into(),
             ..op(n, Kind::Observe, ActorKind::Agent, "s1")
         }
     }
@@ -106,8 +107,9 @@ mod tests {
             evidence: vec![Evidence {
                 path: Some(format!("docs/{section}/b.md")),
                 ..Evidence::default()
-            }],
-            scope: at(section),
+            }]
+            .into(),
+            scope: at(section).into(),
             ..op(n, Kind::Correct, who, "s2")
         }
     }
@@ -263,7 +265,8 @@ mod tests {
             evidence: vec![Evidence {
                 quote: Some("Quick cast".into()),
                 ..Evidence::default()
-            }],
+            }]
+            .into(),
             ..suggestion(1, "help")
         };
         let log = vec![a.clone(), merge(2, &a, 1)];
@@ -357,7 +360,7 @@ mod tests {
         let fix = correction(2, "Quick cast", "Quickcast", "help", ActorKind::Person);
         let establish = Record {
             target: Some(a.id.clone()),
-            because: vec![fix.id.to_string()],
+            because: vec![fix.id.to_string()].into(),
             address: Some("sha256:e".into()),
             ..op(3, Kind::Establish, ActorKind::Tool, "settle")
         };

@@ -20,32 +20,29 @@ pub(super) fn with_delta_cache(repo: &mut gix::Repository) {
 /// Segments read from git rather than from the read cache, with their bytes.
 type Fresh = Vec<(ObjectId, Vec<u8>)>;
 
-/// Inflate and parse segments on every core: decoding is most of a read.
-pub(super) fn parse_segments(
+/// One segment's records (sorted by id), with its place among the segments.
+type Run = (usize, Vec<Record>);
+
+/// Parse one segment (the `n`th) into a run of records sorted by id, from
+/// the read cache or from git; `None` when it is not read (not a shard,
+/// or oversized: named in `problems`).
+fn parse_one(
     repo: &gix::Repository,
-    segments: &[tree::Segment],
+    n: usize,
+    s: &tree::Segment,
     cache: &cache::SegmentCache,
-) -> Result<(Loaded, Fresh), StoreError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    // Each segment is one run of records sorted by id.
-    type Runs = (Vec<Vec<Record>>, Vec<Problem>, Vec<(ObjectId, Vec<u8>)>);
-    let parse = |repo: &gix::Repository, part: &[tree::Segment]| -> Result<Runs, StoreError> {
-        let (mut runs, mut problems, mut fresh) =
-            (Vec::with_capacity(part.len()), Vec::new(), Vec::new());
-        for s in part {
-            problems.extend(s.problem.clone());
-            let Some(blob) = s.blob else { continue };
-            if let Some(bytes) = cache.get(&blob) {
-                let mut run = Vec::with_capacity(segment::capacity_for(&bytes));
-                segment::parse(&bytes, s.shard, &s.location, &mut run, &mut problems);
-                if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
-                    run.sort_by(|a, b| a.id.cmp(&b.id));
-                }
-                runs.push(run);
-                continue;
-            }
+    problems: &mut Vec<Problem>,
+    fresh: &mut Fresh,
+) -> Result<Option<Run>, StoreError> {
+    problems.extend(s.problem.clone());
+    let Some(blob) = s.blob else {
+        return Ok(None);
+    };
+    let cached = cache.get(&blob);
+    let from_git = cached.is_none();
+    let bytes = match cached {
+        Some(bytes) => bytes,
+        None => {
             // A remote can push anything: look at the size before inflating.
             let size = tree::object_size(repo, blob)?;
             if size > segment::MAX_SEGMENT_BYTES as u64 {
@@ -55,73 +52,118 @@ pub(super) fn parse_segments(
                         bytes: size as usize,
                     },
                 });
-                continue;
+                return Ok(None);
             }
-            let bytes = tree::read_blob(repo, blob)?;
-            let mut run = Vec::with_capacity(segment::capacity_for(&bytes));
-            segment::parse(&bytes, s.shard, &s.location, &mut run, &mut problems);
-            if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
-                run.sort_by(|a, b| a.id.cmp(&b.id));
-            }
-            runs.push(run);
-            fresh.push((blob, bytes));
+            tree::read_blob(repo, blob)?
         }
-        Ok((runs, problems, fresh))
     };
-    let (runs, problems, fresh) = if threads == 1 || segments.len() < 64 {
-        parse(repo, segments)?
+    let mut run = Vec::with_capacity(segment::capacity_for(&bytes));
+    segment::parse(&bytes, s.shard, &s.location, &mut run, problems);
+    if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
+        run.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    if from_git {
+        fresh.push((blob, bytes));
+    }
+    Ok(Some((n, run)))
+}
+
+/// Inflate and parse segments on every core: decoding is most of a read.
+/// Each segment's run of records is moved into the one list as soon as it
+/// is parsed, and its buffer freed (and reused by the next run): a log's
+/// records are held once, never once in runs and again in the list (at a
+/// million operations that was half of a cold read's peak, since the
+/// allocator keeps the runs' freed pages).
+pub(super) fn parse_segments(
+    repo: &gix::Repository,
+    segments: &[tree::Segment],
+    cache: &cache::SegmentCache,
+) -> Result<(Loaded, Fresh), StoreError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
+    let mut records: Vec<Record> = Vec::new();
+    // Where each run starts in `records`, with its segment's place.
+    let mut starts: Vec<(usize, usize)> = Vec::with_capacity(segments.len());
+    let mut take = |(n, mut run): Run| {
+        starts.push((records.len(), n));
+        records.append(&mut run);
+    };
+    let (mut problems, mut fresh) = (Vec::new(), Vec::new());
+    if threads == 1 || segments.len() < 64 {
+        for (n, s) in segments.iter().enumerate() {
+            if let Some(run) = parse_one(repo, n, s, cache, &mut problems, &mut fresh)? {
+                take(run);
+            }
+        }
     } else {
         let chunk = segments.len().div_ceil(threads);
         // A repository handle is not shared between threads: each opens its own.
         let git_dir = repo.git_dir().to_path_buf();
-        let parts: Vec<Result<Runs, StoreError>> = std::thread::scope(|scope| {
+        type Part = Result<(Vec<Problem>, Fresh), StoreError>;
+        let parts: Vec<Part> = std::thread::scope(|scope| {
+            // A few runs in flight at most: each is taken as it comes.
+            let (send, runs) = std::sync::mpsc::sync_channel::<Run>(threads);
             let handles: Vec<_> = segments
                 .chunks(chunk)
-                .map(|part| {
-                    let git_dir = &git_dir;
-                    scope.spawn(move || {
+                .enumerate()
+                .map(|(c, part)| {
+                    let (git_dir, send) = (&git_dir, send.clone());
+                    scope.spawn(move || -> Part {
                         let mut repo = gix::open(git_dir).map_err(git("opening the repository"))?;
                         with_delta_cache(&mut repo);
-                        parse(&repo, part)
+                        let (mut problems, mut fresh) = (Vec::new(), Vec::new());
+                        for (i, s) in part.iter().enumerate() {
+                            let n = c * chunk + i;
+                            if let Some(run) =
+                                parse_one(&repo, n, s, cache, &mut problems, &mut fresh)?
+                                && send.send(run).is_err()
+                            {
+                                break;
+                            }
+                        }
+                        Ok((problems, fresh))
                     })
                 })
                 .collect();
+            drop(send);
+            for run in runs {
+                take(run);
+            }
             handles
                 .into_iter()
                 .map(|h| h.join().expect("a reader thread panicked"))
                 .collect()
         });
-        let (mut runs, mut problems, mut fresh) = (Vec::new(), Vec::new(), Vec::new());
         for part in parts {
-            let (r, p, f) = part?;
-            runs.extend(r);
+            let (p, f) = part?;
             problems.extend(p);
             fresh.extend(f);
         }
-        (runs, problems, fresh)
-    };
-    Ok((
-        Loaded {
-            records: merge_runs(runs),
-            problems,
-        },
-        fresh,
-    ))
+    }
+    sort_runs(&mut records, &starts);
+    Ok((Loaded { records, problems }, fresh))
 }
 
-/// Merge runs (each sorted by id) into one list sorted by id. The runs are
-/// appended into one buffer (each freed as it is moved) and sorted in
-/// place through a permutation of their keys: a log's records are never
-/// held twice in memory (at a million operations that is most of a read's
-/// peak).
-fn merge_runs(runs: Vec<Vec<Record>>) -> Vec<Record> {
-    let total = runs.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(total);
-    for mut run in runs {
-        out.append(&mut run);
+/// Sort records (runs each sorted by id, in the order they were parsed) by
+/// id, in place; of two records with one id, the one from the earlier
+/// segment first, as the segments are listed (the order does not depend on
+/// which reader thread finished first).
+fn sort_runs(records: &mut [Record], starts: &[(usize, usize)]) {
+    let mut bounds: Vec<(usize, usize)> = starts.to_vec();
+    bounds.push((records.len(), usize::MAX));
+    let mut order: Vec<(u128, usize, usize)> = Vec::with_capacity(records.len());
+    for w in bounds.windows(2) {
+        let ((start, n), (end, _)) = (w[0], w[1]);
+        for (i, r) in records[start..end].iter().enumerate() {
+            order.push((crate::ops::id::key(&r.id), n, start + i));
+        }
     }
-    sort_in_place(&mut out);
-    out
+    if order.is_sorted() {
+        return;
+    }
+    order.sort_unstable();
+    permute(records, order.into_iter().map(|(_, _, i)| i).collect());
 }
 
 /// Sort records by id without moving any more than once per cycle of the
@@ -136,8 +178,12 @@ fn sort_in_place(records: &mut [Record]) {
         return;
     }
     order.sort_unstable();
-    // `from[j]`: where the record that belongs at `j` is now.
-    let mut from: Vec<usize> = order.into_iter().map(|(_, i)| i).collect();
+    permute(records, order.into_iter().map(|(_, i)| i).collect());
+}
+
+/// Put the record at `from[j]` at `j`, for every `j`, following the
+/// permutation's cycles.
+fn permute(records: &mut [Record], mut from: Vec<usize>) {
     for start in 0..from.len() {
         let mut j = start;
         while from[j] != j {
@@ -166,19 +212,8 @@ pub(super) fn finish(loaded: &mut Loaded) -> Vec<Vec<Record>> {
         }
     }
     if !sorted {
-        // Sort numeric keys, not strings: a log has 100,000s of ids.
-        let mut order: Vec<(u128, usize)> = loaded
-            .records
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (crate::ops::id::key(&r.id), i))
-            .collect();
-        order.sort_unstable();
-        let mut slots: Vec<Option<Record>> = loaded.records.drain(..).map(Some).collect();
-        loaded.records = order
-            .into_iter()
-            .map(|(_, i)| slots[i].take().expect("a permutation"))
-            .collect();
+        // In place: the records are never held twice.
+        sort_in_place(&mut loaded.records);
     }
     // Most logs hold every id once: then there is nothing to rebuild.
     if sorted && !repeats || !loaded.records.windows(2).any(|w| w[0].id == w[1].id) {
@@ -322,7 +357,7 @@ mod tests {
     use crate::ops::record::{Actor, Kind};
 
     #[test]
-    fn runs_merge_into_id_order_in_place() {
+    fn runs_sort_into_id_order_in_place() {
         let record = |n: u64, tail: u128| {
             let id = OpId::mint(EPOCH_MS + 1000 * n, tail, None).unwrap();
             Record {
@@ -337,11 +372,28 @@ mod tests {
         for n in 0..300u64 {
             runs[((n * 31) % 7) as usize].push(record(n, u128::from(n)));
         }
+        // One id in two segments with other bytes: the earlier segment's
+        // copy sorts first, whichever was taken first.
+        let twin = |note: &str| Record {
+            note: Some(note.into()),
+            ..record(400, 4000)
+        };
+        runs[2].push(twin("second segment"));
+        runs[5].push(twin("fifth segment"));
+        // A stable sort of the runs as listed is the order wanted.
         let mut expected: Vec<Record> = runs.iter().flatten().cloned().collect();
         expected.sort_by(|a, b| a.id.cmp(&b.id));
-        runs.reverse();
-        assert_eq!(merge_runs(runs), expected);
-        let mut shuffled = expected.clone();
+        assert_eq!(expected[300].note.as_deref(), Some("second segment"));
+        // Taken in any order, they sort as the segments are listed.
+        let (mut taken, mut starts) = (Vec::new(), Vec::new());
+        for (n, run) in runs.into_iter().enumerate().rev() {
+            starts.push((taken.len(), n));
+            taken.extend(run);
+        }
+        sort_runs(&mut taken, &starts);
+        assert_eq!(taken, expected);
+        let mut shuffled = expected[..300].to_vec();
+        let expected = shuffled.clone();
         shuffled.rotate_left(17);
         shuffled.swap(3, 250);
         sort_in_place(&mut shuffled);

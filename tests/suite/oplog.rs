@@ -617,7 +617,8 @@ mod union_law {
             evidence: vec![Evidence {
                 quote: Some("q".into()),
                 ..Default::default()
-            }],
+            }]
+            .into(),
             ..Record::new("p", actor, Kind::Observe)
         }
     }

@@ -40,6 +40,7 @@ const SOURCES: &[&str] = &[
     include_str!("../op.rs"),
     include_str!("../forms.rs"),
     include_str!("../record.rs"),
+    include_str!("../slim.rs"),
     include_str!("../id.rs"),
     include_str!("../scope.rs"),
     include_str!("../axes.rs"),
