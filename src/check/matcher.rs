@@ -1828,7 +1828,7 @@ mod tests {
         assert_eq!(keys("githubs backend"), ["--", "a-b"]);
         assert_eq!(
             found(&rules, "Github, zarvo github; back-end xa-by --"),
-            ["1:1:Github", "1:9:zarvo github", "1:23:back-end", "1:33:a-b", "1:37:--"]
+            ["1:1:Github", "1:9:zarvo github", "1:23:back-end", "1:33:a-b", "1:38:--"]
         );
         for text in ["Github, zarvo github; back-end xa-by --", "nothing", "back end"] {
             assert_eq!(

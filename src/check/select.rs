@@ -15,13 +15,13 @@
 //! (`Bounds::None`) and forms without words are kept for every text.
 //!
 //! The words of a text are looked up in a table of the forms' words, and
-//! each form is indexed under its word that the fewest forms share (the
-//! made-up word of "Zarvox GitHub", not "github"); the forms under the
-//! text's words whose other words the text writes too are its
-//! candidates. One automaton serves many texts (a check of a tree): the
-//! union of the candidates seen so far, rebuilt when it must at least
-//! double (a text with candidates it lacks scans with its own automaton
-//! meanwhile), so rebuilds cost at most twice the final union; past half
+//! each form is indexed under its word that the fewest forms share (so
+//! few forms are tried per word of the text); the forms under the text's
+//! words whose other words the text writes too are its candidates. One automaton serves many texts (a check of a tree): the
+//! union of the candidates seen so far, rebuilt when it grows by an eighth
+//! (a text with candidates it lacks scans meanwhile with it and with an
+//! automaton of its own over those alone), so rebuilds cost at most nine
+//! times the final union's build; past half
 //! of every form, the automaton over them all is built once instead.
 
 use std::collections::HashMap;
@@ -47,6 +47,9 @@ type Words = HashMap<Box<str>, u32, foldhash::fast::RandomState>;
 pub(super) struct Selector {
     /// Every distinct word of the forms, and its number.
     words: Words,
+    /// The [`slot`]s of those words: a text's word in none of them is not
+    /// looked up (most are not).
+    filter: Box<[u64]>,
     /// Per word, the forms indexed under it.
     by_word: Vec<Vec<u32>>,
     /// Per form, its words (numbers) between `needs_at[k]` and
@@ -145,6 +148,11 @@ impl Selector {
             }
             needs_at.push(needs.len() as u32);
         }
+        let mut filter = vec![0u64; FILTER_BITS / 64].into_boxed_slice();
+        for word in table.keys() {
+            let s = slot(word);
+            filter[s / 64] |= 1 << (s % 64);
+        }
         let mut by_word = vec![Vec::new(); table.len()];
         for k in 0..keys.len() {
             let own = &needs[needs_at[k] as usize..needs_at[k + 1] as usize];
@@ -154,6 +162,7 @@ impl Selector {
         }
         Selector {
             words: table,
+            filter,
             by_word,
             needs,
             needs_at,
@@ -173,6 +182,10 @@ impl Selector {
         let mut present = vec![false; self.words.len()];
         let mut seen: Vec<u32> = Vec::new();
         let mut mark = |word: &str| {
+            let s = slot(word);
+            if self.filter[s / 64] & (1 << (s % 64)) == 0 {
+                return;
+            }
             if let Some(&w) = self.words.get(word)
                 && !present[w as usize]
             {
@@ -235,7 +248,9 @@ impl Selector {
                     drop(shared);
                     return self.scan_full(text, keys);
                 }
-                if shared.pending.len() >= size {
+                // Rebuilt when it grows by an eighth: rebuilds cost at
+                // most nine times the final union's build.
+                if shared.pending.len() * 8 >= size {
                     let mut forms = std::mem::take(&mut shared.pending);
                     if let Some(u) = &shared.union {
                         forms.extend_from_slice(&u.forms);
@@ -279,32 +294,74 @@ impl Selector {
     }
 }
 
+/// ASCII bytes that are word characters ([`is_word`]).
+const ASCII_WORD: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = (b as u8).is_ascii_alphanumeric() || b == b'_' as usize;
+        b += 1;
+    }
+    t
+};
+
+/// Whether the character at byte `i` of `s` is a word character, and its
+/// length.
+#[inline]
+fn at(s: &str, i: usize) -> (bool, usize) {
+    let b = s.as_bytes()[i];
+    if b < 0x80 {
+        return (ASCII_WORD[b as usize], 1);
+    }
+    match s[i..].chars().next() {
+        Some(c) => (is_word(c), c.len_utf8()),
+        None => (false, 1),
+    }
+}
+
 /// Call `f` with each word (maximal run of word characters) of `s`.
 fn for_words<'a>(s: &'a str, mut f: impl FnMut(&'a str)) {
     let bytes = s.as_bytes();
-    let mut start: Option<usize> = None;
+    let n = bytes.len();
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        let (word, len) = if b.is_ascii() {
-            (b.is_ascii_alphanumeric() || b == b'_', 1)
-        } else {
-            match s[i..].chars().next() {
-                Some(c) => (is_word(c), c.len_utf8()),
-                None => (false, 1),
-            }
-        };
-        match (word, start) {
-            (true, None) => start = Some(i),
-            (false, Some(from)) => {
-                f(&s[from..i]);
-                start = None;
-            }
-            _ => {}
+    while i < n {
+        // Past what is not a word, ASCII a byte at a time.
+        while i < n && bytes[i] < 0x80 && !ASCII_WORD[bytes[i] as usize] {
+            i += 1;
         }
-        i += len;
-    }
-    if let Some(from) = start {
-        f(&s[from..]);
+        if i >= n {
+            break;
+        }
+        let start = i;
+        loop {
+            while i < n && bytes[i] < 0x80 && ASCII_WORD[bytes[i] as usize] {
+                i += 1;
+            }
+            if i >= n || bytes[i] < 0x80 {
+                break;
+            }
+            let (word, len) = at(s, i);
+            if !word {
+                break;
+            }
+            i += len;
+        }
+        if i > start {
+            f(&s[start..i]);
+        } else {
+            // A character that is not a word character and not ASCII.
+            i += at(s, i).1;
+        }
     }
 }
+
+/// A word's slot in a selector's filter: its length and its first and
+/// last bytes.
+#[inline]
+fn slot(word: &str) -> usize {
+    let b = word.as_bytes();
+    let (first, last) = (b[0] as usize, b[b.len() - 1] as usize);
+    ((b.len() & 0x1f) << 8 ^ first ^ (last << 4)) & (FILTER_BITS - 1)
+}
+
+const FILTER_BITS: usize = 1 << 13;
