@@ -18,8 +18,8 @@
 //! hands it (`prose.rs`), and skips the passages its switches name.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
@@ -639,7 +639,8 @@ impl Matcher {
         if !rules.iter().any(|r| r.raw) {
             return Self::build(rules, false, false, plans, select_from);
         }
-        let (raw, prose): (Vec<TermRule>, Vec<TermRule>) = rules.iter().cloned().partition(|r| r.raw);
+        let (raw, prose): (Vec<TermRule>, Vec<TermRule>) =
+            rules.iter().cloned().partition(|r| r.raw);
         let mut m = Self::build(prose.into(), false, false, plans, select_from)?;
         m.raw = Some(Box::new(Self::build(
             raw.into(),
@@ -1823,17 +1824,38 @@ mod tests {
         // The form matched anywhere and the one without words always; the
         // others when every one of their words is a word of the text.
         assert_eq!(keys("nothing here"), ["--", "a-b"]);
-        assert_eq!(keys("github and zarvo"), ["--", "a-b", "github", "github zarvo", "zarvo github"]);
-        assert_eq!(keys("the back-end end"), ["--", "a-b", "back end", "back-end"]);
+        assert_eq!(
+            keys("github and zarvo"),
+            ["--", "a-b", "github", "github zarvo", "zarvo github"]
+        );
+        assert_eq!(
+            keys("the back-end end"),
+            ["--", "a-b", "back end", "back-end"]
+        );
         assert_eq!(keys("githubs backend"), ["--", "a-b"]);
         assert_eq!(
             found(&rules, "Github, zarvo github; back-end xa-by --"),
-            ["1:1:Github", "1:9:zarvo github", "1:23:back-end", "1:33:a-b", "1:38:--"]
+            [
+                "1:1:Github",
+                "1:9:zarvo github",
+                "1:23:back-end",
+                "1:33:a-b",
+                "1:38:--"
+            ]
         );
-        for text in ["Github, zarvo github; back-end xa-by --", "nothing", "back end"] {
+        for text in [
+            "Github, zarvo github; back-end xa-by --",
+            "nothing",
+            "back end",
+        ] {
             assert_eq!(
                 format!("{:?}", m.check("a.md", text, TextKind::Markdown)),
-                format!("{:?}", Matcher::new(&rules).unwrap().check("a.md", text, TextKind::Markdown))
+                format!(
+                    "{:?}",
+                    Matcher::new(&rules)
+                        .unwrap()
+                        .check("a.md", text, TextKind::Markdown)
+                )
             );
         }
     }

@@ -214,9 +214,17 @@ fn a_large_rule_set_finds_in_each_file_what_its_forms_find() {
     );
     let run = || {
         findings(
-            &env.kapi(&["check", "--rules", "terms.tsv", "--format", "json", "page.md", "docs"])
-                .code(1)
-                .stdout,
+            &env.kapi(&[
+                "check",
+                "--rules",
+                "terms.tsv",
+                "--format",
+                "json",
+                "page.md",
+                "docs",
+            ])
+            .code(1)
+            .stdout,
         )
     };
     let cold = run();
