@@ -137,10 +137,10 @@ impl Selector {
                             w
                         }
                     };
-                    if !needs[from..].contains(&w) {
-                        needs.push(w);
-                        counts[w as usize] += 1;
-                    }
+                    // A word a form writes twice is needed twice: no
+                    // search for it (a form may hold thousands of words).
+                    needs.push(w);
+                    counts[w as usize] += 1;
                 });
             }
             if needs.len() == from {
