@@ -18,8 +18,8 @@
 //! hands it (`prose.rs`), and skips the passages its switches name.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
@@ -28,6 +28,7 @@ use super::finding::{Finding, Severity, message};
 use super::prose::{Masker, Prose, Switch, is_markup};
 use super::rule::Bounds;
 use super::rule::TermRule;
+use super::select::{self, Selector};
 use crate::ops::RuleId;
 
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +37,7 @@ pub enum MatcherError {
     Build { forms: usize, message: String },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
     rule: u32,
     /// The form as written, for a form matched only as written (empty for
@@ -59,8 +60,14 @@ pub struct Hit {
 /// The compiled rules. Build once, check many files (it is `Sync`).
 #[derive(Debug)]
 pub struct Matcher {
-    rules: Vec<TermRule>,
+    /// Shared with the caller: a check by 5,000 rules copied them all
+    /// for each matcher.
+    rules: Arc<[TermRule]>,
+    /// Over every key, for a rule set of fewer than
+    /// [`select::SELECT_FROM`] keys.
     automaton: Option<Automaton>,
+    /// For a larger one: per text, an automaton over the keys it can hold.
+    select: Option<Selector>,
     /// Per automaton pattern, the forms that fold to it.
     entries: Vec<Vec<Entry>>,
     /// Built for usage counts: every preferred form, in any case, is a hit.
@@ -91,7 +98,7 @@ pub struct Matcher {
     raw: Option<Box<Matcher>>,
 }
 
-fn is_word(c: char) -> bool {
+pub(super) fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || is_combining_mark(c)
 }
 
@@ -187,7 +194,7 @@ fn kind_for(patterns: &[Box<str>]) -> AhoCorasickKind {
 /// matcher has scanned enough text that a DFA pays for its build (a check
 /// of a whole tree), then the DFA, built once, scans the rest.
 #[derive(Debug)]
-struct Automaton {
+pub(super) struct Automaton {
     nfa: AhoCorasick,
     /// Built on first need when the patterns allow one ([`kind_for`]).
     dfa: OnceLock<Option<AhoCorasick>>,
@@ -212,7 +219,7 @@ impl Automaton {
             })
     }
 
-    fn new(patterns: &[Box<str>]) -> Result<Automaton, MatcherError> {
+    pub(super) fn new(patterns: &[Box<str>]) -> Result<Automaton, MatcherError> {
         let dfa = OnceLock::new();
         if kind_for(patterns) != AhoCorasickKind::DFA {
             let _ = dfa.set(None);
@@ -229,8 +236,16 @@ impl Automaton {
         })
     }
 
+    /// Never build the DFA (an automaton that scans one text).
+    pub(super) fn nfa_only(&self) {
+        let _ = self.dfa.set(None);
+    }
+
     /// The automaton to scan `len` more bytes with.
-    fn for_scan(&self, len: usize, keys: &[Box<str>]) -> &AhoCorasick {
+    pub(super) fn for_scan(&self, len: usize, keys: &[Box<str>]) -> &AhoCorasick {
+        if let Some(None) = self.dfa.get() {
+            return &self.nfa;
+        }
         let before = self.scanned.fetch_add(len, Ordering::Relaxed);
         if before.saturating_add(len) <= self.switch_at {
             return &self.nfa;
@@ -303,7 +318,7 @@ fn words(s: &str) -> Vec<(usize, usize)> {
 /// preferred forms compete, by every avoided form's words and prefixes), so
 /// a process keeps it across processes ([`Plans`], `.git/kapi/rules.cache`)
 /// keyed by everything it is derived from ([`Plan::key`]).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     keys: Vec<Box<str>>,
     /// Per key, its forms; only a form matched as written keeps its text
@@ -400,6 +415,97 @@ impl Plan {
             }
         }
         h.finalize().into()
+    }
+
+    /// The plan as bytes ([`Plan::from_bytes`] reads them back): the
+    /// number of keys, then per key its length and text, its forms' count,
+    /// and per form its rule, its flags (1: matched as written, 2:
+    /// preferred) and its text's length and text; every number in LEB128
+    /// (7 bits a byte, low first). Reading it back makes one string per key
+    /// and form and nothing else, and the file holding it (tagged whole on
+    /// every read) stays small.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        fn put(out: &mut Vec<u8>, mut n: usize) {
+            while n >= 0x80 {
+                out.push((n as u8) | 0x80);
+                n >>= 7;
+            }
+            out.push(n as u8);
+        }
+        let mut out = Vec::new();
+        put(&mut out, self.keys.len());
+        for (key, list) in self.keys.iter().zip(&self.entries) {
+            put(&mut out, key.len());
+            out.extend_from_slice(key.as_bytes());
+            put(&mut out, list.len());
+            for e in list {
+                put(&mut out, e.rule as usize);
+                out.push(u8::from(e.exact) | (u8::from(e.preferred) << 1));
+                put(&mut out, e.form.len());
+                out.extend_from_slice(e.form.as_bytes());
+            }
+        }
+        out
+    }
+
+    /// The plan [`Plan::to_bytes`] wrote, or `None` for bytes it cannot
+    /// have written (cut short, grown, not UTF-8, a number or flag out of
+    /// range).
+    pub fn from_bytes(bytes: &[u8]) -> Option<Plan> {
+        struct Reader<'a>(&'a [u8]);
+        impl<'a> Reader<'a> {
+            fn byte(&mut self) -> Option<u8> {
+                let (&b, rest) = self.0.split_first()?;
+                self.0 = rest;
+                Some(b)
+            }
+            /// A number below 2^32, in at most five bytes.
+            fn num(&mut self) -> Option<usize> {
+                let mut n: u64 = 0;
+                for shift in (0..35).step_by(7) {
+                    let b = self.byte()?;
+                    n |= u64::from(b & 0x7f) << shift;
+                    if b & 0x80 == 0 {
+                        return usize::try_from(u32::try_from(n).ok()?).ok();
+                    }
+                }
+                None
+            }
+            fn text(&mut self) -> Option<Box<str>> {
+                let len = self.num()?;
+                let (head, rest) = self.0.split_at_checked(len)?;
+                self.0 = rest;
+                Some(std::str::from_utf8(head).ok()?.into())
+            }
+        }
+        let mut r = Reader(bytes);
+        let n = r.num()?;
+        // Each key takes 3 bytes at least: a count past that is forged.
+        if n > bytes.len() / 3 {
+            return None;
+        }
+        let mut keys = Vec::with_capacity(n);
+        let mut entries = Vec::with_capacity(n);
+        for _ in 0..n {
+            keys.push(r.text()?);
+            let count = r.num()?;
+            let mut list = Vec::with_capacity(count.min(r.0.len() / 3));
+            for _ in 0..count {
+                let rule = u32::try_from(r.num()?).ok()?;
+                let flags = r.byte()?;
+                if flags > 3 {
+                    return None;
+                }
+                list.push(Entry {
+                    rule,
+                    exact: flags & 1 != 0,
+                    preferred: flags & 2 != 0,
+                    form: r.text()?,
+                });
+            }
+            entries.push(list);
+        }
+        r.0.is_empty().then_some(Plan { keys, entries })
     }
 
     /// Whether this plan can serve a matcher of `rules` rules without an
@@ -516,13 +622,33 @@ impl Matcher {
 
     /// [`Matcher::new`], taking the rules, and the plans of its automata
     /// from `plans` when it holds them (else keeping the ones built there).
-    pub fn with_plans(rules: Vec<TermRule>, plans: &mut dyn Plans) -> Result<Self, MatcherError> {
+    pub fn with_plans(
+        rules: impl Into<Arc<[TermRule]>>,
+        plans: &mut dyn Plans,
+    ) -> Result<Self, MatcherError> {
+        Self::selecting_from(rules.into(), plans, select::SELECT_FROM)
+    }
+
+    /// [`Matcher::with_plans`], scanning each text with only the keys it
+    /// can hold from `select_from` keys on.
+    fn selecting_from(
+        rules: Arc<[TermRule]>,
+        plans: &mut dyn Plans,
+        select_from: usize,
+    ) -> Result<Self, MatcherError> {
         if !rules.iter().any(|r| r.raw) {
-            return Self::build(rules, false, false, plans);
+            return Self::build(rules, false, false, plans, select_from);
         }
-        let (raw, prose): (Vec<TermRule>, Vec<TermRule>) = rules.into_iter().partition(|r| r.raw);
-        let mut m = Self::build(prose, false, false, plans)?;
-        m.raw = Some(Box::new(Self::build(raw, false, false, plans)?));
+        let (raw, prose): (Vec<TermRule>, Vec<TermRule>) =
+            rules.iter().cloned().partition(|r| r.raw);
+        let mut m = Self::build(prose.into(), false, false, plans, select_from)?;
+        m.raw = Some(Box::new(Self::build(
+            raw.into(),
+            false,
+            false,
+            plans,
+            select_from,
+        )?));
         Ok(m)
     }
 
@@ -535,19 +661,21 @@ impl Matcher {
     /// [`Matcher::for_usage`], taking the rules, with `plans` as in
     /// [`Matcher::with_plans`].
     pub fn for_usage_with(
-        rules: Vec<TermRule>,
+        rules: impl Into<Arc<[TermRule]>>,
         plans: &mut dyn Plans,
     ) -> Result<Self, MatcherError> {
-        Self::build(rules, true, true, plans)
+        Self::build(rules.into(), true, true, plans, select::SELECT_FROM)
     }
 
     /// `keep_all`: every preferred form in the automaton; `every_preferred`:
-    /// a preferred form in any case is a hit (usage counts).
+    /// a preferred form in any case is a hit (usage counts); from
+    /// `select_from` keys on, a selector.
     fn build(
-        rules: Vec<TermRule>,
+        rules: Arc<[TermRule]>,
         keep_all: bool,
         every_preferred: bool,
         plans: &mut dyn Plans,
+        select_from: usize,
     ) -> Result<Self, MatcherError> {
         let plan = if plans.active() {
             let key = Plan::key(&rules, keep_all);
@@ -564,10 +692,18 @@ impl Matcher {
         };
         let Plan { keys, entries } = plan;
         let n = rules.len();
-        let automaton = if keys.is_empty() {
-            None
+        let bytes: usize = keys.iter().map(|k| k.len()).sum();
+        let (automaton, select) = if keys.is_empty() {
+            (None, None)
+        } else if keys.len() >= select_from && bytes <= select::SELECT_MAX_BYTES {
+            let anywhere = |k: usize| {
+                entries[k]
+                    .iter()
+                    .any(|e| rules[e.rule as usize].bounds == Bounds::None)
+            };
+            (None, Some(Selector::new(&keys, anywhere)))
         } else {
-            Some(Automaton::new(&keys)?)
+            (Some(Automaton::new(&keys)?), None)
         };
         let mut compiled = Vec::new();
         for (r, rule) in rules.iter().enumerate() {
@@ -586,7 +722,10 @@ impl Matcher {
             }
         }
         let scan_first = keys.iter().zip(&entries).all(|(key, list)| {
-            list.iter().all(|e| e.preferred) || !(key.bytes().any(is_markup) || key.contains("  "))
+            // Byte by byte: `str::contains` costs a searcher per key
+            // (5 M instructions for 12,900 keys).
+            list.iter().all(|e| e.preferred)
+                || !(key.bytes().any(is_markup) || key.as_bytes().windows(2).any(|w| w == b"  "))
         });
         let groups = {
             let mut ids: HashMap<&str, u32> = HashMap::new();
@@ -607,6 +746,7 @@ impl Matcher {
         Ok(Matcher {
             rules,
             automaton,
+            select,
             entries,
             every_preferred,
             patterns: compiled,
@@ -623,6 +763,28 @@ impl Matcher {
         &self.rules
     }
 
+    /// Every occurrence of a key in `text` (folded) that can stand there
+    /// (pattern, start, end): all of them, or with a selector, those of
+    /// the keys whose words the text writes (the same hits).
+    fn find(&self, text: &str) -> Vec<(usize, usize, usize)> {
+        if let Some(select) = &self.select {
+            // Its automata are over some of the keys, whose bytes were
+            // bounded when it was made (`SELECT_MAX_BYTES`), far below
+            // what an automaton can hold: a build cannot fail.
+            return select
+                .find(text, &self.keys)
+                .expect("an automaton over at most SELECT_MAX_BYTES of keys builds");
+        }
+        let Some(automaton) = &self.automaton else {
+            return Vec::new();
+        };
+        automaton
+            .for_scan(text.len(), &self.keys)
+            .find_overlapping_iter(text)
+            .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
+            .collect()
+    }
+
     /// Hits in masked prose (`masked` is the prose, `original` the file; both
     /// the same length): avoided and preferred forms, leftmost-longest, not
     /// overlapping, switched-off rules removed.
@@ -633,15 +795,12 @@ impl Matcher {
         // written, 1 = avoided, 2 = the preferred form in another case.
         let mut cands: Vec<(usize, usize, u8, usize)> = Vec::new();
         self.pattern_hits(original, masked, &mut cands);
-        let Some(automaton) = &self.automaton else {
+        if self.keys.is_empty() {
             return self.resolve(cands, prose);
-        };
+        }
         let folded = case_key_same_len(masked);
-        let found = automaton
-            .for_scan(folded.len(), &self.keys)
-            .find_overlapping_iter(&folded)
-            .map(|m| (m.pattern().as_usize(), m.start(), m.end()));
-        self.form_hits(original, masked, found, &mut cands);
+        let found = self.find(&folded);
+        self.form_hits(original, masked, found.into_iter(), &mut cands);
         self.resolve(cands, prose)
     }
 
@@ -713,12 +872,10 @@ impl Matcher {
         loose: &str,
         masker: &impl Masker,
     ) -> Option<(Prose, Vec<Hit>)> {
-        let automaton = self.automaton.as_ref()?;
-        let found: Vec<(usize, usize, usize)> = automaton
-            .for_scan(loose.len(), &self.keys)
-            .find_overlapping_iter(loose)
-            .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
-            .collect();
+        if self.keys.is_empty() {
+            return None;
+        }
+        let found = self.find(loose);
         // Loosened text may stand a form on other boundaries than the
         // masked text does; only kapi's own boundaries are judged here.
         let possible = found.iter().any(|&(k, s, e)| {
@@ -913,7 +1070,7 @@ impl Matcher {
 
     /// [`Matcher::check`] of the rules matched in prose.
     fn check_prose(&self, path: &str, text: &str, masker: impl Masker) -> Vec<Finding> {
-        if self.automaton.is_none() && self.patterns.is_empty() {
+        if self.keys.is_empty() && self.patterns.is_empty() {
             return Vec::new();
         }
         let hits: Vec<Hit> = if self.patterns.is_empty()
@@ -1518,7 +1675,7 @@ mod tests {
         }
     }
 
-    /// Plans kept in memory as the cache keeps them (MessagePack bytes).
+    /// Plans kept in memory as the cache keeps them ([`Plan::to_bytes`]).
     #[derive(Default)]
     struct Memory(Vec<(PlanKey, Vec<u8>)>, usize);
 
@@ -1529,10 +1686,10 @@ mod tests {
         fn find(&mut self, key: &PlanKey) -> Option<Plan> {
             let (_, bytes) = self.0.iter().find(|(k, _)| k == key)?;
             self.1 += 1;
-            Some(rmp_serde::from_slice(bytes).unwrap())
+            Some(Plan::from_bytes(bytes).unwrap())
         }
         fn keep(&mut self, key: PlanKey, plan: &Plan) {
-            self.0.push((key, rmp_serde::to_vec(plan).unwrap()));
+            self.0.push((key, plan.to_bytes()));
         }
     }
 
@@ -1609,6 +1766,153 @@ mod tests {
                     format!("{:?}", usage.check("a", &t, kind)),
                     format!("{:?}", usage_kept.check("a", &t, kind))
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn folding_keeps_word_characters() {
+        // A selector reads a text's words in its folded form, and boundaries
+        // are judged in the text as written: both must agree on every
+        // character.
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            let folded = case_key_same_len(c.encode_utf8(&mut [0; 4]));
+            let f = folded.chars().next().unwrap();
+            assert_eq!(is_word(c), is_word(f), "{c:?} folds to {f:?}");
+        }
+    }
+
+    #[test]
+    fn a_plan_reads_back_only_as_written() {
+        let mut exact = rule("2", "Über", &["uber", "ÜBER"]);
+        exact.exact = true;
+        let plan = Plan::new(&[rule("1", "GitHub", &["Github", "git hub"]), exact], true);
+        let bytes = plan.to_bytes();
+        assert_eq!(Plan::from_bytes(&bytes), Some(plan));
+        for n in 0..bytes.len() {
+            assert_eq!(Plan::from_bytes(&bytes[..n]), None, "cut at {n}");
+        }
+        let mut grown = bytes.clone();
+        grown.push(0);
+        assert_eq!(Plan::from_bytes(&grown), None);
+        let mut huge = vec![0xff, 0xff, 0xff, 0xff, 0x0f];
+        huge.extend_from_slice(&bytes[1..]);
+        assert_eq!(Plan::from_bytes(&huge), None);
+        let mut long = vec![0xff; 6];
+        long.extend_from_slice(&bytes[1..]);
+        assert_eq!(Plan::from_bytes(&long), None);
+    }
+
+    #[test]
+    fn a_selector_scans_only_for_forms_whose_words_a_text_writes() {
+        let mut anywhere = rule("3", "ab", &["a-b"]);
+        anywhere.bounds = Bounds::None;
+        let rules = [
+            rule("1", "GitHub", &["Github", "zarvo github", "github zarvo"]),
+            rule("2", "backend", &["back end", "back-end"]),
+            anywhere,
+            rule("4", "x", &["--"]),
+        ];
+        let m = Matcher::selecting_from(rules.to_vec().into(), &mut NoPlans, 0).unwrap();
+        let s = m.select.as_ref().unwrap();
+        let keys = |text: &str| {
+            let mut k: Vec<&str> = s
+                .candidates(text)
+                .iter()
+                .map(|&k| &*m.keys[k as usize])
+                .collect();
+            k.sort_unstable();
+            k
+        };
+        // The form matched anywhere and the one without words always; the
+        // others when every one of their words is a word of the text.
+        assert_eq!(keys("nothing here"), ["--", "a-b"]);
+        assert_eq!(
+            keys("github and zarvo"),
+            ["--", "a-b", "github", "github zarvo", "zarvo github"]
+        );
+        assert_eq!(
+            keys("the back-end end"),
+            ["--", "a-b", "back end", "back-end"]
+        );
+        assert_eq!(keys("githubs backend"), ["--", "a-b"]);
+        assert_eq!(
+            found(&rules, "Github, zarvo github; back-end xa-by --"),
+            [
+                "1:1:Github",
+                "1:9:zarvo github",
+                "1:23:back-end",
+                "1:33:a-b",
+                "1:38:--"
+            ]
+        );
+        for text in [
+            "Github, zarvo github; back-end xa-by --",
+            "nothing",
+            "back end",
+        ] {
+            assert_eq!(
+                format!("{:?}", m.check("a.md", text, TextKind::Markdown)),
+                format!(
+                    "{:?}",
+                    Matcher::new(&rules)
+                        .unwrap()
+                        .check("a.md", text, TextKind::Markdown)
+                )
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_selecting_matcher_finds_what_one_automaton_finds(
+            rules in proptest::collection::vec(
+                (
+                    "(ab|Cd|é|x_y|q)( (ab|cd|ÉF|x|q))?",
+                    proptest::collection::vec("(ab|cD|éf|x_y|q|-)([ -](ab|cd|x|Q|\\.))?", 1..4),
+                    0usize..3,
+                    proptest::bool::ANY,
+                    proptest::bool::ANY,
+                ),
+                1..10),
+            texts in proptest::collection::vec(
+                proptest::collection::vec(0usize..16, 0..30), 1..5),
+        ) {
+            const TOKENS: [&str; 16] = [
+                "ab", "AB", "cd", "Cd", "éf", "ÉF", "x_y", "x", "y", "q", " ", "-", ".", "\n", "*", "`",
+            ];
+            let rules: Vec<TermRule> = rules
+                .iter()
+                .enumerate()
+                .map(|(i, (p, a, bounds, exact, raw))| {
+                    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+                    let mut r = TermRule::listed(if i % 3 == 0 { "u" } else { "t" }, i + 1, p, &a);
+                    r.bounds = [Bounds::Words, Bounds::Regex, Bounds::None][*bounds];
+                    r.exact = *exact;
+                    r.raw = *raw;
+                    r
+                })
+                .collect();
+            let one = Matcher::new(&rules).unwrap();
+            let selecting = Matcher::selecting_from(rules.clone().into(), &mut NoPlans, 0).unwrap();
+            proptest::prop_assert!(selecting.select.is_some() || selecting.keys.is_empty());
+            let counting = Matcher::for_usage(&rules).unwrap();
+            let counting_selecting =
+                Matcher::build(rules.clone().into(), true, true, &mut NoPlans, 0).unwrap();
+            // One matcher checks every text in turn, as a tree is checked:
+            // its automaton grows with the texts.
+            for tokens in &texts {
+                let t: String = tokens.iter().map(|&k| TOKENS[k]).collect();
+                for kind in [TextKind::Markdown, TextKind::Text] {
+                    proptest::prop_assert_eq!(
+                        format!("{:?}", selecting.check("a", &t, kind)),
+                        format!("{:?}", one.check("a", &t, kind))
+                    );
+                    proptest::prop_assert_eq!(
+                        crate::check::usage::count(&counting_selecting, &t, kind),
+                        crate::check::usage::count(&counting, &t, kind)
+                    );
+                }
             }
         }
     }
@@ -1707,7 +2011,7 @@ mod tests {
                 text.push_str(SEPS[seps[i]]);
             }
             let rules = overlapping_rules();
-            let full = Matcher::build(rules.clone(), true, false, &mut NoPlans).unwrap().check("a", &text, TextKind::Text);
+            let full = Matcher::build(rules.clone().into(), true, false, &mut NoPlans, select::SELECT_FROM).unwrap().check("a", &text, TextKind::Text);
             let pruned = Matcher::new(&rules).unwrap().check("a", &text, TextKind::Text);
             proptest::prop_assert_eq!(full, pruned);
         }

@@ -17,6 +17,7 @@ pub mod matcher;
 pub mod prose;
 pub mod rst;
 pub mod rule;
+mod select;
 pub mod usage;
 
 use std::sync::Arc;

@@ -644,9 +644,13 @@ type Matchers = (Arc<Matcher>, Option<Arc<Matcher>>);
 pub struct RuleBook {
     /// Each holds where its scope covers a file's point (a term list's
     /// rules: everywhere).
-    rules: Vec<TermRule>,
+    rules: Arc<[TermRule]>,
     /// The files each rule holds for, by path (`None`: every file).
     globs: Vec<Option<crate::ops::PathGlobs>>,
+    /// The rules that hold for some files only (a scope naming a point, or
+    /// globs): the others are never looked at again per file (a check of
+    /// a tree by 5,000 rules compared 6.6 million scopes).
+    local: Vec<usize>,
     points: PointMap,
     /// The project's typed axes the scopes compare on.
     space: Option<Arc<crate::ops::axes::Space>>,
@@ -660,13 +664,21 @@ pub struct RuleBook {
 
 impl RuleBook {
     pub fn new(rules: Vec<TermRule>, points: PointMap, counting: bool) -> Self {
-        let globs = rules
+        let globs: Vec<Option<crate::ops::PathGlobs>> = rules
             .iter()
             .map(|r| crate::ops::PathGlobs::new(&r.paths))
             .collect();
+        let local = rules
+            .iter()
+            .zip(&globs)
+            .enumerate()
+            .filter(|(_, (rule, globs))| !rule.scope.point.is_empty() || globs.is_some())
+            .map(|(i, _)| i)
+            .collect();
         RuleBook {
-            rules,
+            rules: rules.into(),
             globs,
+            local,
             points,
             space: None,
             counting,
@@ -694,7 +706,7 @@ impl RuleBook {
     /// project's, which a long-running process opens again when
     /// `kapi.toml` changes, and the book with it.)
     pub fn serves(&self, rules: &[TermRule], counting: bool) -> bool {
-        self.counting == counting && self.rules == rules
+        self.counting == counting && *self.rules == *rules
     }
 
     /// Compare scopes on the project's typed axes.
@@ -707,21 +719,19 @@ impl RuleBook {
     /// The rules that hold at `path` (repository-relative): those whose
     /// scope covers the file's point.
     pub fn rules_for(&self, path: &str) -> Selection {
+        if self.local.is_empty() {
+            return Selection::All;
+        }
         let point = self.points.point(path);
-        let holding: Vec<usize> = self
-            .rules
-            .iter()
-            .enumerate()
-            .filter(|(i, rule)| {
-                rule.scope.covers_in(self.space.as_deref(), &point)
-                    && self.globs[*i].as_ref().is_none_or(|g| g.is_match(path))
-            })
-            .map(|(i, _)| i)
-            .collect();
-        if holding.len() == self.rules.len() {
+        let mut holds = vec![true; self.rules.len()];
+        for &i in &self.local {
+            holds[i] = self.rules[i].scope.covers_in(self.space.as_deref(), &point)
+                && self.globs[i].as_ref().is_none_or(|g| g.is_match(path));
+        }
+        if holds.iter().all(|&h| h) {
             Selection::All
         } else {
-            Selection::Some(holding)
+            Selection::Some((0..holds.len()).filter(|&i| holds[i]).collect())
         }
     }
 
@@ -733,8 +743,8 @@ impl RuleBook {
         if let Some((m, u)) = self.matchers.get(&sel) {
             return Ok((Arc::clone(m), u.clone()));
         }
-        let chosen: Vec<TermRule> = match &sel {
-            Selection::All => self.rules.clone(),
+        let chosen: Arc<[TermRule]> = match &sel {
+            Selection::All => Arc::clone(&self.rules),
             Selection::Some(ix) => ix.iter().map(|&i| self.rules[i].clone()).collect(),
         };
         let mut none = crate::check::matcher::NoPlans;
@@ -743,7 +753,7 @@ impl RuleBook {
             None => &mut none,
         };
         let (m, u) = if self.counting {
-            let m = Matcher::with_plans(chosen.clone(), plans)?;
+            let m = Matcher::with_plans(Arc::clone(&chosen), plans)?;
             (m, Some(Arc::new(Matcher::for_usage_with(chosen, plans)?)))
         } else {
             (Matcher::with_plans(chosen, plans)?, None)

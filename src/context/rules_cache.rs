@@ -20,7 +20,7 @@
 //! and the file written anew.
 //!
 //! Format: the magic line, then entries (key, 32 bytes; the plan's length,
-//! 8 bytes little-endian; the plan, MessagePack), then the tag (32 bytes).
+//! 8 bytes little-endian; the plan, [`Plan::to_bytes`]), then the tag (32 bytes).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 use crate::check::matcher::{Plan, PlanKey, Plans};
 
 pub(crate) const NAME: &str = "rules.cache";
-const MAGIC: &[u8] = b"kapi rules cache 1\n";
+const MAGIC: &[u8] = b"kapi rules cache 2\n";
 /// The largest file read (a plan for 100,000 rules is some 20 MiB).
 const MAX_BYTES: u64 = 128 * 1024 * 1024;
 /// Plans kept: one check builds one or two (the prose's and the raw
@@ -41,7 +41,7 @@ const MAX_ENTRIES: usize = 8;
 pub struct RulesCache {
     dir: PathBuf,
     secret: [u8; 32],
-    /// Each plan's key and its bytes (MessagePack), as read.
+    /// Each plan's key and its bytes ([`Plan::to_bytes`]), as read.
     held: Vec<(PlanKey, Vec<u8>)>,
     /// Plans built by this process, not yet written.
     fresh: Vec<(PlanKey, Vec<u8>)>,
@@ -102,14 +102,12 @@ impl Plans for RulesCache {
 
     fn find(&mut self, key: &PlanKey) -> Option<Plan> {
         let (_, bytes) = self.held.iter().find(|(k, _)| k == key)?;
-        rmp_serde::from_slice(bytes).ok()
+        Plan::from_bytes(bytes)
     }
 
     fn keep(&mut self, key: PlanKey, plan: &Plan) {
-        if let Ok(bytes) = rmp_serde::to_vec(plan) {
-            self.fresh.retain(|(k, _)| *k != key);
-            self.fresh.insert(0, (key, bytes));
-        }
+        self.fresh.retain(|(k, _)| *k != key);
+        self.fresh.insert(0, (key, plan.to_bytes()));
     }
 }
 

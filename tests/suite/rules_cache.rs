@@ -81,7 +81,7 @@ fn a_forged_cache_is_not_obeyed() {
     // A plan that looks for no form at all (MessagePack: keys, entries, and
     // three rules' forms, all empty), put in place of the real one under
     // its key with the old tag: it would silence every finding.
-    let magic = b"kapi rules cache 1\n".len();
+    let magic = b"kapi rules cache 2\n".len();
     let key = &good[magic..magic + 32];
     let silent: &[u8] = &[0x93, 0x90, 0x90, 0x93, 0x90, 0x90, 0x90];
     let mut forged = good[..magic].to_vec();
@@ -95,7 +95,7 @@ fn a_forged_cache_is_not_obeyed() {
     flipped[magic + 32 + 8 + 3] ^= 0x01;
     not_obeyed(&env, &flipped, &fresh, &good);
     // Junk, and a link in its place (never followed).
-    not_obeyed(&env, b"kapi rules cache 1\nnonsense", &fresh, &good);
+    not_obeyed(&env, b"kapi rules cache 2\nnonsense", &fresh, &good);
     std::fs::remove_file(cache(&env)).unwrap();
     #[cfg(unix)]
     {
@@ -151,4 +151,108 @@ fn another_clones_cache_is_not_obeyed() {
     let swapped = std::fs::read(cache(&other)).unwrap();
     assert_ne!(swapped, good, "each clone tags with its own secret");
     not_obeyed(&env, &swapped, &fresh, &good);
+}
+
+/// A term list of `n` rules made up for the test (line 2 on, after the
+/// header): `Zarvo<i> <form>` for each form of each rule of TERMS, in
+/// turn, after TERMS' own three.
+fn large_terms(n: usize) -> String {
+    let mut out = String::from(TERMS);
+    let base: Vec<Vec<&str>> = TERMS
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').collect())
+        .collect();
+    for i in 0..n {
+        let r = &base[i % base.len()];
+        let w = format!("Zarvo{i}");
+        let avoided: Vec<String> = r[3].split('|').map(|f| format!("{w} {f}")).collect();
+        out.push_str(&format!(
+            "{}\t{}\t{w} {}\t{}\n",
+            i + 4,
+            r[1],
+            r[2],
+            avoided.join("|")
+        ));
+    }
+    out
+}
+
+/// The findings' (path, line, column, matched text, rule) in a check's JSON.
+fn findings(json: &str) -> Vec<(String, u64, u64, String, String)> {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["line"].as_u64().unwrap(),
+                f["column"].as_u64().unwrap(),
+                f["matched"].as_str().unwrap().to_owned(),
+                f["rule"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_large_rule_set_finds_in_each_file_what_its_forms_find() {
+    // 1,200 rules, some 3,300 forms: past the size from which each file is
+    // scanned with only the forms whose words it writes.
+    let env = repo();
+    env.write("terms.tsv", &large_terms(1200));
+    env.write(
+        "docs/a.md",
+        "Zarvo7 Github and zarvo7 git hub; Zarvo7 and Github apart.\n",
+    );
+    env.write("docs/b.md", "Nothing here but Zarvo9, zarvo10 and run.\n");
+    env.write(
+        "docs/c.md",
+        "`Zarvo3 Quick cast` in code; Zarvo3 Quick-cast; ZARVO3 QUICKCAST.\n",
+    );
+    let run = || {
+        findings(
+            &env.kapi(&[
+                "check",
+                "--rules",
+                "terms.tsv",
+                "--format",
+                "json",
+                "page.md",
+                "docs",
+            ])
+            .code(1)
+            .stdout,
+        )
+    };
+    let cold = run();
+    let f = |path: &str, line: u64, column: u64, matched: &str, rule: &str| {
+        (
+            path.to_owned(),
+            line,
+            column,
+            matched.to_owned(),
+            format!("terms.tsv:{rule}"),
+        )
+    };
+    assert_eq!(
+        cold,
+        [
+            f("docs/a.md", 1, 1, "Zarvo7 Github", "12"),
+            f("docs/a.md", 1, 19, "zarvo7 git hub", "12"),
+            f("docs/a.md", 1, 46, "Github", "3"),
+            // Only as written: it differs from the preferred form
+            // "Zarvo3 Quickcast" in case alone.
+            f("docs/c.md", 1, 30, "Zarvo3 Quick-cast", "8"),
+            f("page.md", 3, 1, "Quick cast", "2"),
+            f("page.md", 3, 18, "Github", "3"),
+            f("page.md", 3, 33, "run time", "4"),
+            f("page.md", 3, 49, "Git Hub", "3"),
+        ]
+    );
+    // Read back from the cache: the same.
+    assert!(cache(&env).is_file());
+    assert_eq!(run(), cold);
 }

@@ -1,0 +1,367 @@
+//! Scanning a text with only the forms it can hold: a large rule set's
+//! automaton (5,000 rules: some 25,000 folded forms) costs far more to
+//! build than a page costs to scan, and a page can only hold the forms
+//! whose words it writes.
+//!
+//! A form is found on word boundaries (`Bounds::Words` or `Bounds::Regex`:
+//! a word character never stands on both sides of either end), so every
+//! word of a form found in a text is a whole word of that text: its inner
+//! words are set off by the form's own characters, its first and last by
+//! the boundaries. So a form whose words are not all words of the text
+//! cannot be found there, and an automaton over the other forms finds,
+//! in that text, every occurrence that could stand: the same hits as one
+//! over every form (occurrences of forms it leaves out would all have been
+//! dropped for their boundaries). Forms of a rule matched anywhere
+//! (`Bounds::None`) and forms without words are kept for every text.
+//!
+//! The words of a text are looked up in a table of the forms' words, and
+//! each form is indexed under its word that the fewest forms share (so
+//! few forms are tried per word of the text); the forms under the text's
+//! words whose other words the text writes too are its candidates. One automaton serves many texts (a check of a tree): the
+//! union of the candidates seen so far, rebuilt when it grows by an eighth
+//! (a text with candidates it lacks scans meanwhile with it and with an
+//! automaton of its own over those alone), so rebuilds cost at most nine
+//! times the final union's build; past half
+//! of every form, the automaton over them all is built once instead.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::matcher::{Automaton, MatcherError, is_word};
+
+/// Build the selector rather than one automaton from this many folded
+/// forms: below it the whole automaton costs less than a few milliseconds.
+pub(super) const SELECT_FROM: usize = 2048;
+
+/// A selector's keys at most: any automaton over some of them stays far
+/// below what aho-corasick can build (state and pattern ids up to 2^31),
+/// so its builds cannot fail. A larger rule set builds its one automaton
+/// at once, and reports that failure.
+pub(super) const SELECT_MAX_BYTES: usize = 64 * 1024 * 1024;
+
+type Words = HashMap<Box<str>, u32, foldhash::fast::RandomState>;
+
+/// A large rule set's forms, scanned a text at a time by the automaton of
+/// those it can hold.
+#[derive(Debug)]
+pub(super) struct Selector {
+    /// Every distinct word of the forms, and its number.
+    words: Words,
+    /// The [`slot`]s of those words: a text's word in none of them is not
+    /// looked up (most are not).
+    filter: Box<[u64]>,
+    /// Per word, the forms indexed under it.
+    by_word: Vec<Vec<u32>>,
+    /// Per form, its words (numbers) between `needs_at[k]` and
+    /// `needs_at[k + 1]`: all must be words of a text that holds it.
+    needs: Vec<u32>,
+    needs_at: Vec<u32>,
+    /// Forms every text is scanned for.
+    always: Vec<u32>,
+    /// The automaton serving many texts, and the candidates waiting for
+    /// its next rebuild.
+    shared: Mutex<Shared>,
+    /// The automaton over every form, once the union grows past half.
+    full: OnceLock<Automaton>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    union: Option<Arc<Subset>>,
+    /// Whether each form is in `union` or `pending`.
+    held: Vec<bool>,
+    /// Candidates of texts `union` did not serve, not yet in it.
+    pending: Vec<u32>,
+    /// The union reached half of every form: scan with `full`.
+    use_full: bool,
+}
+
+/// An automaton over some of the forms (`forms`, sorted; `patterns`,
+/// theirs).
+#[derive(Debug)]
+struct Subset {
+    forms: Vec<u32>,
+    patterns: Vec<Box<str>>,
+    automaton: Automaton,
+}
+
+impl Subset {
+    /// `shared`: it scans many texts (a DFA may pay for its build).
+    fn new(mut forms: Vec<u32>, keys: &[Box<str>], shared: bool) -> Result<Subset, MatcherError> {
+        forms.sort_unstable();
+        forms.dedup();
+        let patterns: Vec<Box<str>> = forms.iter().map(|&k| keys[k as usize].clone()).collect();
+        let automaton = Automaton::new(&patterns)?;
+        if !shared {
+            automaton.nfa_only();
+        }
+        Ok(Subset {
+            automaton,
+            patterns,
+            forms,
+        })
+    }
+
+    fn find(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
+        let ac = self.automaton.for_scan(text.len(), &self.patterns);
+        out.extend(ac.find_overlapping_iter(text).map(|m| {
+            (
+                self.forms[m.pattern().as_usize()] as usize,
+                m.start(),
+                m.end(),
+            )
+        }));
+    }
+}
+
+impl Selector {
+    /// The selector over `keys` (folded forms); `anywhere(k)`: a rule of
+    /// form `k` matches it inside words too (`Bounds::None`).
+    pub(super) fn new(keys: &[Box<str>], anywhere: impl Fn(usize) -> bool) -> Selector {
+        let mut table = Words::default();
+        let mut needs = Vec::new();
+        let mut needs_at = Vec::with_capacity(keys.len() + 1);
+        let mut counts: Vec<u32> = Vec::new();
+        let mut always = Vec::new();
+        needs_at.push(0);
+        for (k, key) in keys.iter().enumerate() {
+            let from = needs.len();
+            if !anywhere(k) {
+                for_words(key, |word| {
+                    let w = match table.get(word) {
+                        Some(&w) => w,
+                        None => {
+                            let w = table.len() as u32;
+                            table.insert(word.into(), w);
+                            counts.push(0);
+                            w
+                        }
+                    };
+                    // A word a form writes twice is needed twice: no
+                    // search for it (a form may hold thousands of words).
+                    needs.push(w);
+                    counts[w as usize] += 1;
+                });
+            }
+            if needs.len() == from {
+                always.push(k as u32);
+            }
+            needs_at.push(needs.len() as u32);
+        }
+        let mut filter = vec![0u64; FILTER_BITS / 64].into_boxed_slice();
+        for word in table.keys() {
+            let s = slot(word);
+            filter[s / 64] |= 1 << (s % 64);
+        }
+        let mut by_word = vec![Vec::new(); table.len()];
+        for k in 0..keys.len() {
+            let own = &needs[needs_at[k] as usize..needs_at[k + 1] as usize];
+            if let Some(&w) = own.iter().min_by_key(|&&w| counts[w as usize]) {
+                by_word[w as usize].push(k as u32);
+            }
+        }
+        Selector {
+            words: table,
+            filter,
+            by_word,
+            needs,
+            needs_at,
+            always,
+            shared: Mutex::new(Shared {
+                held: vec![false; keys.len()],
+                ..Shared::default()
+            }),
+            full: OnceLock::new(),
+        }
+    }
+
+    /// The forms `text` (folded, as scanned) can hold: those matched
+    /// anywhere or without words, and those whose every word is a word of
+    /// the text.
+    pub(super) fn candidates(&self, text: &str) -> Vec<u32> {
+        let mut present = vec![false; self.words.len()];
+        let mut seen: Vec<u32> = Vec::new();
+        let mut mark = |word: &str| {
+            let s = slot(word);
+            if self.filter[s / 64] & (1 << (s % 64)) == 0 {
+                return;
+            }
+            if let Some(&w) = self.words.get(word)
+                && !present[w as usize]
+            {
+                present[w as usize] = true;
+                seen.push(w);
+            }
+        };
+        for_words(text, &mut mark);
+        let mut out = self.always.clone();
+        for w in seen {
+            for &k in &self.by_word[w as usize] {
+                let k = k as usize;
+                let own = &self.needs[self.needs_at[k] as usize..self.needs_at[k + 1] as usize];
+                if own.iter().all(|&n| present[n as usize]) {
+                    out.push(k as u32);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every occurrence in `text` (folded) of a form that can stand in it:
+    /// (form, start, end), as the automaton over every form finds them,
+    /// perhaps in another order.
+    pub(super) fn find(
+        &self,
+        text: &str,
+        keys: &[Box<str>],
+    ) -> Result<Vec<(usize, usize, usize)>, MatcherError> {
+        let mut out = Vec::new();
+        let candidates = self.candidates(text);
+        if candidates.is_empty() {
+            return Ok(out);
+        }
+        let (union, missing) = {
+            let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+            if shared.use_full {
+                drop(shared);
+                return self.scan_full(text, keys);
+            }
+            let missing: Vec<u32> = match &shared.union {
+                Some(u) => candidates
+                    .into_iter()
+                    .filter(|k| u.forms.binary_search(k).is_err())
+                    .collect(),
+                None => candidates,
+            };
+            if missing.is_empty() {
+                (shared.union.clone(), Vec::new())
+            } else {
+                for &k in &missing {
+                    if !std::mem::replace(&mut shared.held[k as usize], true) {
+                        shared.pending.push(k);
+                    }
+                }
+                let size = shared.union.as_ref().map_or(0, |u| u.forms.len());
+                if size + shared.pending.len() > keys.len() / 2 {
+                    shared.use_full = true;
+                    shared.union = None;
+                    drop(shared);
+                    return self.scan_full(text, keys);
+                }
+                // Rebuilt when it grows by an eighth: rebuilds cost at
+                // most nine times the final union's build.
+                if shared.pending.len() * 8 >= size {
+                    let mut forms = std::mem::take(&mut shared.pending);
+                    if let Some(u) = &shared.union {
+                        forms.extend_from_slice(&u.forms);
+                    }
+                    let u = Arc::new(Subset::new(forms, keys, true)?);
+                    shared.union = Some(Arc::clone(&u));
+                    (Some(u), Vec::new())
+                } else {
+                    (shared.union.clone(), missing)
+                }
+            }
+        };
+        if let Some(u) = union {
+            u.find(text, &mut out);
+        }
+        // The forms the shared automaton lacks, in one of their own for
+        // this text (no DFA: it scans once).
+        if !missing.is_empty() {
+            Subset::new(missing, keys, false)?.find(text, &mut out);
+        }
+        Ok(out)
+    }
+
+    fn scan_full(
+        &self,
+        text: &str,
+        keys: &[Box<str>],
+    ) -> Result<Vec<(usize, usize, usize)>, MatcherError> {
+        let full = match self.full.get() {
+            Some(full) => full,
+            None => {
+                let built = Automaton::new(keys)?;
+                self.full.get_or_init(|| built)
+            }
+        };
+        Ok(full
+            .for_scan(text.len(), keys)
+            .find_overlapping_iter(text)
+            .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
+            .collect())
+    }
+}
+
+/// ASCII bytes that are word characters ([`is_word`]).
+const ASCII_WORD: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = (b as u8).is_ascii_alphanumeric() || b == b'_' as usize;
+        b += 1;
+    }
+    t
+};
+
+/// Whether the character at byte `i` of `s` is a word character, and its
+/// length.
+#[inline]
+fn at(s: &str, i: usize) -> (bool, usize) {
+    let b = s.as_bytes()[i];
+    if b < 0x80 {
+        return (ASCII_WORD[b as usize], 1);
+    }
+    match s[i..].chars().next() {
+        Some(c) => (is_word(c), c.len_utf8()),
+        None => (false, 1),
+    }
+}
+
+/// Call `f` with each word (maximal run of word characters) of `s`.
+fn for_words<'a>(s: &'a str, mut f: impl FnMut(&'a str)) {
+    let bytes = s.as_bytes();
+    let n = bytes.len();
+    let mut i = 0;
+    while i < n {
+        // Past what is not a word, ASCII a byte at a time.
+        while i < n && bytes[i] < 0x80 && !ASCII_WORD[bytes[i] as usize] {
+            i += 1;
+        }
+        if i >= n {
+            break;
+        }
+        let start = i;
+        loop {
+            while i < n && bytes[i] < 0x80 && ASCII_WORD[bytes[i] as usize] {
+                i += 1;
+            }
+            if i >= n || bytes[i] < 0x80 {
+                break;
+            }
+            let (word, len) = at(s, i);
+            if !word {
+                break;
+            }
+            i += len;
+        }
+        if i > start {
+            f(&s[start..i]);
+        } else {
+            // A character that is not a word character and not ASCII.
+            i += at(s, i).1;
+        }
+    }
+}
+
+/// A word's slot in a selector's filter: its length and its first and
+/// last bytes.
+#[inline]
+fn slot(word: &str) -> usize {
+    let b = word.as_bytes();
+    let (first, last) = (b[0] as usize, b[b.len() - 1] as usize);
+    ((b.len() & 0x1f) << 8 ^ first ^ (last << 4)) & (FILTER_BITS - 1)
+}
+
+const FILTER_BITS: usize = 1 << 13;
