@@ -60,6 +60,10 @@ pub struct Repo {
     repo: gix::Repository,
 }
 
+/// The decoded objects a repository keeps for reading again: a few
+/// segments and the trees above them.
+const OBJECT_CACHE_BYTES: usize = 256 * 1024;
+
 impl Repo {
     /// The repository at or above `dir`, found as git finds it: a `.git`
     /// folder, a worktree's `.git` file, or `GIT_DIR`. Bare repositories
@@ -78,9 +82,14 @@ impl Repo {
             Default::default(),
         )
         .map_err(|_| GitError::NotARepository(dir.to_owned()))?;
-        Ok(Self {
-            repo: repo.to_thread_local(),
-        })
+        let mut repo = repo.to_thread_local();
+        // A command reads the same trees and commits again (a note: the
+        // log's tip tree for the project key, the newest-id check, the
+        // room check and the insert): kept decoded, a second read does
+        // not inflate them again. Objects are named by their content, so
+        // what the cache holds is never stale.
+        repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+        Ok(Self { repo })
     }
 
     /// Like [`Repo::discover`], starting from the nearest existing ancestor

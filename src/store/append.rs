@@ -418,14 +418,14 @@ impl Store {
             let state = self.ref_state(which)?;
             let tip = state.as_ref().and_then(|s| s.commit);
             let root = tip.map(|t| self.tree_of(t)).transpose()?;
-            // A large batch (merge signals and the establishments they
-            // settle, an import's part) rewrites many segments and the
-            // trees above them: kept in memory and written as one pack
-            // before the ref moves ([`pack`]), not as a loose file each.
-            // A note's few objects stay loose.
-            let batch =
-                (lines.len() >= PACK_LINES).then(|| self.repo.gix().clone().with_object_memory());
-            let repo = batch.as_ref().unwrap_or(self.repo.gix());
+            // The objects are kept in memory and written before the ref
+            // moves: a large batch (merge signals and the establishments
+            // they settle, an import's part) rewrites many segments and
+            // the trees above them, written as one pack ([`pack`]), not as
+            // a loose file each; a note's few objects are written loose,
+            // by one deflate stream ([`pack::write_loose`]).
+            let batch = self.repo.gix().clone().with_object_memory();
+            let repo = &batch;
             let (new_root, refused) = tree::insert_lines(repo, root, &bytes)?;
             let refused: Vec<Vec<u8>> = refused.into_iter().map(<[u8]>::to_vec).collect();
             let landed: Vec<&str> = lines
@@ -461,8 +461,12 @@ impl Store {
                 parents.push(id);
             }
             let commit = write_commit(repo, new_root, parents, seconds, &message)?;
-            if let Some(objects) = batch.and_then(|mut b| b.objects.take_object_memory()) {
-                pack::write(self.repo.gix(), objects)?;
+            let mut batch = batch;
+            if let Some(objects) = batch.objects.take_object_memory() {
+                match lines.len() >= PACK_LINES {
+                    true => pack::write(self.repo.gix(), objects).map(drop)?,
+                    false => pack::write_loose(self.repo.gix(), objects)?,
+                }
             }
             fault::point("objects-written");
             match self.move_ref(which, state.as_ref(), commit)? {

@@ -1009,3 +1009,41 @@ fn a_long_merged_range_gives_the_modelled_signals_however_its_packs_store_deltas
     // The same signals in the same order, whichever way the commits were read.
     assert_eq!(reports[0], reports[1]);
 }
+
+/// A note's few objects (its segment, the trees above it, its commit)
+/// are written loose, as git writes them: each a read-only zlib stream
+/// under its id that git reads, no new pack, no temporary file left, and
+/// `git fsck --strict` finds the repository whole.
+#[test]
+fn a_note_writes_its_objects_loose_as_git_does() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    env.kapi(&["context", "note", "A first note"]).ok();
+    let before = packs(env.path());
+    for n in 0..3 {
+        env.kapi(&["context", "note", &format!("Note {n}")]).ok();
+    }
+    assert_eq!(packs(env.path()), before, "a note writes no pack");
+    let head = tip(env.path());
+    let tree = env.git(&["rev-parse", &format!("{head}^{{tree}}")]);
+    let objects = env.path().join(".git/objects");
+    for id in [&head, &tree] {
+        let path = objects.join(&id[..2]).join(&id[2..]);
+        let mode = std::fs::metadata(&path)
+            .unwrap_or_else(|e| panic!("{id} is not loose: {e}"))
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o222, 0, "{id} is read-only");
+    }
+    assert_eq!(env.git(&["cat-file", "-t", &head]).trim(), "commit");
+    env.git(&["fsck", "--strict", "--no-dangling"]);
+    assert!(
+        std::fs::read_dir(&objects)
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().starts_with(".tmp")),
+        "no temporary file is left"
+    );
+    let listed = env.kapi(&["context", "log", "--json"]).ok();
+    assert_eq!(listed.stdout.matches("Note ").count(), 3);
+}
