@@ -50,8 +50,10 @@ pub(super) struct Selector {
     /// The [`slot`]s of those words: a text's word in none of them is not
     /// looked up (most are not).
     filter: Box<[u64]>,
-    /// Per word, the forms indexed under it.
-    by_word: Vec<Vec<u32>>,
+    /// Per word `w`, the forms indexed under it: `by_word[by_word_at[w]..
+    /// by_word_at[w + 1]]` (two arrays, not an allocation per word).
+    by_word: Vec<u32>,
+    by_word_at: Vec<u32>,
     /// Per form, its words (numbers) between `needs_at[k]` and
     /// `needs_at[k + 1]`: all must be words of a text that holds it.
     needs: Vec<u32>,
@@ -153,17 +155,36 @@ impl Selector {
             let s = slot(word);
             filter[s / 64] |= 1 << (s % 64);
         }
-        let mut by_word = vec![Vec::new(); table.len()];
+        // Each form under its rarest word: counted, then placed.
+        let mut under: Vec<u32> = Vec::with_capacity(keys.len());
+        let mut by_word_at = vec![0u32; table.len() + 1];
         for k in 0..keys.len() {
             let own = &needs[needs_at[k] as usize..needs_at[k + 1] as usize];
-            if let Some(&w) = own.iter().min_by_key(|&&w| counts[w as usize]) {
-                by_word[w as usize].push(k as u32);
+            let w = own
+                .iter()
+                .min_by_key(|&&w| counts[w as usize])
+                .map_or(u32::MAX, |&w| w);
+            if w != u32::MAX {
+                by_word_at[w as usize + 1] += 1;
+            }
+            under.push(w);
+        }
+        for w in 0..table.len() {
+            by_word_at[w + 1] += by_word_at[w];
+        }
+        let mut by_word = vec![0u32; by_word_at[table.len()] as usize];
+        let mut next: Vec<u32> = by_word_at[..table.len()].to_vec();
+        for (k, &w) in under.iter().enumerate() {
+            if w != u32::MAX {
+                by_word[next[w as usize] as usize] = k as u32;
+                next[w as usize] += 1;
             }
         }
         Selector {
             words: table,
             filter,
             by_word,
+            by_word_at,
             needs,
             needs_at,
             always,
@@ -196,7 +217,9 @@ impl Selector {
         for_words(text, &mut mark);
         let mut out = self.always.clone();
         for w in seen {
-            for &k in &self.by_word[w as usize] {
+            let w = w as usize;
+            let under = &self.by_word[self.by_word_at[w] as usize..self.by_word_at[w + 1] as usize];
+            for &k in under {
                 let k = k as usize;
                 let own = &self.needs[self.needs_at[k] as usize..self.needs_at[k + 1] as usize];
                 if own.iter().all(|&n| present[n as usize]) {
