@@ -91,7 +91,11 @@ mod tests {
                 .to_string()
                 .contains("4 tab-separated")
         );
-        for (line, found) in [("1\testablished\tA\n", 3), ("1\te\tA\tb\tc\td\n", 6), ("x\n", 1)] {
+        for (line, found) in [
+            ("1\testablished\tA\n", 3),
+            ("1\te\tA\tb\tc\td\n", 6),
+            ("x\n", 1),
+        ] {
             let e = parse_term_list(line).unwrap_err().to_string();
             assert!(e.ends_with(&format!("found {found}")), "{e}");
         }
