@@ -50,8 +50,10 @@ pub(super) struct Selector {
     /// The [`slot`]s of those words: a text's word in none of them is not
     /// looked up (most are not).
     filter: Box<[u64]>,
-    /// Per word, the forms indexed under it.
-    by_word: Vec<Vec<u32>>,
+    /// Per word `w`, the forms indexed under it: `by_word[by_word_at[w]..
+    /// by_word_at[w + 1]]` (two arrays, not an allocation per word).
+    by_word: Vec<u32>,
+    by_word_at: Vec<u32>,
     /// Per form, its words (numbers) between `needs_at[k]` and
     /// `needs_at[k + 1]`: all must be words of a text that holds it.
     needs: Vec<u32>,
@@ -153,17 +155,36 @@ impl Selector {
             let s = slot(word);
             filter[s / 64] |= 1 << (s % 64);
         }
-        let mut by_word = vec![Vec::new(); table.len()];
+        // Each form under its rarest word: counted, then placed.
+        let mut under: Vec<u32> = Vec::with_capacity(keys.len());
+        let mut by_word_at = vec![0u32; table.len() + 1];
         for k in 0..keys.len() {
             let own = &needs[needs_at[k] as usize..needs_at[k + 1] as usize];
-            if let Some(&w) = own.iter().min_by_key(|&&w| counts[w as usize]) {
-                by_word[w as usize].push(k as u32);
+            let w = own
+                .iter()
+                .min_by_key(|&&w| counts[w as usize])
+                .map_or(u32::MAX, |&w| w);
+            if w != u32::MAX {
+                by_word_at[w as usize + 1] += 1;
+            }
+            under.push(w);
+        }
+        for w in 0..table.len() {
+            by_word_at[w + 1] += by_word_at[w];
+        }
+        let mut by_word = vec![0u32; by_word_at[table.len()] as usize];
+        let mut next: Vec<u32> = by_word_at[..table.len()].to_vec();
+        for (k, &w) in under.iter().enumerate() {
+            if w != u32::MAX {
+                by_word[next[w as usize] as usize] = k as u32;
+                next[w as usize] += 1;
             }
         }
         Selector {
             words: table,
             filter,
             by_word,
+            by_word_at,
             needs,
             needs_at,
             always,
@@ -196,7 +217,9 @@ impl Selector {
         for_words(text, &mut mark);
         let mut out = self.always.clone();
         for w in seen {
-            for &k in &self.by_word[w as usize] {
+            let w = w as usize;
+            let under = &self.by_word[self.by_word_at[w] as usize..self.by_word_at[w + 1] as usize];
+            for &k in under {
                 let k = k as usize;
                 let own = &self.needs[self.needs_at[k] as usize..self.needs_at[k + 1] as usize];
                 if own.iter().all(|&n| present[n as usize]) {
@@ -319,49 +342,158 @@ fn at(s: &str, i: usize) -> (bool, usize) {
     }
 }
 
+/// Word bytes among all 256 (bytes from 0x80 on are not: they begin or
+/// continue a character [`at`] decodes).
+const BYTE_WORD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = ASCII_WORD[b];
+        b += 1;
+    }
+    t
+};
+
 /// Call `f` with each word (maximal run of word characters) of `s`.
+///
+/// A block of up to 64 bytes without a byte from 0x80 on (most of a
+/// page) is classified into a mask of its word bytes without a branch,
+/// and its words' ends found by counting zeros: a byte at a time, each
+/// change between word and not cost a mispredicted branch (a third of a
+/// check of 1,333 pages by 5,000 rules). A block with one goes a
+/// character at a time.
 fn for_words<'a>(s: &'a str, mut f: impl FnMut(&'a str)) {
     let bytes = s.as_bytes();
     let n = bytes.len();
+    // Where the word being read began.
+    let mut start: Option<usize> = None;
     let mut i = 0;
     while i < n {
-        // Past what is not a word, ASCII a byte at a time.
-        while i < n && bytes[i] < 0x80 && !ASCII_WORD[bytes[i] as usize] {
-            i += 1;
+        let len = (n - i).min(64);
+        let block = &bytes[i..i + len];
+        let mut high = 0u8;
+        let mut word = 0u64;
+        for (k, &b) in block.iter().enumerate() {
+            high |= b;
+            word |= u64::from(BYTE_WORD[b as usize]) << k;
         }
-        if i >= n {
-            break;
-        }
-        let start = i;
-        loop {
-            while i < n && bytes[i] < 0x80 && ASCII_WORD[bytes[i] as usize] {
-                i += 1;
-            }
-            if i >= n || bytes[i] < 0x80 {
-                break;
-            }
-            let (word, len) = at(s, i);
-            if !word {
-                break;
+        if high < 0x80 {
+            let not_word = !word & (u64::MAX >> (64 - len));
+            let mut p = 0;
+            while p < len {
+                match start {
+                    Some(from) => {
+                        let rest = not_word >> p;
+                        if rest == 0 {
+                            break;
+                        }
+                        p += rest.trailing_zeros() as usize;
+                        f(&s[from..i + p]);
+                        start = None;
+                    }
+                    None => {
+                        let rest = word >> p;
+                        if rest == 0 {
+                            break;
+                        }
+                        p += rest.trailing_zeros() as usize;
+                        start = Some(i + p);
+                    }
+                }
             }
             i += len;
-        }
-        if i > start {
-            f(&s[start..i]);
         } else {
-            // A character that is not a word character and not ASCII.
-            i += at(s, i).1;
+            // A character at a time, to the first one ending past the
+            // block.
+            let stop = i + len;
+            while i < stop {
+                let (is, width) = at(s, i);
+                match (is, start) {
+                    (true, None) => start = Some(i),
+                    (false, Some(from)) => {
+                        f(&s[from..i]);
+                        start = None;
+                    }
+                    _ => {}
+                }
+                i += width;
+            }
         }
+    }
+    if let Some(from) = start {
+        f(&s[from..]);
     }
 }
 
-/// A word's slot in a selector's filter: its length and its first and
-/// last bytes.
+/// A word's slot in a selector's filter: its length and its first two
+/// and last two bytes, mixed. (Its length and first and last bytes alone,
+/// in 8,192 slots, let through a word of a page in six, not one in
+/// fourteen, of 5,000 rules' 226 words.)
 #[inline]
 fn slot(word: &str) -> usize {
     let b = word.as_bytes();
-    let (first, last) = (b[0] as usize, b[b.len() - 1] as usize);
-    ((b.len() & 0x1f) << 8 ^ first ^ (last << 4)) & (FILTER_BITS - 1)
+    let l = b.len();
+    let h = l as u64
+        | u64::from(b[0]) << 8
+        | u64::from(b[1.min(l - 1)]) << 16
+        | u64::from(b[l.saturating_sub(2)]) << 24
+        | u64::from(b[l - 1]) << 32;
+    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_LOG)) as usize
 }
 
-const FILTER_BITS: usize = 1 << 13;
+const FILTER_LOG: u32 = 16;
+const FILTER_BITS: usize = 1 << FILTER_LOG;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words of `s` a character at a time.
+    fn reference(s: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut start = None;
+        for (i, c) in s.char_indices() {
+            match (is_word(c), start) {
+                (true, None) => start = Some(i),
+                (false, Some(b)) => {
+                    out.push(&s[b..i]);
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(b) = start {
+            out.push(&s[b..]);
+        }
+        out
+    }
+
+    fn words(s: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        for_words(s, |w| out.push(w));
+        out
+    }
+
+    #[test]
+    fn words_across_blocks_and_characters() {
+        let long = "a".repeat(64);
+        for s in [
+            String::new(),
+            " ".into(),
+            long.clone(),
+            format!("{long} b"),
+            format!("{}é{}", "x".repeat(63), "y".repeat(70)),
+            format!("{} café—naïve_1 ü", " ".repeat(62)),
+            "über\u{301}x. Straße's 日本語 z".into(),
+        ] {
+            assert_eq!(words(&s), reference(&s), "{s:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn words_are_the_runs_of_word_characters(s in "(?s)[a-z_0-9 .,\n'\u{e9}\u{301}\u{2014}\u{65e5}-]{0,200}") {
+            proptest::prop_assert_eq!(words(&s), reference(&s));
+        }
+    }
+}
