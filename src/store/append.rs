@@ -153,10 +153,7 @@ impl Store {
         }
         let mut records = Vec::with_capacity(templates.len());
         let mut lines = Vec::with_capacity(templates.len());
-        // The room each segment's old version takes, read once per batch:
-        // a batch of hundreds of lines (a merge's signals) lands in the
-        // same few segments, each lookup two tree reads.
-        let mut taken = HashMap::new();
+        let mut rooms = Rooms::default();
         for (n, mut template) in templates.into_iter().enumerate() {
             let root = roots[usize::from(LogRef::for_record(&template) == LogRef::Local)];
             let mut tries = 0;
@@ -188,7 +185,7 @@ impl Store {
                 // Past the first tails, a full segment is read to see what
                 // room leaving its junk behind would make (a remote can
                 // fill every segment near the limit).
-                if self.has_room(root, &record, line.len(), tries + 4 >= TAILS, &mut taken)? {
+                if self.has_room(root, &record, line.len(), tries + 4 >= TAILS, &mut rooms)? {
                     break (record, line);
                 }
                 tries += 1;
@@ -207,22 +204,19 @@ impl Store {
     /// `line_len` bytes (a
     /// segment over the limit is replaced by the write, so it has room);
     /// with `read`, a full segment counts only what a reader can use.
-    /// `taken` remembers each segment's [`tree::room_taken`] under `root`.
+    /// `rooms` keeps what the batch read of the trees.
     fn has_room(
         &self,
         root: Option<ObjectId>,
         record: &Record,
         line_len: usize,
         read: bool,
-        taken: &mut HashMap<(ObjectId, (u8, u8)), usize>,
+        rooms: &mut Rooms,
     ) -> Result<bool, StoreError> {
         let Some(root) = root else { return Ok(true) };
         let shard = segment::shard(&record.id);
         let line = line_len + 1;
-        let taken = match taken.entry((root, shard)) {
-            Entry::Occupied(found) => *found.get(),
-            Entry::Vacant(slot) => *slot.insert(tree::room_taken(self.repo.gix(), root, shard)?),
-        };
+        let taken = rooms.taken(self.repo.gix(), root, shard)?;
         if taken + line <= segment::MAX_SEGMENT_BYTES {
             return Ok(true);
         }
@@ -585,5 +579,50 @@ impl std::fmt::Display for SetAside {
                 write!(f, "{id} names the content blob {blob}, {error}")
             }
         }
+    }
+}
+
+/// What [`tree::room_taken`] gives, for the segments one batch mints into:
+/// each root's top tree decoded once (a batch's lines land in about as
+/// many segments as lines, under one or two roots), each segment's size
+/// read once.
+#[derive(Default)]
+struct Rooms {
+    tops: HashMap<ObjectId, tree::Entries>,
+    taken: HashMap<(ObjectId, (u8, u8)), usize>,
+}
+
+impl Rooms {
+    fn taken(
+        &mut self,
+        repo: &gix::Repository,
+        root: ObjectId,
+        (a, b): (u8, u8),
+    ) -> Result<usize, StoreError> {
+        if let Some(&taken) = self.taken.get(&(root, (a, b))) {
+            return Ok(taken);
+        }
+        let top = match self.tops.entry(root) {
+            Entry::Occupied(found) => found.into_mut(),
+            Entry::Vacant(slot) => slot.insert(tree::read_entries(repo, root)?),
+        };
+        let folder = top
+            .iter()
+            .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
+            .map(|e| e.oid);
+        let blob = match folder {
+            Some(folder) => tree::read_entries(repo, folder)?
+                .into_iter()
+                .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
+                .map(|leaf| leaf.oid),
+            None => None,
+        };
+        // As `tree::room_taken`: none for a segment over the limit.
+        let taken = match blob.map(|blob| tree::object_size(repo, blob)).transpose()? {
+            Some(size) if size <= segment::MAX_SEGMENT_BYTES as u64 => size as usize,
+            _ => 0,
+        };
+        self.taken.insert((root, (a, b)), taken);
+        Ok(taken)
     }
 }
