@@ -238,9 +238,11 @@ impl Session {
         drafts: Vec<Draft>,
         view: Option<&Ledger>,
     ) -> Result<Vec<Record>, ContextError> {
+        // One batch, one checkout: HEAD is read once, not once a draft.
+        let basis = self.basis();
         let records: Vec<Record> = drafts
             .into_iter()
-            .map(|d| d.into_record(&self.project, actor.clone(), self.basis()))
+            .map(|d| d.into_record(&self.project, actor.clone(), basis.clone()))
             .collect();
         for record in &records {
             admit(view, record)?;

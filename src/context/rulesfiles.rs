@@ -169,9 +169,21 @@ pub fn refresh_after_change(session: &Session) -> (Vec<PathBuf>, Option<ContextE
     }
 }
 
+/// The log is read only when there is a rules file to refresh: one that
+/// exists, or one `rules_files` names (created when missing). A project
+/// without any (most, and every CI checkout that records merge signals)
+/// folds nothing here.
 pub fn refresh_in_force(session: &Session) -> Result<Vec<PathBuf>, ContextError> {
+    let targets = targets(session);
+    let absent = |rel: &str| {
+        matches!(std::fs::metadata(session.root.join(rel)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+    };
+    if targets.iter().all(|t| !t.create && absent(&t.rel)) {
+        return Ok(Vec::new());
+    }
     let ledger = session.rules_ledger()?;
-    let written = refresh(session, &ledger);
+    let written = refresh_targets(session, &ledger, targets);
     session.release(ledger);
     written
 }
@@ -229,13 +241,21 @@ fn targets(session: &Session) -> Vec<Target> {
 /// the top of the work tree lists the project's rules; one in a
 /// sub-folder, what holds at that folder's point.
 pub fn refresh(session: &Session, ledger: &Ledger) -> Result<Vec<PathBuf>, ContextError> {
+    refresh_targets(session, ledger, targets(session))
+}
+
+fn refresh_targets(
+    session: &Session,
+    ledger: &Ledger,
+    targets: Vec<Target>,
+) -> Result<Vec<PathBuf>, ContextError> {
     let at = Some(session.now_ms()? as i64);
     let project = render(ledger, at);
     let points = crate::context::PointMap::from_config(&session.config.points)?;
     // Folders at one point list the same rules and notes.
     let mut by_point: BTreeMap<Point, (Vec<BlockRule>, Vec<BlockNote>)> = BTreeMap::new();
     let mut written = Vec::new();
-    for Target { rel, create } in targets(session) {
+    for Target { rel, create } in targets {
         let name = rel.clone();
         let path = session.root.join(&rel);
         let existing = match std::fs::read_to_string(&path) {

@@ -5,7 +5,8 @@
 //! it has found them on the ref; a writer that gives up waiting has its
 //! lines synced to disk in the journal and says so.
 
-use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use gix::ObjectId;
@@ -92,8 +93,8 @@ impl Store {
         let records = {
             let _journal = lock::Lock::journal(&dir, self.lock_timeout)?;
             let pending = journal::read(&dir)?;
-            let (records, computed) = self.mint(now_ms, random, &pending, templates, sign)?;
-            let lines: Vec<String> = records.iter().map(Record::to_canonical_json).collect();
+            let (records, lines, computed) =
+                self.mint(now_ms, random, &pending, templates, sign)?;
             journal::append(&dir, &pending, &lines)?;
             for (which, root, newest) in computed {
                 newest::remember(&dir, which, root, &newest);
@@ -106,8 +107,8 @@ impl Store {
 
     /// Mint ids past the newest the logs and the journal hold (within the
     /// clock bound), each in a segment with room for its line (call under
-    /// the journal lock). Also returns the newest ids computed afresh, for
-    /// the cache.
+    /// the journal lock), with their lines. Also returns the newest ids
+    /// computed afresh, for the cache.
     #[allow(clippy::type_complexity)]
     fn mint(
         &self,
@@ -116,7 +117,14 @@ impl Store {
         pending: &[u8],
         templates: Vec<Record>,
         sign: Sign<'_>,
-    ) -> Result<(Vec<Record>, Vec<(LogRef, ObjectId, newest::Newest)>), StoreError> {
+    ) -> Result<
+        (
+            Vec<Record>,
+            Vec<String>,
+            Vec<(LogRef, ObjectId, newest::Newest)>,
+        ),
+        StoreError,
+    > {
         let dir = self.kapi_dir();
         // Whatever clock the caller brings (`KAPI_NOW` pins it in tests), no
         // id is minted more than the bound past this machine's own clock:
@@ -144,11 +152,13 @@ impl Store {
             roots[slot] = root;
         }
         let mut records = Vec::with_capacity(templates.len());
+        let mut lines = Vec::with_capacity(templates.len());
+        let mut rooms = Rooms::default();
         for (n, mut template) in templates.into_iter().enumerate() {
             let root = roots[usize::from(LogRef::for_record(&template) == LogRef::Local)];
             let mut tries = 0;
             let mut externalized = false;
-            let record = loop {
+            let (record, line) = loop {
                 let tail = random.rotate_left(17 * n as u32 + 29 * tries)
                     ^ (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15)
                     ^ u128::from(tries).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
@@ -171,12 +181,12 @@ impl Store {
                     externalized = true;
                 }
                 record.sig = sign(&record).map_err(StoreError::Unsigned)?;
-                record.to_checked_line()?;
+                let line = record.to_checked_line()?;
                 // Past the first tails, a full segment is read to see what
                 // room leaving its junk behind would make (a remote can
                 // fill every segment near the limit).
-                if self.has_room(root, &record, tries + 4 >= TAILS)? {
-                    break record;
+                if self.has_room(root, &record, line.len(), tries + 4 >= TAILS, &mut rooms)? {
+                    break (record, line);
                 }
                 tries += 1;
                 if tries == TAILS {
@@ -185,23 +195,28 @@ impl Store {
             };
             newest = Some(record.op_id());
             records.push(record);
+            lines.push(line);
         }
-        Ok((records, computed))
+        Ok((records, lines, computed))
     }
 
-    /// Whether the segment `record` belongs in can take its line (a
+    /// Whether the segment `record` belongs in can take its line of
+    /// `line_len` bytes (a
     /// segment over the limit is replaced by the write, so it has room);
     /// with `read`, a full segment counts only what a reader can use.
+    /// `rooms` keeps what the batch read of the trees.
     fn has_room(
         &self,
         root: Option<ObjectId>,
         record: &Record,
+        line_len: usize,
         read: bool,
+        rooms: &mut Rooms,
     ) -> Result<bool, StoreError> {
         let Some(root) = root else { return Ok(true) };
         let shard = segment::shard(&record.id);
-        let line = record.to_canonical_json().len() + 1;
-        let taken = tree::room_taken(self.repo.gix(), root, shard)?;
+        let line = line_len + 1;
+        let taken = rooms.taken(self.repo.gix(), root, shard)?;
         if taken + line <= segment::MAX_SEGMENT_BYTES {
             return Ok(true);
         }
@@ -568,5 +583,50 @@ impl std::fmt::Display for SetAside {
                 write!(f, "{id} names the content blob {blob}, {error}")
             }
         }
+    }
+}
+
+/// What [`tree::room_taken`] gives, for the segments one batch mints into:
+/// each root's top tree decoded once (a batch's lines land in about as
+/// many segments as lines, under one or two roots), each segment's size
+/// read once.
+#[derive(Default)]
+struct Rooms {
+    tops: HashMap<ObjectId, tree::Entries>,
+    taken: HashMap<(ObjectId, (u8, u8)), usize>,
+}
+
+impl Rooms {
+    fn taken(
+        &mut self,
+        repo: &gix::Repository,
+        root: ObjectId,
+        (a, b): (u8, u8),
+    ) -> Result<usize, StoreError> {
+        if let Some(&taken) = self.taken.get(&(root, (a, b))) {
+            return Ok(taken);
+        }
+        let top = match self.tops.entry(root) {
+            Entry::Occupied(found) => found.into_mut(),
+            Entry::Vacant(slot) => slot.insert(tree::read_entries(repo, root)?),
+        };
+        let folder = top
+            .iter()
+            .find(|e| e.filename.as_slice() == [a] && e.mode.is_tree())
+            .map(|e| e.oid);
+        let blob = match folder {
+            Some(folder) => tree::read_entries(repo, folder)?
+                .into_iter()
+                .find(|e| e.filename.as_slice() == [b] && e.mode.is_blob())
+                .map(|leaf| leaf.oid),
+            None => None,
+        };
+        // As `tree::room_taken`: none for a segment over the limit.
+        let taken = match blob.map(|blob| tree::object_size(repo, blob)).transpose()? {
+            Some(size) if size <= segment::MAX_SEGMENT_BYTES as u64 => size as usize,
+            _ => 0,
+        };
+        self.taken.insert((root, (a, b)), taken);
+        Ok(taken)
     }
 }

@@ -273,6 +273,65 @@ fn a_merged_range_establishes_a_scoped_suggestion_and_the_same_range_twice_adds_
 }
 
 #[test]
+fn a_merged_range_that_establishes_refreshes_only_the_rules_files_there_are() {
+    let p = pair();
+    let legal = suggest(&p.a, "a1", "docs/legal/terms.md");
+    let help = suggest(&p.a, "a1", "docs/help/start.md");
+    let ci = |args: &[&str]| -> Run {
+        p.a.kapi_cmd(args)
+            .env("KAPI_TOOL", "ci")
+            .output()
+            .unwrap()
+            .into()
+    };
+    let merge = |path: &str, text: &str, subject: &str| -> Value {
+        let before = p.a.git(&["rev-parse", "HEAD"]).trim().to_owned();
+        p.a.write(path, text);
+        p.a.git(&["commit", "-qam", subject]);
+        let range = format!("{before}..HEAD");
+        ci(&["context", "sync", "--no-push", "--merged", &range, "--json"])
+            .ok()
+            .json()
+    };
+    // No rules file: none is made, and the rule is established all the same.
+    let report = merge(
+        "docs/legal/terms.md",
+        "# Terms\n\nQuickcast is a trademark.\n",
+        "Fix the product name",
+    );
+    assert_eq!(
+        report["established"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
+    assert_eq!(report["refreshed"], serde_json::json!([]), "{report}");
+    assert_eq!(status_of(&p.a, &legal), "established");
+    assert!(!p.a.path().join("AGENTS.md").exists());
+    assert!(!p.a.path().join("CLAUDE.md").exists());
+    // With one: the sync that establishes a rule writes it there.
+    p.a.write("AGENTS.md", "# Agents\n\nOur own words.\n");
+    let report = merge(
+        "docs/help/start.md",
+        "# Start\n\nOpen Quickcast from the menu.\n",
+        "Fix the product name in help",
+    );
+    assert_eq!(
+        report["established"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
+    assert_eq!(status_of(&p.a, &help), "established");
+    assert_eq!(report["refreshed"].as_array().unwrap().len(), 1, "{report}");
+    let agents = std::fs::read_to_string(p.a.path().join("AGENTS.md")).unwrap();
+    assert!(
+        agents.starts_with("# Agents\n\nOur own words.\n"),
+        "{agents}"
+    );
+    assert!(agents.contains("Quickcast"), "{agents}");
+    assert!(!p.a.path().join("CLAUDE.md").exists());
+}
+
+#[test]
 fn a_push_race_ends_with_both_operations_on_the_remote() {
     let p = pair();
     let first = suggest(&p.a, "a1", "docs/help/start.md");
