@@ -703,7 +703,7 @@ mod tests {
                 rule: text.into(),
                 quote: "q".into(),
             }],
-            clean: n % 2 == 0,
+            clean: n.is_multiple_of(2),
         }));
         let mut clean = op(5, Kind::Check, ActorKind::Person);
         clean.check = Some(Box::new(CheckRun::default()));
