@@ -38,19 +38,45 @@ pub(super) fn record(line: &str) -> Option<Record> {
     let (mut actor, mut at, mut check, mut id, mut kind) = (None, None, None, None, None);
     let (mut project, mut signal, mut target, mut v) = (None, None, None, None);
     c.object(|c, key| {
-        match key {
-            "actor" => actor = Some(c.actor()?),
-            "at" => at = Some(c.compact()?),
-            "check" => check = Some(Box::new(c.check()?)),
-            "id" => id = Some(c.compact()?),
-            "kind" => kind = Some(c.kind()?),
-            "project" => project = Some(c.compact()?),
-            "signal" => signal = Some(Box::new(c.signal()?)),
-            "target" => target = Some(c.compact()?),
-            "v" => v = Some(u32::try_from(c.uint()?).ok()?),
+        Some(match key {
+            "actor" => {
+                actor = Some(c.actor()?);
+                0
+            }
+            "at" => {
+                at = Some(c.compact()?);
+                1
+            }
+            "check" => {
+                check = Some(Box::new(c.check()?));
+                2
+            }
+            "id" => {
+                id = Some(c.compact()?);
+                3
+            }
+            "kind" => {
+                kind = Some(c.kind()?);
+                4
+            }
+            "project" => {
+                project = Some(c.compact()?);
+                5
+            }
+            "signal" => {
+                signal = Some(Box::new(c.signal()?));
+                6
+            }
+            "target" => {
+                target = Some(c.compact()?);
+                7
+            }
+            "v" => {
+                v = Some(u32::try_from(c.uint()?).ok()?);
+                8
+            }
             _ => return None,
-        }
-        Some(())
+        })
     })?;
     if c.at != c.b.len() {
         return None;
@@ -89,21 +115,23 @@ impl<'a> Cursor<'a> {
     }
 
     /// An object whose keys come in strictly increasing order (so each
-    /// once), each value read by `value` (which sees its key).
-    fn object(&mut self, mut value: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+    /// once), each value read by `value`, which sees its key and answers
+    /// the key's rank among those it reads (in their order: comparing
+    /// ranks costs less than comparing the keys).
+    fn object(&mut self, mut value: impl FnMut(&mut Self, &'a str) -> Option<u8>) -> Option<()> {
         self.eat(b'{')?;
-        let mut last: Option<&str> = None;
+        let mut last: Option<u8> = None;
         if self.eat(b'}').is_some() {
             return Some(());
         }
         loop {
             let key = self.string()?;
-            if last.is_some_and(|l| l >= key) {
+            self.eat(b':')?;
+            let rank = value(self, key)?;
+            if last.is_some_and(|l| l >= rank) {
                 return None;
             }
-            last = Some(key);
-            self.eat(b':')?;
-            value(self, key)?;
+            last = Some(rank);
             if self.eat(b',').is_none() {
                 return self.eat(b'}');
             }
@@ -117,7 +145,7 @@ impl<'a> Cursor<'a> {
     fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.at;
-        let end = start + self.b[start..].iter().position(|&b| b == b'"')?;
+        let end = start + memchr::memchr(b'"', &self.b[start..])?;
         self.at = end + 1;
         self.s.get(start..end)
     }
@@ -182,20 +210,26 @@ impl<'a> Cursor<'a> {
     fn actor(&mut self) -> Option<Actor> {
         let (mut kind, mut name, mut session) = (None, None, None);
         self.object(|c, key| {
-            match key {
+            Some(match key {
                 "kind" => {
                     kind = Some(match c.string()? {
                         "person" => ActorKind::Person,
                         "agent" => ActorKind::Agent,
                         "tool" => ActorKind::Tool,
                         _ => return None,
-                    })
+                    });
+                    0
                 }
-                "name" => name = Some(c.compact()?),
-                "session" => session = Some(c.compact()?),
+                "name" => {
+                    name = Some(c.compact()?);
+                    1
+                }
+                "session" => {
+                    session = Some(c.compact()?);
+                    2
+                }
                 _ => return None,
-            }
-            Some(())
+            })
         })?;
         Some(Actor {
             kind: kind?,
@@ -208,23 +242,38 @@ impl<'a> Cursor<'a> {
         let (mut source, mut preferred, mut avoided) = (None, 0, 0);
         let (mut commit, mut pr, mut merger) = (None, None, None);
         self.object(|c, key| {
-            match key {
-                "avoided" => avoided = c.uint()?,
-                "commit" => commit = Some(c.string()?.to_owned()),
-                "merger" => merger = Some(c.string()?.to_owned()),
-                "pr" => pr = Some(c.string()?.to_owned()),
-                "preferred" => preferred = c.uint()?,
+            Some(match key {
+                "avoided" => {
+                    avoided = c.uint()?;
+                    0
+                }
+                "commit" => {
+                    commit = Some(c.string()?.to_owned());
+                    1
+                }
+                "merger" => {
+                    merger = Some(c.string()?.to_owned());
+                    2
+                }
+                "pr" => {
+                    pr = Some(c.string()?.to_owned());
+                    3
+                }
+                "preferred" => {
+                    preferred = c.uint()?;
+                    4
+                }
                 "source" => {
                     source = Some(match c.string()? {
                         "usage" => SignalSource::Usage,
                         "merge" => SignalSource::Merge,
                         "applied" => SignalSource::Applied,
                         _ => return None,
-                    })
+                    });
+                    5
                 }
                 _ => return None,
-            }
-            Some(())
+            })
         })?;
         Some(Signal {
             source: source?,
@@ -241,17 +290,26 @@ impl<'a> Cursor<'a> {
     fn check(&mut self) -> Option<CheckRun> {
         let (mut clean, mut files, mut hook) = (None, Vec::new(), None);
         self.object(|c, key| {
-            match key {
-                "clean" => clean = Some(c.boolean()?),
+            Some(match key {
+                "clean" => {
+                    clean = Some(c.boolean()?);
+                    0
+                }
                 "failing" => {
                     c.eat(b'[')?;
                     c.eat(b']')?;
+                    1
                 }
-                "files" => files = c.strings()?,
-                "hook" => hook = Some(c.string()?.to_owned()),
+                "files" => {
+                    files = c.strings()?;
+                    2
+                }
+                "hook" => {
+                    hook = Some(c.string()?.to_owned());
+                    3
+                }
                 _ => return None,
-            }
-            Some(())
+            })
         })?;
         Some(CheckRun {
             hook: hook?,
