@@ -293,7 +293,7 @@ fn competes(
 }
 
 /// Byte spans of the words (runs of word characters) of `s`.
-fn words(s: &str) -> Vec<(usize, usize)> {
+pub(super) fn words(s: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in s.char_indices() {

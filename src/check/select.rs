@@ -448,24 +448,13 @@ const FILTER_BITS: usize = 1 << FILTER_LOG;
 mod tests {
     use super::*;
 
-    /// The words of `s` a character at a time.
+    /// The words of `s` a character at a time: the matcher's own plain
+    /// scan ([`super::super::matcher::words`]), as slices.
     fn reference(s: &str) -> Vec<&str> {
-        let mut out = Vec::new();
-        let mut start = None;
-        for (i, c) in s.char_indices() {
-            match (is_word(c), start) {
-                (true, None) => start = Some(i),
-                (false, Some(b)) => {
-                    out.push(&s[b..i]);
-                    start = None;
-                }
-                _ => {}
-            }
-        }
-        if let Some(b) = start {
-            out.push(&s[b..]);
-        }
-        out
+        crate::check::matcher::words(s)
+            .into_iter()
+            .map(|(a, b)| &s[a..b])
+            .collect()
     }
 
     fn words(s: &str) -> Vec<&str> {

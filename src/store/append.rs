@@ -439,9 +439,8 @@ impl Store {
             // the trees above them, written as one pack ([`pack`]), not as
             // a loose file each; a note's few objects are written loose,
             // by one deflate stream ([`pack::write_loose`]).
-            let batch = self.repo.gix().clone().with_object_memory();
-            let repo = &batch;
-            let (new_root, refused) = tree::insert_lines(repo, root, &bytes)?;
+            let mut batch = self.repo.gix().clone().with_object_memory();
+            let (new_root, refused) = tree::insert_lines(&batch, root, &bytes)?;
             let refused: Vec<Vec<u8>> = refused.into_iter().map(<[u8]>::to_vec).collect();
             let landed: Vec<&str> = lines
                 .iter()
@@ -475,12 +474,12 @@ impl Store {
                 content = Some(id);
                 parents.push(id);
             }
-            let commit = write_commit(repo, new_root, parents, seconds, &message)?;
-            let mut batch = batch;
+            let commit = write_commit(&batch, new_root, parents, seconds, &message)?;
             if let Some(objects) = batch.objects.take_object_memory() {
-                match lines.len() >= PACK_LINES {
-                    true => pack::write(self.repo.gix(), objects).map(drop)?,
-                    false => pack::write_loose(self.repo.gix(), objects)?,
+                if lines.len() >= PACK_LINES {
+                    pack::write(self.repo.gix(), objects)?;
+                } else {
+                    pack::write_loose(self.repo.gix(), objects)?;
                 }
             }
             fault::point("objects-written");
@@ -621,11 +620,7 @@ impl Rooms {
                 .map(|leaf| leaf.oid),
             None => None,
         };
-        // As `tree::room_taken`: none for a segment over the limit.
-        let taken = match blob.map(|blob| tree::object_size(repo, blob)).transpose()? {
-            Some(size) if size <= segment::MAX_SEGMENT_BYTES as u64 => size as usize,
-            _ => 0,
-        };
+        let taken = tree::room_of(blob.map(|blob| tree::object_size(repo, blob)).transpose()?);
         self.taken.insert((root, (a, b)), taken);
         Ok(taken)
     }

@@ -377,10 +377,16 @@ pub fn room_taken(
     root: ObjectId,
     shard: (u8, u8),
 ) -> Result<usize, StoreError> {
-    Ok(match segment_size(repo, root, shard)? {
+    Ok(room_of(segment_size(repo, root, shard)?))
+}
+
+/// The room a segment of `size` bytes (if there is one) takes: none for a
+/// segment over the limit kapi reads (its lines go elsewhere).
+pub fn room_of(size: Option<u64>) -> usize {
+    match size {
         Some(size) if size <= segment::MAX_SEGMENT_BYTES as u64 => size as usize,
         _ => 0,
-    })
+    }
 }
 
 /// A segment's bytes with `new` lines added, sorted by id, exact repeats
