@@ -43,8 +43,14 @@ pub type Sign<'a> = &'a dyn Fn(&Record) -> Result<Option<String>, String>;
 /// How often a writer tries to move a ref another program keeps moving.
 const ATTEMPTS: usize = 8;
 
-/// From how many lines an append writes its objects as one pack.
-const PACK_LINES: usize = 8;
+/// From how many lines an append writes its objects as one pack: the
+/// batches of merge signals, the establishments they settle and a sync
+/// (hundreds of lines). A group commit of notes (one line per writer,
+/// a few dozen at most with many writers at once) stays loose: each pack
+/// is one more index every later process opens, in turn, before it finds
+/// an object the big packs do not hold (the tip's commit, its trees), and
+/// sixteen writers made a pack every twenty notes.
+const PACK_LINES: usize = 64;
 /// How many tails a writer tries before it gives up on finding a segment
 /// with room (only a log full of oversized segments runs out).
 const TAILS: u32 = 64;

@@ -11,6 +11,16 @@
 //! computed from. When the ref has moved, only the segments that differ
 //! between the cached tree and the new one are read. The cache is safe to
 //! delete: a missing or damaged one is rebuilt from the log.
+//!
+//! The cache is obeyed (it decides what ids are minted past), so it is
+//! tagged with the repository's secret (`.git/kapi/trust.secret`, as
+//! `trust.verdicts` and `rules.cache` are): a tagged entry was computed
+//! here from its tree, and a tree's content never changes, so it is taken
+//! without reading a segment. A file whose tag does not check out (forged,
+//! copied from another clone, torn) is not read at all. An untagged cache
+//! (an older kapi's, with a CRC-32; or written where no secret can be
+//! made) is taken only where the newest id it names is found in its tree
+//! (one segment read), and is written back tagged.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -45,6 +55,13 @@ const MAX_AHEAD: usize = 1024;
 
 pub(super) const NAME: &str = "newest";
 const MAGIC: &str = "kapi newest v1";
+/// What the tag says the file is.
+const TAG_DOMAIN: &str = "kapi newest cache tag";
+/// The tag's line, last before the CRC-32: written as an entry of this
+/// name (the tag's first 160 bits where a tree is, then an empty entry),
+/// which an older kapi reads and writes back like any other (stale then:
+/// the cache is looked up in the log as an untagged one is).
+const TAG_NAME: &str = "tag";
 
 /// The newest ids of one log's tree, as seen at `seen_at`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,10 +135,12 @@ struct Entry {
     newest: Newest,
 }
 
-fn read_cache(kapi_dir: &Path) -> BTreeMap<String, Entry> {
+/// The cache's entries, and whether the repository's secret vouches for
+/// them (a tag that checks out); nothing when the file does not check out.
+fn read_cache(kapi_dir: &Path) -> (BTreeMap<String, Entry>, bool) {
     let mut out = BTreeMap::new();
     let Ok(text) = std::fs::read_to_string(kapi_dir.join(NAME)) else {
-        return out;
+        return (out, false);
     };
     // The last line checksums the rest: a write a crash tore reads as none.
     let Some((body, crc)) = text
@@ -129,14 +148,25 @@ fn read_cache(kapi_dir: &Path) -> BTreeMap<String, Entry> {
         .and_then(|t| t.rsplit_once('\n'))
         .and_then(|(body, last)| Some((body, last.strip_prefix("crc ")?.parse::<u32>().ok()?)))
     else {
-        return out;
+        return (out, false);
     };
     if crc32fast::hash(body.as_bytes()) != crc {
-        return out;
+        return (out, false);
     }
+    // The tag vouches for every byte before its line.
+    let (body, tagged) = match body.rsplit_once('\n') {
+        Some((before, last)) if last.starts_with(&format!("{TAG_NAME} ")) => {
+            let claimed = last.split(' ').nth(1).unwrap_or_default();
+            let tagged = claimed.len() == 40
+                && super::verdicts::tag_hex(kapi_dir, TAG_DOMAIN, format!("{before}\n").as_bytes())
+                    .is_some_and(|hex| hex.starts_with(claimed));
+            (before, tagged)
+        }
+        _ => (body, false),
+    };
     let mut lines = body.lines();
     if lines.next() != Some(MAGIC) {
-        return out;
+        return (out, false);
     }
     for line in lines {
         let mut fields = line.split(' ');
@@ -167,13 +197,14 @@ fn read_cache(kapi_dir: &Path) -> BTreeMap<String, Entry> {
             ))
         })();
         match parsed {
+            Some((name, _)) if name == TAG_NAME => {}
             Some((name, entry)) => {
                 out.insert(name, entry);
             }
-            None => return BTreeMap::new(),
+            None => return (BTreeMap::new(), false),
         }
     }
-    out
+    (out, tagged)
 }
 
 /// Write the cache (call under the journal lock, which every writer of the
@@ -188,7 +219,7 @@ fn read_cache(kapi_dir: &Path) -> BTreeMap<String, Entry> {
 /// computed again from the log.
 fn write_cache(kapi_dir: &Path, entries: &BTreeMap<String, Entry>) {
     let mut text = format!("{MAGIC}\n");
-    for (name, e) in entries {
+    for (name, e) in entries.iter().filter(|(name, _)| *name != TAG_NAME) {
         let n = &e.newest;
         text.push_str(&format!(
             "{name} {} {} {} {}",
@@ -202,6 +233,9 @@ fn write_cache(kapi_dir: &Path, entries: &BTreeMap<String, Entry>) {
             text.push_str(id.as_str());
         }
         text.push('\n');
+    }
+    if let Some(hex) = super::verdicts::tag_hex(kapi_dir, TAG_DOMAIN, text.as_bytes()) {
+        text.push_str(&format!("{TAG_NAME} {} 0 - 0\n", &hex[..40]));
     }
     let crc = crc32fast::hash(text.trim_end_matches('\n').as_bytes());
     text.push_str(&format!("crc {crc}\n"));
@@ -234,17 +268,18 @@ pub fn of_tree(
     let Some(root) = root else {
         return Ok((Newest::empty(now_ms), false));
     };
-    let cache = read_cache(kapi_dir);
+    let (cache, tagged) = read_cache(kapi_dir);
     // The cache is derived, so it is obeyed only where it checks out
     // against the log (`ref moved back`, `git gc`, a forged file).
     let cached = cache
         .get(which.name())
-        .filter(|e| checks_out(repo, e).unwrap_or(false));
+        .filter(|e| checks_out(repo, e, tagged).unwrap_or(false));
     if let Some(e) = cached
         && e.tree == root
         && let Some(n) = e.newest.at(now_ms)
     {
-        return Ok((n, false));
+        // An untagged entry that checked out is written back tagged.
+        return Ok((n, !tagged));
     }
     let mut newest = Newest::empty(now_ms);
     let changed = match cached.and_then(|e| e.newest.at(now_ms).map(|n| (e.tree, n))) {
@@ -259,11 +294,12 @@ pub fn of_tree(
 }
 
 /// Whether a cache entry agrees with the log: its tree is there, the
-/// newest id it names is dated within the bound of when it was seen and
-/// is held in that tree (one segment read), and where it names none the
-/// tree is empty (every id ahead of the clock is the only other way, and
-/// is computed again). Anything else is computed again from the log.
-fn checks_out(repo: &gix::Repository, e: &Entry) -> Result<bool, StoreError> {
+/// newest id it names is dated within the bound of when it was seen and,
+/// unless the secret's tag vouches for the entry (computed here from that
+/// tree), is held in that tree (one segment read), and where it names none
+/// the tree is empty (every id ahead of the clock is the only other way,
+/// and is computed again). Anything else is computed again from the log.
+fn checks_out(repo: &gix::Repository, e: &Entry, tagged: bool) -> Result<bool, StoreError> {
     let n = &e.newest;
     if n.ahead
         .iter()
@@ -280,6 +316,9 @@ fn checks_out(repo: &gix::Repository, e: &Entry) -> Result<bool, StoreError> {
     if within.unix_ms() > n.seen_at + AHEAD_BOUND_MS {
         return Ok(false);
     }
+    if tagged {
+        return Ok(true);
+    }
     let Some(bytes) = tree::read_segment(repo, e.tree, segment::shard(within.as_str()))? else {
         return Ok(false);
     };
@@ -291,7 +330,12 @@ fn checks_out(repo: &gix::Repository, e: &Entry) -> Result<bool, StoreError> {
 
 /// Keep what [`of_tree`] computed for the next writer.
 pub fn remember(kapi_dir: &Path, which: LogRef, root: ObjectId, newest: &Newest) {
-    let mut cache = read_cache(kapi_dir);
+    // The other log's entry is kept only where the tag vouches for it:
+    // written back tagged, an unverified one would be taken unread.
+    let (mut cache, tagged) = read_cache(kapi_dir);
+    if !tagged {
+        cache.clear();
+    }
     cache.insert(
         which.name().to_owned(),
         Entry {
@@ -313,7 +357,10 @@ pub fn advance(
     ids: &[OpId],
     now_ms: u64,
 ) {
-    let mut cache = read_cache(kapi_dir);
+    let (mut cache, tagged) = read_cache(kapi_dir);
+    if !tagged {
+        cache.clear();
+    }
     let newest = match (old, cache.get(which.name())) {
         (None, _) => Newest::empty(now_ms),
         (Some(old), Some(e)) if e.tree == old => match e.newest.at(now_ms) {
@@ -497,12 +544,12 @@ mod tests {
         let big = entries(300);
         write_cache(dir.path(), &big);
         assert!(std::fs::metadata(&path).unwrap().len() as usize > IN_PLACE_BYTES);
-        assert!(same(&read_cache(dir.path()), &big));
+        assert!(same(&read_cache(dir.path()).0, &big));
         // Under a page: written over the larger one in place, cut to size.
         let small = entries(1);
         write_cache(dir.path(), &small);
         assert!((std::fs::metadata(&path).unwrap().len() as usize) < IN_PLACE_BYTES);
-        assert!(same(&read_cache(dir.path()), &small));
+        assert!(same(&read_cache(dir.path()).0, &small));
         // A writer killed between writing a shorter cache over a longer one
         // and cutting it leaves the old tail: the checksum refuses it.
         let longer = std::fs::read(&path).unwrap();
@@ -510,6 +557,56 @@ mod tests {
         let mut torn = std::fs::read(&path).unwrap();
         torn.extend_from_slice(&longer[torn.len()..]);
         std::fs::write(&path, &torn).unwrap();
-        assert!(read_cache(dir.path()).is_empty());
+        assert!(read_cache(dir.path()).0.is_empty());
+    }
+
+    #[test]
+    fn only_the_secret_s_tag_vouches_for_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(NAME);
+        let with_crc = |body: &str| format!("{body}\ncrc {}\n", crc32fast::hash(body.as_bytes()));
+        write_cache(dir.path(), &entries(2));
+        let (read, tagged) = read_cache(dir.path());
+        assert!(tagged);
+        assert_eq!(read.len(), 1);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (body, _) = text.trim_end().rsplit_once('\n').unwrap();
+        let (entries_text, tag_line) = body.rsplit_once('\n').unwrap();
+        assert!(tag_line.starts_with("tag "));
+        // Tagged with another secret (another clone's file, or made up):
+        // read, but not vouched for (looked up in the log).
+        let other = super::super::verdicts::tag(
+            &[7; 32],
+            TAG_DOMAIN,
+            format!("{entries_text}\n").as_bytes(),
+        );
+        let forged = format!(
+            "{entries_text}\ntag {} 0 - 0",
+            &crate::digest::hex(&other)[..40]
+        );
+        std::fs::write(&path, with_crc(&forged)).unwrap();
+        let (read, tagged) = read_cache(dir.path());
+        assert!(!tagged);
+        assert_eq!(read.len(), 1);
+        // The right tag over other bytes: not vouched for either.
+        let grown = body.replacen(" 0 ", " 1 ", 1);
+        assert_ne!(grown, body);
+        std::fs::write(&path, with_crc(&grown)).unwrap();
+        assert!(!read_cache(dir.path()).1);
+        // An older kapi's cache (no tag line; or the tag line it kept and
+        // wrote back after an entry it changed): read, not vouched for.
+        std::fs::write(&path, with_crc(entries_text)).unwrap();
+        let (read, tagged) = read_cache(dir.path());
+        assert!(!tagged);
+        assert_eq!(read.len(), 1);
+        let rewritten = format!(
+            "{entries_text}\nrefs/kapi/local {}\n{tag_line}",
+            &entries_text[entries_text.find("refs/kapi/ops ").unwrap() + 14..]
+        );
+        std::fs::write(&path, with_crc(&rewritten)).unwrap();
+        let (read, tagged) = read_cache(dir.path());
+        assert!(!tagged);
+        assert_eq!(read.len(), 2);
+        assert!(!read.contains_key(TAG_NAME));
     }
 }

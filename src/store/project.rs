@@ -6,30 +6,60 @@
 //!
 //! The answer is kept in a derived cache (`.git/kapi/project`: the id of
 //! that operation and its project), which is obeyed only when it checks
-//! out: the log holds that id, and the operation names that project (one
-//! segment read). Merging operations in from elsewhere drops it, since an
-//! older operation may have arrived. A missing, damaged or stale cache is
-//! computed again from the log and rewritten.
+//! out. Its third line says which segment blobs held the operation in
+//! each log when it was found, tagged with the repository's secret
+//! (`.git/kapi/trust.secret`, as the newest-id cache is): while each log's
+//! tip still holds those blobs at the operation's shard (two small trees
+//! read, no segment), the answer stands as found. Otherwise (the segment
+//! changed, a tag that does not check out, an older kapi's two-line file)
+//! the log must hold that id and the operation name that project (one
+//! segment read), and the file is written anew. Merging operations in from
+//! elsewhere drops it, since an older operation may have arrived. A
+//! missing, damaged or stale cache is computed again from the log and
+//! rewritten.
 
 use std::path::Path;
 
-use super::{LogRef, Store, StoreError, cache, newest, segment, tree};
+use gix::ObjectId;
+
+use super::{LogRef, Store, StoreError, cache, newest, segment, tree, verdicts};
 use crate::ops::id::OpId;
 
 pub(super) const NAME: &str = "project";
 const MAGIC: &str = "kapi project v1";
+/// What the tag says the file is (its line, third, is one an older kapi
+/// does not read).
+const TAG_DOMAIN: &str = "kapi project cache tag";
+
+/// The segment blob at an operation's shard in each log's tip (shared,
+/// local), where there is one.
+type Held = [Option<ObjectId>; 2];
+
+/// What the cache says.
+struct Cached {
+    id: OpId,
+    project: String,
+    /// Where the operation was found, for a file the tag vouches for.
+    held: Option<Held>,
+}
 
 impl Store {
     /// The project of the log's oldest readable operation (the shared log's,
     /// else the local log's), if it holds any.
     pub fn log_project(&self) -> Result<Option<String>, StoreError> {
         let dir = self.kapi_dir();
-        if let Some((id, project)) = read_cache(&dir)
-            && self
-                .find(&id)?
-                .is_some_and(|r| r.project.as_str() == project)
-        {
-            return Ok(Some(project));
+        if let Some(cached) = read_cache(&dir) {
+            let now = self.held_at(&cached.id)?;
+            if cached.held == Some(now) {
+                return Ok(Some(cached.project));
+            }
+            if self
+                .find(&cached.id)?
+                .is_some_and(|r| r.project.as_str() == cached.project)
+            {
+                write_cache(&dir, &cached.id, &cached.project, &now);
+                return Ok(Some(cached.project));
+            }
         }
         for which in [LogRef::Shared, LogRef::Local] {
             let Some(tip) = self.tip(which)? else {
@@ -37,11 +67,24 @@ impl Store {
             };
             let root = self.tree_of(tip)?;
             if let Some((id, project)) = oldest(self.repo.gix(), &dir, root)? {
-                write_cache(&dir, &id, &project);
+                write_cache(&dir, &id, &project, &self.held_at(&id)?);
                 return Ok(Some(project));
             }
         }
         Ok(None)
+    }
+
+    /// The segment blobs each log's tip holds at the shard of `id`.
+    fn held_at(&self, id: &OpId) -> Result<Held, StoreError> {
+        let mut held = [None, None];
+        for (slot, which) in [LogRef::Shared, LogRef::Local].into_iter().enumerate() {
+            if let Some(tip) = self.tip(which)? {
+                let root = self.tree_of(tip)?;
+                held[slot] =
+                    tree::segment_blob(self.repo.gix(), root, segment::shard(id.as_str()))?;
+            }
+        }
+        Ok(held)
     }
 
     /// Forget the cached project (operations arrived from elsewhere).
@@ -50,25 +93,57 @@ impl Store {
     }
 }
 
-fn read_cache(dir: &Path) -> Option<(OpId, String)> {
+fn read_cache(dir: &Path) -> Option<Cached> {
     let text = std::fs::read_to_string(dir.join(NAME)).ok()?;
     let mut lines = text.lines();
     if lines.next() != Some(MAGIC) {
         return None;
     }
-    let (id, project) = lines.next()?.split_once(' ')?;
-    Some((OpId::parse(id).ok()?, project.to_owned()))
+    let first = lines.next()?;
+    let (id, project) = first.split_once(' ')?;
+    let mut cached = Cached {
+        id: OpId::parse(id).ok()?,
+        project: project.to_owned(),
+        held: None,
+    };
+    // `held <shared> <local> tag <hex>`: where it was found, vouched for
+    // by the tag (else it is looked up in the log).
+    if let Some((held, hex)) = lines.next().and_then(|l| l.split_once(" tag "))
+        && verdicts::tag_hex(
+            dir,
+            TAG_DOMAIN,
+            format!("{MAGIC}\n{first}\n{held}").as_bytes(),
+        )
+        .is_some_and(|tag| tag == hex)
+    {
+        let mut fields = held.strip_prefix("held ")?.split(' ');
+        let mut at = [None, None];
+        for slot in &mut at {
+            *slot = match fields.next()? {
+                "-" => None,
+                hex => Some(ObjectId::from_hex(hex.as_bytes()).ok()?),
+            };
+        }
+        cached.held = Some(at);
+    }
+    Some(cached)
 }
 
-fn write_cache(dir: &Path, id: &OpId, project: &str) {
+fn write_cache(dir: &Path, id: &OpId, project: &str, held: &Held) {
     // A project key holds no line break (the record's limits), so the
-    // cache is one line after its magic.
+    // cache is one line after its magic, and the tagged line.
     if project.contains('\n') {
         return;
     }
     let _ = std::fs::create_dir_all(dir);
-    let text = format!("{MAGIC}\n{} {project}\n", id.as_str());
-    // Derived, so not synced: a torn cache fails the check against the log.
+    let mut text = format!("{MAGIC}\n{} {project}\n", id.as_str());
+    let blob = |b: &Option<ObjectId>| b.map_or_else(|| "-".to_owned(), |b| b.to_hex().to_string());
+    let line = format!("held {} {}", blob(&held[0]), blob(&held[1]));
+    if let Some(tag) = verdicts::tag_hex(dir, TAG_DOMAIN, format!("{text}{line}").as_bytes()) {
+        text.push_str(&format!("{line} tag {tag}\n"));
+    }
+    // Derived, so not synced: a torn cache fails its tag, or the check
+    // against the log.
     let _ = crate::atomic::replace_derived(&dir.join(NAME), |out| out.write_all(text.as_bytes()));
 }
 
@@ -113,4 +188,37 @@ fn oldest(
         }
     }
     Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_tag_made_with_the_secret_says_where_the_operation_was_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = OpId::mint(crate::ops::id::EPOCH_MS + 1_000, 7, None).unwrap();
+        let blob = ObjectId::from_hex(b"4b825dc642cb6eb9a060e54bf8d69288fbca4904").unwrap();
+        write_cache(dir.path(), &id, "a project", &[Some(blob), None]);
+        let read = read_cache(dir.path()).unwrap();
+        assert_eq!((read.id, read.project.as_str()), (id.clone(), "a project"));
+        assert_eq!(read.held, Some([Some(blob), None]));
+        let path = dir.path().join(NAME);
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Another project under the same tag, or other blobs: the project
+        // is read, where it was found is not (it is looked up in the log).
+        for forged in [
+            text.replace(" a project\n", " another\n"),
+            text.replace(&blob.to_hex().to_string(), &"1".repeat(40)),
+            text.replace("held ", "held  "),
+        ] {
+            assert_ne!(forged, text);
+            std::fs::write(&path, &forged).unwrap();
+            assert_eq!(read_cache(dir.path()).unwrap().held, None, "{forged}");
+        }
+        // An older kapi's file (two lines) reads, unvouched for.
+        std::fs::write(&path, format!("{MAGIC}\n{} a project\n", id.as_str())).unwrap();
+        let read = read_cache(dir.path()).unwrap();
+        assert_eq!((read.project.as_str(), read.held), ("a project", None));
+    }
 }

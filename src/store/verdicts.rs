@@ -74,6 +74,29 @@ pub fn secret(kapi_dir: &Path) -> Option<[u8; 32]> {
     }
 }
 
+/// The tag of a derived file kapi obeys without reading the log again
+/// (the newest-id and project caches): the SHA-256 of what the file is
+/// (`domain`), this repository's secret and the SHA-256 of the bytes it
+/// vouches for (a tag of fixed-length input: no tag extends to longer
+/// bytes). A file written without the secret (another clone's, or made
+/// up) carries a tag that matches nothing.
+pub fn tag(secret: &[u8; 32], domain: &str, body: &[u8]) -> Tag {
+    use sha2::{Digest, Sha256};
+    let inner: [u8; 32] = Sha256::digest(body).into();
+    let mut outer = Sha256::new();
+    outer.update(domain.as_bytes());
+    outer.update([0]);
+    outer.update(secret);
+    outer.update(inner);
+    outer.finalize().into()
+}
+
+/// The [`tag`] of `body` under this repository's secret, in hex; `None`
+/// when there is no secret (nor can one be made).
+pub fn tag_hex(kapi_dir: &Path, domain: &str, body: &[u8]) -> Option<String> {
+    secret(kapi_dir).map(|secret| crate::digest::hex(&tag(&secret, domain, body)))
+}
+
 /// The entries of the file kept for `digest`, when it checks out (else
 /// none: every signature is verified again).
 pub fn load(kapi_dir: &Path, digest: &str) -> HashMap<Tag, CompactString> {

@@ -338,6 +338,78 @@ fn a_newest_cache_that_does_not_check_out_is_computed_again() {
     a.kapi(&["store", "doctor"]).ok();
 }
 
+/// A newest-id cache with a tag line made without this repository's
+/// secret, naming an id a few minutes ahead that the log does not hold
+/// (within the bound, so only the tag could vouch for it): looked up in
+/// the log, not taken, and no id is minted past it.
+#[test]
+fn a_newest_cache_with_a_tag_made_elsewhere_is_looked_up_in_the_log() {
+    let a = TestEnv::new();
+    note(&a, "Quickcast").ok();
+    let tree = a.git(&["rev-parse", "refs/kapi/ops^{tree}"]);
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let ahead = kapi::ops::OpId::mint(clock + 5 * 60_000, 0x5eed, None).unwrap();
+    let body = format!(
+        "kapi newest v1\nrefs/kapi/ops {tree} {clock} {ahead} 0\ntag {} 0 - 0",
+        "ab".repeat(20)
+    );
+    let text = format!("{body}\ncrc {}\n", crc32(body.as_bytes()));
+    std::fs::write(a.join(".git/kapi/newest"), text).unwrap();
+    note(&a, "Fastcast").ok();
+    let ids: Vec<String> = a
+        .log()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.iter().all(|id| id.as_str() < ahead.as_str()), "{ids:?}");
+    // Written anew, tagged by this repository.
+    let cache = std::fs::read_to_string(a.join(".git/kapi/newest")).unwrap();
+    assert!(!cache.contains(ahead.as_str()), "{cache}");
+    assert!(!cache.contains(&"ab".repeat(20)), "{cache}");
+}
+
+/// A project cache naming another project, with the tag this repository
+/// wrote for the real one (so it no longer matches its bytes), or with no
+/// tag at all (an older kapi's file): looked up in the log, not taken.
+#[test]
+fn a_project_cache_that_does_not_check_out_is_not_taken() {
+    let a = TestEnv::new();
+    note(&a, "Quickcast").ok();
+    let exported = || a.kapi(&["store", "export", "-"]).ok().json_lines();
+    let project = exported()[0]["project"].as_str().unwrap().to_owned();
+    let path = a.join(".git/kapi/project");
+    let written = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = written.lines().collect();
+    assert_eq!(lines.len(), 3, "{written}");
+    assert!(
+        lines[2].starts_with("held ") && lines[2].contains(" tag "),
+        "{written}"
+    );
+    let (id, _) = lines[1].split_once(' ').unwrap();
+    for (forged, term) in [
+        (
+            format!("{}\n{id} elsewhere\n{}\n", lines[0], lines[2]),
+            "Fastcast",
+        ),
+        (format!("{}\n{id} elsewhere\n", lines[0]), "Slowcast"),
+    ] {
+        std::fs::write(&path, &forged).unwrap();
+        note(&a, term).ok();
+        let log = exported();
+        assert!(
+            log.iter()
+                .all(|l| l["project"].as_str() == Some(project.as_str())),
+            "{log:?}"
+        );
+        let now = std::fs::read_to_string(&path).unwrap();
+        assert!(now.contains(&format!("{id} {project}\n")), "{now}");
+    }
+}
+
 #[test]
 fn a_checkpoint_claiming_huge_lengths_is_folded_again() {
     let a = TestEnv::new();
