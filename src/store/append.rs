@@ -242,8 +242,10 @@ impl Store {
         let start = Instant::now();
         // Waiting for the lock itself would queue behind flushes that do not
         // concern us (the lock is not fair), so poll: take the lock if it is
-        // free, else see whether the holder already committed our lines.
+        // free, else see whether the holder already committed our lines
+        // (looked at again as soon as a commit replaces the journal).
         let mut pause = Duration::from_micros(200);
+        let watch = journal::Watch::new(&dir);
         loop {
             if let Some(_commit) = lock::Lock::try_commit(&dir)? {
                 return match self.commit_journal(Some(&records)) {
@@ -261,7 +263,7 @@ impl Store {
                     },
                 };
             }
-            std::thread::sleep(pause);
+            watch.wait(pause);
             pause = (pause * 2).min(Duration::from_millis(2));
             // No lock needed: compaction replaces the journal by a rename,
             // and a line being appended is either whole or not ours yet.
