@@ -201,7 +201,7 @@ mod tests {
         let blob = ObjectId::from_hex(b"4b825dc642cb6eb9a060e54bf8d69288fbca4904").unwrap();
         write_cache(dir.path(), &id, "a project", &[Some(blob), None]);
         let read = read_cache(dir.path()).unwrap();
-        assert_eq!((read.id, read.project.as_str()), (id.clone(), "a project"));
+        assert_eq!((read.id, read.project.as_str()), (id, "a project"));
         assert_eq!(read.held, Some([Some(blob), None]));
         let path = dir.path().join(NAME);
         let text = std::fs::read_to_string(&path).unwrap();
