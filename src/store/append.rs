@@ -245,7 +245,7 @@ impl Store {
         // free, else see whether the holder already committed our lines
         // (looked at again as soon as a commit replaces the journal).
         let mut pause = Duration::from_micros(200);
-        let watch = journal::Watch::new(&dir);
+        let mut watch = None;
         loop {
             if let Some(_commit) = lock::Lock::try_commit(&dir)? {
                 return match self.commit_journal(Some(&records)) {
@@ -263,7 +263,9 @@ impl Store {
                     },
                 };
             }
-            watch.wait(pause);
+            watch
+                .get_or_insert_with(|| journal::Watch::new(&dir))
+                .wait(pause);
             pause = (pause * 2).min(Duration::from_millis(2));
             // No lock needed: compaction replaces the journal by a rename,
             // and a line being appended is either whole or not ours yet.
