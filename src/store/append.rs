@@ -43,14 +43,17 @@ pub type Sign<'a> = &'a dyn Fn(&Record) -> Result<Option<String>, String>;
 /// How often a writer tries to move a ref another program keeps moving.
 const ATTEMPTS: usize = 8;
 
-/// From how many lines an append writes its objects as one pack: the
-/// batches of merge signals, the establishments they settle and a sync
-/// (hundreds of lines). A group commit of notes (one line per writer,
-/// a few dozen at most with many writers at once) stays loose: each pack
-/// is one more index every later process opens, in turn, before it finds
-/// an object the big packs do not hold (the tip's commit, its trees), and
-/// sixteen writers made a pack every twenty notes.
-const PACK_LINES: usize = 64;
+/// From how many lines of its own an append writes its objects as one
+/// pack: the batches of merge signals, the establishments they settle and
+/// a sync (hundreds of lines).
+const PACK_LINES: usize = 8;
+/// From how many lines a commit writes a pack whoever appended them. A
+/// group commit of notes (one line per writer, a few dozen at most with
+/// many writers at once) stays loose: each pack is one more index every
+/// later process opens, in turn, before it finds an object the big packs
+/// do not hold (the tip's commit, its trees), and sixteen writers made a
+/// pack every twenty notes.
+const GROUP_PACK_LINES: usize = 64;
 /// How many tails a writer tries before it gives up on finding a segment
 /// with room (only a log full of oversized segments runs out).
 const TAILS: u32 = 64;
@@ -378,6 +381,9 @@ impl Store {
         }
         let mut unlanded: Vec<Vec<u8>> = Vec::new();
         let mut advanced = Vec::new();
+        // The lines this writer appended itself (a batch), beside the ones
+        // other writers journaled meanwhile.
+        let own = mine.map_or(0, <[Record]>::len);
         for which in [LogRef::Shared, LogRef::Local] {
             // The content blobs the lines name travel with them; a line
             // whose blob is gone (lost in a crash) cannot land.
@@ -402,7 +408,8 @@ impl Store {
             if lines.is_empty() {
                 continue;
             }
-            let (moved, refused) = self.commit_lines(which, &lines, &blobs)?;
+            let pack = own >= PACK_LINES || lines.len() >= GROUP_PACK_LINES;
+            let (moved, refused) = self.commit_lines(which, &lines, &blobs, pack)?;
             unlanded.extend(refused);
             advanced.extend(moved.map(|m| (which, m)));
         }
@@ -427,14 +434,15 @@ impl Store {
     }
 
     /// Commit canonical lines onto one ref, with the content blobs they
-    /// name (under a content commit, the second parent); returns how the
-    /// ref moved (if any line landed) and the lines no segment had room
-    /// for.
+    /// name (under a content commit, the second parent), its objects as
+    /// one pack with `pack`, else loose; returns how the ref moved (if any
+    /// line landed) and the lines no segment had room for.
     fn commit_lines(
         &self,
         which: LogRef,
         lines: &[String],
         blobs: &BTreeSet<gix::ObjectId>,
+        pack: bool,
     ) -> Result<(Option<RefMove>, Vec<Vec<u8>>), StoreError> {
         let bytes: Vec<&[u8]> = lines.iter().map(String::as_bytes).collect();
         let mut why = String::new();
@@ -486,7 +494,7 @@ impl Store {
             }
             let commit = write_commit(&batch, new_root, parents, seconds, &message)?;
             if let Some(objects) = batch.objects.take_object_memory() {
-                if lines.len() >= PACK_LINES {
+                if pack {
                     pack::write(self.repo.gix(), objects)?;
                 } else {
                     pack::write_loose(self.repo.gix(), objects)?;
