@@ -55,6 +55,17 @@ impl SegmentCache {
     pub fn len(&self) -> usize {
         self.index.len()
     }
+
+    /// Whether the cache has an entry for `blob` (intact or not: read with
+    /// [`SegmentCache::get`]).
+    pub fn has(&self, blob: &ObjectId) -> bool {
+        self.index.contains_key(blob)
+    }
+
+    /// How many bytes the cache's entry for `blob` holds, if it has one.
+    pub fn size(&self, blob: &ObjectId) -> Option<usize> {
+        self.index.get(blob).map(|&(_, len, _)| len)
+    }
 }
 
 /// `<40 hex> <length> <crc32>\n<bytes>` entries after the magic line: the
@@ -92,14 +103,17 @@ fn index(file: &std::fs::File) -> Option<HashMap<ObjectId, (u64, usize, u32)>> {
     Some(index)
 }
 
-/// Replace the cache with these segments (written whole, then renamed:
-/// `atomic::replace_derived`), streamed to the file: a log's bytes are not
-/// copied into one buffer.
-pub fn write(kapi_dir: &Path, segments: &[(ObjectId, &[u8])]) -> std::io::Result<()> {
+/// Replace the cache with the entries `fill` hands to `put`, one at a
+/// time, each written as it comes (then the file renamed into place): the
+/// caller holds one segment's bytes at a time, never the log's.
+pub fn write_each(
+    kapi_dir: &Path,
+    fill: impl FnOnce(&mut dyn FnMut(ObjectId, &[u8]) -> std::io::Result<()>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(kapi_dir)?;
     crate::atomic::replace_derived(&kapi_dir.join(NAME), |out| {
         out.write_all(MAGIC)?;
-        for (id, bytes) in segments {
+        fill(&mut |id, bytes| {
             writeln!(
                 out,
                 "{} {} {}",
@@ -107,15 +121,23 @@ pub fn write(kapi_dir: &Path, segments: &[(ObjectId, &[u8])]) -> std::io::Result
                 bytes.len(),
                 crc32fast::hash(bytes)
             )?;
-            out.write_all(bytes)?;
-        }
-        Ok(())
+            out.write_all(bytes)
+        })
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn write(kapi_dir: &Path, segments: &[(ObjectId, &[u8])]) -> std::io::Result<()> {
+        write_each(kapi_dir, |put| {
+            for (id, bytes) in segments {
+                put(*id, bytes)?;
+            }
+            Ok(())
+        })
+    }
 
     #[test]
     fn round_trips_and_ignores_damage() {
