@@ -346,9 +346,15 @@ impl Store {
         {
             cache = cache::SegmentCache::read(&dir);
         }
-        let (mut loaded, fresh) = read::parse_segments(self.repo.gix(), &segments, &cache)?;
-        loaded.records.extend(pending);
-        let conflicts = read::finish(&mut loaded);
+        let (mut loaded, fresh, unique) = read::parse_segments(self.repo.gix(), &segments, &cache)?;
+        // In order and every id once (most logs, read as merged): there is
+        // nothing to sort or settle.
+        let conflicts = if unique && pending.is_empty() {
+            Vec::new()
+        } else {
+            loaded.records.extend(pending);
+            read::finish(&mut loaded)
+        };
         if !conflicts.is_empty() {
             self.settle_conflicts(refs, conflicts, &mut loaded)?;
         }
