@@ -45,11 +45,24 @@ impl SegmentCache {
 
     /// The bytes of a segment, if cached and intact.
     pub fn get(&self, blob: &ObjectId) -> Option<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.get_into(blob, &mut bytes).then_some(bytes)
+    }
+
+    /// Read a segment's bytes into `bytes` (replacing what it held), if
+    /// cached and intact: a reader that reuses one buffer does not zero a
+    /// new one for every segment (2% of a cold read's instructions).
+    pub fn get_into(&self, blob: &ObjectId, bytes: &mut Vec<u8>) -> bool {
         use std::os::unix::fs::FileExt;
-        let &(start, len, crc) = self.index.get(blob)?;
-        let mut bytes = vec![0; len];
-        self.file.as_ref()?.read_exact_at(&mut bytes, start).ok()?;
-        (crc32fast::hash(&bytes) == crc).then_some(bytes)
+        let Some(&(start, len, crc)) = self.index.get(blob) else {
+            return false;
+        };
+        let Some(file) = self.file.as_ref() else {
+            return false;
+        };
+        // Only what the buffer did not hold yet is zeroed.
+        bytes.resize(len, 0);
+        file.read_exact_at(bytes, start).is_ok() && crc32fast::hash(bytes) == crc
     }
 
     pub fn len(&self) -> usize {
@@ -148,6 +161,14 @@ mod tests {
         let cache = SegmentCache::read(dir.path());
         assert_eq!(cache.get(&a).as_deref(), Some(&b"one\n"[..]));
         assert_eq!(cache.get(&b).as_deref(), Some(&b""[..]));
+        // Into a buffer that held more, or less, than the entry.
+        let mut buffer = b"a longer buffer than the entry".to_vec();
+        assert!(cache.get_into(&a, &mut buffer));
+        assert_eq!(buffer, b"one\n");
+        assert!(cache.get_into(&b, &mut buffer));
+        assert_eq!(buffer, b"");
+        assert!(cache.get_into(&a, &mut buffer));
+        assert_eq!(buffer, b"one\n");
         std::fs::write(
             dir.path().join(NAME),
             b"kapi segment cache v2\n0123 9\nshort",

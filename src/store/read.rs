@@ -140,37 +140,35 @@ fn parse_one(
     cache: &cache::SegmentCache,
     problems: &mut Vec<Problem>,
     fresh: &mut Fresh,
+    bytes: &mut Vec<u8>,
 ) -> Result<Option<Run>, StoreError> {
     problems.extend(s.problem.clone());
     let Some(blob) = s.blob else {
         return Ok(None);
     };
-    let cached = cache.get(&blob);
-    let from_git = cached.is_none();
-    let bytes = match cached {
-        Some(bytes) => bytes,
-        None => {
-            // A remote can push anything: look at the size before inflating.
-            let size = tree::object_size(repo, blob)?;
-            if size > segment::MAX_SEGMENT_BYTES as u64 {
-                problems.push(Problem {
-                    location: s.location.clone(),
-                    error: EntryError::OversizedSegment {
-                        bytes: size as usize,
-                    },
-                });
-                return Ok(None);
-            }
-            tree::read_blob(repo, blob)?
+    // From the read cache into the reader's buffer, else from git.
+    let from_git = !cache.get_into(&blob, bytes);
+    if from_git {
+        // A remote can push anything: look at the size before inflating.
+        let size = tree::object_size(repo, blob)?;
+        if size > segment::MAX_SEGMENT_BYTES as u64 {
+            problems.push(Problem {
+                location: s.location.clone(),
+                error: EntryError::OversizedSegment {
+                    bytes: size as usize,
+                },
+            });
+            return Ok(None);
         }
-    };
-    let mut run = Vec::with_capacity(segment::capacity_for(&bytes));
-    segment::parse(&bytes, s.shard, &s.location, &mut run, problems);
+        *bytes = tree::read_blob(repo, blob)?;
+    }
+    let mut run = Vec::with_capacity(segment::capacity_for(bytes));
+    segment::parse(bytes, s.shard, &s.location, &mut run, problems);
     if !run.is_sorted_by(|a: &Record, b: &Record| a.id <= b.id) {
         run.sort_by(|a, b| a.id.cmp(&b.id));
     }
     if from_git {
-        fresh.push((blob, bytes));
+        fresh.push((blob, std::mem::take(bytes)));
     }
     Ok(Some((n, run)))
 }
@@ -197,8 +195,10 @@ pub(super) fn parse_segments(
     };
     let (mut problems, mut fresh) = (Vec::new(), Vec::new());
     if threads == 1 || segments.len() < PARALLEL_SEGMENTS {
+        let mut buffer = Vec::new();
         for (n, s) in segments.iter().enumerate() {
-            if let Some(run) = parse_one(repo, n, s, cache, &mut problems, &mut fresh)? {
+            if let Some(run) = parse_one(repo, n, s, cache, &mut problems, &mut fresh, &mut buffer)?
+            {
                 take(run);
             }
         }
@@ -237,13 +237,14 @@ pub(super) fn parse_segments(
                         };
                         with_delta_cache(&mut repo);
                         let (mut batch, mut held) = (Vec::new(), 0);
-                        let mut found = Vec::new();
+                        let (mut found, mut buffer) = (Vec::new(), Vec::new());
                         loop {
                             let n = next.fetch_add(1, Relaxed);
                             let Some(s) = segments.get(n) else {
                                 break;
                             };
-                            let run = parse_one(&repo, n, s, cache, &mut found, &mut fresh);
+                            let run =
+                                parse_one(&repo, n, s, cache, &mut found, &mut fresh, &mut buffer);
                             problems.extend(found.drain(..).map(|p| (n, p)));
                             match run {
                                 Ok(Some(run)) => {
