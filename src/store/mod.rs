@@ -339,7 +339,20 @@ impl Store {
         // fetch): the cache is written anew first, streamed, and the read
         // takes every segment from it, so no segment's bytes are held
         // through the read for the cache.
-        let blobs: Vec<ObjectId> = segments.iter().filter_map(|s| s.blob).collect();
+        // The cache holds both logs' segments, whichever this read wants: a
+        // read of one log (an import reads each in turn) kept only its own,
+        // and the next read of the other wrote the cache again.
+        let mut blobs: Vec<ObjectId> = segments.iter().filter_map(|s| s.blob).collect();
+        for which in [LogRef::Shared, LogRef::Local] {
+            if !refs.contains(&which)
+                && let Some(tip) = self.tip(which)?
+            {
+                let mut others = Vec::new();
+                let tree = self.tree_of(tip)?;
+                tree::read_segments(self.repo.gix(), tree, which.name(), &mut others)?;
+                blobs.extend(others.iter().filter_map(|s| s.blob));
+            }
+        }
         if blobs.len() >= read::PARALLEL_SEGMENTS
             && read::cache_is_stale(&cache, &blobs)
             && read::refill_cache(self.repo.gix(), &dir, &blobs, &cache)

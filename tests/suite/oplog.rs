@@ -910,6 +910,12 @@ fn a_fresh_clones_first_read_writes_the_read_cache_once_for_both_logs() {
     let written = std::fs::metadata(&cache).unwrap().ino();
     assert_eq!(a.kapi(&["context", "log", "--json"]).ok().stdout, first);
     assert_eq!(std::fs::metadata(&cache).unwrap().ino(), written);
+    // An import reads each log on its own: the cache still holds both.
+    a.kapi(&["store", "import", "ops.jsonl"]).ok();
+    assert!(
+        cached_blobs(&cache) == segments,
+        "the cache holds both logs' segments"
+    );
     // A segment the cache lacks (a fetch, an append) is read by the next
     // read of the whole log (the checkpoint gone: a cold read) and the
     // cache written anew with it, the rest copied from the old one.
