@@ -98,6 +98,29 @@ pub(super) fn record(line: &str) -> Option<Record> {
     })
 }
 
+/// Where the first `"` at or after `from` is: eight bytes at a time, in a
+/// word. Most strings of these lines are keys and ids shorter than 32
+/// bytes, where setting up memchr's vector search cost more than the
+/// search (a tenth of a cold read's instructions, 17 calls a record).
+#[inline]
+fn quote_from(b: &[u8], mut at: usize) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_le_bytes([b'"'; 8]);
+    while let Some(&word) = b.get(at..).and_then(|rest| rest.first_chunk::<8>()) {
+        // A byte of `x` is zero where the word holds a quote; the lowest
+        // flagged byte is the first quote (a borrow only flags bytes above
+        // a zero one).
+        let x = u64::from_le_bytes(word) ^ QUOTES;
+        let flags = x.wrapping_sub(ONES) & !x & HIGHS;
+        if flags != 0 {
+            return Some(at + (flags.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    b.get(at..)?.iter().position(|&c| c == b'"').map(|p| at + p)
+}
+
 struct Cursor<'a> {
     s: &'a str,
     b: &'a [u8],
@@ -145,7 +168,7 @@ impl<'a> Cursor<'a> {
     fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.at;
-        let end = start + memchr::memchr(b'"', &self.b[start..])?;
+        let end = quote_from(self.b, start)?;
         self.at = end + 1;
         self.s.get(start..end)
     }
@@ -373,6 +396,23 @@ mod tests {
                     assert_eq!(fast.to_canonical_json(), *line, "line {n} is canonical");
                 }
             }
+        }
+    }
+
+    proptest! {
+        /// The quote found a word at a time is the first one, from any
+        /// place, in any bytes (quotes beside and after others, bytes with
+        /// the high bit set, a tail shorter than a word).
+        #[test]
+        fn the_first_quote_is_found_a_word_at_a_time(
+            bytes in proptest::collection::vec(prop::sample::select(vec![b'"', b'a', 0x00, 0x21, 0x23, 0x80, 0xa2, 0xff]), 0..40),
+            from in 0..48usize,
+        ) {
+            let naive = bytes
+                .get(from..)
+                .and_then(|rest| rest.iter().position(|&c| c == b'"'))
+                .map(|p| from + p);
+            prop_assert_eq!(quote_from(&bytes, from), naive);
         }
     }
 

@@ -333,51 +333,84 @@ impl Store {
                 tree::read_segments(self.repo.gix(), tree, which.name(), &mut segments)?;
             }
         }
-        let cache = cache::SegmentCache::read(&self.kapi_dir());
-        let (mut loaded, fresh) = read::parse_segments(self.repo.gix(), &segments, &cache)?;
-        loaded.records.extend(pending);
-        let conflicts = read::finish(&mut loaded);
+        let dir = self.kapi_dir();
+        let mut cache = cache::SegmentCache::read(&dir);
+        // A long log whose cache is missing or behind (a fresh clone, a
+        // fetch): the cache is written anew first, streamed, and the read
+        // takes every segment from it, so no segment's bytes are held
+        // through the read for the cache.
+        // The cache holds both logs' segments, whichever this read wants: a
+        // read of one log (an import reads each in turn) kept only its own,
+        // and the next read of the other wrote the cache again.
+        let mut blobs: Vec<ObjectId> = segments.iter().filter_map(|s| s.blob).collect();
+        for which in [LogRef::Shared, LogRef::Local] {
+            if !refs.contains(&which)
+                && let Some(tip) = self.tip(which)?
+            {
+                let mut others = Vec::new();
+                let tree = self.tree_of(tip)?;
+                tree::read_segments(self.repo.gix(), tree, which.name(), &mut others)?;
+                blobs.extend(others.iter().filter_map(|s| s.blob));
+            }
+        }
+        if blobs.len() >= read::PARALLEL_SEGMENTS
+            && read::cache_is_stale(&cache, &blobs)
+            && read::refill_cache(self.repo.gix(), &dir, &blobs, &cache)
+        {
+            cache = cache::SegmentCache::read(&dir);
+        }
+        let (mut loaded, fresh, unique) = read::parse_segments(self.repo.gix(), &segments, &cache)?;
+        // In order and every id once (most logs, read as merged): there is
+        // nothing to sort or settle.
+        let conflicts = if unique && pending.is_empty() {
+            Vec::new()
+        } else {
+            loaded.records.extend(pending);
+            read::finish(&mut loaded)
+        };
         if !conflicts.is_empty() {
             self.settle_conflicts(refs, conflicts, &mut loaded)?;
         }
         self.read_content(&mut loaded.records, &mut loaded.problems);
-        self.refresh_cache(&segments, &cache, fresh);
+        self.refresh_cache(&blobs, &cache, fresh);
         Ok(loaded)
     }
 
     /// Rewrite the read cache when segments changed since it was written
-    /// (best effort: a read never fails because the cache could not be kept).
+    /// (best effort: a read never fails because the cache could not be
+    /// kept). The entries kept from the old cache are copied one at a time.
     fn refresh_cache(
         &self,
-        segments: &[tree::Segment],
+        blobs: &[ObjectId],
         old: &cache::SegmentCache,
         fresh: Vec<(ObjectId, Vec<u8>)>,
     ) {
-        let current: Vec<ObjectId> = segments.iter().filter_map(|s| s.blob).collect();
-        if fresh.is_empty() && old.len() == current.len() {
+        if fresh.is_empty() && !read::cache_is_stale(old, blobs) {
             return;
         }
         let fresh: HashMap<ObjectId, Vec<u8>> = fresh.into_iter().collect();
-        // The entries kept from the old cache, read back from it.
-        let mut kept: HashMap<ObjectId, Vec<u8>> = HashMap::new();
+        let mut seen = std::collections::HashSet::new();
+        let current: Vec<ObjectId> = blobs.iter().copied().filter(|b| seen.insert(*b)).collect();
+        let mut total = 0;
         for id in &current {
-            if !fresh.contains_key(id) {
-                match old.get(id) {
-                    Some(bytes) => kept.insert(*id, bytes),
-                    None => return,
-                };
-            }
-        }
-        let mut entries = Vec::with_capacity(current.len());
-        for id in current {
-            match fresh.get(&id).or_else(|| kept.get(&id)) {
-                Some(bytes) => entries.push((id, bytes.as_slice())),
+            match fresh.get(id).map(Vec::len).or_else(|| old.size(id)) {
+                Some(len) => total += len,
                 None => return,
             }
         }
-        if entries.iter().map(|(_, b)| b.len()).sum::<usize>() >= cache::MIN_BYTES {
-            let _ = cache::write(&self.kapi_dir(), &entries);
+        if total < cache::MIN_BYTES {
+            return;
         }
+        let _ = cache::write_each(&self.kapi_dir(), |put| {
+            for &id in &current {
+                match fresh.get(&id) {
+                    Some(bytes) => put(id, bytes)?,
+                    // An entry that fails its checksum now: no cache.
+                    None => put(id, &old.get(&id).ok_or(std::io::ErrorKind::InvalidData)?)?,
+                }
+            }
+            Ok(())
+        });
     }
 
     /// Find one operation by its full id, reading only its segment.

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use gix::ObjectId;
 
-use super::{LogRef, Store, StoreError, cache, newest, segment, tree, verdicts};
+use super::{LogRef, Store, StoreError, cache, newest, read, segment, tree, verdicts};
 use crate::ops::id::OpId;
 
 pub(super) const NAME: &str = "project";
@@ -61,12 +61,16 @@ impl Store {
                 return Ok(Some(cached.project));
             }
         }
+        let gix = self.repo.gix();
+        let mut logs = Vec::new();
         for which in [LogRef::Shared, LogRef::Local] {
-            let Some(tip) = self.tip(which)? else {
-                continue;
-            };
-            let root = self.tree_of(tip)?;
-            if let Some((id, project)) = oldest(self.repo.gix(), &dir, root)? {
+            if let Some(tip) = self.tip(which)? {
+                logs.push(newest::all_segments(gix, self.tree_of(tip)?)?);
+            }
+        }
+        let cached = segment_cache(gix, &dir, &logs);
+        for segments in &logs {
+            if let Some((id, project)) = oldest(gix, &cached, segments)? {
                 write_cache(&dir, &id, &project, &self.held_at(&id)?);
                 return Ok(Some(project));
             }
@@ -147,23 +151,37 @@ fn write_cache(dir: &Path, id: &OpId, project: &str, held: &Held) {
     let _ = crate::atomic::replace_derived(&dir.join(NAME), |out| out.write_all(text.as_bytes()));
 }
 
-/// The oldest readable operation under `root`, with its project: each
-/// segment's ids are found without parsing, and only its candidates from
-/// the oldest up are parsed, until one is a valid operation of the
+/// The read cache, for a long log (both logs' segments): a fresh clone has
+/// none yet, so it is written first, on every core, for the scan for the
+/// oldest operation and for the read of the whole log that follows (which
+/// then inflates nothing).
+fn segment_cache(
+    repo: &gix::Repository,
+    dir: &Path,
+    logs: &[newest::Segments],
+) -> cache::SegmentCache {
+    let blobs: Vec<gix::ObjectId> = logs.iter().flatten().map(|(_, blob)| *blob).collect();
+    if blobs.len() < read::PARALLEL_SEGMENTS {
+        return cache::SegmentCache::default();
+    }
+    let cached = cache::SegmentCache::read(dir);
+    if read::cache_is_stale(&cached, &blobs) && read::refill_cache(repo, dir, &blobs, &cached) {
+        return cache::SegmentCache::read(dir);
+    }
+    cached
+}
+
+/// The oldest readable operation of a log's `segments`, with its project:
+/// each segment's ids are found without parsing, and only its candidates
+/// from the oldest up are parsed, until one is a valid operation of the
 /// segment. One segment is held at a time.
 fn oldest(
     repo: &gix::Repository,
-    dir: &Path,
-    root: gix::ObjectId,
+    cached: &cache::SegmentCache,
+    segments: &newest::Segments,
 ) -> Result<Option<(OpId, String)>, StoreError> {
-    let segments = newest::all_segments(repo, root)?;
-    let cached = if segments.len() > 64 {
-        cache::SegmentCache::read(dir)
-    } else {
-        cache::SegmentCache::default()
-    };
     let mut best: Option<(OpId, String)> = None;
-    for (shard, blob) in &segments {
+    for (shard, blob) in segments {
         let read = match cached.get(blob) {
             Some(bytes) => bytes,
             None => tree::read_capped_segment(repo, *blob)?.unwrap_or_default(),

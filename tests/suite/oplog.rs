@@ -833,6 +833,124 @@ fn the_read_cache_gives_the_same_log_and_survives_damage() {
     );
 }
 
+/// The blob ids a read cache file holds (`<hex> <length> <crc>\n<bytes>`
+/// entries after its magic line).
+fn cached_blobs(cache: &std::path::Path) -> std::collections::BTreeSet<String> {
+    let raw = std::fs::read(cache).unwrap();
+    let mut at = raw.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut ids = std::collections::BTreeSet::new();
+    while at < raw.len() {
+        let end = at + raw[at..].iter().position(|&b| b == b'\n').unwrap();
+        let header = std::str::from_utf8(&raw[at..end]).unwrap();
+        let mut fields = header.split(' ');
+        let id = fields.next().unwrap().to_owned();
+        let len: usize = fields.next().unwrap().parse().unwrap();
+        assert!(ids.insert(id), "one entry a blob");
+        at = end + 1 + len;
+    }
+    assert_eq!(at, raw.len());
+    ids
+}
+
+#[test]
+fn a_fresh_clones_first_read_writes_the_read_cache_once_for_both_logs() {
+    let a = TestEnv::new();
+    let mut lines = String::new();
+    for n in 0..1500u64 {
+        let id = kapi::ops::OpId::mint(
+            kapi::ops::id::EPOCH_MS + 1_000 + n,
+            // Tails spread over the 80 random bits: ids fall in every segment.
+            u128::from(n + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c),
+            None,
+        )
+        .unwrap();
+        // Every tenth a check run, which goes to the local log: the read
+        // takes both.
+        let op = if n % 10 == 9 {
+            serde_json::json!({
+                "v": 1, "id": id.to_string(), "project": "p", "at": id.instant(), "kind": "context.check",
+                "actor": {"kind": "agent", "name": "a", "session": "s"},
+                "check": {"hook": "stop", "files": [format!("docs/page{n}.md")], "failing": [], "clean": true},
+            })
+        } else {
+            serde_json::json!({
+                "v": 1, "id": id.to_string(), "project": "p", "at": id.instant(), "kind": "context.observe",
+                "actor": {"kind": "agent", "name": "a", "session": "s"},
+                "subject": {"type": "note", "text": format!("note {n}: {}", "x".repeat(200))},
+            })
+        };
+        lines.push_str(&op.to_string());
+        lines.push('\n');
+    }
+    a.write("ops.jsonl", &lines);
+    a.kapi(&["store", "import", "ops.jsonl"]).ok();
+    let first = a.kapi(&["context", "log", "--json"]).ok().stdout;
+    // Everything derived goes, as in a fresh clone.
+    std::fs::remove_dir_all(a.path().join(".git/kapi")).unwrap();
+    let again = a.kapi(&["context", "log", "--json"]).ok().stdout;
+    assert_eq!(again, first);
+    // The cache holds every segment of both logs, each once: written by
+    // the first thing that read the log (the project's oldest operation),
+    // so the read of the whole log that followed did not write it again,
+    // and neither does the next read.
+    let mut segments = std::collections::BTreeSet::new();
+    for log in ["refs/kapi/ops", "refs/kapi/local"] {
+        let listed = a.git(&["ls-tree", "-r", "--object-only", log]);
+        let before = segments.len();
+        segments.extend(listed.lines().map(str::to_owned));
+        assert!(segments.len() > before, "{log} holds segments");
+    }
+    assert!(segments.len() >= 64, "{}", segments.len());
+    let cache = a.path().join(".git/kapi/segments.cache");
+    assert!(
+        cached_blobs(&cache) == segments,
+        "the cache holds the log's segments"
+    );
+    use std::os::unix::fs::MetadataExt;
+    let written = std::fs::metadata(&cache).unwrap().ino();
+    assert_eq!(a.kapi(&["context", "log", "--json"]).ok().stdout, first);
+    assert_eq!(std::fs::metadata(&cache).unwrap().ino(), written);
+    // An import reads each log on its own: the cache still holds both.
+    a.kapi(&["store", "import", "ops.jsonl"]).ok();
+    assert!(
+        cached_blobs(&cache) == segments,
+        "the cache holds both logs' segments"
+    );
+    // A segment the cache lacks (a fetch, an append) is read by the next
+    // read of the whole log (the checkpoint gone: a cold read) and the
+    // cache written anew with it, the rest copied from the old one.
+    a.kapi(&["context", "note", "After the cache"]).ok();
+    for entry in std::fs::read_dir(a.path().join(".git/kapi")).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("fold.")
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    assert_eq!(
+        a.kapi(&["context", "log", "--json"])
+            .ok()
+            .stdout
+            .lines()
+            .count(),
+        first.lines().count() + 1
+    );
+    let mut segments = std::collections::BTreeSet::new();
+    for log in ["refs/kapi/ops", "refs/kapi/local"] {
+        let listed = a.git(&["ls-tree", "-r", "--object-only", log]);
+        segments.extend(listed.lines().map(str::to_owned));
+    }
+    assert!(
+        cached_blobs(&cache) == segments,
+        "the cache holds the log's segments"
+    );
+}
+
 #[test]
 fn a_decision_stands_and_is_shown_when_the_rules_files_cannot_be_written() {
     let repo = TestEnv::new();
