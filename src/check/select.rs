@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::matcher::{Automaton, MatcherError, is_word};
+use super::packed::{Keys, Reader, Writer};
 
 /// Build the selector rather than one automaton from this many folded
 /// forms: below it the whole automaton costs less than a few milliseconds.
@@ -39,17 +40,20 @@ pub(super) const SELECT_FROM: usize = 2048;
 /// at once, and reports that failure.
 pub(super) const SELECT_MAX_BYTES: usize = 64 * 1024 * 1024;
 
-type Words = HashMap<Box<str>, u32, foldhash::fast::RandomState>;
-
-/// A large rule set's forms, scanned a text at a time by the automaton of
-/// those it can hold.
-#[derive(Debug)]
-pub(super) struct Selector {
-    /// Every distinct word of the forms, and its number.
-    words: Words,
+/// What a selector looks a text's words up in, derived from the forms
+/// alone: kept with the plan in `.git/kapi/rules.cache`, so a check by a
+/// large rule set does not build it again ([`Tables::write`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Tables {
+    /// Every distinct word of the forms; its number is its place.
+    words: Keys,
+    /// The words by [`word_hash`], open addressing: a word's number plus
+    /// one, 0 for an empty slot; a power of two long, at least twice the
+    /// words, so a probe always ends.
+    slots: Vec<u32>,
     /// The [`slot`]s of those words: a text's word in none of them is not
     /// looked up (most are not).
-    filter: Box<[u64]>,
+    filter: Vec<u64>,
     /// Per word `w`, the forms indexed under it: `by_word[by_word_at[w]..
     /// by_word_at[w + 1]]` (two arrays, not an allocation per word).
     by_word: Vec<u32>,
@@ -60,6 +64,152 @@ pub(super) struct Selector {
     needs_at: Vec<u32>,
     /// Forms every text is scanned for.
     always: Vec<u32>,
+}
+
+impl Tables {
+    /// The tables of `keys` (folded forms); `anywhere(k)`: a rule of form
+    /// `k` matches it inside words too (`Bounds::None`).
+    pub(super) fn new(keys: &Keys, anywhere: impl Fn(usize) -> bool) -> Tables {
+        let mut table: HashMap<&str, u32, foldhash::fast::RandomState> = HashMap::default();
+        let mut words = Keys::default();
+        let mut needs = Vec::new();
+        let mut needs_at = Vec::with_capacity(keys.len() + 1);
+        let mut counts: Vec<u32> = Vec::new();
+        let mut always = Vec::new();
+        needs_at.push(0);
+        for (k, key) in keys.iter().enumerate() {
+            let from = needs.len();
+            if !anywhere(k) {
+                for_words(key, |word| {
+                    let w = *table.entry(word).or_insert_with(|| {
+                        words.push(word);
+                        counts.push(0);
+                        words.len() as u32 - 1
+                    });
+                    // A word a form writes twice is needed twice: no
+                    // search for it (a form may hold thousands of words).
+                    needs.push(w);
+                    counts[w as usize] += 1;
+                });
+            }
+            if needs.len() == from {
+                always.push(k as u32);
+            }
+            needs_at.push(needs.len() as u32);
+        }
+        let mut filter = vec![0u64; FILTER_BITS / 64];
+        let mut slots = vec![0u32; (words.len() * 2).next_power_of_two().max(2)];
+        let mask = slots.len() - 1;
+        for (w, word) in words.iter().enumerate() {
+            let s = slot(word);
+            filter[s / 64] |= 1 << (s % 64);
+            let mut i = word_hash(word) as usize & mask;
+            while slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            slots[i] = w as u32 + 1;
+        }
+        // Each form under its rarest word: counted, then placed.
+        let mut under: Vec<u32> = Vec::with_capacity(keys.len());
+        let mut by_word_at = vec![0u32; words.len() + 1];
+        for k in 0..keys.len() {
+            let own = &needs[needs_at[k] as usize..needs_at[k + 1] as usize];
+            let w = own
+                .iter()
+                .min_by_key(|&&w| counts[w as usize])
+                .map_or(u32::MAX, |&w| w);
+            if w != u32::MAX {
+                by_word_at[w as usize + 1] += 1;
+            }
+            under.push(w);
+        }
+        for w in 0..words.len() {
+            by_word_at[w + 1] += by_word_at[w];
+        }
+        let mut by_word = vec![0u32; by_word_at[words.len()] as usize];
+        let mut next: Vec<u32> = by_word_at[..words.len()].to_vec();
+        for (k, &w) in under.iter().enumerate() {
+            if w != u32::MAX {
+                by_word[next[w as usize] as usize] = k as u32;
+                next[w as usize] += 1;
+            }
+        }
+        Tables {
+            words,
+            slots,
+            filter,
+            by_word,
+            by_word_at,
+            needs,
+            needs_at,
+            always,
+        }
+    }
+
+    /// The number of `word`, when a form holds it.
+    fn word(&self, word: &str) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut i = word_hash(word) as usize & mask;
+        loop {
+            match self.slots[i] {
+                0 => return None,
+                w if self.words.get(w as usize - 1) == word => return Some(w - 1),
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    pub(super) fn write(&self, w: &mut Writer) {
+        self.words.write(w);
+        w.u32s(&self.slots);
+        w.u64s(&self.filter);
+        w.u32s(&self.by_word);
+        w.u32s(&self.by_word_at);
+        w.u32s(&self.needs);
+        w.u32s(&self.needs_at);
+        w.u32s(&self.always);
+    }
+
+    /// The tables [`Tables::write`] wrote for `keys` forms, or `None` for
+    /// bytes it cannot have written: every offset and number in range,
+    /// and a slot left empty (a lookup ends).
+    pub(super) fn read(r: &mut Reader, keys: usize) -> Option<Tables> {
+        let t = Tables {
+            words: Keys::read(r)?,
+            slots: r.u32s()?,
+            filter: r.u64s()?,
+            by_word: r.u32s()?,
+            by_word_at: r.u32s()?,
+            needs: r.u32s()?,
+            needs_at: r.u32s()?,
+            always: r.u32s()?,
+        };
+        let words = t.words.len();
+        let offsets = |at: &[u32], len: usize, of: usize| {
+            at.len() == len + 1
+                && at[0] == 0
+                && at[len] as usize == of
+                && at.windows(2).all(|w| w[0] <= w[1])
+        };
+        let ok = t.slots.len().is_power_of_two()
+            && t.slots.len() > words
+            && t.slots.iter().all(|&s| s as usize <= words)
+            && t.slots.contains(&0)
+            && t.filter.len() == FILTER_BITS / 64
+            && offsets(&t.by_word_at, words, t.by_word.len())
+            && t.by_word.iter().all(|&k| (k as usize) < keys)
+            && offsets(&t.needs_at, keys, t.needs.len())
+            && t.needs.iter().all(|&w| (w as usize) < words)
+            && t.always.iter().all(|&k| (k as usize) < keys);
+        ok.then_some(t)
+    }
+}
+
+/// A large rule set's forms, scanned a text at a time by the automaton of
+/// those it can hold.
+#[derive(Debug)]
+pub(super) struct Selector {
+    tables: Tables,
     /// The automaton serving many texts, and the candidates waiting for
     /// its next rebuild.
     shared: Mutex<Shared>,
@@ -83,16 +233,19 @@ struct Shared {
 #[derive(Debug)]
 struct Subset {
     forms: Vec<u32>,
-    patterns: Vec<Box<str>>,
+    patterns: Keys,
     automaton: Automaton,
 }
 
 impl Subset {
     /// `shared`: it scans many texts (a DFA may pay for its build).
-    fn new(mut forms: Vec<u32>, keys: &[Box<str>], shared: bool) -> Result<Subset, MatcherError> {
+    fn new(mut forms: Vec<u32>, keys: &Keys, shared: bool) -> Result<Subset, MatcherError> {
         forms.sort_unstable();
         forms.dedup();
-        let patterns: Vec<Box<str>> = forms.iter().map(|&k| keys[k as usize].clone()).collect();
+        let mut patterns = Keys::default();
+        for &k in &forms {
+            patterns.push(keys.get(k as usize));
+        }
         let automaton = Automaton::new(&patterns)?;
         if !shared {
             automaton.nfa_only();
@@ -117,79 +270,12 @@ impl Subset {
 }
 
 impl Selector {
-    /// The selector over `keys` (folded forms); `anywhere(k)`: a rule of
-    /// form `k` matches it inside words too (`Bounds::None`).
-    pub(super) fn new(keys: &[Box<str>], anywhere: impl Fn(usize) -> bool) -> Selector {
-        let mut table = Words::default();
-        let mut needs = Vec::new();
-        let mut needs_at = Vec::with_capacity(keys.len() + 1);
-        let mut counts: Vec<u32> = Vec::new();
-        let mut always = Vec::new();
-        needs_at.push(0);
-        for (k, key) in keys.iter().enumerate() {
-            let from = needs.len();
-            if !anywhere(k) {
-                for_words(key, |word| {
-                    let w = match table.get(word) {
-                        Some(&w) => w,
-                        None => {
-                            let w = table.len() as u32;
-                            table.insert(word.into(), w);
-                            counts.push(0);
-                            w
-                        }
-                    };
-                    // A word a form writes twice is needed twice: no
-                    // search for it (a form may hold thousands of words).
-                    needs.push(w);
-                    counts[w as usize] += 1;
-                });
-            }
-            if needs.len() == from {
-                always.push(k as u32);
-            }
-            needs_at.push(needs.len() as u32);
-        }
-        let mut filter = vec![0u64; FILTER_BITS / 64].into_boxed_slice();
-        for word in table.keys() {
-            let s = slot(word);
-            filter[s / 64] |= 1 << (s % 64);
-        }
-        // Each form under its rarest word: counted, then placed.
-        let mut under: Vec<u32> = Vec::with_capacity(keys.len());
-        let mut by_word_at = vec![0u32; table.len() + 1];
-        for k in 0..keys.len() {
-            let own = &needs[needs_at[k] as usize..needs_at[k + 1] as usize];
-            let w = own
-                .iter()
-                .min_by_key(|&&w| counts[w as usize])
-                .map_or(u32::MAX, |&w| w);
-            if w != u32::MAX {
-                by_word_at[w as usize + 1] += 1;
-            }
-            under.push(w);
-        }
-        for w in 0..table.len() {
-            by_word_at[w + 1] += by_word_at[w];
-        }
-        let mut by_word = vec![0u32; by_word_at[table.len()] as usize];
-        let mut next: Vec<u32> = by_word_at[..table.len()].to_vec();
-        for (k, &w) in under.iter().enumerate() {
-            if w != u32::MAX {
-                by_word[next[w as usize] as usize] = k as u32;
-                next[w as usize] += 1;
-            }
-        }
+    /// The selector over `keys` forms by their `tables`.
+    pub(super) fn new(tables: Tables, keys: usize) -> Selector {
         Selector {
-            words: table,
-            filter,
-            by_word,
-            by_word_at,
-            needs,
-            needs_at,
-            always,
+            tables,
             shared: Mutex::new(Shared {
-                held: vec![false; keys.len()],
+                held: vec![false; keys],
                 ..Shared::default()
             }),
             full: OnceLock::new(),
@@ -200,14 +286,15 @@ impl Selector {
     /// anywhere or without words, and those whose every word is a word of
     /// the text.
     pub(super) fn candidates(&self, text: &str) -> Vec<u32> {
-        let mut present = vec![false; self.words.len()];
+        let t = &self.tables;
+        let mut present = vec![false; t.words.len()];
         let mut seen: Vec<u32> = Vec::new();
         let mut mark = |word: &str| {
             let s = slot(word);
-            if self.filter[s / 64] & (1 << (s % 64)) == 0 {
+            if t.filter[s / 64] & (1 << (s % 64)) == 0 {
                 return;
             }
-            if let Some(&w) = self.words.get(word)
+            if let Some(w) = t.word(word)
                 && !present[w as usize]
             {
                 present[w as usize] = true;
@@ -215,13 +302,13 @@ impl Selector {
             }
         };
         for_words(text, &mut mark);
-        let mut out = self.always.clone();
+        let mut out = t.always.clone();
         for w in seen {
             let w = w as usize;
-            let under = &self.by_word[self.by_word_at[w] as usize..self.by_word_at[w + 1] as usize];
+            let under = &t.by_word[t.by_word_at[w] as usize..t.by_word_at[w + 1] as usize];
             for &k in under {
                 let k = k as usize;
-                let own = &self.needs[self.needs_at[k] as usize..self.needs_at[k + 1] as usize];
+                let own = &t.needs[t.needs_at[k] as usize..t.needs_at[k + 1] as usize];
                 if own.iter().all(|&n| present[n as usize]) {
                     out.push(k as u32);
                 }
@@ -236,7 +323,7 @@ impl Selector {
     pub(super) fn find(
         &self,
         text: &str,
-        keys: &[Box<str>],
+        keys: &Keys,
     ) -> Result<Vec<(usize, usize, usize)>, MatcherError> {
         let mut out = Vec::new();
         let candidates = self.candidates(text);
@@ -300,7 +387,7 @@ impl Selector {
     fn scan_full(
         &self,
         text: &str,
-        keys: &[Box<str>],
+        keys: &Keys,
     ) -> Result<Vec<(usize, usize, usize)>, MatcherError> {
         let full = match self.full.get() {
             Some(full) => full,
@@ -423,6 +510,17 @@ fn for_words<'a>(s: &'a str, mut f: impl FnMut(&'a str)) {
     if let Some(from) = start {
         f(&s[from..]);
     }
+}
+
+/// A word's place in [`Tables::slots`]: FNV-1a over its bytes (the same
+/// in every process, for the tables are kept in a file).
+#[inline]
+fn word_hash(word: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in word.as_bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }
 
 /// A word's slot in a selector's filter: its length and its first two
