@@ -81,7 +81,7 @@ pub struct Matcher {
     listed: Vec<OnceLock<Box<Listed>>>,
     /// Per rule, its preferred form in capitals and with an initial
     /// capital, where it may be written so ([`Matcher::shaped`]).
-    shapes: Vec<OnceLock<Box<[Option<Box<str>>; 2]>>>,
+    shapes: Vec<OnceLock<Box<Shapes>>>,
     /// The rules matched in a file's raw text (Vale's `scope: raw`), markup
     /// and code included, with their own automaton and patterns; `rules`
     /// holds the others.
@@ -327,6 +327,10 @@ struct Form<'a> {
     exact: bool,
     preferred: bool,
 }
+
+/// A rule's preferred form in capitals and with an initial capital
+/// ([`Matcher::shaped`]).
+type Shapes = [Option<Box<str>>; 2];
 
 /// A rule's avoided forms as a fix recognises them: each as written
 /// (`true`: matched only so) or folded.
