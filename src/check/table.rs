@@ -64,16 +64,34 @@ impl TermList {
         TermList { rules, ..list }
     }
 
-    /// The list with its rules' lines found, none read.
+    /// The list with its rules' lines found, none read: the lines
+    /// [`formats::numbered`] gives that [`formats::termlist::holds_rule`]
+    /// says hold one, found by searching for their ends (a line led by a
+    /// byte from 0x80 on is asked of `holds_rule` itself).
     fn lines_of(name: String, text: String, hash: [u8; 32]) -> TermList {
-        let base = text.as_ptr() as usize;
-        let lines = formats::numbered(&text)
-            .filter(|(_, line)| formats::termlist::holds_rule(line))
-            .map(|(n, line)| {
-                let start = line.as_ptr() as usize - base;
-                (n, start, start + line.len())
-            })
-            .collect();
+        let bytes = text.as_bytes();
+        let mut lines = Vec::new();
+        let mut start = 0;
+        let mut n = 0;
+        while start < bytes.len() {
+            n += 1;
+            let stop = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+            let mut end = stop;
+            while end > start && bytes[end - 1] == b'\r' {
+                end -= 1;
+            }
+            let line = &bytes[start..end];
+            let holds = match line.iter().find(|b| !b.is_ascii_whitespace() && **b != 0x0b) {
+                None => false,
+                Some(b'#') => false,
+                Some(&b) if b < 0x80 => true,
+                Some(_) => formats::termlist::holds_rule(&text[start..end]),
+            };
+            if holds {
+                lines.push((n, start, end));
+            }
+            start = stop + 1;
+        }
         TermList {
             name,
             text,
@@ -259,5 +277,50 @@ impl From<Vec<TermRule>> for RuleTable {
 impl From<Arc<[TermRule]>> for RuleTable {
     fn from(rules: Arc<[TermRule]>) -> Self {
         RuleTable::new(rules, Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lines the plain reading finds: [`formats::numbered`] and
+    /// [`formats::termlist::holds_rule`].
+    fn plain(text: &str) -> Vec<(usize, usize, usize)> {
+        let base = text.as_ptr() as usize;
+        formats::numbered(text)
+            .filter(|(_, l)| formats::termlist::holds_rule(l))
+            .map(|(n, l)| {
+                let start = l.as_ptr() as usize - base;
+                (n, start, start + l.len())
+            })
+            .collect()
+    }
+
+    fn found(text: &str) -> Vec<(usize, usize, usize)> {
+        TermList::lines_of("t".into(), text.into(), [0; 32]).lines
+    }
+
+    #[test]
+    fn a_known_list_finds_the_lines_a_plain_reading_finds() {
+        for text in [
+            "",
+            "\n",
+            "a\tb",
+            "# c\n\n  \t\n1\te\tA\tb\n",
+            "1\te\tA\tb\r\n2\te\tB\tc\r\r\n\r\n",
+            "\u{a0}# nbsp then a comment\n\u{a0}x\n\u{85}\n\u{2003}\n",
+            "\x0b\x0c#\n \x0bx\n\u{feff}x\n",
+            "last line without an end",
+        ] {
+            assert_eq!(found(text), plain(text), "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_finds_the_same_lines(text in "(?s)[a#\t \r\n\x0b\x0c\u{a0}\u{85}\u{2003}]{0,60}") {
+            proptest::prop_assert_eq!(found(&text), plain(&text));
+        }
     }
 }
