@@ -494,8 +494,8 @@ impl Plan {
     /// one would (a kept plan is checked before it is taken).
     fn fits(&self, rules: usize, select_from: usize) -> bool {
         self.keys.len() == self.entries.len()
-            && (0..self.entries.len()).all(|k| !self.entries.of(k).is_empty())
-            && self.entries.all().iter().all(|e| (e.rule as usize) < rules)
+            && (0..self.entries.len()).all(|k| self.entries.count(k) > 0)
+            && self.entries.all().all(|e| (e.rule as usize) < rules)
             && self.select.is_some() == Self::selects(&self.keys, select_from)
     }
 
@@ -822,7 +822,7 @@ impl Matcher {
             let mut stand = [None; 3];
             for entry in self.entries.of(k) {
                 let rule = entry.rule as usize;
-                if entry.exact && written != self.entries.form(entry) {
+                if entry.exact && written != self.entries.form(&entry) {
                     continue;
                 }
                 let bounds = self.rules[rule].bounds;
@@ -875,9 +875,9 @@ impl Matcher {
         let possible = found.iter().any(|&(k, s, e)| {
             text.is_char_boundary(s)
                 && text.is_char_boundary(e)
-                && self.entries.of(k).iter().any(|en| {
+                && self.entries.of(k).any(|en| {
                     !en.preferred
-                        && (!en.exact || text[s..e] == *self.entries.form(en))
+                        && (!en.exact || text[s..e] == *self.entries.form(&en))
                         && (self.rules[en.rule as usize].bounds != Bounds::Words
                             || on_boundaries(loose, s, e))
                 })
@@ -1991,7 +1991,7 @@ mod tests {
         let rules = overlapping_rules();
         let full = Matcher::for_usage(&rules).unwrap();
         let pruned = Matcher::new(&rules).unwrap();
-        let count = |m: &Matcher| m.entries.all().iter().filter(|e| e.preferred).count();
+        let count = |m: &Matcher| m.entries.all().filter(|e| e.preferred).count();
         // Quickstart, OpenTelemetry, Foo and Foo Bar are left out: only case
         // variants other than their text as written share their words.
         assert_eq!((count(&pruned), count(&full)), (5, 9));

@@ -93,10 +93,16 @@ pub(super) struct Entry {
     form: (u32, u32),
 }
 
-/// Per pattern, its forms: pattern `k`'s are `list[at[k]..at[k + 1]]`.
+/// Per pattern, its forms (pattern `k`'s are the `at[k]..at[k + 1]`th),
+/// each in three arrays: its rule, its flags (1: matched as written, 2:
+/// preferred), and where its text begins in `forms` (it ends where the
+/// next begins; only a form matched as written has one). Arrays, not a
+/// list of entries, so the plan reads them back as copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Entries {
-    list: Vec<Entry>,
+    rules: Vec<u32>,
+    flags: Vec<u8>,
+    form_at: Vec<u32>,
     at: Vec<u32>,
     /// The texts of the forms matched as written.
     forms: String,
@@ -105,7 +111,9 @@ pub(super) struct Entries {
 impl Default for Entries {
     fn default() -> Self {
         Entries {
-            list: Vec::new(),
+            rules: Vec::new(),
+            flags: Vec::new(),
+            form_at: vec![0],
             at: vec![0],
             forms: String::new(),
         }
@@ -113,9 +121,24 @@ impl Default for Entries {
 }
 
 impl Entries {
+    fn entry(&self, i: usize) -> Entry {
+        let flags = self.flags[i];
+        Entry {
+            rule: self.rules[i],
+            exact: flags & 1 != 0,
+            preferred: flags & 2 != 0,
+            form: (self.form_at[i], self.form_at[i + 1]),
+        }
+    }
+
     /// The forms of pattern `k`.
-    pub(super) fn of(&self, k: usize) -> &[Entry] {
-        &self.list[self.at[k] as usize..self.at[k + 1] as usize]
+    pub(super) fn of(&self, k: usize) -> impl Iterator<Item = Entry> + '_ {
+        (self.at[k] as usize..self.at[k + 1] as usize).map(|i| self.entry(i))
+    }
+
+    /// How many forms pattern `k` stands for.
+    pub(super) fn count(&self, k: usize) -> usize {
+        (self.at[k + 1] - self.at[k]) as usize
     }
 
     /// Patterns held.
@@ -123,8 +146,9 @@ impl Entries {
         self.at.len() - 1
     }
 
-    pub(super) fn all(&self) -> &[Entry] {
-        &self.list
+    /// Every form of every pattern.
+    pub(super) fn all(&self) -> impl Iterator<Item = Entry> + '_ {
+        (0..self.rules.len()).map(|i| self.entry(i))
     }
 
     /// The text of `entry`, as written (empty for a form matched in any
@@ -136,87 +160,57 @@ impl Entries {
     /// Add the next pattern's forms: (rule, exact, preferred, text).
     pub(super) fn push<'a>(&mut self, forms: impl IntoIterator<Item = (u32, bool, bool, &'a str)>) {
         for (rule, exact, preferred, text) in forms {
-            let start = self.forms.len() as u32;
             if exact {
                 self.forms.push_str(text);
             }
-            self.list.push(Entry {
-                rule,
-                exact,
-                preferred,
-                form: (start, self.forms.len() as u32),
-            });
+            self.rules.push(rule);
+            self.flags
+                .push(u8::from(exact) | (u8::from(preferred) << 1));
+            self.form_at
+                .push(u32::try_from(self.forms.len()).expect("forms within 4 GiB"));
         }
         self.at
-            .push(u32::try_from(self.list.len()).expect("forms within 4 GiB"));
+            .push(u32::try_from(self.rules.len()).expect("forms within 4 GiB"));
     }
 
     #[cfg(test)]
     pub(super) fn set_rule(&mut self, i: usize, rule: u32) {
-        self.list[i].rule = rule;
+        self.rules[i] = rule;
     }
 
-    /// Written as arrays: the forms' rules, their flags, and the ends of
-    /// the texts of those matched as written (their texts lie end to end).
     pub(super) fn write(&self, w: &mut Writer) {
         w.bytes(self.forms.as_bytes());
         w.u32s(&self.at);
-        w.u32s(&self.list.iter().map(|e| e.rule).collect::<Vec<_>>());
-        let flags: Vec<u8> = self
-            .list
-            .iter()
-            .map(|e| u8::from(e.exact) | (u8::from(e.preferred) << 1))
-            .collect();
-        w.bytes(&flags);
-        w.u32s(
-            &self
-                .list
-                .iter()
-                .filter(|e| e.exact)
-                .map(|e| e.form.1)
-                .collect::<Vec<_>>(),
-        );
+        w.u32s(&self.rules);
+        w.bytes(&self.flags);
+        w.u32s(&self.form_at);
     }
 
+    /// The forms [`Entries::write`] wrote, every offset in range: the
+    /// patterns' and the texts' rising, each text on character boundaries
+    /// and only a form matched as written with one.
     pub(super) fn read(r: &mut Reader) -> Option<Entries> {
-        let forms = String::from_utf8(r.bytes()?.to_vec()).ok()?;
-        let at = r.u32s()?;
-        let rules = r.u32s()?;
-        let flags = r.bytes()?;
-        let ends = r.u32s()?;
-        if flags.len() != rules.len() {
-            return None;
-        }
-        let mut ends = ends.into_iter();
-        let mut start = 0u32;
-        let mut list = Vec::with_capacity(rules.len());
-        for (&rule, &flags) in rules.iter().zip(flags) {
-            if flags > 3 {
-                return None;
-            }
-            let exact = flags & 1 != 0;
-            let form = if exact {
-                let end = ends.next()?;
-                if end < start || !forms.is_char_boundary(end as usize) {
-                    return None;
-                }
-                (std::mem::replace(&mut start, end), end)
-            } else {
-                (start, start)
-            };
-            list.push(Entry {
-                rule,
-                exact,
-                preferred: flags & 2 != 0,
-                form,
+        let e = Entries {
+            forms: String::from_utf8(r.bytes()?.to_vec()).ok()?,
+            at: r.u32s()?,
+            rules: r.u32s()?,
+            flags: r.bytes()?.to_vec(),
+            form_at: r.u32s()?,
+        };
+        let n = e.rules.len();
+        let ok = e.flags.len() == n
+            && e.flags.iter().all(|&f| f <= 3)
+            && e.at.first() == Some(&0)
+            && e.at.last().is_some_and(|&a| a as usize == n)
+            && e.at.windows(2).all(|w| w[0] <= w[1])
+            && e.form_at.len() == n + 1
+            && e.form_at[0] == 0
+            && e.form_at[n] as usize == e.forms.len()
+            && e.form_at.windows(2).zip(&e.flags).all(|(w, &f)| {
+                w[0] == w[1]
+                    || (f & 1 != 0 && w[0] < w[1] && e.forms.is_char_boundary(w[1] as usize))
             });
-        }
-        let ok = ends.next().is_none()
-            && start as usize == forms.len()
-            && at.first() == Some(&0)
-            && at.last().is_some_and(|&e| e as usize == list.len())
-            && at.windows(2).all(|w| w[0] <= w[1]);
-        ok.then_some(Entries { list, at, forms })
+        ok.then_some(e)
     }
 }
 
@@ -288,22 +282,14 @@ impl<'a> Reader<'a> {
 
     pub(super) fn u32s(&mut self) -> Option<Vec<u32>> {
         let n = self.count(4)?;
-        let b = self.take(n * 4)?;
-        Some(
-            b.chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        )
+        let (words, _) = self.take(n * 4)?.as_chunks::<4>();
+        Some(words.iter().map(|&w| u32::from_le_bytes(w)).collect())
     }
 
     pub(super) fn u64s(&mut self) -> Option<Vec<u64>> {
         let n = self.count(8)?;
-        let b = self.take(n * 8)?;
-        Some(
-            b.chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().expect("eight bytes")))
-                .collect(),
-        )
+        let (words, _) = self.take(n * 8)?.as_chunks::<8>();
+        Some(words.iter().map(|&w| u64::from_le_bytes(w)).collect())
     }
 
     pub(super) fn is_empty(&self) -> bool {

@@ -81,7 +81,10 @@ impl TermList {
                 end -= 1;
             }
             let line = &bytes[start..end];
-            let holds = match line.iter().find(|b| !b.is_ascii_whitespace() && **b != 0x0b) {
+            let holds = match line
+                .iter()
+                .find(|b| !b.is_ascii_whitespace() && **b != 0x0b)
+            {
                 None => false,
                 Some(b'#') => false,
                 Some(&b) if b < 0x80 => true,
