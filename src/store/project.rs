@@ -24,9 +24,11 @@ impl Store {
     /// else the local log's), if it holds any.
     pub fn log_project(&self) -> Result<Option<String>, StoreError> {
         let dir = self.kapi_dir();
+        // The cached operation's own line (as `oldest` reads lines), not
+        // its content: an import's rules are not read to learn its project.
         if let Some((id, project)) = read_cache(&dir)
             && self
-                .find(&id)?
+                .find_record(&id)?
                 .is_some_and(|r| r.project.as_str() == project)
         {
             return Ok(Some(project));
