@@ -18,34 +18,24 @@
 //! hands it (`prose.rs`), and skips the passages its switches name.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::case::{self, Shape, case_key_same_len, folds_to};
 use super::finding::{Finding, Severity, message};
+use super::packed::{Entries, Keys, Reader, Writer};
 use super::prose::{Masker, Prose, Switch, is_markup};
 use super::rule::Bounds;
 use super::rule::TermRule;
-use super::select::{self, Selector};
-use crate::ops::RuleId;
+use super::select::{self, Selector, Tables};
+use super::table::RuleTable;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MatcherError {
     #[error("cannot build the matcher over {}: {message}", crate::wording::count(*forms, "form", "forms"))]
     Build { forms: usize, message: String },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Entry {
-    rule: u32,
-    /// The form as written, for a form matched only as written (empty for
-    /// any other once its plan is made: nothing reads it then).
-    form: Box<str>,
-    /// Matches only as written (a case-only variant of the preferred form).
-    exact: bool,
-    preferred: bool,
 }
 
 /// A hit in prose: a rule, a byte span, and whether it is the preferred form.
@@ -62,21 +52,21 @@ pub struct Hit {
 pub struct Matcher {
     /// Shared with the caller: a check by 5,000 rules copied them all
     /// for each matcher.
-    rules: Arc<[TermRule]>,
+    rules: RuleTable,
     /// Over every key, for a rule set of fewer than
     /// [`select::SELECT_FROM`] keys.
     automaton: Option<Automaton>,
     /// For a larger one: per text, an automaton over the keys it can hold.
     select: Option<Selector>,
     /// Per automaton pattern, the forms that fold to it.
-    entries: Vec<Vec<Entry>>,
+    entries: Entries,
     /// Built for usage counts: every preferred form, in any case, is a hit.
     every_preferred: bool,
     /// Pattern rules: the rule, its regular expression, and for one with
     /// look-around the same without it, which finds where to try it.
     patterns: Vec<(usize, fancy_regex::Regex, Option<fancy_regex::Regex>)>,
     /// The automaton's patterns (folded forms).
-    keys: Vec<Box<str>>,
+    keys: Keys,
     /// Each rule's group: the rules of one imported file or term list
     /// (ids `<import>:<n>`, `terms.tsv:<line>`) form one, as the rules of one
     /// Vale style form one expression; every other rule is its own.
@@ -88,10 +78,10 @@ pub struct Matcher {
     /// Per rule, its avoided forms as a fix recognises them: a form matched
     /// only as written (`true`) as written, any other folded (made on
     /// first need: only a fix asks).
-    listed: Vec<OnceLock<Listed>>,
+    listed: Vec<OnceLock<Box<Listed>>>,
     /// Per rule, its preferred form in capitals and with an initial
     /// capital, where it may be written so ([`Matcher::shaped`]).
-    shapes: Vec<OnceLock<[Option<Box<str>>; 2]>>,
+    shapes: Vec<OnceLock<Box<Shapes>>>,
     /// The rules matched in a file's raw text (Vale's `scope: raw`), markup
     /// and code included, with their own automaton and patterns; `rules`
     /// holds the others.
@@ -182,8 +172,8 @@ const DFA_MAX_PATTERN_BYTES: usize = 256 * 1024;
 /// earns back.
 const DFA_PAYS_AFTER: usize = 32;
 
-fn kind_for(patterns: &[Box<str>]) -> AhoCorasickKind {
-    if patterns.iter().map(|p| p.len()).sum::<usize>() <= DFA_MAX_PATTERN_BYTES {
+fn kind_for(patterns: &Keys) -> AhoCorasickKind {
+    if patterns.bytes() <= DFA_MAX_PATTERN_BYTES {
         AhoCorasickKind::DFA
     } else {
         AhoCorasickKind::ContiguousNFA
@@ -205,31 +195,25 @@ pub(super) struct Automaton {
 }
 
 impl Automaton {
-    fn build<P: AsRef<[u8]>>(
-        patterns: &[P],
-        kind: AhoCorasickKind,
-    ) -> Result<AhoCorasick, MatcherError> {
+    fn build(patterns: &Keys, kind: AhoCorasickKind) -> Result<AhoCorasick, MatcherError> {
         AhoCorasickBuilder::new()
             .match_kind(MatchKind::Standard)
             .kind(Some(kind))
-            .build(patterns)
+            .build(patterns.iter())
             .map_err(|e| MatcherError::Build {
                 forms: patterns.len(),
                 message: e.to_string(),
             })
     }
 
-    pub(super) fn new(patterns: &[Box<str>]) -> Result<Automaton, MatcherError> {
+    pub(super) fn new(patterns: &Keys) -> Result<Automaton, MatcherError> {
         let dfa = OnceLock::new();
         if kind_for(patterns) != AhoCorasickKind::DFA {
             let _ = dfa.set(None);
         }
-        let bytes: usize = patterns.iter().map(|p| p.len()).sum();
+        let bytes = patterns.bytes();
         Ok(Automaton {
-            nfa: Self::build(
-                &patterns.iter().map(|p| p.as_bytes()).collect::<Vec<_>>(),
-                AhoCorasickKind::ContiguousNFA,
-            )?,
+            nfa: Self::build(patterns, AhoCorasickKind::ContiguousNFA)?,
             dfa,
             scanned: AtomicUsize::new(0),
             switch_at: bytes * DFA_PAYS_AFTER,
@@ -242,7 +226,7 @@ impl Automaton {
     }
 
     /// The automaton to scan `len` more bytes with.
-    pub(super) fn for_scan(&self, len: usize, keys: &[Box<str>]) -> &AhoCorasick {
+    pub(super) fn for_scan(&self, len: usize, keys: &Keys) -> &AhoCorasick {
         if let Some(None) = self.dfa.get() {
             return &self.nfa;
         }
@@ -250,10 +234,9 @@ impl Automaton {
         if before.saturating_add(len) <= self.switch_at {
             return &self.nfa;
         }
-        let dfa = self.dfa.get_or_init(|| {
-            let patterns: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
-            Self::build(&patterns, AhoCorasickKind::DFA).ok()
-        });
+        let dfa = self
+            .dfa
+            .get_or_init(|| Self::build(keys, AhoCorasickKind::DFA).ok());
         dfa.as_ref().unwrap_or(&self.nfa)
     }
 }
@@ -268,7 +251,7 @@ fn competes(
     key: &str,
     preferred: &str,
     index: &HashMap<String, usize>,
-    entries: &[Vec<Entry>],
+    entries: &[Vec<Form>],
     prefixes: &[HashSet<&str>; 2],
 ) -> bool {
     let w = words(key);
@@ -277,7 +260,7 @@ fn competes(
             if let Some(&k) = index.get(&key[start..end])
                 && entries[k]
                     .iter()
-                    .any(|e| !e.exact || *e.form == preferred[start..end])
+                    .any(|e| !e.exact || e.form == &preferred[start..end])
             {
                 return true;
             }
@@ -313,18 +296,41 @@ pub(super) fn words(s: &str) -> Vec<(usize, usize)> {
 }
 
 /// What a build derives from the rules' forms alone, before the
-/// automaton is built from it: the automaton's patterns (folded forms) and
-/// per pattern the forms that fold to it. Deriving it is most of a large rule set's build (which
-/// preferred forms compete, by every avoided form's words and prefixes), so
-/// a process keeps it across processes ([`Plans`], `.git/kapi/rules.cache`)
-/// keyed by everything it is derived from ([`Plan::key`]).
+/// automaton is built from it: the automaton's patterns (folded forms),
+/// per pattern the forms that fold to it, and for a large rule set the
+/// selector's tables. Deriving it is most of a large rule set's build
+/// (which preferred forms compete, by every avoided form's words and
+/// prefixes; which words index which forms), so a process keeps it
+/// across processes ([`Plans`], `.git/kapi/rules.cache`) keyed by
+/// everything it is derived from ([`Plan::key`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    keys: Vec<Box<str>>,
+    keys: Keys,
     /// Per key, its forms; only a form matched as written keeps its text
     /// (nothing else reads it once the plan is made).
-    entries: Vec<Vec<Entry>>,
+    entries: Entries,
+    /// The selector's tables, for a plan of [`select::SELECT_FROM`] keys
+    /// or more (and at most [`select::SELECT_MAX_BYTES`] of them).
+    select: Option<Tables>,
+    /// Every avoided form is free of markup characters and of runs of
+    /// blanks ([`Matcher::scan_first`]).
+    scan_first: bool,
 }
+
+/// A form as a build derives it, before the plan keeps it
+/// ([`Entries::push`]).
+struct Form<'a> {
+    rule: u32,
+    /// The form as written.
+    form: &'a str,
+    /// Matches only as written (a case-only variant of the preferred form).
+    exact: bool,
+    preferred: bool,
+}
+
+/// A rule's preferred form in capitals and with an initial capital
+/// ([`Matcher::shaped`]).
+type Shapes = [Option<Box<str>>; 2];
 
 /// A rule's avoided forms as a fix recognises them: each as written
 /// (`true`: matched only so) or folded.
@@ -352,11 +358,13 @@ pub trait Plans {
     /// is computed).
     fn active(&self) -> bool;
     fn find(&mut self, key: &PlanKey) -> Option<Plan>;
-    fn keep(&mut self, key: PlanKey, plan: &Plan);
+    /// Keep `plan`, derived from rules that include those of the term
+    /// lists whose text hashes to `lists` ([`crate::check::table::TermList::hash`]).
+    fn keep(&mut self, key: PlanKey, lists: &[[u8; 32]], plan: &Plan);
 }
 
-/// A plan's key: the SHA-256 of the code that derives it and of every part
-/// of the rules it is derived from.
+/// A plan's key: the BLAKE3 hash of the code that derives it and of every
+/// part of the rules it is derived from.
 pub type PlanKey = [u8; 32];
 
 /// No plans kept: every build derives its own.
@@ -369,45 +377,50 @@ impl Plans for NoPlans {
     fn find(&mut self, _: &PlanKey) -> Option<Plan> {
         None
     }
-    fn keep(&mut self, _: PlanKey, _: &Plan) {}
+    fn keep(&mut self, _: PlanKey, _: &[[u8; 32]], _: &Plan) {}
 }
 
-/// The sources a plan is derived by: a plan kept by other code is not
-/// taken.
+/// The sources a plan is derived by and written in: a plan kept by other
+/// code is not taken.
 const PLAN_SOURCES: &[&str] = &[
     include_str!("matcher.rs"),
     include_str!("case.rs"),
     include_str!("rule.rs"),
+    include_str!("select.rs"),
+    include_str!("packed.rs"),
+    include_str!("table.rs"),
 ];
 
 impl Plan {
     /// The key of the plan of `rules` (`keep_all` as in [`Matcher::build`]):
-    /// kapi's version, its sources, and each rule's preferred form, avoided
-    /// forms and exactness (all a plan is derived from), each after its
-    /// length.
-    pub fn key(rules: &[TermRule], keep_all: bool) -> PlanKey {
-        use sha2::{Digest, Sha256};
+    /// kapi's version, its sources, and each held rule's preferred form,
+    /// avoided forms and exactness (all a plan is derived from), each
+    /// after its length; a term list by the hash of its text (its rules
+    /// are all it holds, and it is not read to hash them).
+    pub fn key(rules: &RuleTable, keep_all: bool) -> PlanKey {
         // The code by a CRC-32 of its sources, as the fold's checkpoint
         // names its own: hashing 70 KiB of source for every check would
         // cost more than a 50-rule plan.
         static CODE: OnceLock<String> = OnceLock::new();
         let code = CODE.get_or_init(|| {
             format!(
-                "kapi {} matcher plan 1 sources {:08x}",
+                "kapi {} matcher plan 2 sources {:08x}",
                 env!("CARGO_PKG_VERSION"),
                 crate::ops::fold::checkpoint::checksum(PLAN_SOURCES)
             )
         });
+        let held = rules.held();
         // The bytes gathered first and hashed at once: an update per form
         // (some 30,000 for 5,000 rules) cost more than the hashing.
         let mut b = Vec::with_capacity(
-            64 + rules
-                .iter()
-                .map(|r| {
-                    32 + r.preferred_form().len()
-                        + r.avoided.iter().map(|f| 8 + f.len()).sum::<usize>()
-                })
-                .sum::<usize>(),
+            64 + 40 * rules.lists().len()
+                + held
+                    .iter()
+                    .map(|r| {
+                        32 + r.preferred_form().len()
+                            + r.avoided.iter().map(|f| 8 + f.len()).sum::<usize>()
+                    })
+                    .sum::<usize>(),
         );
         b.extend_from_slice(code.as_bytes());
         b.push(u8::from(keep_all));
@@ -416,7 +429,7 @@ impl Plan {
             b.extend_from_slice(&(s.len() as u64).to_le_bytes());
             b.extend_from_slice(s.as_bytes());
         };
-        for rule in rules {
+        for rule in held {
             b.push(u8::from(rule.exact));
             put(&mut b, rule.preferred_form());
             b.extend_from_slice(&(rule.avoided.len() as u64).to_le_bytes());
@@ -424,121 +437,91 @@ impl Plan {
                 put(&mut b, form);
             }
         }
-        Sha256::digest(&b).into()
+        for list in rules.lists() {
+            b.push(2);
+            b.extend_from_slice(&(list.len() as u64).to_le_bytes());
+            b.extend_from_slice(list.hash());
+        }
+        blake3::hash(&b).into()
     }
 
-    /// The plan as bytes ([`Plan::from_bytes`] reads them back): the
-    /// number of keys, then per key its length and text, its forms' count,
-    /// and per form its rule, its flags (1: matched as written, 2:
-    /// preferred) and its text's length and text; every number in LEB128
-    /// (7 bits a byte, low first). Reading it back makes one string per key
-    /// and form and nothing else, and the file holding it (tagged whole on
-    /// every read) stays small.
+    /// The plan as bytes ([`Plan::from_bytes`] reads them back): its keys,
+    /// its forms, whether it scans first, and its selector's tables
+    /// ([`packed`](super::packed)'s arrays). Reading it back copies some
+    /// arrays and allocates nothing per form.
     pub fn to_bytes(&self) -> Vec<u8> {
-        fn put(out: &mut Vec<u8>, mut n: usize) {
-            while n >= 0x80 {
-                out.push((n as u8) | 0x80);
-                n >>= 7;
+        let mut w = Writer::default();
+        self.keys.write(&mut w);
+        self.entries.write(&mut w);
+        w.u8(u8::from(self.scan_first));
+        match &self.select {
+            Some(t) => {
+                w.u8(1);
+                t.write(&mut w);
             }
-            out.push(n as u8);
+            None => w.u8(0),
         }
-        let mut out = Vec::new();
-        put(&mut out, self.keys.len());
-        for (key, list) in self.keys.iter().zip(&self.entries) {
-            put(&mut out, key.len());
-            out.extend_from_slice(key.as_bytes());
-            put(&mut out, list.len());
-            for e in list {
-                put(&mut out, e.rule as usize);
-                out.push(u8::from(e.exact) | (u8::from(e.preferred) << 1));
-                put(&mut out, e.form.len());
-                out.extend_from_slice(e.form.as_bytes());
-            }
-        }
-        out
+        w.out
     }
 
     /// The plan [`Plan::to_bytes`] wrote, or `None` for bytes it cannot
-    /// have written (cut short, grown, not UTF-8, a number or flag out of
-    /// range).
+    /// have written (cut short, grown, not UTF-8, an offset, count or flag
+    /// out of range).
     pub fn from_bytes(bytes: &[u8]) -> Option<Plan> {
-        struct Reader<'a>(&'a [u8]);
-        impl<'a> Reader<'a> {
-            fn byte(&mut self) -> Option<u8> {
-                let (&b, rest) = self.0.split_first()?;
-                self.0 = rest;
-                Some(b)
-            }
-            /// A number below 2^32, in at most five bytes.
-            fn num(&mut self) -> Option<usize> {
-                let mut n: u64 = 0;
-                for shift in (0..35).step_by(7) {
-                    let b = self.byte()?;
-                    n |= u64::from(b & 0x7f) << shift;
-                    if b & 0x80 == 0 {
-                        return usize::try_from(u32::try_from(n).ok()?).ok();
-                    }
-                }
-                None
-            }
-            fn text(&mut self) -> Option<Box<str>> {
-                let len = self.num()?;
-                let (head, rest) = self.0.split_at_checked(len)?;
-                self.0 = rest;
-                Some(std::str::from_utf8(head).ok()?.into())
-            }
-        }
         let mut r = Reader(bytes);
-        let n = r.num()?;
-        // Each key takes 3 bytes at least: a count past that is forged.
-        if n > bytes.len() / 3 {
-            return None;
-        }
-        let mut keys = Vec::with_capacity(n);
-        let mut entries = Vec::with_capacity(n);
-        for _ in 0..n {
-            keys.push(r.text()?);
-            let count = r.num()?;
-            let mut list = Vec::with_capacity(count.min(r.0.len() / 3));
-            for _ in 0..count {
-                let rule = u32::try_from(r.num()?).ok()?;
-                let flags = r.byte()?;
-                if flags > 3 {
-                    return None;
-                }
-                list.push(Entry {
-                    rule,
-                    exact: flags & 1 != 0,
-                    preferred: flags & 2 != 0,
-                    form: r.text()?,
-                });
-            }
-            entries.push(list);
-        }
-        r.0.is_empty().then_some(Plan { keys, entries })
+        let keys = Keys::read(&mut r)?;
+        let entries = Entries::read(&mut r)?;
+        let scan_first = match r.u8()? {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        let select = match r.u8()? {
+            0 => None,
+            1 => Some(Tables::read(&mut r, keys.len())?),
+            _ => return None,
+        };
+        (r.is_empty() && entries.len() == keys.len()).then_some(Plan {
+            keys,
+            entries,
+            select,
+            scan_first,
+        })
     }
 
     /// Whether this plan can serve a matcher of `rules` rules without an
-    /// index out of range (a kept plan is checked before it is taken).
-    fn fits(&self, rules: usize) -> bool {
+    /// index out of range, selecting from `select_from` keys as a fresh
+    /// one would (a kept plan is checked before it is taken).
+    fn fits(&self, rules: usize, select_from: usize) -> bool {
         self.keys.len() == self.entries.len()
-            && self
-                .entries
-                .iter()
-                .all(|list| !list.is_empty() && list.iter().all(|e| (e.rule as usize) < rules))
+            && (0..self.entries.len()).all(|k| self.entries.count(k) > 0)
+            && self.entries.all().all(|e| (e.rule as usize) < rules)
+            && self.select.is_some() == Self::selects(&self.keys, select_from)
+    }
+
+    /// The plan of `rules` as a matcher that selects from the usual
+    /// number of keys derives it.
+    #[cfg(test)]
+    pub fn of_rules(rules: &[TermRule]) -> Plan {
+        Plan::new(rules, false, select::SELECT_FROM)
+    }
+
+    /// Whether a matcher over `keys` scans with a selector.
+    fn selects(keys: &Keys, select_from: usize) -> bool {
+        !keys.is_empty() && keys.len() >= select_from && keys.bytes() <= select::SELECT_MAX_BYTES
     }
 
     /// Derive the plan of `rules` (see [`Matcher::build`]).
-    fn new(rules: &[TermRule], keep_all: bool) -> Plan {
+    fn new(rules: &[TermRule], keep_all: bool, select_from: usize) -> Plan {
         let mut patterns: Vec<String> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
-        let mut entries: Vec<Vec<Entry>> = Vec::new();
-        fn add(
+        let mut entries: Vec<Vec<Form>> = Vec::new();
+        fn add<'a>(
             patterns: &mut Vec<String>,
             index: &mut HashMap<String, usize>,
-            entries: &mut Vec<Vec<Entry>>,
+            entries: &mut Vec<Vec<Form<'a>>>,
             key: String,
-            entry: Entry,
+            entry: Form<'a>,
         ) {
             let k = *index.entry(key).or_insert_with_key(|key| {
                 patterns.push(key.clone());
@@ -558,9 +541,9 @@ impl Plan {
                 }
                 let key = case_key_same_len(form);
                 let exact = rule.exact || key == folded_preferred;
-                let entry = Entry {
+                let entry = Form {
                     rule: r as u32,
-                    form: form.into(),
+                    form,
                     exact,
                     preferred: false,
                 };
@@ -584,7 +567,7 @@ impl Plan {
                 }
             }
         }
-        let mut preferred_keys: Vec<(String, Entry)> = Vec::new();
+        let mut preferred_keys: Vec<(String, Form)> = Vec::new();
         for (r, rule) in rules.iter().enumerate() {
             let preferred = rule.preferred_form().trim();
             if !with_avoided[r] || preferred.is_empty() {
@@ -594,9 +577,9 @@ impl Plan {
             if keep_all || competes(&key, preferred, &index, &entries, &prefixes) {
                 preferred_keys.push((
                     key,
-                    Entry {
+                    Form {
                         rule: r as u32,
-                        form: preferred.into(),
+                        form: preferred,
                         exact: false,
                         preferred: true,
                     },
@@ -607,14 +590,30 @@ impl Plan {
         for (key, entry) in preferred_keys {
             add(&mut patterns, &mut index, &mut entries, key, entry);
         }
-        for entry in entries.iter_mut().flatten() {
-            if !entry.exact {
-                entry.form = Box::default();
-            }
+        let mut keys = Keys::default();
+        let mut packed = Entries::default();
+        for (key, list) in patterns.iter().zip(&entries) {
+            keys.push(key);
+            packed.push(list.iter().map(|e| (e.rule, e.exact, e.preferred, e.form)));
         }
+        let scan_first = patterns.iter().zip(&entries).all(|(key, list)| {
+            // Byte by byte: `str::contains` costs a searcher per key
+            // (5 M instructions for 12,900 keys).
+            list.iter().all(|e| e.preferred)
+                || !(key.bytes().any(is_markup) || key.as_bytes().windows(2).any(|w| w == b"  "))
+        });
+        let select = Self::selects(&keys, select_from).then(|| {
+            Tables::new(&keys, |k| {
+                entries[k]
+                    .iter()
+                    .any(|e| rules[e.rule as usize].bounds == Bounds::None)
+            })
+        });
         Plan {
-            keys: patterns.into_iter().map(String::into_boxed_str).collect(),
-            entries,
+            keys,
+            entries: packed,
+            select,
+            scan_first,
         }
     }
 }
@@ -633,7 +632,7 @@ impl Matcher {
     /// [`Matcher::new`], taking the rules, and the plans of its automata
     /// from `plans` when it holds them (else keeping the ones built there).
     pub fn with_plans(
-        rules: impl Into<Arc<[TermRule]>>,
+        rules: impl Into<RuleTable>,
         plans: &mut dyn Plans,
     ) -> Result<Self, MatcherError> {
         Self::selecting_from(rules.into(), plans, select::SELECT_FROM)
@@ -642,15 +641,16 @@ impl Matcher {
     /// [`Matcher::with_plans`], scanning each text with only the keys it
     /// can hold from `select_from` keys on.
     fn selecting_from(
-        rules: Arc<[TermRule]>,
+        rules: RuleTable,
         plans: &mut dyn Plans,
         select_from: usize,
     ) -> Result<Self, MatcherError> {
-        if !rules.iter().any(|r| r.raw) {
+        // A term list's rules are never raw: only the held ones are read.
+        if !rules.held().iter().any(|r| r.raw) {
             return Self::build(rules, false, false, plans, select_from);
         }
         let (raw, prose): (Vec<TermRule>, Vec<TermRule>) =
-            rules.iter().cloned().partition(|r| r.raw);
+            rules.all().iter().cloned().partition(|r| r.raw);
         let mut m = Self::build(prose.into(), false, false, plans, select_from)?;
         m.raw = Some(Box::new(Self::build(
             raw.into(),
@@ -671,7 +671,7 @@ impl Matcher {
     /// [`Matcher::for_usage`], taking the rules, with `plans` as in
     /// [`Matcher::with_plans`].
     pub fn for_usage_with(
-        rules: impl Into<Arc<[TermRule]>>,
+        rules: impl Into<RuleTable>,
         plans: &mut dyn Plans,
     ) -> Result<Self, MatcherError> {
         Self::build(rules.into(), true, true, plans, select::SELECT_FROM)
@@ -680,43 +680,47 @@ impl Matcher {
     /// `keep_all`: every preferred form in the automaton; `every_preferred`:
     /// a preferred form in any case is a hit (usage counts); from
     /// `select_from` keys on, a selector.
+    ///
+    /// A plan kept before serves without reading a term list's rules: they
+    /// are read one by one as a text is found to hold their forms
+    /// ([`RuleTable`]), so a page checked by 5,000 rules reads the few it
+    /// writes.
     fn build(
-        rules: Arc<[TermRule]>,
+        rules: RuleTable,
         keep_all: bool,
         every_preferred: bool,
         plans: &mut dyn Plans,
         select_from: usize,
     ) -> Result<Self, MatcherError> {
+        let n = rules.len();
         let plan = if plans.active() {
             let key = Plan::key(&rules, keep_all);
-            match plans.find(&key).filter(|p| p.fits(rules.len())) {
+            match plans.find(&key).filter(|p| p.fits(n, select_from)) {
                 Some(plan) => plan,
                 None => {
-                    let plan = Plan::new(&rules, keep_all);
-                    plans.keep(key, &plan);
+                    let plan = Plan::new(rules.all(), keep_all, select_from);
+                    let lists: Vec<[u8; 32]> = rules.lists().iter().map(|l| *l.hash()).collect();
+                    plans.keep(key, &lists, &plan);
                     plan
                 }
             }
         } else {
-            Plan::new(&rules, keep_all)
+            Plan::new(rules.all(), keep_all, select_from)
         };
-        let Plan { keys, entries } = plan;
-        let n = rules.len();
-        let bytes: usize = keys.iter().map(|k| k.len()).sum();
-        let (automaton, select) = if keys.is_empty() {
-            (None, None)
-        } else if keys.len() >= select_from && bytes <= select::SELECT_MAX_BYTES {
-            let anywhere = |k: usize| {
-                entries[k]
-                    .iter()
-                    .any(|e| rules[e.rule as usize].bounds == Bounds::None)
-            };
-            (None, Some(Selector::new(&keys, anywhere)))
-        } else {
-            (Some(Automaton::new(&keys)?), None)
+        let Plan {
+            keys,
+            entries,
+            select,
+            scan_first,
+        } = plan;
+        let (automaton, select) = match select {
+            Some(tables) => (None, Some(Selector::new(tables, keys.len()))),
+            None if keys.is_empty() => (None, None),
+            None => (Some(Automaton::new(&keys)?), None),
         };
+        // A term list's rules have no pattern: only the held ones are read.
         let mut compiled = Vec::new();
-        for (r, rule) in rules.iter().enumerate() {
+        for (r, rule) in rules.held().iter().enumerate() {
             if let Some(p) = &rule.pattern {
                 let words = rule.bounds != Bounds::None;
                 let re =
@@ -731,28 +735,7 @@ impl Matcher {
                 compiled.push((r, re, near));
             }
         }
-        let scan_first = keys.iter().zip(&entries).all(|(key, list)| {
-            // Byte by byte: `str::contains` costs a searcher per key
-            // (5 M instructions for 12,900 keys).
-            list.iter().all(|e| e.preferred)
-                || !(key.bytes().any(is_markup) || key.as_bytes().windows(2).any(|w| w == b"  "))
-        });
-        let groups = {
-            let mut ids: HashMap<&str, u32, foldhash::fast::RandomState> = HashMap::default();
-            rules
-                .iter()
-                .map(|r| {
-                    // A rule's group: its operation (an imported
-                    // file's rules share it) or its term list.
-                    let g = match &r.id {
-                        RuleId::Op(op) | RuleId::Imported(op, _) => op.as_str(),
-                        RuleId::File(name, _) => name.as_str(),
-                    };
-                    let n = ids.len() as u32;
-                    *ids.entry(g).or_insert(n)
-                })
-                .collect()
-        };
+        let groups = rules.groups();
         Ok(Matcher {
             rules,
             automaton,
@@ -769,8 +752,9 @@ impl Matcher {
         })
     }
 
+    /// Every rule (a term list's read whole on this call).
     pub fn rules(&self) -> &[TermRule] {
-        &self.rules
+        self.rules.all()
     }
 
     /// Every occurrence of a key in `text` (folded) that can stand there
@@ -836,9 +820,9 @@ impl Matcher {
             }
             let mut seen: Vec<usize> = Vec::new();
             let mut stand = [None; 3];
-            for entry in &self.entries[k] {
+            for entry in self.entries.of(k) {
                 let rule = entry.rule as usize;
-                if entry.exact && written != &*entry.form {
+                if entry.exact && written != self.entries.form(&entry) {
                     continue;
                 }
                 let bounds = self.rules[rule].bounds;
@@ -891,9 +875,9 @@ impl Matcher {
         let possible = found.iter().any(|&(k, s, e)| {
             text.is_char_boundary(s)
                 && text.is_char_boundary(e)
-                && self.entries[k].iter().any(|en| {
+                && self.entries.of(k).any(|en| {
                     !en.preferred
-                        && (!en.exact || text[s..e] == *en.form)
+                        && (!en.exact || text[s..e] == *self.entries.form(&en))
                         && (self.rules[en.rule as usize].bounds != Bounds::Words
                             || on_boundaries(loose, s, e))
                 })
@@ -906,7 +890,7 @@ impl Matcher {
         let in_masked = found.into_iter().filter(|&(k, s, e)| {
             masked.is_char_boundary(s)
                 && masked.is_char_boundary(e)
-                && folds_to(&masked[s..e], &self.keys[k])
+                && folds_to(&masked[s..e], self.keys.get(k))
         });
         let mut cands = Vec::new();
         self.form_hits(text, masked, in_masked, &mut cands);
@@ -1225,10 +1209,10 @@ impl Matcher {
     /// Rule `rule`'s preferred form in `shape`, when the rule allows it
     /// and reports nothing in it; worked out once per rule.
     fn shaped(&self, rule: usize, shape: Shape) -> Option<&str> {
-        let [capitals, initial] = self.shapes[rule].get_or_init(|| {
+        let [capitals, initial] = &**self.shapes[rule].get_or_init(|| {
             let r = &self.rules[rule];
             let preferred = r.preferred_form().trim();
-            [Shape::Capitals, Shape::Initial].map(|s| {
+            Box::new([Shape::Capitals, Shape::Initial].map(|s| {
                 case::in_shape(preferred, s, r.exact)
                     .filter(|form| {
                         let prose = Prose {
@@ -1241,7 +1225,7 @@ impl Matcher {
                             .any(|h| h.rule == rule && !h.preferred)
                     })
                     .map(String::into_boxed_str)
-            })
+            }))
         });
         match shape {
             Shape::Capitals => capitals.as_deref(),
@@ -1254,7 +1238,7 @@ impl Matcher {
     /// the matcher reads it: as written for a form matched exactly, in any
     /// case otherwise.
     fn lists(&self, rule: usize, matched: &str) -> bool {
-        let listed = self.listed[rule].get_or_init(|| listed_forms(&self.rules[rule]));
+        let listed = self.listed[rule].get_or_init(|| Box::new(listed_forms(&self.rules[rule])));
         listed.iter().any(|(form, exact)| {
             if *exact {
                 **form == *matched
@@ -1615,12 +1599,14 @@ mod tests {
 
     #[test]
     fn large_rule_sets_use_the_nfa_and_find_the_same() {
-        assert_eq!(kind_for(&["ab".into()]), AhoCorasickKind::DFA);
+        let keys = |k: &str| {
+            let mut keys = Keys::default();
+            keys.push(k);
+            keys
+        };
+        assert_eq!(kind_for(&keys("ab")), AhoCorasickKind::DFA);
         let long: Box<str> = "x".repeat(DFA_MAX_PATTERN_BYTES + 1).into();
-        assert_eq!(
-            kind_for(std::slice::from_ref(&long)),
-            AhoCorasickKind::ContiguousNFA
-        );
+        assert_eq!(kind_for(&keys(&long)), AhoCorasickKind::ContiguousNFA);
         let small = [rule("4", "GitHub", &["Github", "git hub"])];
         let mut large = small.to_vec();
         large.push(rule("5", "y", &[&*long]));
@@ -1698,30 +1684,31 @@ mod tests {
             self.1 += 1;
             Some(Plan::from_bytes(bytes).unwrap())
         }
-        fn keep(&mut self, key: PlanKey, plan: &Plan) {
+        fn keep(&mut self, key: PlanKey, _: &[[u8; 32]], plan: &Plan) {
             self.0.push((key, plan.to_bytes()));
         }
     }
 
     #[test]
     fn a_plan_is_keyed_by_everything_it_is_derived_from() {
+        let key_of = |rules: &[TermRule], keep_all| Plan::key(&rules.to_vec().into(), keep_all);
         let a = [rule("1", "GitHub", &["Github", "git hub"])];
-        let key = Plan::key(&a, false);
-        assert_ne!(key, Plan::key(&a, true));
+        let key = key_of(&a, false);
+        assert_ne!(key, key_of(&a, true));
         let mut b = a.clone();
         b[0].exact = true;
-        assert_ne!(key, Plan::key(&b, false));
+        assert_ne!(key, key_of(&b, false));
         // Forms are length-prefixed: moving a character between two forms
         // is another key.
         let c = [rule("1", "GitHub", &["Githu", "bgit hub"])];
-        assert_ne!(key, Plan::key(&c, false));
+        assert_ne!(key, key_of(&c, false));
         let d = [rule("1", "GitHu", &["Github", "git hub"])];
-        assert_ne!(key, Plan::key(&d, false));
+        assert_ne!(key, key_of(&d, false));
         // What a plan is not derived from (the rule's id, its bounds) is
         // not in the key.
         assert_eq!(
             key,
-            Plan::key(&[rule("other", "GitHub", &["Github", "git hub"])], false)
+            key_of(&[rule("other", "GitHub", &["Github", "git hub"])], false)
         );
     }
 
@@ -1731,15 +1718,20 @@ mod tests {
             rule("1", "GitHub", &["Github"]),
             rule("2", "Über", &["uber"]),
         ];
-        let plan = Plan::new(&rules, false);
-        assert!(plan.fits(2));
-        assert!(!plan.fits(1));
+        let plan = Plan::new(&rules, false, select::SELECT_FROM);
+        assert!(plan.fits(2, select::SELECT_FROM));
+        assert!(!plan.fits(1, select::SELECT_FROM));
         let mut out_of_range = plan.clone();
-        out_of_range.entries[0][0].rule = 7;
-        assert!(!out_of_range.fits(2));
+        out_of_range.entries.set_rule(0, 7);
+        assert!(!out_of_range.fits(2, select::SELECT_FROM));
         let mut short = plan.clone();
         short.keys.pop();
-        assert!(!short.fits(2));
+        assert!(!short.fits(2, select::SELECT_FROM));
+        // A plan without a selector's tables serves no matcher that
+        // selects, and one with them none that does not.
+        assert!(!plan.fits(2, 0));
+        let selecting = Plan::new(&rules, false, 0);
+        assert!(selecting.fits(2, 0) && !selecting.fits(2, select::SELECT_FROM));
     }
 
     proptest::proptest! {
@@ -1796,21 +1788,33 @@ mod tests {
     fn a_plan_reads_back_only_as_written() {
         let mut exact = rule("2", "Über", &["uber", "ÜBER"]);
         exact.exact = true;
-        let plan = Plan::new(&[rule("1", "GitHub", &["Github", "git hub"]), exact], true);
-        let bytes = plan.to_bytes();
-        assert_eq!(Plan::from_bytes(&bytes), Some(plan));
-        for n in 0..bytes.len() {
-            assert_eq!(Plan::from_bytes(&bytes[..n]), None, "cut at {n}");
+        let rules = [rule("1", "GitHub", &["Github", "git hub"]), exact];
+        for select_from in [select::SELECT_FROM, 0] {
+            let plan = Plan::new(&rules, true, select_from);
+            assert_eq!(plan.select.is_some(), select_from == 0);
+            let bytes = plan.to_bytes();
+            assert_eq!(Plan::from_bytes(&bytes), Some(plan));
+            for n in 0..bytes.len() {
+                assert_eq!(Plan::from_bytes(&bytes[..n]), None, "cut at {n}");
+            }
+            let mut grown = bytes.clone();
+            grown.push(0);
+            assert_eq!(Plan::from_bytes(&grown), None);
+            // A count past the bytes left: refused before anything is
+            // allocated for it.
+            let mut huge = vec![0xff, 0xff, 0xff, 0xff];
+            huge.extend_from_slice(&bytes[4..]);
+            assert_eq!(Plan::from_bytes(&huge), None);
+            // Any one bit changed is refused or reads back as other valid
+            // tables, never panics.
+            for i in 0..bytes.len() {
+                let mut flipped = bytes.clone();
+                flipped[i] ^= 0x10;
+                if let Some(p) = Plan::from_bytes(&flipped) {
+                    let _ = p.fits(2, select_from);
+                }
+            }
         }
-        let mut grown = bytes.clone();
-        grown.push(0);
-        assert_eq!(Plan::from_bytes(&grown), None);
-        let mut huge = vec![0xff, 0xff, 0xff, 0xff, 0x0f];
-        huge.extend_from_slice(&bytes[1..]);
-        assert_eq!(Plan::from_bytes(&huge), None);
-        let mut long = vec![0xff; 6];
-        long.extend_from_slice(&bytes[1..]);
-        assert_eq!(Plan::from_bytes(&long), None);
     }
 
     #[test]
@@ -1829,7 +1833,7 @@ mod tests {
             let mut k: Vec<&str> = s
                 .candidates(text)
                 .iter()
-                .map(|&k| &*m.keys[k as usize])
+                .map(|&k| m.keys.get(k as usize))
                 .collect();
             k.sort_unstable();
             k
@@ -1987,7 +1991,7 @@ mod tests {
         let rules = overlapping_rules();
         let full = Matcher::for_usage(&rules).unwrap();
         let pruned = Matcher::new(&rules).unwrap();
-        let count = |m: &Matcher| m.entries.iter().flatten().filter(|e| e.preferred).count();
+        let count = |m: &Matcher| m.entries.all().filter(|e| e.preferred).count();
         // Quickstart, OpenTelemetry, Foo and Foo Bar are left out: only case
         // variants other than their text as written share their words.
         assert_eq!((count(&pruned), count(&full)), (5, 9));

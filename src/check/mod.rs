@@ -14,10 +14,12 @@ pub mod format;
 pub mod ignores;
 pub mod markdown;
 pub mod matcher;
+mod packed;
 pub mod prose;
 pub mod rst;
 pub mod rule;
 mod select;
+pub mod table;
 pub mod usage;
 
 use std::sync::Arc;

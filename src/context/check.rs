@@ -14,15 +14,14 @@ use serde::Serialize;
 use super::{ContextError, PointMap, Session};
 use crate::check::files::{self, FilesError, ProseFilter};
 use crate::check::format::json::Document;
+use crate::check::table::{RuleTable, TermList};
 use crate::check::usage::Usage;
 use crate::check::{
     FileRef, Matcher, MatcherError, Outcome, Warning, check_files, check_files_counting,
     check_files_to_fix,
 };
 use crate::config::Config;
-use crate::formats::{self, RuleStatus};
-use crate::ops::Status;
-use crate::ops::record::{Actor, Scope, Signal, SignalSource};
+use crate::ops::record::{Actor, Signal, SignalSource};
 use crate::ops::{Draft, Drafted, OpId};
 use crate::ops::{Ledger, RuleId, TermRule};
 
@@ -209,7 +208,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         None => (None, 0),
     };
     let mut sources = WorkspaceSources::new();
-    let mut rules: Vec<TermRule> = match (session, &ledger) {
+    let rules: Vec<TermRule> = match (session, &ledger) {
         (Some(session), Some(ledger)) => {
             let at = match req.as_of {
                 Some(at) => at,
@@ -220,19 +219,24 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
         _ => Vec::new(),
     };
     let mut rule_sources = sources_of(&rules, &sources, req.list_rules);
+    // The plans kept by earlier checks, which also say which term lists
+    // were read whole without error before.
+    let mut plans = session.and_then(|s| super::rules_cache::RulesCache::open(&s.store.kapi_dir()));
+    let mut lists = Vec::with_capacity(req.extra_rules.len());
     for file in &req.extra_rules {
-        let list = rules_from_term_list(&req.cwd, file)?;
+        let list = term_list(&req.cwd, file, plans.as_mut())?;
         rule_sources.push(RuleSource {
             origin: RuleOrigin::TermList(file.clone()),
             count: list.len(),
             rules: if req.list_rules {
-                list.clone()
+                list.rules()
             } else {
                 Vec::new()
             },
         });
-        rules.extend(list);
+        lists.push(list);
     }
+    let rules = RuleTable::new(rules, lists);
     let mut warnings = Vec::new();
     // A stored operation that cannot be read may hold a rule: the check
     // says so rather than pass as though the log held none.
@@ -309,7 +313,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
             match session {
                 Some(s) => book
                     .with_space(std::sync::Arc::clone(&s.space))
-                    .with_plans(super::rules_cache::RulesCache::open(&s.store.kapi_dir())),
+                    .with_plans(plans.take()),
                 None => book,
             }
         }
@@ -589,43 +593,32 @@ pub fn record_usage(
 }
 
 /// Rules from a term list named with `--rules` (relative to `cwd`). Ids
-/// are `<file name>:<line>`; they hold everywhere (the empty scope).
-pub fn rules_from_term_list(cwd: &Path, file: &Path) -> Result<Vec<TermRule>, CheckError> {
+/// are `<file name>:<line>`; they hold everywhere (the empty scope). A
+/// list whose text a kept plan was derived from (`plans` knows it) is read
+/// line by line as a check needs its rules; any other is read whole now,
+/// and its first bad line is the error.
+pub fn term_list(
+    cwd: &Path,
+    file: &Path,
+    plans: Option<&mut super::rules_cache::RulesCache>,
+) -> Result<Arc<TermList>, CheckError> {
     let text = std::fs::read_to_string(cwd.join(file)).map_err(|source| CheckError::TermList {
         file: file.to_path_buf(),
         source,
-    })?;
-    let parsed = formats::parse_term_list(&text).map_err(|e| CheckError::TermListSyntax {
-        file: file.to_path_buf(),
-        message: e.to_string(),
     })?;
     let name = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    Ok(parsed
-        .rules
-        .into_iter()
-        .map(|r| TermRule {
-            id: RuleId::File(name.clone(), r.line),
-            preferred: r.preferred,
-            avoided: r.avoided,
-            status: match r.status {
-                RuleStatus::Suggested => Status::Suggested,
-                RuleStatus::Contested => Status::Contested,
-                RuleStatus::Established | RuleStatus::Advisory => Status::Established,
-            },
-            suggested: matches!(r.status, RuleStatus::Suggested | RuleStatus::Contested),
-            advisory: r.status == RuleStatus::Advisory,
-            exact: r.exact,
-            pattern: r.pattern,
-            bounds: r.bounds,
-            raw: r.raw,
-            level: None,
-            paths: Vec::new(),
-            scope: Scope::default(),
-        })
-        .collect())
+    let hash = TermList::hash_of(&text);
+    if plans.is_some_and(|p| p.knows_list(&hash)) {
+        return Ok(Arc::new(TermList::known(name, text, hash)));
+    }
+    let list = TermList::parse(name, text, hash).map_err(|e| CheckError::TermListSyntax {
+        file: file.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    Ok(Arc::new(list))
 }
 
 /// Which rules hold for a file.
@@ -644,7 +637,7 @@ type Matchers = (Arc<Matcher>, Option<Arc<Matcher>>);
 pub struct RuleBook {
     /// Each holds where its scope covers a file's point (a term list's
     /// rules: everywhere).
-    rules: Arc<[TermRule]>,
+    rules: RuleTable,
     /// The files each rule holds for, by path (`None`: every file).
     globs: Vec<Option<crate::ops::PathGlobs>>,
     /// The rules that hold for some files only (a scope naming a point, or
@@ -663,12 +656,16 @@ pub struct RuleBook {
 }
 
 impl RuleBook {
-    pub fn new(rules: Vec<TermRule>, points: PointMap, counting: bool) -> Self {
+    /// A term list's rules hold everywhere: only the held ones are read
+    /// for their scopes and paths.
+    pub fn new(rules: RuleTable, points: PointMap, counting: bool) -> Self {
         let globs: Vec<Option<crate::ops::PathGlobs>> = rules
+            .held()
             .iter()
             .map(|r| crate::ops::PathGlobs::new(&r.paths))
             .collect();
         let local = rules
+            .held()
             .iter()
             .zip(&globs)
             .enumerate()
@@ -676,7 +673,7 @@ impl RuleBook {
             .map(|(i, _)| i)
             .collect();
         RuleBook {
-            rules: rules.into(),
+            rules,
             globs,
             local,
             points,
@@ -705,8 +702,8 @@ impl RuleBook {
     /// not: then its matchers serve again. (Its points and axes are the
     /// project's, which a long-running process opens again when
     /// `kapi.toml` changes, and the book with it.)
-    pub fn serves(&self, rules: &[TermRule], counting: bool) -> bool {
-        self.counting == counting && *self.rules == *rules
+    pub fn serves(&self, rules: &RuleTable, counting: bool) -> bool {
+        self.counting == counting && self.rules == *rules
     }
 
     /// Compare scopes on the project's typed axes.
@@ -743,9 +740,13 @@ impl RuleBook {
         if let Some((m, u)) = self.matchers.get(&sel) {
             return Ok((Arc::clone(m), u.clone()));
         }
-        let chosen: Arc<[TermRule]> = match &sel {
-            Selection::All => Arc::clone(&self.rules),
-            Selection::Some(ix) => ix.iter().map(|&i| self.rules[i].clone()).collect(),
+        let chosen: RuleTable = match &sel {
+            Selection::All => self.rules.clone(),
+            Selection::Some(ix) => ix
+                .iter()
+                .map(|&i| self.rules[i].clone())
+                .collect::<Vec<_>>()
+                .into(),
         };
         let mut none = crate::check::matcher::NoPlans;
         let plans: &mut dyn crate::check::matcher::Plans = match &mut self.plans {
@@ -753,7 +754,7 @@ impl RuleBook {
             None => &mut none,
         };
         let (m, u) = if self.counting {
-            let m = Matcher::with_plans(Arc::clone(&chosen), plans)?;
+            let m = Matcher::with_plans(chosen.clone(), plans)?;
             (m, Some(Arc::new(Matcher::for_usage_with(chosen, plans)?)))
         } else {
             (Matcher::with_plans(chosen, plans)?, None)

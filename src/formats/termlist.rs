@@ -9,66 +9,80 @@ use crate::ops::record::Bounds;
 pub fn parse_term_list(text: &str) -> Result<ImportedFile, ParseError> {
     let mut file = ImportedFile::default();
     for (n, line) in numbered(text) {
-        check_len(n, line)?;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
+        if let Some(rule) = parse_term_line(n, line)? {
+            file.rules.push(rule);
         }
-        // The columns without a vector per line (a list of 5,000 rules).
-        let mut split = line.split('\t');
-        let mut cols = [""; 4];
-        let mut found = 0;
-        for col in split.by_ref().take(4) {
-            cols[found] = col;
-            found += 1;
-        }
-        let found = found + split.count();
-        if found != 4 {
-            return Err(err(
-                n,
-                format!(
-                    "expected 4 tab-separated columns (id, status, preferred, avoided forms), found {found}"
-                ),
-            ));
-        }
-        let status = RuleStatus::parse(cols[1]).ok_or_else(|| {
-            err(
-                n,
-                format!(
-                    "unknown status {:?}: use established, suggested, contested or advisory",
-                    cols[1].trim()
-                ),
-            )
-        })?;
-        let preferred = cols[2].trim();
-        if preferred.is_empty() {
-            return Err(err(n, "the preferred form is empty"));
-        }
-        let avoided: Vec<String> = cols[3]
-            .split('|')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-        if avoided.is_empty() {
-            return Err(err(n, "no avoided forms"));
-        }
-        let id = cols[0].trim();
-        file.rules.push(ImportedRule {
-            preferred: Some(preferred.to_string()),
-            avoided,
-            pattern: None,
-            bounds: Bounds::Words,
-            raw: false,
-            level: None,
-            paths: Vec::new(),
-            line: n,
-            id: (!id.is_empty()).then(|| id.to_string()),
-            status,
-            exact: false,
-        });
     }
     Ok(file)
+}
+
+/// Whether line `line` of a term list holds a rule (it is neither blank
+/// nor a comment): [`parse_term_line`] reads it, and no other line.
+pub fn holds_rule(line: &str) -> bool {
+    let trimmed = line.trim();
+    !(trimmed.is_empty() || trimmed.starts_with('#'))
+}
+
+/// The rule on line `n` of a term list, `None` for a blank line or a
+/// comment. A line is read alone: its rule does not depend on any other.
+pub fn parse_term_line(n: usize, line: &str) -> Result<Option<ImportedRule>, ParseError> {
+    check_len(n, line)?;
+    if !holds_rule(line) {
+        return Ok(None);
+    }
+    // The columns without a vector per line (a list of 5,000 rules).
+    let mut split = line.split('\t');
+    let mut cols = [""; 4];
+    let mut found = 0;
+    for col in split.by_ref().take(4) {
+        cols[found] = col;
+        found += 1;
+    }
+    let found = found + split.count();
+    if found != 4 {
+        return Err(err(
+            n,
+            format!(
+                "expected 4 tab-separated columns (id, status, preferred, avoided forms), found {found}"
+            ),
+        ));
+    }
+    let status = RuleStatus::parse(cols[1]).ok_or_else(|| {
+        err(
+            n,
+            format!(
+                "unknown status {:?}: use established, suggested, contested or advisory",
+                cols[1].trim()
+            ),
+        )
+    })?;
+    let preferred = cols[2].trim();
+    if preferred.is_empty() {
+        return Err(err(n, "the preferred form is empty"));
+    }
+    let avoided: Vec<String> = cols[3]
+        .split('|')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if avoided.is_empty() {
+        return Err(err(n, "no avoided forms"));
+    }
+    let id = cols[0].trim();
+    Ok(Some(ImportedRule {
+        preferred: Some(preferred.to_string()),
+        avoided,
+        pattern: None,
+        bounds: Bounds::Words,
+        raw: false,
+        level: None,
+        paths: Vec::new(),
+        line: n,
+        id: (!id.is_empty()).then(|| id.to_string()),
+        status,
+        exact: false,
+    }))
 }
 
 #[cfg(test)]

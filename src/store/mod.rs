@@ -415,6 +415,17 @@ impl Store {
 
     /// Find one operation by its full id, reading only its segment.
     pub(crate) fn find(&self, id: &OpId) -> Result<Option<Record>, StoreError> {
+        self.find_with(id, true)
+    }
+
+    /// [`Store::find`] of the record alone: content kept in its own blob
+    /// (an import's rules) is not read back. A reader of the record's own
+    /// fields (its project) does not pay for 5,000 imported rules.
+    pub(crate) fn find_record(&self, id: &OpId) -> Result<Option<Record>, StoreError> {
+        self.find_with(id, false)
+    }
+
+    fn find_with(&self, id: &OpId, content: bool) -> Result<Option<Record>, StoreError> {
         for which in [LogRef::Shared, LogRef::Local] {
             let Some(tip) = self.tip(which)? else {
                 continue;
@@ -436,7 +447,9 @@ impl Store {
                     }
                     // With its content read back (none when it cannot be).
                     let mut found = vec![first];
-                    self.read_content(&mut found, &mut Vec::new());
+                    if content {
+                        self.read_content(&mut found, &mut Vec::new());
+                    }
                     return Ok(found.pop());
                 }
             }

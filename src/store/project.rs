@@ -53,8 +53,11 @@ impl Store {
             if cached.held == Some(now) {
                 return Ok(Some(cached.project));
             }
+            // The cached operation's own line (as `oldest` reads lines),
+            // not its content: an import's rules are not read to learn its
+            // project.
             if self
-                .find(&cached.id)?
+                .find_record(&cached.id)?
                 .is_some_and(|r| r.project.as_str() == cached.project)
             {
                 write_cache(&dir, &cached.id, &cached.project, &now);

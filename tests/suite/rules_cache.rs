@@ -78,24 +78,40 @@ fn a_forged_cache_is_not_obeyed() {
     let env = repo();
     let fresh = without_cache(&env);
     let good = std::fs::read(cache(&env)).unwrap();
-    // A plan that looks for no form at all (MessagePack: keys, entries, and
-    // three rules' forms, all empty), put in place of the real one under
-    // its key with the old tag: it would silence every finding.
-    let magic = b"kapi rules cache 2\n".len();
+    // A plan that looks for no form at all (no keys, no forms, no
+    // selector), put in place of the real one under its key with the old
+    // tag: it would silence every finding.
+    let magic = b"kapi rules cache 3\n".len();
     let key = &good[magic..magic + 32];
-    let silent: &[u8] = &[0x93, 0x90, 0x90, 0x93, 0x90, 0x90, 0x90];
+    let silent: &[u8] = &[
+        0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, // keys: no text, one offset
+        0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, // forms: no text, one offset
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // no rules, flags, texts
+        1, 0, // scans first, no selector
+    ];
     let mut forged = good[..magic].to_vec();
     forged.extend_from_slice(key);
+    forged.extend_from_slice(&0u32.to_le_bytes());
+    forged.extend_from_slice(&(silent.len() as u64).to_le_bytes());
+    forged.extend_from_slice(silent);
+    forged.extend_from_slice(&good[good.len() - 32..]);
+    not_obeyed(&env, &forged, &fresh, &good);
+    // The same, naming the term list (so it would not be read whole).
+    let list = &good[magic + 36..magic + 68];
+    let mut forged = good[..magic].to_vec();
+    forged.extend_from_slice(key);
+    forged.extend_from_slice(&1u32.to_le_bytes());
+    forged.extend_from_slice(list);
     forged.extend_from_slice(&(silent.len() as u64).to_le_bytes());
     forged.extend_from_slice(silent);
     forged.extend_from_slice(&good[good.len() - 32..]);
     not_obeyed(&env, &forged, &fresh, &good);
     // One byte changed anywhere in the plan.
     let mut flipped = good.clone();
-    flipped[magic + 32 + 8 + 3] ^= 0x01;
+    flipped[magic + 32 + 4 + 32 + 8 + 3] ^= 0x01;
     not_obeyed(&env, &flipped, &fresh, &good);
     // Junk, and a link in its place (never followed).
-    not_obeyed(&env, b"kapi rules cache 2\nnonsense", &fresh, &good);
+    not_obeyed(&env, b"kapi rules cache 3\nnonsense", &fresh, &good);
     std::fs::remove_file(cache(&env)).unwrap();
     #[cfg(unix)]
     {
@@ -255,4 +271,62 @@ fn a_large_rule_set_finds_in_each_file_what_its_forms_find() {
     // Read back from the cache: the same.
     assert!(cache(&env).is_file());
     assert_eq!(run(), cold);
+}
+
+#[test]
+fn a_known_term_list_is_read_line_by_line_and_finds_the_same() {
+    // 5,000 rules: past the size from which a kept plan carries the
+    // selector, and the list is read only for the rules a page writes.
+    let env = repo();
+    env.write("terms.tsv", &large_terms(5000));
+    env.write(
+        "docs/a.md",
+        "Zarvo4999 Github, zarvo7 git hub and Github; Zarvo4999 GitHub as written.\n",
+    );
+    let run = |args: &[&str]| {
+        let mut all = vec!["check", "--rules", "terms.tsv", "--format", "json"];
+        all.extend_from_slice(args);
+        env.kapi(&all).stdout
+    };
+    let _ = std::fs::remove_file(cache(&env));
+    let cold = run(&["page.md", "docs"]);
+    let written = std::fs::read(cache(&env)).unwrap();
+    assert!(findings(&cold).len() >= 5, "{cold}");
+    // The plan names the list: the next check reads it line by line, and
+    // finds byte for byte the same; listing the rules reads it whole.
+    assert_eq!(run(&["page.md", "docs"]), cold);
+    assert_eq!(std::fs::read(cache(&env)).unwrap(), written);
+    let list = || {
+        let out = env
+            .kapi(&["check", "-vv", "--rules", "terms.tsv", "page.md"])
+            .code(1)
+            .stderr;
+        // Without the closing line's time.
+        out.lines()
+            .filter(|l| !l.starts_with("checked "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let listed = list();
+    assert!(
+        listed.contains("5003 rules from the term list terms.tsv")
+            && listed.contains("\"Zarvo4999 GitHub\", not \"Zarvo4999 Github\""),
+        "{}",
+        &listed[..listed.len().min(2000)]
+    );
+    let _ = std::fs::remove_file(cache(&env));
+    assert!(list() == listed, "a list read whole lists the same rules");
+    // The list changes by one line: read whole again, and a bad line in it
+    // is named, cache or no cache.
+    let edited = large_terms(5000).replace("Zarvo4999 Github", "Zarvo4999 Githubb");
+    env.write("terms.tsv", &edited);
+    let after = run(&["page.md", "docs"]);
+    assert_ne!(after, cold);
+    let _ = std::fs::remove_file(cache(&env));
+    assert_eq!(run(&["page.md", "docs"]), after);
+    env.write("terms.tsv", &format!("{edited}9\tsettled\tA\tb\n"));
+    let out = env
+        .kapi(&["check", "--rules", "terms.tsv", "page.md"])
+        .code(2);
+    assert!(out.stderr.contains("unknown status"), "{}", out.stderr);
 }
