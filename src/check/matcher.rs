@@ -603,11 +603,15 @@ impl Plan {
                 || !(key.bytes().any(is_markup) || key.as_bytes().windows(2).any(|w| w == b"  "))
         });
         let select = Self::selects(&keys, select_from).then(|| {
-            Tables::new(&keys, |k| {
-                entries[k]
-                    .iter()
-                    .any(|e| rules[e.rule as usize].bounds == Bounds::None)
-            })
+            Tables::new(
+                &keys,
+                |k| {
+                    entries[k]
+                        .iter()
+                        .any(|e| rules[e.rule as usize].bounds == Bounds::None)
+                },
+                |k| entries[k].iter().map(|e| e.rule),
+            )
         });
         Plan {
             keys,

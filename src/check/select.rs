@@ -68,13 +68,21 @@ pub(super) struct Tables {
 
 impl Tables {
     /// The tables of `keys` (folded forms); `anywhere(k)`: a rule of form
-    /// `k` matches it inside words too (`Bounds::None`).
-    pub(super) fn new(keys: &Keys, anywhere: impl Fn(usize) -> bool) -> Tables {
+    /// `k` matches it inside words too (`Bounds::None`); `rules(k)`: the
+    /// rules form `k` stands for.
+    pub(super) fn new<R: IntoIterator<Item = u32>>(
+        keys: &Keys,
+        anywhere: impl Fn(usize) -> bool,
+        rules: impl Fn(usize) -> R,
+    ) -> Tables {
         let mut table: HashMap<&str, u32, foldhash::fast::RandomState> = HashMap::default();
         let mut words = Keys::default();
         let mut needs = Vec::new();
         let mut needs_at = Vec::with_capacity(keys.len() + 1);
         let mut counts: Vec<u32> = Vec::new();
+        // Each word with each rule that has a form writing it.
+        let mut ruled: std::collections::HashSet<(u32, u32), foldhash::fast::RandomState> =
+            Default::default();
         let mut always = Vec::new();
         needs_at.push(0);
         for (k, key) in keys.iter().enumerate() {
@@ -91,6 +99,11 @@ impl Tables {
                     needs.push(w);
                     counts[w as usize] += 1;
                 });
+                for &w in &needs[from..] {
+                    for r in rules(k) {
+                        ruled.insert((w, r));
+                    }
+                }
             }
             if needs.len() == from {
                 always.push(k as u32);
@@ -109,14 +122,22 @@ impl Tables {
             }
             slots[i] = w as u32 + 1;
         }
-        // Each form under its rarest word: counted, then placed.
+        // Each form under its rarest word: the word the fewest rules write
+        // (then the fewest forms). By rules, not forms: a rule listing four
+        // spellings of "GitHub" does not make "github" four times as common
+        // in a text, and a word many rules share (a product's name in
+        // each of its variants) is one most pages would write.
+        let mut by_rules = vec![0u32; words.len()];
+        for &(w, _) in &ruled {
+            by_rules[w as usize] += 1;
+        }
         let mut under: Vec<u32> = Vec::with_capacity(keys.len());
         let mut by_word_at = vec![0u32; words.len() + 1];
         for k in 0..keys.len() {
             let own = &needs[needs_at[k] as usize..needs_at[k + 1] as usize];
             let w = own
                 .iter()
-                .min_by_key(|&&w| counts[w as usize])
+                .min_by_key(|&&w| (by_rules[w as usize], counts[w as usize]))
                 .map_or(u32::MAX, |&w| w);
             if w != u32::MAX {
                 by_word_at[w as usize + 1] += 1;
