@@ -18,8 +18,8 @@
 //! hands it (`prose.rs`), and skips the passages its switches name.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
@@ -75,13 +75,16 @@ pub struct Matcher {
     /// of runs of blanks, so a file whose masker loosens it can be scanned
     /// before it is masked (see [`Matcher::check`]).
     scan_first: bool,
-    /// Per rule, its avoided forms as a fix recognises them: a form matched
-    /// only as written (`true`) as written, any other folded (made on
-    /// first need: only a fix asks).
-    listed: Vec<OnceLock<Box<Listed>>>,
-    /// Per rule, its preferred form in capitals and with an initial
-    /// capital, where it may be written so ([`Matcher::shaped`]).
-    shapes: Vec<OnceLock<Box<Shapes>>>,
+    /// Per rule a fix has asked about, its avoided forms as a fix
+    /// recognises them: a form matched only as written (`true`) as
+    /// written, any other folded. A map of the rules asked about, not a
+    /// cell per rule: 5,000 empty cells were pages of memory touched by
+    /// every check.
+    listed: Mutex<HashMap<usize, Listed>>,
+    /// Per rule a fix has asked about, its preferred form in capitals and
+    /// with an initial capital, where it may be written so
+    /// ([`Matcher::shaped`]).
+    shapes: Mutex<HashMap<usize, Shapes>>,
     /// The rules matched in a file's raw text (Vale's `scope: raw`), markup
     /// and code included, with their own automaton and patterns; `rules`
     /// holds the others.
@@ -749,8 +752,8 @@ impl Matcher {
             patterns: compiled,
             keys,
             scan_first,
-            shapes: (0..n).map(|_| OnceLock::new()).collect(),
-            listed: (0..n).map(|_| OnceLock::new()).collect(),
+            shapes: Mutex::default(),
+            listed: Mutex::default(),
             raw: None,
             groups,
         })
@@ -1207,16 +1210,22 @@ impl Matcher {
             Shape::AsWritten => &[],
         };
         let shaped = tries.iter().find_map(|&s| self.shaped(rule, s));
-        Some(shaped.map_or_else(|| preferred.to_owned(), str::to_owned))
+        Some(shaped.unwrap_or_else(|| preferred.to_owned()))
     }
 
     /// Rule `rule`'s preferred form in `shape`, when the rule allows it
     /// and reports nothing in it; worked out once per rule.
-    fn shaped(&self, rule: usize, shape: Shape) -> Option<&str> {
-        let [capitals, initial] = &**self.shapes[rule].get_or_init(|| {
+    fn shaped(&self, rule: usize, shape: Shape) -> Option<String> {
+        let known = self
+            .shapes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&rule)
+            .cloned();
+        let [capitals, initial] = known.unwrap_or_else(|| {
             let r = &self.rules[rule];
             let preferred = r.preferred_form().trim();
-            Box::new([Shape::Capitals, Shape::Initial].map(|s| {
+            let shapes = [Shape::Capitals, Shape::Initial].map(|s| {
                 case::in_shape(preferred, s, r.exact)
                     .filter(|form| {
                         let prose = Prose {
@@ -1229,11 +1238,13 @@ impl Matcher {
                             .any(|h| h.rule == rule && !h.preferred)
                     })
                     .map(String::into_boxed_str)
-            }))
+            });
+            let mut all = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+            all.entry(rule).or_insert(shapes).clone()
         });
         match shape {
-            Shape::Capitals => capitals.as_deref(),
-            Shape::Initial => initial.as_deref(),
+            Shape::Capitals => capitals.map(String::from),
+            Shape::Initial => initial.map(String::from),
             Shape::AsWritten => None,
         }
     }
@@ -1242,7 +1253,10 @@ impl Matcher {
     /// the matcher reads it: as written for a form matched exactly, in any
     /// case otherwise.
     fn lists(&self, rule: usize, matched: &str) -> bool {
-        let listed = self.listed[rule].get_or_init(|| Box::new(listed_forms(&self.rules[rule])));
+        let mut all = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let listed = all
+            .entry(rule)
+            .or_insert_with(|| listed_forms(&self.rules[rule]));
         listed.iter().any(|(form, exact)| {
             if *exact {
                 **form == *matched
