@@ -245,10 +245,11 @@ impl Store {
         let start = Instant::now();
         // Waiting for the lock itself would queue behind flushes that do not
         // concern us (the lock is not fair), so poll: take the lock if it is
-        // free, else see whether the holder already committed our lines
-        // (looked at again as soon as a commit replaces the journal).
+        // free, else see whether the holder already committed our lines.
+        // A timer, not a watch on the journal's folder: woken by every
+        // rename there, sixteen waiting writers all ran at once on two
+        // cores (p99 under 16 writers 59 -> 72 ms).
         let mut pause = Duration::from_micros(200);
-        let mut watch = None;
         loop {
             if let Some(_commit) = lock::Lock::try_commit(&dir)? {
                 return match self.commit_journal(Some(&records)) {
@@ -266,9 +267,7 @@ impl Store {
                     },
                 };
             }
-            watch
-                .get_or_insert_with(|| journal::Watch::new(&dir))
-                .wait(pause);
+            std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(2));
             // No lock needed: compaction replaces the journal by a rename,
             // and a line being appended is either whole or not ours yet.

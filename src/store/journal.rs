@@ -19,7 +19,6 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use super::StoreError;
 
@@ -201,59 +200,4 @@ pub fn set_aside(kapi_dir: &Path, lines: &[&[u8]]) -> Result<(), StoreError> {
             .map_err(io(&p))?;
     }
     Ok(())
-}
-
-/// What a writer waiting for the group commit waits on: the journal's
-/// folder, for the rename that replaces the journal once a commit moved
-/// its lines onto the refs (Linux: inotify), so it looks again at once
-/// rather than at its next poll; elsewhere, or where no watch can be made,
-/// a sleep. Either way a wait ends at its timeout: nothing depends on the
-/// event (a commit that lands nothing renames nothing, the commit lock is
-/// released without an event), it only spares the polls in between.
-pub struct Watch {
-    #[cfg(target_os = "linux")]
-    fd: Option<rustix::fd::OwnedFd>,
-}
-
-impl Watch {
-    pub fn new(kapi_dir: &Path) -> Self {
-        #[cfg(target_os = "linux")]
-        {
-            use rustix::fs::inotify::{CreateFlags, WatchFlags, add_watch, init};
-            let fd = init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)
-                .ok()
-                .filter(|fd| add_watch(fd, kapi_dir, WatchFlags::MOVED_TO).is_ok());
-            Self { fd }
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = kapi_dir;
-            Self {}
-        }
-    }
-
-    /// Wait until a file is renamed into the journal's folder, or for
-    /// `timeout`.
-    pub fn wait(&self, timeout: Duration) {
-        #[cfg(target_os = "linux")]
-        if let Some(fd) = &self.fd {
-            use rustix::event::{PollFd, PollFlags, Timespec, poll};
-            let mut fds = [PollFd::new(fd, PollFlags::IN)];
-            let at_most = Timespec {
-                tv_sec: timeout.as_secs() as _,
-                tv_nsec: timeout.subsec_nanos() as _,
-            };
-            if let Ok(ready) = poll(&mut fds, Some(&at_most)) {
-                if ready > 0 {
-                    // What was renamed does not matter: the journal is
-                    // read again. Drain the events for the next wait.
-                    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 1024];
-                    let mut events = rustix::fs::inotify::Reader::new(fd, &mut buf);
-                    while events.next().is_ok() {}
-                }
-                return;
-            }
-        }
-        std::thread::sleep(timeout);
-    }
 }
