@@ -15,9 +15,10 @@
 //! (`Bounds::None`) and forms without words are kept for every text.
 //!
 //! The words of a text are looked up in a table of the forms' words, and
-//! each form is indexed under its word that the fewest forms share (so
+//! each form is indexed under its word that the fewest rules share (so
 //! few forms are tried per word of the text); the forms under the text's
-//! words whose other words the text writes too are its candidates. One automaton serves many texts (a check of a tree): the
+//! words whose other words the text writes too are its candidates. One
+//! automaton serves many texts (a check of a tree): the
 //! union of the candidates seen so far, rebuilt when it grows by an eighth
 //! (a text with candidates it lacks scans meanwhile with it and with an
 //! automaton of its own over those alone), so rebuilds cost at most nine
@@ -310,11 +311,8 @@ impl Selector {
         let t = &self.tables;
         let mut present = vec![false; t.words.len()];
         let mut seen: Vec<u32> = Vec::new();
+        // The scan hands on only words in the filter's slots.
         let mark = |word: &str| {
-            let s = slot(word);
-            if t.filter[s / 64] & (1 << (s % 64)) == 0 {
-                return;
-            }
             if let Some(w) = t.word(word)
                 && !present[w as usize]
             {
@@ -514,16 +512,21 @@ fn classify_64(block: &[u8; 64]) -> (u64, u8) {
 }
 
 /// [`for_words`], calling `f` only with the words whose [`slot`] is set
-/// in `filter` (and with every word of a block holding a byte from 0x80
-/// on, or running past a block). In a block of ASCII, the words' starts
-/// and ends come from the mask of its word bytes, and a word's slot is
-/// read from its bytes there: most words of a page are in no slot, and
-/// are passed over without a call.
+/// in `filter`: most words of a page are in no slot, and are passed over
+/// without a call. In a block of ASCII, the words' starts and ends come
+/// from the mask of its word bytes; a block holding a byte from 0x80 on
+/// is read a character at a time.
 fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
     let bytes = s.as_bytes();
     let n = bytes.len();
-    // The word being read: where it began, and whether it is wanted.
-    let mut open: Option<(usize, bool)> = None;
+    let mut emit = |from: usize, to: usize| {
+        let at = slot_of(&bytes[from..to]);
+        if filter[at / 64] & (1 << (at % 64)) != 0 {
+            f(&s[from..to]);
+        }
+    };
+    // Where the word being read began, while it runs on past a block.
+    let mut open: Option<usize> = None;
     let mut i = 0;
     while i < n {
         let len = (n - i).min(64);
@@ -536,15 +539,13 @@ fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
             let valid = u64::MAX >> (64 - len);
             let not_word = !word & valid;
             let mut starts = word & !(word << 1);
-            if let Some((from, want)) = open {
+            if let Some(from) = open {
                 if not_word == 0 {
                     i += len;
                     continue;
                 }
                 let e = not_word.trailing_zeros() as usize;
-                if want {
-                    f(&s[from..i + e]);
-                }
+                emit(from, i + e);
                 open = None;
                 // The bytes before `e` continued that word.
                 starts &= !((1u64 << e) - 1);
@@ -555,28 +556,22 @@ fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
                 let rest = not_word >> q;
                 if rest == 0 {
                     // It runs past the block.
-                    open = Some((i + q, true));
-                    continue;
-                }
-                let end = i + q + rest.trailing_zeros() as usize;
-                let at = slot_of(&bytes[i + q..end]);
-                if filter[at / 64] & (1 << (at % 64)) != 0 {
-                    f(&s[i + q..end]);
+                    open = Some(i + q);
+                } else {
+                    emit(i + q, i + q + rest.trailing_zeros() as usize);
                 }
             }
             i += len;
         } else {
             // A character at a time, to the first one ending past the
-            // block; every word begun here is wanted.
+            // block.
             let stop = i + len;
             while i < stop {
                 let (is, width) = at(s, i);
                 match (is, open) {
-                    (true, None) => open = Some((i, true)),
-                    (false, Some((from, want))) => {
-                        if want {
-                            f(&s[from..i]);
-                        }
+                    (true, None) => open = Some(i),
+                    (false, Some(from)) => {
+                        emit(from, i);
                         open = None;
                     }
                     _ => {}
@@ -585,8 +580,8 @@ fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
             }
         }
     }
-    if let Some((from, true)) = open {
-        f(&s[from..]);
+    if let Some(from) = open {
+        emit(from, n);
     }
 }
 
