@@ -220,8 +220,12 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
     };
     let mut rule_sources = sources_of(&rules, &sources, req.list_rules);
     // The plans kept by earlier checks, which also say which term lists
-    // were read whole without error before.
-    let mut plans = session.and_then(|s| super::rules_cache::RulesCache::open(&s.store.kapi_dir()));
+    // were read whole without error before: read when a term list asks,
+    // or a rule book is built (a long-running process's kept book needs
+    // none).
+    let open_plans =
+        || session.and_then(|s| super::rules_cache::RulesCache::open(&s.store.kapi_dir()));
+    let mut plans = (!req.extra_rules.is_empty()).then(open_plans).flatten();
     let mut lists = Vec::with_capacity(req.extra_rules.len());
     for file in &req.extra_rules {
         let list = term_list(&req.cwd, file, plans.as_mut())?;
@@ -313,7 +317,7 @@ pub fn check(session: Option<&Session>, req: &CheckRequest) -> Result<CheckRepor
             match session {
                 Some(s) => book
                     .with_space(std::sync::Arc::clone(&s.space))
-                    .with_plans(plans.take()),
+                    .with_plans(plans.take().or_else(open_plans)),
                 None => book,
             }
         }
