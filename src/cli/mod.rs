@@ -68,9 +68,9 @@ pub fn main() -> ExitCode {
     // The Bash guard needs no directory, and must refuse, not fail, when
     // the current one cannot be read (Claude Code lets any other failure
     // through).
-    if let commands::Command::Hook(commands::hook::Args {
+    if let commands::Command::Hook(commands::Deferred(commands::hook::Args {
         event: commands::hook::Event::ClaudePreBash,
-    }) = &cli.command
+    })) = &cli.command
     {
         return commands::hook::agent::pre_bash().into();
     }
@@ -90,5 +90,6 @@ mod tests {
     fn the_command_line_is_well_formed() {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
+        super::commands::whole_tree().debug_assert();
     }
 }

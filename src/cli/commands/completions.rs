@@ -1,7 +1,6 @@
 //! `kapi completions <shell>`: the shell's completion script, from the
 //! command definition the parser uses.
 
-use clap::CommandFactory;
 
 use super::Ctx;
 use crate::cli::exit::{CliError, Exit};
@@ -24,7 +23,7 @@ pub fn run(args: Args, _ctx: &Ctx) -> Result<Exit, CliError> {
     let mut script = Vec::new();
     clap_complete::generate(
         args.shell,
-        &mut crate::cli::Cli::command(),
+        &mut super::whole_tree(),
         "kapi",
         &mut script,
     );

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::CommandFactory;
 
 use super::Ctx;
 use crate::cli::exit::{CliError, Exit};
@@ -33,7 +32,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         (false, Some(dir)) => ctx.cwd.join(dir),
         (false, None) => {
             let mut page = Vec::new();
-            render(&crate::cli::Cli::command(), &mut page)?;
+            render(&super::whole_tree(), &mut page)?;
             let mut out = Out::new();
             out.raw(&page)?;
             out.flush()?;
@@ -74,7 +73,7 @@ fn user_man_dir(ctx: &Ctx) -> Result<PathBuf, CliError> {
 fn write_pages(dir: &Path) -> Result<usize, CliError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::io(format!("cannot create {}", dir.display()), &e))?;
-    let root = crate::cli::Cli::command();
+    let root = super::whole_tree();
     let mut pages: Vec<(String, clap::Command)> = Vec::new();
     collect(&root, "kapi", &mut pages);
     pages.push((

@@ -30,35 +30,114 @@ pub mod workspace;
 #[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
     /// Read, review and reset the project's context (rules and notes); note and log for assistants.
-    Context(context::Args),
+    Context(Deferred<context::Args>),
     /// Check prose against established rules; suggestions only advise.
-    Check(check::Args),
+    Check(Deferred<check::Args>),
     /// (For people) Apply a change set: edits of rules in force, and content edits.
-    Apply(apply::Args),
+    Apply(Deferred<apply::Args>),
     /// Compile decision records into a bounded JSON context for an agent.
-    CompileContext(compile_context::Args),
+    CompileContext(Deferred<compile_context::Args>),
     /// Say whether a compiled context is current, stale or refused.
-    VerifyContext(verify_context::Args),
+    VerifyContext(Deferred<verify_context::Args>),
     /// Check a claim's quotes against its capture's bytes (byte anchors).
-    VerifyClaim(verify_claim::Args),
+    VerifyClaim(Deferred<verify_claim::Args>),
     /// Maintain the operation store: export, import, doctor.
-    Store(store::Args),
+    Store(Deferred<store::Args>),
     /// Install, inspect and remove the git and agent hooks.
-    Hooks(hooks::Args),
+    Hooks(Deferred<hooks::Args>),
     /// The keys whose signatures vouch for decisions: add (for people), list.
-    Trust(trust::Args),
+    Trust(Deferred<trust::Args>),
     /// Run one hook event (what the installed hooks call).
-    Hook(hook::Args),
+    Hook(Deferred<hook::Args>),
     /// List the repositories kapi knows on this machine; a person chooses which share their rules.
-    Workspace(workspace::Args),
+    Workspace(Deferred<workspace::Args>),
     /// Serve the context tools to a coding agent over stdio (MCP); it names the agent.
-    Mcp(mcp::Args),
+    Mcp(Deferred<mcp::Args>),
     /// Steps for a CI job: after-push records merge signals and syncs.
-    Ci(ci::Args),
+    Ci(Deferred<ci::Args>),
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
-    Completions(completions::Args),
+    Completions(Deferred<completions::Args>),
     /// Write the manual pages (`--install`: where `man` and `git kapi --help` find them).
-    Man(man::Args),
+    Man(Deferred<man::Args>),
+}
+
+/// A subcommand's arguments, declared to clap only when the command line
+/// names that subcommand: clap builds every argument of every subcommand
+/// before it parses (a quarter of a `kapi context note`'s instructions and
+/// the code pages it faults in), and a process runs one subcommand. Help,
+/// completions and manual pages build the whole tree as before.
+#[derive(Debug)]
+pub struct Deferred<T>(pub T);
+
+impl<T: clap::Args> clap::Args for Deferred<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        if WHOLE_TREE.load(std::sync::atomic::Ordering::Relaxed) {
+            return T::augment_args(cmd);
+        }
+        cmd.defer(|cmd| keeping_about(cmd, T::augment_args))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        if WHOLE_TREE.load(std::sync::atomic::Ordering::Relaxed) {
+            return T::augment_args_for_update(cmd);
+        }
+        cmd.defer(|cmd| keeping_about(cmd, T::augment_args_for_update))
+    }
+
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+}
+
+/// Set once a command needs the whole tree at once: clap derives `help`'s
+/// own subcommands (`kapi help context note`) from the tree as it stands
+/// when the root is built, before a deferred subcommand has declared its
+/// own, so completion scripts would lose them.
+static WHOLE_TREE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The command tree with every subcommand's arguments declared up front:
+/// for completion scripts and manual pages.
+pub(crate) fn whole_tree() -> clap::Command {
+    use clap::CommandFactory;
+    WHOLE_TREE.store(true, std::sync::atomic::Ordering::Relaxed);
+    super::Cli::command()
+}
+
+/// Declare the arguments, keeping the about the subcommand's variant gave:
+/// undeferred, the variant's doc comment was applied after the arguments
+/// struct's own and won; deferred, the struct's would come last.
+fn keeping_about(
+    cmd: clap::Command,
+    augment: fn(clap::Command) -> clap::Command,
+) -> clap::Command {
+    use clap::builder::Resettable;
+    let reset = |text: Option<&clap::builder::StyledStr>| match text {
+        Some(text) => Resettable::Value(text.clone()),
+        None => Resettable::Reset,
+    };
+    let (about, long_about) = (reset(cmd.get_about()), reset(cmd.get_long_about()));
+    augment(cmd).about(about).long_about(long_about)
+}
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for Deferred<T> {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(matches).map(Self)
+    }
+
+    fn from_arg_matches_mut(matches: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(matches).map(Self)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+
+    fn update_from_arg_matches_mut(
+        &mut self,
+        matches: &mut clap::ArgMatches,
+    ) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(matches)
+    }
 }
 
 /// What every command may read about where and how it runs.
@@ -153,21 +232,21 @@ pub(crate) fn report_rules_files(
 
 pub fn run(command: Command, ctx: &Ctx) -> Result<Exit, CliError> {
     match command {
-        Command::Context(args) => context::run(args, ctx),
-        Command::Check(args) => check::run(args, ctx),
-        Command::Apply(args) => apply::run(args, ctx),
-        Command::CompileContext(args) => compile_context::run(args, ctx),
-        Command::VerifyContext(args) => verify_context::run(args, ctx),
-        Command::VerifyClaim(args) => verify_claim::run(args, ctx),
-        Command::Store(args) => store::run(args, ctx),
-        Command::Hooks(args) => hooks::run(args, ctx),
-        Command::Trust(args) => trust::run(args, ctx),
-        Command::Hook(args) => hook::run(args, ctx),
-        Command::Workspace(args) => workspace::run(args, ctx),
-        Command::Mcp(args) => mcp::run(args, ctx),
-        Command::Ci(args) => ci::run(args, ctx),
-        Command::Completions(args) => completions::run(args, ctx),
-        Command::Man(args) => man::run(args, ctx),
+        Command::Context(Deferred(args)) => context::run(args, ctx),
+        Command::Check(Deferred(args)) => check::run(args, ctx),
+        Command::Apply(Deferred(args)) => apply::run(args, ctx),
+        Command::CompileContext(Deferred(args)) => compile_context::run(args, ctx),
+        Command::VerifyContext(Deferred(args)) => verify_context::run(args, ctx),
+        Command::VerifyClaim(Deferred(args)) => verify_claim::run(args, ctx),
+        Command::Store(Deferred(args)) => store::run(args, ctx),
+        Command::Hooks(Deferred(args)) => hooks::run(args, ctx),
+        Command::Trust(Deferred(args)) => trust::run(args, ctx),
+        Command::Hook(Deferred(args)) => hook::run(args, ctx),
+        Command::Workspace(Deferred(args)) => workspace::run(args, ctx),
+        Command::Mcp(Deferred(args)) => mcp::run(args, ctx),
+        Command::Ci(Deferred(args)) => ci::run(args, ctx),
+        Command::Completions(Deferred(args)) => completions::run(args, ctx),
+        Command::Man(Deferred(args)) => man::run(args, ctx),
     }
 }
 

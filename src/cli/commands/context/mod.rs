@@ -3,7 +3,7 @@
 
 use clap::Subcommand;
 
-use super::Ctx;
+use super::{Ctx, Deferred};
 
 pub mod atlas;
 pub mod edit;
@@ -63,38 +63,38 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 pub enum ContextCommand {
     /// List the rules and notes that mention a text, workspace rules included.
-    Search(search::Args),
+    Search(Deferred<search::Args>),
     /// Keep, drop, choose a side, widen; without a decision, the digest (a walk in a terminal).
-    Review(review::Args),
+    Review(Deferred<review::Args>),
     /// Edit a rule in force: its forms, where or when it holds, whether it binds.
-    Edit(edit::Args),
+    Edit(Deferred<edit::Args>),
     /// Go back to how the context stood before a session, a date, an instant or an operation.
-    Reset(reset::Args),
+    Reset(Deferred<reset::Args>),
     /// Fetch, merge by union, settle and push refs/kapi/ops.
-    Sync(sync::Args),
+    Sync(Deferred<sync::Args>),
     /// What a session recorded, what became of it, and what its checks caught.
-    Session(session::Args),
+    Session(Deferred<session::Args>),
     /// Record a term rule, a note, a pair, a person's correction, or withdraw your own suggestion.
     #[command(hide = true)]
-    Note(note::Args),
+    Note(Deferred<note::Args>),
     /// List every operation, folded: status, contests, standing.
     #[command(hide = true)]
-    Log(log::Args),
+    Log(Deferred<log::Args>),
     /// (For people) The whole context over time and across axes, as one document (--json).
-    Atlas(atlas::Args),
+    Atlas(Deferred<atlas::Args>),
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     match args.command {
-        Some(ContextCommand::Note(a)) => note::run(a, ctx),
-        Some(ContextCommand::Log(a)) => log::run(a, ctx),
-        Some(ContextCommand::Review(a)) => review::run(a, ctx),
-        Some(ContextCommand::Edit(a)) => edit::run(a, ctx),
-        Some(ContextCommand::Reset(a)) => reset::run(a, ctx),
-        Some(ContextCommand::Search(a)) => search::run(a, ctx),
-        Some(ContextCommand::Sync(a)) => sync::run(a, ctx),
-        Some(ContextCommand::Session(a)) => session::run(a, ctx),
-        Some(ContextCommand::Atlas(a)) => atlas::run(a, ctx),
+        Some(ContextCommand::Note(Deferred(a))) => note::run(a, ctx),
+        Some(ContextCommand::Log(Deferred(a))) => log::run(a, ctx),
+        Some(ContextCommand::Review(Deferred(a))) => review::run(a, ctx),
+        Some(ContextCommand::Edit(Deferred(a))) => edit::run(a, ctx),
+        Some(ContextCommand::Reset(Deferred(a))) => reset::run(a, ctx),
+        Some(ContextCommand::Search(Deferred(a))) => search::run(a, ctx),
+        Some(ContextCommand::Sync(Deferred(a))) => sync::run(a, ctx),
+        Some(ContextCommand::Session(Deferred(a))) => session::run(a, ctx),
+        Some(ContextCommand::Atlas(Deferred(a))) => atlas::run(a, ctx),
         None => path::run(args.here, ctx),
     }
 }
