@@ -105,11 +105,15 @@ pub(super) fn write(
 /// out those the object database holds already: what an append of a few
 /// lines writes (a pack each would pile up packs, one per note). Written
 /// like gix writes them (zlib under a temporary name in `objects/`, then
-/// renamed to its id's place, read-only), but compressed by one deflate
-/// stream reset between objects: a stream's creation clears about 300 KiB
-/// of tables, which was a fifth of a note's instructions when gix made
-/// one per object. An object is only ever renamed to a name nothing holds
-/// yet, so no rename replaces a file.
+/// renamed to its id's place, read-only). An object of up to
+/// [`STORED_UP_TO`] bytes is written in stored (uncompressed) deflate
+/// blocks, as git writes loose objects with `core.looseCompression = 0`:
+/// a deflate stream's creation maps and clears about 300 KiB of tables
+/// and each reset 128 KiB again, a tenth of a note's page faults for
+/// objects of a few KiB that the next pack compresses anyway. Larger
+/// objects share one deflate stream, reset between them. An object is
+/// only ever renamed to a name nothing holds yet, so no rename replaces a
+/// file.
 pub(super) fn write_loose(repo: &gix::Repository, mut objects: Storage) -> Result<(), StoreError> {
     use std::os::unix::fs::OpenOptionsExt;
     let objects: Vec<(ObjectId, (gix::object::Kind, Vec<u8>))> = objects
@@ -124,9 +128,7 @@ pub(super) fn write_loose(repo: &gix::Repository, mut objects: Storage) -> Resul
         let path = path.to_path_buf();
         move |source| StoreError::Io { path, source }
     };
-    let mut deflate = gix::zlib::stream::deflate::Compress::new(
-        gix::zlib::Compression::new(1).expect("level 1 is a zlib level"),
-    );
+    let mut deflate = None;
     let (mut plain, mut packed) = (Vec::new(), Vec::new());
     for (id, (kind, data)) in &objects {
         plain.clear();
@@ -136,7 +138,16 @@ pub(super) fn write_loose(repo: &gix::Repository, mut objects: Storage) -> Resul
         plain.push(0);
         plain.extend_from_slice(data);
         packed.clear();
-        compress(&mut deflate, &plain, &mut packed)?;
+        if plain.len() <= STORED_UP_TO {
+            stored(&plain, &mut packed);
+        } else {
+            let deflate = deflate.get_or_insert_with(|| {
+                gix::zlib::stream::deflate::Compress::new(
+                    gix::zlib::Compression::new(1).expect("level 1 is a zlib level"),
+                )
+            });
+            compress(deflate, &plain, &mut packed)?;
+        }
         let hex = id.to_hex().to_string();
         let dir = objects_dir.join(&hex[..2]);
         let path = dir.join(&hex[2..]);
@@ -248,6 +259,31 @@ fn entry_header(out: &mut Vec<u8>, type_number: u8, mut size: u64) {
 
 /// Deflate `data` as one zlib stream appended to `out`, the compressor
 /// reset for the next.
+/// Objects up to this size (header included) are written loose without
+/// compression.
+const STORED_UP_TO: usize = 64 * 1024;
+
+/// `data` as a zlib stream of stored deflate blocks (RFC 1950, RFC 1951
+/// 3.2.4): the header of a 32 KiB window at the fastest level, blocks of
+/// at most 65,535 bytes (an empty final block for no data), the Adler-32
+/// of `data`.
+fn stored(data: &[u8], out: &mut Vec<u8>) {
+    out.reserve(data.len() + 5 * (data.len() / 65_535 + 1) + 6);
+    out.extend_from_slice(&[0x78, 0x01]);
+    let mut blocks = data.chunks(65_535).peekable();
+    if blocks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(block) = blocks.next() {
+        out.push(u8::from(blocks.peek().is_none()));
+        let len = u16::try_from(block.len()).expect("a block holds at most 65,535 bytes");
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(block);
+    }
+    out.extend_from_slice(&zlib_rs::adler32::adler32(1, data).to_be_bytes());
+}
+
 fn compress(
     deflate: &mut gix::zlib::stream::deflate::Compress,
     data: &[u8],
@@ -438,6 +474,65 @@ mod tests {
             write(&repo, mem.objects.reset_object_memory().unwrap()).unwrap(),
             None
         );
+    }
+
+    /// Loose objects, stored or deflated by size, read back as they were
+    /// written through gix and through git (`git fsck --strict` inflates
+    /// and hashes every loose object; `git cat-file` prints one).
+    #[test]
+    fn loose_objects_read_back_through_gix_and_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = gix::init_bare(dir.path()).unwrap();
+        let mem = repo.clone().with_object_memory();
+        let mut blobs = Vec::new();
+        // Empty; one block; a block's edge; two and three blocks; either
+        // side of the stored limit (its header counted); deflated.
+        for size in [
+            0,
+            1,
+            1000,
+            65_535 - 9,
+            65_535 - 8,
+            65_535 - 7,
+            70_000,
+            140_000,
+            STORED_UP_TO - 11,
+            STORED_UP_TO - 10,
+            STORED_UP_TO,
+            300_000,
+        ] {
+            let body: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+            blobs.push((mem.write_blob(&body).unwrap().detach(), body));
+        }
+        write_loose(&repo, mem.objects.reset_object_memory().unwrap()).unwrap();
+        let fresh = gix::open(dir.path()).unwrap();
+        for (id, body) in &blobs {
+            assert_eq!(fresh.find_blob(*id).unwrap().data, *body, "{}", body.len());
+        }
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        };
+        git(&["fsck", "--strict", "--no-dangling"]);
+        assert_eq!(
+            git(&["cat-file", "blob", &blobs[3].0.to_hex().to_string()]),
+            blobs[3].1
+        );
+        // A small object is stored: its file holds its bytes as they are.
+        let hex = blobs[2].0.to_hex().to_string();
+        let file =
+            std::fs::read(dir.path().join("objects").join(&hex[..2]).join(&hex[2..])).unwrap();
+        assert!(file.windows(blobs[2].1.len()).any(|w| w == blobs[2].1));
     }
 
     #[test]

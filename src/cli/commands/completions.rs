@@ -1,7 +1,6 @@
 //! `kapi completions <shell>`: the shell's completion script, from the
 //! command definition the parser uses.
 
-
 use super::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;
@@ -21,12 +20,7 @@ pub struct Args {
 
 pub fn run(args: Args, _ctx: &Ctx) -> Result<Exit, CliError> {
     let mut script = Vec::new();
-    clap_complete::generate(
-        args.shell,
-        &mut super::whole_tree(),
-        "kapi",
-        &mut script,
-    );
+    clap_complete::generate(args.shell, &mut super::whole_tree(), "kapi", &mut script);
     let mut out = Out::new();
     out.raw(&script)?;
     out.flush()?;

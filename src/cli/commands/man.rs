@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 use super::Ctx;
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::Out;

@@ -106,10 +106,7 @@ pub(crate) fn whole_tree() -> clap::Command {
 /// Declare the arguments, keeping the about the subcommand's variant gave:
 /// undeferred, the variant's doc comment was applied after the arguments
 /// struct's own and won; deferred, the struct's would come last.
-fn keeping_about(
-    cmd: clap::Command,
-    augment: fn(clap::Command) -> clap::Command,
-) -> clap::Command {
+fn keeping_about(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -> clap::Command {
     use clap::builder::Resettable;
     let reset = |text: Option<&clap::builder::StyledStr>| match text {
         Some(text) => Resettable::Value(text.clone()),
