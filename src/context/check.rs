@@ -606,15 +606,31 @@ pub fn term_list(
     file: &Path,
     plans: Option<&mut super::rules_cache::RulesCache>,
 ) -> Result<Arc<TermList>, CheckError> {
-    let text = std::fs::read_to_string(cwd.join(file)).map_err(|source| CheckError::TermList {
+    use std::io::Read;
+    let failed = |source| CheckError::TermList {
         file: file.to_path_buf(),
         source,
-    })?;
+    };
+    let mut handle = std::fs::File::open(cwd.join(file)).map_err(failed)?;
+    // The file as it is before its text is read: what `rules.seen`
+    // records beside the text's hash, so a later check by the same file
+    // does not hash it again.
+    let identity = handle
+        .metadata()
+        .ok()
+        .map(|m| super::rules_cache::Identity::of(&m));
+    let mut text = String::new();
+    handle.read_to_string(&mut text).map_err(failed)?;
     let name = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let hash = TermList::hash_of(&text);
+    let mut plans = plans;
+    let recorded = identity.and_then(|i| plans.as_deref().and_then(|p| p.list_hash(&i)));
+    let hash = recorded.unwrap_or_else(|| TermList::hash_of(&text));
+    if let (Some(p), Some(identity), None) = (plans.as_deref_mut(), identity, recorded) {
+        p.saw_list(identity, hash);
+    }
     if plans.is_some_and(|p| p.knows_list(&hash)) {
         return Ok(Arc::new(TermList::known(name, text, hash)));
     }

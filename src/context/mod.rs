@@ -34,6 +34,7 @@ pub(crate) mod review;
 mod rules_cache;
 pub(crate) mod rulesfiles;
 pub(crate) use rules_cache::NAME as RULES_CACHE;
+pub(crate) use rules_cache::SEEN as RULES_SEEN;
 mod runtime;
 pub(crate) mod search;
 pub(crate) mod settle;

@@ -28,6 +28,21 @@
 //! derived, so a check by the same text reads its rules only as it needs
 //! them ([`RulesCache::knows_list`]).
 //!
+//! What checking costs is reading what it vouches for: at 5,000 rules a
+//! one-page check hashed 1.3 MB (the list's text, the plan's entry), a
+//! third of its instructions. So a check records, in `rules.seen` (tagged
+//! like the entries, under its own derived key), the file system's
+//! identity of what it checked (device, inode, size, modification and
+//! change times, as git's index records a file's): the `rules.cache` whose
+//! entries it found to check out, and each term list with the hash of its
+//! text. A later check by files with those very identities takes the
+//! entries and hashes as checked. A file cannot be changed, replaced or
+//! copied back without a new change time (only the clock's owner sets
+//! it), and a file changed less than [`SETTLED`] before it is recorded is
+//! not recorded (two writes within one tick of the file system's clock can
+//! leave the same size and times: git's "racy clean"), so an identity
+//! recorded stands for the bytes that were checked.
+//!
 //! Format: the magic line, then entries (key, 32 bytes; the lists' count,
 //! 4 bytes little-endian, and their hashes, 32 bytes each; the plan's
 //! length, 8 bytes little-endian; the plan, [`Plan::to_bytes`]; the tag,
@@ -36,6 +51,7 @@
 use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use crate::check::matcher::{Plan, PlanKey, Plans};
 
@@ -48,6 +64,156 @@ const MAX_BYTES: u64 = 128 * 1024 * 1024;
 const MAX_ENTRIES: usize = 8;
 /// The most term lists one entry names.
 const MAX_LISTS: usize = 1024;
+
+/// What earlier checks found the files they read to be.
+pub(crate) const SEEN: &str = "rules.seen";
+const SEEN_MAGIC: &str = "kapi rules seen 1";
+/// The most term lists `rules.seen` remembers.
+const SEEN_LISTS: usize = 64;
+/// How long before it is recorded a file must have last changed.
+pub(crate) const SETTLED: Duration = Duration::from_secs(2);
+
+/// A file as the file system describes it: a file changed, replaced or
+/// copied back has another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Identity {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// Whether the file last changed at least [`SETTLED`] before `now`.
+    fn settled(&self, now: SystemTime) -> bool {
+        let Ok(now) = now.duration_since(SystemTime::UNIX_EPOCH) else {
+            return false;
+        };
+        let limit = now.saturating_sub(SETTLED);
+        let before = |(s, ns): (i64, i64)| {
+            u64::try_from(s).is_ok_and(|s| {
+                Duration::new(s, u32::try_from(ns).unwrap_or(u32::MAX).min(999_999_999)) <= limit
+            })
+        };
+        before(self.mtime) && before(self.ctime)
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "{} {} {} {}.{} {}.{}",
+            self.dev, self.ino, self.size, self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1
+        )
+    }
+
+    /// The identity written by [`Identity::text`], from the fields of a line.
+    fn parse<'a>(fields: &mut impl Iterator<Item = &'a str>) -> Option<Self> {
+        let mut number = || fields.next()?.parse::<u64>().ok();
+        let (dev, ino, size) = (number()?, number()?, number()?);
+        let mut time = || -> Option<(i64, i64)> {
+            let (s, ns) = fields.next()?.split_once('.')?;
+            Some((s.parse().ok()?, ns.parse().ok()?))
+        };
+        let (mtime, ctime) = (time()?, time()?);
+        Some(Identity {
+            dev,
+            ino,
+            size,
+            mtime,
+            ctime,
+        })
+    }
+}
+
+/// `rules.seen` as read, when its tag checks out.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Seen {
+    /// The `rules.cache` whose entries `entries` checked out.
+    cache: Option<Identity>,
+    entries: Vec<PlanKey>,
+    /// Term lists and the hashes of their texts.
+    lists: Vec<(Identity, [u8; 32])>,
+}
+
+impl Seen {
+    /// The record's lines before its tag.
+    fn body(&self) -> String {
+        let mut out = format!("{SEEN_MAGIC}\n");
+        if let Some(cache) = &self.cache {
+            out.push_str(&format!("cache {}\n", cache.text()));
+            for key in &self.entries {
+                out.push_str(&format!("entry {}\n", crate::digest::hex(key)));
+            }
+        }
+        for (identity, hash) in &self.lists {
+            out.push_str(&format!(
+                "list {} {}\n",
+                identity.text(),
+                crate::digest::hex(hash)
+            ));
+        }
+        out
+    }
+
+    /// The record in `text`, when it is in shape and its tag checks out.
+    fn parse(secret: &[u8; 32], text: &str) -> Option<Seen> {
+        let (body, tag_line) = text.strip_suffix('\n')?.rsplit_once('\n')?;
+        let body = format!("{body}\n");
+        let given = tag_line.strip_prefix("tag ")?;
+        if crate::digest::hex(&seen_tag(secret, body.as_bytes())) != given {
+            return None;
+        }
+        let mut lines = body.lines();
+        if lines.next() != Some(SEEN_MAGIC) {
+            return None;
+        }
+        let mut seen = Seen::default();
+        for line in lines {
+            let mut fields = line.split(' ');
+            match fields.next()? {
+                "cache" => seen.cache = Some(Identity::parse(&mut fields)?),
+                "entry" => seen.entries.push(hash32(fields.next()?)?),
+                "list" => {
+                    let identity = Identity::parse(&mut fields)?;
+                    seen.lists.push((identity, hash32(fields.next()?)?));
+                }
+                _ => return None,
+            }
+        }
+        Some(seen)
+    }
+}
+
+/// 32 bytes from 64 hex digits.
+fn hash32(hex: &str) -> Option<[u8; 32]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (o, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        *o = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The tag of `rules.seen`'s lines: BLAKE3 in keyed mode under a key
+/// derived from the repository's secret for this file alone.
+fn seen_tag(secret: &[u8; 32], body: &[u8]) -> [u8; 32] {
+    let key = blake3::derive_key("kapi 2026 rules.seen tag", secret);
+    blake3::keyed_hash(&key, body).into()
+}
 
 /// One entry of the file as read: where its parts lie, and whether its tag
 /// has been found to check out.
@@ -71,6 +237,13 @@ pub struct RulesCache {
     /// Plans built by this process, not yet written: each entry's bytes,
     /// tag included.
     fresh: Vec<(PlanKey, Vec<u8>)>,
+    /// The file's identity when it was read (none once rewritten).
+    identity: Option<Identity>,
+    /// What `rules.seen` says (as read, or last written), what this
+    /// process knows, and whether it learnt more.
+    recorded: Seen,
+    seen: Seen,
+    learnt: bool,
 }
 
 impl RulesCache {
@@ -79,25 +252,121 @@ impl RulesCache {
     /// repository): every plan is derived then.
     pub fn open(kapi_dir: &Path) -> Option<Self> {
         let secret = crate::store::verdicts::secret(kapi_dir)?;
-        let bytes = read(&kapi_dir.join(NAME)).unwrap_or_default();
-        let held = parse(&bytes).unwrap_or_default();
-        Some(Self {
-            dir: kapi_dir.to_path_buf(),
+        let (bytes, identity) = read(&kapi_dir.join(NAME)).unwrap_or_default();
+        let seen = crate::fsutil::read_capped(&kapi_dir.join(SEEN), crate::fsutil::Links::Refuse)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|text| Seen::parse(&secret, &text))
+            .unwrap_or_default();
+        Some(Self::of(
+            kapi_dir.to_path_buf(),
+            secret,
+            bytes,
+            identity,
+            seen,
+        ))
+    }
+
+    /// The cache of `bytes`, whose entries `seen` vouches for when the
+    /// file they were read from is the one it names.
+    fn of(
+        dir: PathBuf,
+        secret: [u8; 32],
+        bytes: Vec<u8>,
+        identity: Option<Identity>,
+        mut seen: Seen,
+    ) -> Self {
+        let mut held = parse(&bytes).unwrap_or_default();
+        let recorded = seen.clone();
+        if identity.is_some() && seen.cache == identity {
+            for h in &mut held {
+                if seen.entries.contains(&h.key) {
+                    h.checked = Some(true);
+                }
+            }
+        } else {
+            seen.cache = None;
+            seen.entries.clear();
+        }
+        Self {
+            dir,
             secret,
             bytes,
             held,
             fresh: Vec::new(),
-        })
+            identity,
+            recorded,
+            seen,
+            learnt: false,
+        }
     }
 
     /// Whether entry `i` checks out (worked out once).
     fn checks_out(&mut self, i: usize) -> bool {
         let h = &mut self.held[i];
-        *h.checked.get_or_insert_with(|| {
-            let whole = &self.bytes[h.whole.clone()];
-            let (body, given) = whole.split_at(whole.len() - 32);
-            tag(&self.secret, body) == given
-        })
+        if let Some(checked) = h.checked {
+            return checked;
+        }
+        let whole = &self.bytes[h.whole.clone()];
+        let (body, given) = whole.split_at(whole.len() - 32);
+        let checked = tag(&self.secret, body) == given;
+        h.checked = Some(checked);
+        self.learnt |= checked;
+        checked
+    }
+
+    /// The hash of the text of the term list whose file is `identity`,
+    /// when an earlier check recorded it.
+    pub fn list_hash(&self, identity: &Identity) -> Option<[u8; 32]> {
+        self.seen
+            .lists
+            .iter()
+            .find(|(i, _)| i == identity)
+            .map(|(_, hash)| *hash)
+    }
+
+    /// Remember that the term list whose file is `identity` (as it was
+    /// before its text was read) holds a text of this hash.
+    pub fn saw_list(&mut self, identity: Identity, hash: [u8; 32]) {
+        if self.list_hash(&identity) == Some(hash) {
+            return;
+        }
+        self.seen
+            .lists
+            .retain(|(i, _)| (i.dev, i.ino) != (identity.dev, identity.ino));
+        self.seen.lists.insert(0, (identity, hash));
+        self.seen.lists.truncate(SEEN_LISTS);
+        self.learnt = true;
+    }
+
+    /// What `rules.seen` should say at `now`, when it says something new:
+    /// the file as read and the entries found to check out, if it has
+    /// settled and was not rewritten since, and the lists that have.
+    fn seen_now(&self, now: SystemTime) -> Option<Seen> {
+        if !self.learnt {
+            return None;
+        }
+        let cache = self.identity.filter(|i| i.settled(now));
+        let seen = Seen {
+            cache,
+            entries: match cache {
+                Some(_) => self
+                    .held
+                    .iter()
+                    .filter(|h| h.checked == Some(true))
+                    .map(|h| h.key)
+                    .collect(),
+                None => Vec::new(),
+            },
+            lists: self
+                .seen
+                .lists
+                .iter()
+                .filter(|(i, _)| i.settled(now))
+                .copied()
+                .collect(),
+        };
+        (seen != self.recorded).then_some(seen)
     }
 
     /// Whether a plan that checks out was derived from rules that include
@@ -111,7 +380,19 @@ impl RulesCache {
     /// newest first, beside those read (but those found not to check
     /// out), up to [`MAX_ENTRIES`]. The file is derived: a failure to
     /// write loses nothing but time.
+    /// Then record in `rules.seen` what this process learnt of the files
+    /// it read, when it learnt something.
     pub fn save(&mut self) {
+        if let Some(seen) = self.seen_now(SystemTime::now()) {
+            let body = seen.body();
+            let tag = crate::digest::hex(&seen_tag(&self.secret, body.as_bytes()));
+            let _ = std::fs::create_dir_all(&self.dir);
+            let _ = crate::atomic::replace_derived(&self.dir.join(SEEN), |w| {
+                w.write_all(format!("{body}tag {tag}\n").as_bytes())
+            });
+            self.recorded = seen;
+            self.learnt = false;
+        }
         let Some(out) = self.written() else {
             return;
         };
@@ -142,6 +423,7 @@ impl RulesCache {
         }
         self.held = parse(&out).unwrap_or_default();
         self.bytes = out.clone();
+        self.identity = None;
         Some(out)
     }
 }
@@ -194,15 +476,17 @@ fn tag(secret: &[u8; 32], body: &[u8]) -> [u8; 32] {
     mac.finalize().into()
 }
 
-/// The bytes of the file at `path` (at most [`MAX_BYTES`]).
-fn read(path: &Path) -> Option<Vec<u8>> {
+/// The bytes of the file at `path` (at most [`MAX_BYTES`]), and its
+/// identity before they were read.
+fn read(path: &Path) -> Option<(Vec<u8>, Option<Identity>)> {
     let file = crate::fsutil::open_regular(path, crate::fsutil::Links::Refuse).ok()?;
+    let meta = file.metadata().ok();
     // Sized at once: grown by doubling, a 5,000-rule plan was copied and
     // its pages touched twice over.
-    let size = file.metadata().map_or(0, |m| m.len().min(MAX_BYTES + 1));
+    let size = meta.as_ref().map_or(0, |m| m.len().min(MAX_BYTES + 1));
     let mut bytes = Vec::with_capacity(size as usize + 1);
     file.take(MAX_BYTES + 1).read_to_end(&mut bytes).ok()?;
-    (bytes.len() as u64 <= MAX_BYTES).then_some(bytes)
+    (bytes.len() as u64 <= MAX_BYTES).then_some((bytes, meta.as_ref().map(Identity::of)))
 }
 
 /// The entries of a file, when it is in shape (their tags unchecked).
@@ -258,13 +542,13 @@ mod tests {
     use crate::check::TermRule;
 
     fn cache(secret: [u8; 32], bytes: &[u8]) -> RulesCache {
-        RulesCache {
-            dir: PathBuf::new(),
+        RulesCache::of(
+            PathBuf::new(),
             secret,
-            held: parse(bytes).unwrap_or_default(),
-            bytes: bytes.to_vec(),
-            fresh: Vec::new(),
-        }
+            bytes.to_vec(),
+            None,
+            Seen::default(),
+        )
     }
 
     #[test]
@@ -318,6 +602,86 @@ mod tests {
         assert_eq!(
             held.iter().map(|h| h.key).collect::<Vec<_>>(),
             vec![[7u8; 32]]
+        );
+    }
+
+    fn identity(ino: u64, changed: i64) -> Identity {
+        Identity {
+            dev: 1,
+            ino,
+            size: 10,
+            mtime: (changed, 5),
+            ctime: (changed, 5),
+        }
+    }
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn what_a_check_saw_vouches_only_for_the_files_it_names() {
+        let secret = [3u8; 32];
+        let plan = Plan::of_rules(&[TermRule::listed("t", 1, "GitHub", &["Github"])]);
+        let key = [9u8; 32];
+        let mut first = cache(secret, MAGIC);
+        first.keep(key, &[], &plan);
+        let file = first.written().unwrap();
+        let (file_id, list_id, list_hash) = (identity(7, 1_000), identity(8, 1_000), [5u8; 32]);
+        let fresh = |seen: Seen, bytes: &[u8], id: Identity| {
+            RulesCache::of(PathBuf::new(), secret, bytes.to_vec(), Some(id), seen)
+        };
+        // A check that verified the entry and hashed a list learns both;
+        // nothing is recorded of a file changed under two seconds before.
+        let mut c = fresh(Seen::default(), &file, file_id);
+        assert!(c.seen_now(at(5_000)).is_none(), "nothing learnt yet");
+        assert_eq!(c.find(&key), Some(plan.clone()));
+        c.saw_list(list_id, list_hash);
+        assert_eq!(c.list_hash(&list_id), Some(list_hash));
+        let seen = c.seen_now(at(5_000)).unwrap();
+        assert_eq!(seen.cache, Some(file_id));
+        assert_eq!(seen.entries, vec![key]);
+        assert_eq!(seen.lists, vec![(list_id, list_hash)]);
+        assert!(c.seen_now(at(1_001)).is_none(), "changed a second before");
+        // Written and read back, under this secret only, and whole.
+        let text = format!(
+            "{}tag {}\n",
+            seen.body(),
+            crate::digest::hex(&seen_tag(&secret, seen.body().as_bytes()))
+        );
+        assert_eq!(Seen::parse(&secret, &text), Some(seen.clone()));
+        assert_eq!(Seen::parse(&[4u8; 32], &text), None);
+        for (i, _) in text.char_indices().filter(|(i, _)| *i < text.len() - 1) {
+            let mut forged = text.clone().into_bytes();
+            forged[i] = if forged[i] == b'1' { b'2' } else { b'1' };
+            let forged = String::from_utf8(forged).unwrap();
+            if forged != text {
+                assert_eq!(Seen::parse(&secret, &forged), None, "byte {i}");
+            }
+        }
+        // The very file: its entry is taken as checked (a forged byte is not
+        // looked for: the file's identity is what changes when it is written).
+        let mut forged = file.clone();
+        let last = forged.len() - 1;
+        forged[last] ^= 1;
+        let mut same = fresh(seen.clone(), &forged, file_id);
+        assert!(same.find(&key).is_some());
+        // Another file (written again, copied back, replaced): checked
+        // again, and a forged entry is refused.
+        for other in [identity(7, 1_001), identity(9, 1_000)] {
+            let mut c = fresh(seen.clone(), &forged, other);
+            assert!(c.find(&key).is_none(), "{other:?}");
+            assert_eq!(c.list_hash(&other), None);
+            assert_eq!(c.list_hash(&list_id), Some(list_hash));
+        }
+        // A list seen anew under the same file: the old hash is forgotten.
+        let mut c = fresh(seen, &file, file_id);
+        let changed = identity(8, 2_000);
+        c.saw_list(changed, [6u8; 32]);
+        assert_eq!(c.list_hash(&list_id), None);
+        assert_eq!(
+            c.seen_now(at(5_000)).unwrap().lists,
+            vec![(changed, [6u8; 32])]
         );
     }
 }

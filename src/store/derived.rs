@@ -9,7 +9,7 @@ use super::checkpoint::Part;
 use super::{LogRef, Store, StoreError, arrivals, cache, newest, project, verdicts};
 
 /// The derived files, by name, with what each keeps.
-pub const DERIVED: [(&str, &str); 10] = [
+pub const DERIVED: [(&str, &str); 11] = [
     (Part::Base.name(), "the whole folded ledger"),
     (Part::View.name(), "the reader's view of the fold"),
     (
@@ -25,6 +25,10 @@ pub const DERIVED: [(&str, &str); 10] = [
     (
         crate::context::RULES_CACHE,
         "the matcher's plans for the rules checked by",
+    ),
+    (
+        crate::context::RULES_SEEN,
+        "the plans and term lists checked before, by file",
     ),
 ];
 

@@ -330,3 +330,42 @@ fn a_known_term_list_is_read_line_by_line_and_finds_the_same() {
         .code(2);
     assert!(out.stderr.contains("unknown status"), "{}", out.stderr);
 }
+
+#[test]
+fn what_a_check_saw_spares_the_next_its_hashing_and_no_change_gets_past_it() {
+    let env = repo();
+    let seen = env.join(".git/kapi/rules.seen");
+    let fresh = without_cache(&env);
+    // Files changed under two seconds before are not vouched for.
+    assert_eq!(check(&env), fresh);
+    assert!(!seen.exists(), "the list and the cache were just written");
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert_eq!(check(&env), fresh);
+    let record = std::fs::read_to_string(&seen).unwrap();
+    assert!(
+        record.contains("\ncache ") && record.contains("\nentry ") && record.contains("\nlist "),
+        "{record}"
+    );
+    // Taken as it is: the same findings, nothing written again.
+    assert_eq!(check(&env), fresh);
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), record);
+    // The list changed in place, to the same size: found changed.
+    env.write("terms.tsv", &TERMS.replace("Git Hub", "Git Hux"));
+    let edited = check(&env);
+    assert!(!edited.contains("Git Hub") && fresh.contains("Git Hub"));
+    assert_eq!(without_cache(&env), edited);
+    // A forged plan in the cache the record named: written, so not that
+    // file any more, and refused.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert_eq!(check(&env), edited);
+    let record = std::fs::read_to_string(&seen).unwrap();
+    let mut forged = std::fs::read(cache(&env)).unwrap();
+    let at = forged.len() - 40;
+    forged[at] ^= 1;
+    std::fs::write(cache(&env), &forged).unwrap();
+    assert_eq!(check(&env), edited);
+    assert_ne!(std::fs::read(cache(&env)).unwrap(), forged, "derived again");
+    // A forged record is not read.
+    std::fs::write(&seen, record.replace("\ntag ", "\ntag 0")).unwrap();
+    assert_eq!(check(&env), edited);
+}
