@@ -10,12 +10,18 @@
 //! as `rules.cache` and `trust.verdicts` are): the tag is BLAKE3 in keyed
 //! mode, a MAC, under a key derived from the secret for this file alone,
 //! over the entry's bytes, its blob id and the magic line (an entry moved
-//! under another id does not check out). An entry whose tag does not check
-//! out (damaged, forged, copied from another clone, written by an older
-//! kapi) is read from git instead, and the cache written anew; a file out
-//! of shape is not read at all. Without a secret (one cannot be made: a
-//! read-only repository) no cache is read or written. Records read from it
-//! pass the same checks as records read from git.
+//! under another id does not check out), checked by the reader thread that
+//! reads the entry. An entry whose tag does not check out (damaged, forged)
+//! is read from git instead, and the cache written anew. A file out of
+//! shape, of an older format (v2 carried a CRC-32 only), or whose key line
+//! says it was written under another key (copied from another clone, or the
+//! secret made anew) is not read at all: the next read of a long log writes
+//! it anew, streamed. Without a secret (one cannot be made: a read-only
+//! repository) no cache is read or written. Records read from it pass the
+//! same checks as records read from git.
+//!
+//! Format: the magic line; the key line ([`key_line`]); then entries,
+//! `<blob id, hex> <length> <tag, 64 hex>\n` and the bytes.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -66,10 +72,11 @@ impl SegmentCache {
         let Some(secret) = super::verdicts::secret(kapi_dir) else {
             return Self::default();
         };
-        match index(&file) {
+        let key = key(&secret);
+        match index(&file, &key) {
             Some(index) => Self {
                 file: Some(file),
-                key: key(&secret),
+                key,
                 index,
             },
             None => Self::default(),
@@ -147,6 +154,18 @@ fn tag(key: &[u8; 32], blob: &ObjectId, bytes: &[u8]) -> blake3::Hash {
     mac.finalize()
 }
 
+/// The line after the magic line: a tag of the magic line alone, which
+/// says whether the file was written under this repository's key. A file
+/// written under another (copied without its secret, or the secret made
+/// anew) is not read at all, and is written anew streamed, as a missing one
+/// is, rather than every entry found out one by one and its segment's bytes
+/// held through the read for the cache.
+fn key_line(key: &[u8; 32]) -> [u8; 65] {
+    let mut line = [b'\n'; 65];
+    line[..64].copy_from_slice(blake3::keyed_hash(key, MAGIC).to_hex().as_bytes());
+    line
+}
+
 /// 64 lower-case hex digits as 32 bytes.
 fn tag_from_hex(hex: &[u8]) -> Option<[u8; 32]> {
     let digit = |c: u8| match c {
@@ -164,20 +183,23 @@ fn tag_from_hex(hex: &[u8]) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// `<40 hex> <length> <64 hex tag>\n<bytes>` entries after the magic line:
-/// the headers are read one by one (each entry's bytes are skipped), and an
+/// `<40 hex> <length> <64 hex tag>\n<bytes>` entries after the magic line
+/// and the [`key_line`] (a file whose key line is not this key's is not
+/// read): the headers are read one by one (each entry's bytes are skipped), and an
 /// entry that claims more than the file holds or than a segment may hold
 /// makes the whole file unread. Each entry's tag is checked when it is read
 /// ([`SegmentCache::get_into`]), by whichever reader thread reads it.
-fn index(file: &std::fs::File) -> Option<HashMap<ObjectId, Entry>> {
+fn index(file: &std::fs::File, key: &[u8; 32]) -> Option<HashMap<ObjectId, Entry>> {
     use std::os::unix::fs::FileExt;
     let size = file.metadata().ok()?.len();
-    let mut magic = vec![0; MAGIC.len()];
-    file.read_exact_at(&mut magic, 0).ok()?;
-    if magic != MAGIC {
+    let expected = key_line(key);
+    let mut start = vec![0; MAGIC.len() + expected.len()];
+    file.read_exact_at(&mut start, 0).ok()?;
+    let (magic, line) = start.split_at(MAGIC.len());
+    if magic != MAGIC || line != expected {
         return None;
     }
-    let mut at = MAGIC.len() as u64;
+    let mut at = start.len() as u64;
     let mut index = HashMap::new();
     // A header is 40 (or 64) hex digits, a length and a 64-digit tag: well
     // under this.
@@ -225,6 +247,7 @@ pub fn write_each(
     let key = key(&secret);
     crate::atomic::replace_derived(&kapi_dir.join(NAME), |out| {
         out.write_all(MAGIC)?;
+        out.write_all(&key_line(&key))?;
         fill(&mut |id, bytes, checked| {
             let tag = checked.map_or_else(|| tag(&key, &id, bytes), |t| t.0);
             writeln!(out, "{} {} {}", id.to_hex(), bytes.len(), tag.to_hex())?;
@@ -249,9 +272,21 @@ mod tests {
     const A: &[u8; 40] = b"0123456789012345678901234567890123456789";
     const B: &[u8; 40] = b"9876543210987654321098765432109876543210";
 
+    /// The start of a file this repository's key wrote: the magic line and
+    /// the key line.
+    fn preamble(kapi_dir: &Path) -> String {
+        let key = key(&crate::store::verdicts::secret(kapi_dir).unwrap());
+        let line = key_line(&key);
+        format!(
+            "{}{}",
+            std::str::from_utf8(MAGIC).unwrap(),
+            std::str::from_utf8(&line).unwrap()
+        )
+    }
+
     /// The file's entries: each header's fields and the bytes.
     fn entries(raw: &[u8]) -> Vec<(String, Vec<u8>)> {
-        let mut at = MAGIC.len();
+        let mut at = MAGIC.len() + 65;
         let mut out = Vec::new();
         while at < raw.len() {
             let end = at + memchr::memchr(b'\n', &raw[at..]).unwrap();
@@ -263,8 +298,9 @@ mod tests {
         out
     }
 
-    fn assemble(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
-        let mut raw = MAGIC.to_vec();
+    /// A file of these entries, under the key line of `like`.
+    fn assemble(like: &[u8], entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+        let mut raw = like[..MAGIC.len() + 65].to_vec();
         for (header, bytes) in entries {
             raw.extend_from_slice(header.as_bytes());
             raw.push(b'\n');
@@ -301,11 +337,13 @@ mod tests {
         })
         .unwrap();
         assert_eq!(std::fs::read(dir.path().join(NAME)).unwrap(), before);
-        std::fs::write(
-            dir.path().join(NAME),
-            b"kapi segment cache v3\n0123 9\nshort",
-        )
-        .unwrap();
+        let preamble = preamble(dir.path());
+        assert!(
+            std::fs::read(dir.path().join(NAME))
+                .unwrap()
+                .starts_with(preamble.as_bytes())
+        );
+        std::fs::write(dir.path().join(NAME), format!("{preamble}0123 9\nshort")).unwrap();
         assert_eq!(SegmentCache::read(dir.path()).len(), 0);
         // A flipped byte fails its tag: the entry is read from git.
         write(dir.path(), &[(a, b"one\n")]).unwrap();
@@ -334,7 +372,7 @@ mod tests {
         ] {
             std::fs::write(
                 dir.path().join(NAME),
-                format!("kapi segment cache v3\n{} {claim} {tag}\nabc", a.to_hex()),
+                format!("{preamble}{} {claim} {tag}\nabc", a.to_hex()),
             )
             .unwrap();
             assert_eq!(SegmentCache::read(dir.path()).len(), 0, "{claim} {tag}");
@@ -360,7 +398,7 @@ mod tests {
         forged[0].1 = b"forged a\n".to_vec();
         let fields: Vec<&str> = held[0].0.split(' ').collect();
         forged[0].0 = format!("{} {} {}", fields[0], forged[0].1.len(), fields[2]);
-        std::fs::write(&path, assemble(&forged)).unwrap();
+        std::fs::write(&path, assemble(&genuine, &forged)).unwrap();
         let cache = SegmentCache::read(dir.path());
         assert_eq!(cache.len(), 2, "in shape: read, entry by entry");
         assert_eq!(cache.get(&a), None);
@@ -371,18 +409,23 @@ mod tests {
         let (ida, idb) = (a.to_hex().to_string(), b.to_hex().to_string());
         moved[0].0 = moved[0].0.replacen(&ida, &idb, 1);
         moved[1].0 = moved[1].0.replacen(&idb, &ida, 1);
-        std::fs::write(&path, assemble(&moved)).unwrap();
+        std::fs::write(&path, assemble(&genuine, &moved)).unwrap();
         let cache = SegmentCache::read(dir.path());
         assert!(cache.has(&a) && cache.has(&b));
         assert_eq!((cache.get(&a), cache.get(&b)), (None, None));
 
-        // Written under another repository's secret (a copied `.git/kapi`):
-        // in shape, and no entry checks out.
+        // Written under another repository's secret (the file copied alone,
+        // or the secret made anew): its key line says so, and it is not
+        // read at all (a read writes it anew, streamed).
         let other = tempfile::tempdir().unwrap();
         write(other.path(), &[(a, b"genuine a\n"), (b, b"genuine b\n")]).unwrap();
         let theirs = std::fs::read(other.path().join(NAME)).unwrap();
         assert_ne!(theirs, genuine, "each repository its own secret");
         std::fs::write(&path, &theirs).unwrap();
+        assert_eq!(SegmentCache::read(dir.path()).len(), 0);
+        // Its entries under this repository's key line: in shape, and no
+        // entry checks out.
+        std::fs::write(&path, assemble(&genuine, &entries(&theirs))).unwrap();
         let cache = SegmentCache::read(dir.path());
         assert_eq!(cache.len(), 2);
         assert_eq!((cache.get(&a), cache.get(&b)), (None, None));
@@ -396,7 +439,7 @@ mod tests {
             let t = tag(&secret, id, *bytes).to_hex();
             raw_key[n].0 = format!("{} {} {t}", id.to_hex(), bytes.len());
         }
-        std::fs::write(&path, assemble(&raw_key)).unwrap();
+        std::fs::write(&path, assemble(&genuine, &raw_key)).unwrap();
         let cache = SegmentCache::read(dir.path());
         assert_eq!((cache.get(&a), cache.get(&b)), (None, None));
 

@@ -877,16 +877,19 @@ fn a_forged_read_cache_entry_is_read_from_git_instead() {
     let cache = a.path().join(".git/kapi/segments.cache");
     let written = std::fs::read(&cache).unwrap();
     // The forger rewrites the first entry in the file's own layout
-    // (`<blob> <length> <check>\n<bytes>`): its segment with one more
-    // operation, well-formed and in the segment's shard, and the check
-    // field a CRC-32 of the new bytes where it is one (the layout before
-    // tags), else the entry's own tag (of the bytes before).
-    let magic_end = written.iter().position(|&b| b == b'\n').unwrap() + 1;
-    let header_end = magic_end
-        + written[magic_end..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .unwrap();
+    // (`<blob> <length> <check>\n<bytes>` after the file's first lines):
+    // its segment with one more operation, well-formed and in the
+    // segment's shard, and the check field a CRC-32 of the new bytes where
+    // it is one (the layout before tags), else the entry's own tag (of the
+    // bytes before).
+    let line_end = |at: usize| at + written[at..].iter().position(|&b| b == b'\n').unwrap();
+    let mut magic_end = line_end(0) + 1;
+    // A line of one field after the magic line (the key it was written
+    // under) is kept as it is.
+    if !written[magic_end..line_end(magic_end)].contains(&b' ') {
+        magic_end = line_end(magic_end) + 1;
+    }
+    let header_end = line_end(magic_end);
     let header = std::str::from_utf8(&written[magic_end..header_end]).unwrap();
     let fields: Vec<&str> = header.split(' ').collect();
     let len: usize = fields[1].parse().unwrap();
@@ -936,13 +939,24 @@ fn a_forged_read_cache_entry_is_read_from_git_instead() {
     assert_eq!(rewritten.len(), written.len());
     drop_checkpoint(&a);
     assert_eq!(a.kapi(&["context", "log", "--json"]).ok().stdout, genuine);
+    // The secret made anew: no entry is vouched for, and the next read
+    // writes the cache anew under the new secret.
+    std::fs::remove_file(a.path().join(".git/kapi/trust.secret")).unwrap();
+    drop_checkpoint(&a);
+    assert_eq!(a.kapi(&["context", "log", "--json"]).ok().stdout, genuine);
+    let anew = std::fs::read(&cache).unwrap();
+    assert_eq!(anew.len(), written.len());
+    assert_ne!(anew[..magic_end], rewritten[..magic_end]);
+    drop_checkpoint(&a);
+    assert_eq!(a.kapi(&["context", "log", "--json"]).ok().stdout, genuine);
 }
 
 /// The blob ids a read cache file holds (`<hex> <length> <tag>\n<bytes>`
-/// entries after its magic line).
+/// entries after its magic line and its key line).
 fn cached_blobs(cache: &std::path::Path) -> std::collections::BTreeSet<String> {
     let raw = std::fs::read(cache).unwrap();
-    let mut at = raw.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let magic = raw.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut at = magic + raw[magic..].iter().position(|&b| b == b'\n').unwrap() + 1;
     let mut ids = std::collections::BTreeSet::new();
     while at < raw.len() {
         let end = at + raw[at..].iter().position(|&b| b == b'\n').unwrap();
