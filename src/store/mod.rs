@@ -404,9 +404,13 @@ impl Store {
         let _ = cache::write_each(&self.kapi_dir(), |put| {
             for &id in &current {
                 match fresh.get(&id) {
-                    Some(bytes) => put(id, bytes)?,
-                    // An entry that fails its checksum now: no cache.
-                    None => put(id, &old.get(&id).ok_or(std::io::ErrorKind::InvalidData)?)?,
+                    Some(bytes) => put(id, bytes, None)?,
+                    // An entry whose tag does not check out now: no cache.
+                    None => {
+                        let (bytes, tag) =
+                            old.get_tagged(&id).ok_or(std::io::ErrorKind::InvalidData)?;
+                        put(id, &bytes, Some(tag))?
+                    }
                 }
             }
             Ok(())

@@ -105,20 +105,20 @@ pub(super) fn refill_cache(
         }
         drop(send);
         let written = cache::write_each(kapi_dir, |put| {
-            // Entries that fail their checksum are read from git last.
+            // Entries whose tag does not check out are read from git last.
             let mut damaged = Vec::new();
             for &blob in &kept {
-                match old.get(&blob) {
-                    Some(bytes) => put(blob, &bytes)?,
+                match old.get_tagged(&blob) {
+                    Some((bytes, tag)) => put(blob, &bytes, Some(tag))?,
                     None => damaged.push(blob),
                 }
             }
             for (blob, bytes) in &inflated {
-                put(blob, &bytes)?;
+                put(blob, &bytes, None)?;
             }
             for blob in damaged {
                 if let Some(bytes) = inflate_capped(repo, blob) {
-                    put(blob, &bytes)?;
+                    put(blob, &bytes, None)?;
                 }
             }
             Ok(())
