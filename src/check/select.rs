@@ -519,12 +519,16 @@ fn classify_64(block: &[u8; 64]) -> (u64, u8) {
 fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
     let bytes = s.as_bytes();
     let n = bytes.len();
-    let mut emit = |from: usize, to: usize| {
-        let at = slot_of(&bytes[from..to]);
-        if filter[at / 64] & (1 << (at % 64)) != 0 {
-            f(&s[from..to]);
-        }
-    };
+    // The filter's test inlined where a word ends (most words fail it),
+    // the call only for a word that passes.
+    macro_rules! emit {
+        ($from:expr, $to:expr) => {{
+            let (from, to) = ($from, $to);
+            if in_filter(&bytes[from..to], filter) {
+                f(&s[from..to]);
+            }
+        }};
+    }
     // Where the word being read began, while it runs on past a block.
     let mut open: Option<usize> = None;
     let mut i = 0;
@@ -545,7 +549,7 @@ fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
                     continue;
                 }
                 let e = not_word.trailing_zeros() as usize;
-                emit(from, i + e);
+                emit!(from, i + e);
                 open = None;
                 // The bytes before `e` continued that word.
                 starts &= !((1u64 << e) - 1);
@@ -558,7 +562,7 @@ fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
                     // It runs past the block.
                     open = Some(i + q);
                 } else {
-                    emit(i + q, i + q + rest.trailing_zeros() as usize);
+                    emit!(i + q, i + q + rest.trailing_zeros() as usize);
                 }
             }
             i += len;
@@ -571,7 +575,7 @@ fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
                 match (is, open) {
                     (true, None) => open = Some(i),
                     (false, Some(from)) => {
-                        emit(from, i);
+                        emit!(from, i);
                         open = None;
                     }
                     _ => {}
@@ -581,8 +585,15 @@ fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
         }
     }
     if let Some(from) = open {
-        emit(from, n);
+        emit!(from, n);
     }
+}
+
+/// Whether a word's [`slot`] is set in `filter`.
+#[inline(always)]
+fn in_filter(word: &[u8], filter: &[u64]) -> bool {
+    let at = slot_of(word);
+    filter[at / 64] & (1 << (at % 64)) != 0
 }
 
 /// A word's place in [`Tables::slots`]: FNV-1a over its bytes (the same
