@@ -785,18 +785,14 @@ fn lines_a_crashed_writer_left_in_the_journal_are_committed_by_the_next_reader()
     insta::assert_snapshot!(t.text());
 }
 
-#[test]
-fn the_read_cache_gives_the_same_log_and_survives_damage() {
+/// A repository whose log holds 1,500 imported notes of some 200 bytes
+/// each, the `n`th's id minted with the random tail `tail(n)`: enough that
+/// reads keep a segment cache (over 256 KiB).
+fn imported_notes(tail: impl Fn(u64) -> u128) -> TestEnv {
     let a = TestEnv::new();
-    // Enough operations that reads keep a segment cache (over 256 KiB).
     let mut lines = String::new();
     for n in 0..1500u64 {
-        let id = kapi::ops::OpId::mint(
-            kapi::ops::id::EPOCH_MS + 1_000 + n,
-            u128::from(n) * 104_729,
-            None,
-        )
-        .unwrap();
+        let id = kapi::ops::OpId::mint(kapi::ops::id::EPOCH_MS + 1_000 + n, tail(n), None).unwrap();
         let op = serde_json::json!({
             "v": 1, "id": id.to_string(), "project": "p", "at": id.instant(), "kind": "context.observe",
             "actor": {"kind": "agent", "name": "a", "session": "s"},
@@ -807,6 +803,12 @@ fn the_read_cache_gives_the_same_log_and_survives_damage() {
     }
     a.write("ops.jsonl", &lines);
     a.kapi(&["store", "import", "ops.jsonl"]).ok();
+    a
+}
+
+#[test]
+fn the_read_cache_gives_the_same_log_and_survives_damage() {
+    let a = imported_notes(|n| u128::from(n) * 104_729);
     let first = a.kapi(&["context", "log", "--json"]).ok().stdout;
     let cache = a.path().join(".git/kapi/segments.cache");
     assert!(cache.exists(), "a read of a large log keeps a cache");
@@ -852,26 +854,7 @@ fn drop_checkpoint(repo: &TestEnv) {
 
 #[test]
 fn a_forged_read_cache_entry_is_read_from_git_instead() {
-    let a = TestEnv::new();
-    // Enough operations that reads keep a segment cache (over 256 KiB).
-    let mut lines = String::new();
-    for n in 0..1500u64 {
-        let id = kapi::ops::OpId::mint(
-            kapi::ops::id::EPOCH_MS + 1_000 + n,
-            u128::from(n + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c),
-            None,
-        )
-        .unwrap();
-        let op = serde_json::json!({
-            "v": 1, "id": id.to_string(), "project": "p", "at": id.instant(), "kind": "context.observe",
-            "actor": {"kind": "agent", "name": "a", "session": "s"},
-            "subject": {"type": "note", "text": format!("note {n}: {}", "x".repeat(200))},
-        });
-        lines.push_str(&op.to_string());
-        lines.push('\n');
-    }
-    a.write("ops.jsonl", &lines);
-    a.kapi(&["store", "import", "ops.jsonl"]).ok();
+    let a = imported_notes(|n| u128::from(n + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c));
     let genuine = a.kapi(&["context", "log", "--json"]).ok().stdout;
     assert_eq!(genuine.lines().count(), 1500);
     let cache = a.path().join(".git/kapi/segments.cache");
