@@ -1022,18 +1022,7 @@ fn a_fresh_clones_first_read_writes_the_read_cache_once_for_both_logs() {
     // read of the whole log (the checkpoint gone: a cold read) and the
     // cache written anew with it, the rest copied from the old one.
     a.kapi(&["context", "note", "After the cache"]).ok();
-    for entry in std::fs::read_dir(a.path().join(".git/kapi")).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .starts_with("fold.")
-        {
-            std::fs::remove_file(path).unwrap();
-        }
-    }
+    drop_checkpoint(&a);
     assert_eq!(
         a.kapi(&["context", "log", "--json"])
             .ok()
