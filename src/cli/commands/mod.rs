@@ -63,7 +63,7 @@ pub enum Command {
 
 /// A subcommand's arguments, declared to clap only when the command line
 /// names that subcommand: clap builds every argument of every subcommand
-/// before it parses (a quarter of a `kapi context note`'s instructions and
+/// before it parses (a fifth of a `kapi context note`'s instructions and
 /// the code pages it faults in), and a process runs one subcommand. Help,
 /// completions and manual pages build the whole tree as before.
 #[derive(Debug)]
