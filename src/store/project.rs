@@ -10,7 +10,8 @@
 //! each log when it was found, tagged with the repository's secret
 //! (`.git/kapi/trust.secret`, as the newest-id cache is): while each log's
 //! tip still holds those blobs at the operation's shard (two small trees
-//! read, no segment), the answer stands as found. Otherwise (the segment
+//! read, no segment; none for a log whose tip, recorded beside them, has
+//! not moved), the answer stands as found. Otherwise (the segment
 //! changed, a tag that does not check out, an older kapi's two-line file)
 //! the log must hold that id and the operation name that project (one
 //! segment read), and the file is written anew. Merging operations in from
@@ -41,6 +42,9 @@ struct Cached {
     project: String,
     /// Where the operation was found, for a file the tag vouches for.
     held: Option<Held>,
+    /// The tips (shared, local) it was found at, when the file names them:
+    /// a tip that has not moved holds the same blob, unread.
+    tips: Option<Held>,
 }
 
 impl Store {
@@ -49,8 +53,13 @@ impl Store {
     pub fn log_project(&self) -> Result<Option<String>, StoreError> {
         let dir = self.kapi_dir();
         if let Some(cached) = read_cache(&dir) {
-            let now = self.held_at(&cached.id)?;
+            let known = cached.held.zip(cached.tips);
+            let (now, tips) = self.held_at(&cached.id, known)?;
             if cached.held == Some(now) {
+                // A file from before tips were recorded gains them once.
+                if cached.tips.is_none() {
+                    write_cache(&dir, &cached.id, &cached.project, &now, &tips);
+                }
                 return Ok(Some(cached.project));
             }
             // The cached operation's own line (as `oldest` reads lines),
@@ -60,7 +69,7 @@ impl Store {
                 .find_record(&cached.id)?
                 .is_some_and(|r| r.project.as_str() == cached.project)
             {
-                write_cache(&dir, &cached.id, &cached.project, &now);
+                write_cache(&dir, &cached.id, &cached.project, &now, &tips);
                 return Ok(Some(cached.project));
             }
         }
@@ -74,24 +83,33 @@ impl Store {
         let cached = segment_cache(gix, &dir, &logs);
         for segments in &logs {
             if let Some((id, project)) = oldest(gix, &cached, segments)? {
-                write_cache(&dir, &id, &project, &self.held_at(&id)?);
+                let (held, tips) = self.held_at(&id, None)?;
+                write_cache(&dir, &id, &project, &held, &tips);
                 return Ok(Some(project));
             }
         }
         Ok(None)
     }
 
-    /// The segment blobs each log's tip holds at the shard of `id`.
-    fn held_at(&self, id: &OpId) -> Result<Held, StoreError> {
-        let mut held = [None, None];
+    /// The segment blobs each log's tip holds at the shard of `id`, and
+    /// the tips. `known`: blobs held at tips the tag vouches for; a tip
+    /// that has not moved since holds the same, and its trees are not read
+    /// (the local log's, which a note does not move, on every note).
+    fn held_at(&self, id: &OpId, known: Option<(Held, Held)>) -> Result<(Held, Held), StoreError> {
+        let (mut held, mut tips) = ([None, None], [None, None]);
         for (slot, which) in [LogRef::Shared, LogRef::Local].into_iter().enumerate() {
-            if let Some(tip) = self.tip(which)? {
+            tips[slot] = self.tip(which)?;
+            if let Some((known_held, known_tips)) = known
+                && known_tips[slot] == tips[slot]
+            {
+                held[slot] = known_held[slot];
+            } else if let Some(tip) = tips[slot] {
                 let root = self.tree_of(tip)?;
                 held[slot] =
                     tree::segment_blob(self.repo.gix(), root, segment::shard(id.as_str()))?;
             }
         }
-        Ok(held)
+        Ok((held, tips))
     }
 
     /// Forget the cached project (operations arrived from elsewhere).
@@ -112,9 +130,11 @@ fn read_cache(dir: &Path) -> Option<Cached> {
         id: OpId::parse(id).ok()?,
         project: project.to_owned(),
         held: None,
+        tips: None,
     };
-    // `held <shared> <local> tag <hex>`: where it was found, vouched for
-    // by the tag (else it is looked up in the log).
+    // `held <shared> <local> [at <shared tip> <local tip>] tag <hex>`:
+    // where it was found (and at which tips), vouched for by the tag (else
+    // it is looked up in the log).
     if let Some((held, hex)) = lines.next().and_then(|l| l.split_once(" tag "))
         && verdicts::tag_hex(
             dir,
@@ -124,19 +144,27 @@ fn read_cache(dir: &Path) -> Option<Cached> {
         .is_some_and(|tag| tag == hex)
     {
         let mut fields = held.strip_prefix("held ")?.split(' ');
-        let mut at = [None, None];
-        for slot in &mut at {
-            *slot = match fields.next()? {
-                "-" => None,
-                hex => Some(ObjectId::from_hex(hex.as_bytes()).ok()?),
-            };
+        let pair = |fields: &mut std::str::Split<'_, char>| -> Option<Held> {
+            let mut at = [None, None];
+            for slot in &mut at {
+                *slot = match fields.next()? {
+                    "-" => None,
+                    hex => Some(ObjectId::from_hex(hex.as_bytes()).ok()?),
+                };
+            }
+            Some(at)
+        };
+        cached.held = Some(pair(&mut fields)?);
+        match fields.next() {
+            None => {}
+            Some("at") => cached.tips = Some(pair(&mut fields)?),
+            Some(_) => return None,
         }
-        cached.held = Some(at);
     }
     Some(cached)
 }
 
-fn write_cache(dir: &Path, id: &OpId, project: &str, held: &Held) {
+fn write_cache(dir: &Path, id: &OpId, project: &str, held: &Held, tips: &Held) {
     // A project key holds no line break (the record's limits), so the
     // cache is one line after its magic, and the tagged line.
     if project.contains('\n') {
@@ -145,7 +173,13 @@ fn write_cache(dir: &Path, id: &OpId, project: &str, held: &Held) {
     let _ = std::fs::create_dir_all(dir);
     let mut text = format!("{MAGIC}\n{} {project}\n", id.as_str());
     let blob = |b: &Option<ObjectId>| b.map_or_else(|| "-".to_owned(), |b| b.to_hex().to_string());
-    let line = format!("held {} {}", blob(&held[0]), blob(&held[1]));
+    let line = format!(
+        "held {} {} at {} {}",
+        blob(&held[0]),
+        blob(&held[1]),
+        blob(&tips[0]),
+        blob(&tips[1])
+    );
     if let Some(tag) = verdicts::tag_hex(dir, TAG_DOMAIN, format!("{text}{line}").as_bytes()) {
         text.push_str(&format!("{line} tag {tag}\n"));
     }
@@ -220,23 +254,47 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let id = OpId::mint(crate::ops::id::EPOCH_MS + 1_000, 7, None).unwrap();
         let blob = ObjectId::from_hex(b"4b825dc642cb6eb9a060e54bf8d69288fbca4904").unwrap();
-        write_cache(dir.path(), &id, "a project", &[Some(blob), None]);
+        let tip = ObjectId::from_hex(b"2222222222222222222222222222222222222222").unwrap();
+        write_cache(
+            dir.path(),
+            &id,
+            "a project",
+            &[Some(blob), None],
+            &[Some(tip), None],
+        );
         let read = read_cache(dir.path()).unwrap();
         assert_eq!((read.id, read.project.as_str()), (id, "a project"));
         assert_eq!(read.held, Some([Some(blob), None]));
+        assert_eq!(read.tips, Some([Some(tip), None]));
         let path = dir.path().join(NAME);
         let text = std::fs::read_to_string(&path).unwrap();
-        // Another project under the same tag, or other blobs: the project
-        // is read, where it was found is not (it is looked up in the log).
+        // Another project under the same tag, or other blobs or tips: the
+        // project is read, where (and at which tips) it was found is not
+        // (it is looked up in the log).
         for forged in [
             text.replace(" a project\n", " another\n"),
             text.replace(&blob.to_hex().to_string(), &"1".repeat(40)),
+            text.replace(&tip.to_hex().to_string(), &"3".repeat(40)),
+            text.replace(" at ", " at - "),
             text.replace("held ", "held  "),
         ] {
             assert_ne!(forged, text);
             std::fs::write(&path, &forged).unwrap();
-            assert_eq!(read_cache(dir.path()).unwrap().held, None, "{forged}");
+            let read = read_cache(dir.path()).unwrap();
+            assert_eq!((read.held, read.tips), (None, None), "{forged}");
         }
+        // The line before tips were recorded, tagged: blobs without tips.
+        let first = format!("{} a project", id.as_str());
+        let line = format!("held {} -", blob.to_hex());
+        let tag = verdicts::tag_hex(
+            dir.path(),
+            TAG_DOMAIN,
+            format!("{MAGIC}\n{first}\n{line}").as_bytes(),
+        )
+        .unwrap();
+        std::fs::write(&path, format!("{MAGIC}\n{first}\n{line} tag {tag}\n")).unwrap();
+        let read = read_cache(dir.path()).unwrap();
+        assert_eq!((read.held, read.tips), (Some([Some(blob), None]), None));
         // An older kapi's file (two lines) reads, unvouched for.
         std::fs::write(&path, format!("{MAGIC}\n{} a project\n", id.as_str())).unwrap();
         let read = read_cache(dir.path()).unwrap();
