@@ -604,7 +604,7 @@ pub fn record_usage(
 pub fn term_list(
     cwd: &Path,
     file: &Path,
-    plans: Option<&mut super::rules_cache::RulesCache>,
+    mut plans: Option<&mut super::rules_cache::RulesCache>,
 ) -> Result<Arc<TermList>, CheckError> {
     use std::io::Read;
     let failed = |source| CheckError::TermList {
@@ -625,12 +625,10 @@ pub fn term_list(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let mut plans = plans;
-    let recorded = identity.and_then(|i| plans.as_deref().and_then(|p| p.list_hash(&i)));
-    let hash = recorded.unwrap_or_else(|| TermList::hash_of(&text));
-    if let (Some(p), Some(identity), None) = (plans.as_deref_mut(), identity, recorded) {
-        p.saw_list(identity, hash);
-    }
+    let hash = match plans.as_deref_mut() {
+        Some(p) => p.list_hash(identity, &text),
+        None => TermList::hash_of(&text),
+    };
     if plans.is_some_and(|p| p.knows_list(&hash)) {
         return Ok(Arc::new(TermList::known(name, text, hash)));
     }

@@ -31,9 +31,9 @@
 //! What checking costs is reading what it vouches for: at 5,000 rules a
 //! one-page check hashed 1.3 MB (the list's text, the plan's entry), a
 //! third of its instructions. So a check records, in `rules.seen` (tagged
-//! like the entries, under its own derived key), the file system's
-//! identity of what it checked (device, inode, size, modification and
-//! change times, as git's index records a file's): the `rules.cache` whose
+//! with the secret as the newest-id and project caches are), the file
+//! system's identity of what it checked (device, inode, size, modification
+//! and change times, as git's index records a file's): the `rules.cache` whose
 //! entries it found to check out, and each term list with the hash of its
 //! text. A later check by files with those very identities takes the
 //! entries and hashes as checked. A file cannot be changed, replaced or
@@ -54,6 +54,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::check::matcher::{Plan, PlanKey, Plans};
+use crate::check::table::TermList;
+use crate::store::verdicts;
 
 pub(crate) const NAME: &str = "rules.cache";
 const MAGIC: &[u8] = b"kapi rules cache 3\n";
@@ -68,6 +70,9 @@ const MAX_LISTS: usize = 1024;
 /// What earlier checks found the files they read to be.
 pub(crate) const SEEN: &str = "rules.seen";
 const SEEN_MAGIC: &str = "kapi rules seen 1";
+/// What `rules.seen`'s tag says the file is ([`crate::store::verdicts::tag`],
+/// as the newest-id and project caches are tagged).
+const SEEN_DOMAIN: &str = "kapi rules.seen tag";
 /// The most term lists `rules.seen` remembers.
 const SEEN_LISTS: usize = 64;
 /// How long before it is recorded a file must have last changed.
@@ -171,7 +176,7 @@ impl Seen {
         let (body, tag_line) = text.strip_suffix('\n')?.rsplit_once('\n')?;
         let body = format!("{body}\n");
         let given = tag_line.strip_prefix("tag ")?;
-        if crate::digest::hex(&seen_tag(secret, body.as_bytes())) != given {
+        if crate::digest::hex(&verdicts::tag(secret, SEEN_DOMAIN, body.as_bytes())) != given {
             return None;
         }
         let mut lines = body.lines();
@@ -183,36 +188,19 @@ impl Seen {
             let mut fields = line.split(' ');
             match fields.next()? {
                 "cache" => seen.cache = Some(Identity::parse(&mut fields)?),
-                "entry" => seen.entries.push(hash32(fields.next()?)?),
+                "entry" => seen
+                    .entries
+                    .push(crate::digest::unhex32(fields.next()?.as_bytes())?),
                 "list" => {
                     let identity = Identity::parse(&mut fields)?;
-                    seen.lists.push((identity, hash32(fields.next()?)?));
+                    seen.lists
+                        .push((identity, crate::digest::unhex32(fields.next()?.as_bytes())?));
                 }
                 _ => return None,
             }
         }
         Some(seen)
     }
-}
-
-/// 32 bytes from 64 hex digits.
-fn hash32(hex: &str) -> Option<[u8; 32]> {
-    let bytes = hex.as_bytes();
-    if bytes.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (o, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
-        *o = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-    }
-    Some(out)
-}
-
-/// The tag of `rules.seen`'s lines: BLAKE3 in keyed mode under a key
-/// derived from the repository's secret for this file alone.
-fn seen_tag(secret: &[u8; 32], body: &[u8]) -> [u8; 32] {
-    let key = blake3::derive_key("kapi 2026 rules.seen tag", secret);
-    blake3::keyed_hash(&key, body).into()
 }
 
 /// One entry of the file as read: where its parts lie, and whether its tag
@@ -251,7 +239,7 @@ impl RulesCache {
     /// `None` when there is no secret to tag it with (a read-only
     /// repository): every plan is derived then.
     pub fn open(kapi_dir: &Path) -> Option<Self> {
-        let secret = crate::store::verdicts::secret(kapi_dir)?;
+        let secret = verdicts::secret(kapi_dir)?;
         let (bytes, identity) = read(&kapi_dir.join(NAME)).unwrap_or_default();
         let seen = crate::fsutil::read_capped(&kapi_dir.join(SEEN), crate::fsutil::Links::Refuse)
             .ok()
@@ -315,9 +303,23 @@ impl RulesCache {
         checked
     }
 
-    /// The hash of the text of the term list whose file is `identity`,
-    /// when an earlier check recorded it.
-    pub fn list_hash(&self, identity: &Identity) -> Option<[u8; 32]> {
+    /// The hash of a term list's `text`, read from the file that was
+    /// `identity` before the text was read: as recorded for that very
+    /// file, else computed and remembered for the next check.
+    pub fn list_hash(&mut self, identity: Option<Identity>, text: &str) -> [u8; 32] {
+        let Some(identity) = identity else {
+            return TermList::hash_of(text);
+        };
+        if let Some(hash) = self.recorded_list(&identity) {
+            return hash;
+        }
+        let hash = TermList::hash_of(text);
+        self.saw_list(identity, hash);
+        hash
+    }
+
+    /// The hash recorded for the term list whose file is `identity`.
+    fn recorded_list(&self, identity: &Identity) -> Option<[u8; 32]> {
         self.seen
             .lists
             .iter()
@@ -325,12 +327,9 @@ impl RulesCache {
             .map(|(_, hash)| *hash)
     }
 
-    /// Remember that the term list whose file is `identity` (as it was
-    /// before its text was read) holds a text of this hash.
-    pub fn saw_list(&mut self, identity: Identity, hash: [u8; 32]) {
-        if self.list_hash(&identity) == Some(hash) {
-            return;
-        }
+    /// Remember that the term list whose file is `identity` holds a text of
+    /// this hash (the file's earlier record forgotten).
+    fn saw_list(&mut self, identity: Identity, hash: [u8; 32]) {
         self.seen
             .lists
             .retain(|(i, _)| (i.dev, i.ino) != (identity.dev, identity.ino));
@@ -385,7 +384,8 @@ impl RulesCache {
     pub fn save(&mut self) {
         if let Some(seen) = self.seen_now(SystemTime::now()) {
             let body = seen.body();
-            let tag = crate::digest::hex(&seen_tag(&self.secret, body.as_bytes()));
+            let tag =
+                crate::digest::hex(&verdicts::tag(&self.secret, SEEN_DOMAIN, body.as_bytes()));
             let _ = std::fs::create_dir_all(&self.dir);
             let _ = crate::atomic::replace_derived(&self.dir.join(SEEN), |w| {
                 w.write_all(format!("{body}tag {tag}\n").as_bytes())
@@ -637,7 +637,7 @@ mod tests {
         assert!(c.seen_now(at(5_000)).is_none(), "nothing learnt yet");
         assert_eq!(c.find(&key), Some(plan.clone()));
         c.saw_list(list_id, list_hash);
-        assert_eq!(c.list_hash(&list_id), Some(list_hash));
+        assert_eq!(c.recorded_list(&list_id), Some(list_hash));
         let seen = c.seen_now(at(5_000)).unwrap();
         assert_eq!(seen.cache, Some(file_id));
         assert_eq!(seen.entries, vec![key]);
@@ -647,7 +647,7 @@ mod tests {
         let text = format!(
             "{}tag {}\n",
             seen.body(),
-            crate::digest::hex(&seen_tag(&secret, seen.body().as_bytes()))
+            crate::digest::hex(&verdicts::tag(&secret, SEEN_DOMAIN, seen.body().as_bytes()))
         );
         assert_eq!(Seen::parse(&secret, &text), Some(seen.clone()));
         assert_eq!(Seen::parse(&[4u8; 32], &text), None);
@@ -671,14 +671,14 @@ mod tests {
         for other in [identity(7, 1_001), identity(9, 1_000)] {
             let mut c = fresh(seen.clone(), &forged, other);
             assert!(c.find(&key).is_none(), "{other:?}");
-            assert_eq!(c.list_hash(&other), None);
-            assert_eq!(c.list_hash(&list_id), Some(list_hash));
+            assert_eq!(c.recorded_list(&other), None);
+            assert_eq!(c.recorded_list(&list_id), Some(list_hash));
         }
         // A list seen anew under the same file: the old hash is forgotten.
         let mut c = fresh(seen, &file, file_id);
         let changed = identity(8, 2_000);
         c.saw_list(changed, [6u8; 32]);
-        assert_eq!(c.list_hash(&list_id), None);
+        assert_eq!(c.recorded_list(&list_id), None);
         assert_eq!(
             c.seen_now(at(5_000)).unwrap().lists,
             vec![(changed, [6u8; 32])]

@@ -166,23 +166,6 @@ fn key_line(key: &[u8; 32]) -> [u8; 65] {
     line
 }
 
-/// 64 lower-case hex digits as 32 bytes.
-fn tag_from_hex(hex: &[u8]) -> Option<[u8; 32]> {
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-        *o = (digit(pair[0])? << 4) | digit(pair[1])?;
-    }
-    Some(out)
-}
-
 /// `<40 hex> <length> <64 hex tag>\n<bytes>` entries after the magic line
 /// and the [`key_line`] (a file whose key line is not this key's is not
 /// read): the headers are read one by one (each entry's bytes are skipped), and an
@@ -211,7 +194,7 @@ fn index(file: &std::fs::File, key: &[u8; 32]) -> Option<HashMap<ObjectId, Entry
         let mut fields = head[..end].split(|&b| b == b' ');
         let id = ObjectId::from_hex(fields.next()?).ok()?;
         let len: usize = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-        let tag = tag_from_hex(fields.next()?)?;
+        let tag = crate::digest::unhex32(fields.next()?)?;
         if fields.next().is_some() {
             return None;
         }
