@@ -325,6 +325,14 @@ impl TestEnv {
         self.kapi(&["context", "log", "--json"]).ok().json_lines()
     }
 
+    /// The ids of [`TestEnv::log`], in its order.
+    pub fn log_ids(&self) -> Vec<String> {
+        self.log()
+            .iter()
+            .map(|l| l["id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     /// A person notes the term rule `term`, not `avoided`, quoting
     /// `avoided` as evidence: a suggestion. Its short id.
     pub fn suggested_rule(&self, term: &str, avoided: &str) -> String {

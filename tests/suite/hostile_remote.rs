@@ -325,11 +325,7 @@ fn a_newest_cache_that_does_not_check_out_is_computed_again() {
     .unwrap();
     forge_newest(&a, &tree, future.as_str());
     note(&a, "Slowcast").ok();
-    let ids: Vec<String> = a
-        .log()
-        .iter()
-        .map(|l| l["id"].as_str().unwrap().to_owned())
-        .collect();
+    let ids = a.log_ids();
     assert_eq!(ids.len(), 3);
     assert!(
         ids.iter().all(|id| id.as_str() < future.as_str()),
@@ -359,11 +355,7 @@ fn a_newest_cache_with_a_tag_made_elsewhere_is_looked_up_in_the_log() {
     let text = format!("{body}\ncrc {}\n", crc32(body.as_bytes()));
     std::fs::write(a.join(".git/kapi/newest"), text).unwrap();
     note(&a, "Fastcast").ok();
-    let ids: Vec<String> = a
-        .log()
-        .iter()
-        .map(|l| l["id"].as_str().unwrap().to_owned())
-        .collect();
+    let ids = a.log_ids();
     assert_eq!(ids.len(), 2);
     assert!(ids.iter().all(|id| id.as_str() < ahead.as_str()), "{ids:?}");
     // Written anew, tagged by this repository.
