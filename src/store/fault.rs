@@ -15,7 +15,8 @@
 //! - `ref-locked`: it holds `refs/kapi/<log>.lock` and has not renamed it;
 //! - `ref-moved`: the ref moved; the journal still holds the lines;
 //! - `compact-written`: the shortened journal is written beside the old
-//!   one (`journal.new`) and not yet renamed over it;
+//!   one (`journal.new`) and not yet renamed over it, or, when nothing
+//!   follows the committed lines, the journal is about to be truncated;
 //! - `compacted`: the journal holds only what was not committed.
 
 use std::sync::Mutex;

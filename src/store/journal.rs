@@ -7,11 +7,12 @@
 //! moves every line the journal holds onto the refs in one commit per ref,
 //! then **compacts** the journal: it writes what was appended meanwhile to
 //! `journal.new` (synced first when the journal holds lines a writer
-//! reported as synced) and renames that over `journal`. The journal is
-//! never truncated in place, so a crash at any point leaves either the old
-//! journal (whose lines commit again, changing nothing: the union keeps
-//! one copy) or the new one, and never loses a line another writer
-//! appended. A writer whose lines left the journal confirms them on the ref
+//! reported as synced) and renames that over `journal`, or, when nothing
+//! was appended meanwhile (one writer at a time), truncates it to nothing
+//! in place. A crash at any point leaves either the old journal (whose
+//! lines commit again, changing nothing: the union keeps one copy) or the
+//! new one, and never loses a line another writer appended: the journal is
+//! truncated in place only when it holds nothing else. A writer whose lines left the journal confirms them on the ref
 //! before it reports them recorded; a line that left the journal without
 //! reaching the ref (set aside as torn or as unable to land) is reported
 //! as not recorded, never acknowledged.
@@ -132,7 +133,8 @@ const SYNCED: &str = "journal.synced";
 
 /// Replace the journal with what it holds beyond `committed` (the bytes a
 /// commit moved onto the refs), by writing `journal.new` and renaming it
-/// over `journal` (call under the journal lock). Lines appended since
+/// over `journal`, or by truncating it when it holds nothing beyond them
+/// (call under the journal lock). Lines appended since
 /// `committed` was read follow it in the file, because only the holder of
 /// the commit lock compacts; if the journal no longer starts with
 /// `committed` (edited by hand), every line not byte-for-byte among the
@@ -157,8 +159,26 @@ pub fn compact(kapi_dir: &Path, committed: &[u8]) -> Result<(), StoreError> {
     if rest.len() == all.len() {
         return Ok(());
     }
-    let new = kapi_dir.join("journal.new");
     let synced = kapi_dir.join(SYNCED);
+    if rest.is_empty() {
+        // Nothing was appended meanwhile: truncate in place, creating no
+        // file (on ext4 without a journal, a new inode is found by scanning
+        // past every inode freed in the last minutes: a file replaced per
+        // commit taxes every file any writer creates). A crash leaves the
+        // journal whole (its lines commit again, changing nothing) or
+        // empty; it holds nothing else, because appends wait for the
+        // journal lock we hold.
+        super::fault::point("compact-written");
+        OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .and_then(|f| f.set_len(0))
+            .map_err(io(&p))?;
+        let _ = std::fs::remove_file(&synced);
+        super::fault::point("compacted");
+        return Ok(());
+    }
+    let new = kapi_dir.join("journal.new");
     // Lines a writer reported as kept in the journal were synced to disk:
     // their new home is synced before it replaces the old one.
     let durable = synced.exists();
@@ -174,9 +194,6 @@ pub fn compact(kapi_dir: &Path, committed: &[u8]) -> Result<(), StoreError> {
         File::open(kapi_dir)
             .and_then(|d| d.sync_all())
             .map_err(io(kapi_dir))?;
-        if rest.is_empty() {
-            let _ = std::fs::remove_file(&synced);
-        }
     }
     super::fault::point("compacted");
     Ok(())

@@ -271,12 +271,15 @@ impl Store {
         let target = reference.target().into_owned();
         let commit = match &target {
             gix::refs::Target::Object(oid) => {
+                // The whole object, not its header: a commit is small, and
+                // kept in the object cache it serves every later read of
+                // the tip in this process (a note reads it four times).
                 let kind = self
                     .repo
                     .gix()
-                    .find_header(*oid)
+                    .find_object(*oid)
                     .map_err(git("reading the ref's object"))?
-                    .kind();
+                    .kind;
                 match kind {
                     gix::object::Kind::Commit => Some(*oid),
                     gix::object::Kind::Tag => self

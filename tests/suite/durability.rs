@@ -814,6 +814,26 @@ fn a_committer_killed_while_compacting_around_later_lines_loses_none() {
 }
 
 #[test]
+fn a_lone_writer_empties_the_journal_in_place_creating_no_file() {
+    use std::os::unix::fs::MetadataExt;
+    let repo = TestEnv::new();
+    repo.kapi(&["context", "note", "A first note"]).ok();
+    let journal = repo.path().join(".git/kapi/journal");
+    let inode = std::fs::metadata(&journal).unwrap().ino();
+    for n in 0..3 {
+        repo.kapi(&["context", "note", &format!("note {n}")]).ok();
+        let meta = std::fs::metadata(&journal).unwrap();
+        // Committed, the lines left the journal; the file stayed the same
+        // one (a file made and renamed per commit taxes every file any
+        // writer creates on ext4 without a journal).
+        assert_eq!(meta.len(), 0, "after note {n}");
+        assert_eq!(meta.ino(), inode, "after note {n}");
+        assert!(!repo.path().join(".git/kapi/journal.new").exists());
+    }
+    assert_eq!(note_texts(&repo).len(), 4);
+}
+
+#[test]
 fn a_killed_import_leaves_no_lock_on_the_local_log_that_wedges_it() {
     let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
