@@ -144,8 +144,6 @@ impl Store {
         old: Option<&super::RefState>,
         new: ObjectId,
     ) -> Result<Moved, StoreError> {
-        use gix::refs::Target;
-        use gix::refs::transaction::{Change, LogChange, RefEdit, RefLog};
         let kapi_dir = self.kapi_dir();
         let lock_path = self.ref_lock_path(which);
         let previous = read_intent(&kapi_dir, which);
@@ -176,44 +174,131 @@ impl Store {
                 std::thread::sleep(std::time::Duration::from_millis(5));
                 continue;
             }
-            let expected = match old {
-                Some(old) => PreviousValue::MustExistAndMatch(old.target.clone()),
-                None => PreviousValue::MustNotExist,
-            };
-            let edit = RefEdit {
-                change: Change::Update {
-                    log: LogChange {
-                        mode: RefLog::AndReference,
-                        force_create_reflog: false,
-                        message: "kapi".into(),
-                    },
-                    expected,
-                    new: Target::Object(new),
-                },
-                name: which.name().try_into().map_err(git("naming the ref"))?,
-                deref: false,
-            };
             write_intent(&kapi_dir, which, new)?;
             fault::point("intent-written");
-            let prepared = self.repo.gix().refs.transaction().prepare(
-                Some(edit),
-                gix::lock::acquire::Fail::Immediately,
-                gix::lock::acquire::Fail::Immediately,
-            );
-            match prepared {
-                Ok(transaction) => {
-                    fault::point("ref-locked");
-                    let committer = super::signature(0);
-                    let mut time = gix::date::parse::TimeBuf::default();
-                    transaction
-                        .commit(Some(committer.to_ref(&mut time)))
-                        .map_err(git("moving the ref"))?;
-                    return Ok(Moved::Done);
-                }
+            let swapped = if self.swaps_directly(which) {
+                self.swap(which, old, new)?
+            } else {
+                self.swap_by_transaction(which, old, new)?
+            };
+            match swapped {
+                Ok(moved) => return Ok(moved),
                 // Another program took the lock just now: wait for it above.
                 Err(_) if lock_path.exists() => continue,
-                Err(e) => return Ok(Moved::Raced(e.to_string())),
+                Err(e) => return Ok(Moved::Raced(e)),
             }
         }
+    }
+
+    /// Whether a log's ref moves by [`Store::swap`]: unless a reflog is
+    /// to be written (`core.logAllRefUpdates = always`, or one exists for
+    /// the ref) or refs live in a namespace, which gix's transaction
+    /// handles.
+    fn swaps_directly(&self, which: LogRef) -> bool {
+        let refs = &self.repo.gix().refs;
+        refs.namespace.is_none()
+            && refs.write_reflog != gix::refs::store::WriteReflog::Always
+            && refs.reflog_exists(which.name()).ok() == Some(false)
+    }
+
+    /// Move the ref from `old` to `new` as git updates a ref: take its
+    /// lock, check under it that the ref is still `old` (loose, else
+    /// packed), write `new` into the lock and rename it over the ref. gix's
+    /// transaction also locks `packed-refs` for every update while that
+    /// file exists (to look the old value up there), which git does only
+    /// to delete: a file created and removed per commit, and a lock a
+    /// `git gc` or `git fetch` holding it makes the commit fail. `Err`:
+    /// the lock could not be taken.
+    fn swap(
+        &self,
+        which: LogRef,
+        old: Option<&super::RefState>,
+        new: ObjectId,
+    ) -> Result<Result<Moved, String>, StoreError> {
+        use std::io::Write;
+        let common = self.repo.common_dir();
+        let path = common.join(which.name());
+        let mut lock = match gix::lock::File::acquire_to_update_resource(
+            &path,
+            gix::lock::acquire::Fail::Immediately,
+            Some(common.to_path_buf()),
+            0,
+        ) {
+            Ok(lock) => lock,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let now = self.ref_state(which)?.map(|s| s.target);
+        if now.as_ref() != old.map(|o| &o.target) {
+            // Dropped, the lock is removed.
+            return Ok(Ok(Moved::Raced(format!(
+                "{} moved from {} to {}",
+                which.name(),
+                target_text(old.map(|o| &o.target)),
+                target_text(now.as_ref())
+            ))));
+        }
+        let lock_path = lock.lock_path().to_path_buf();
+        let io = |source| StoreError::Io {
+            path: lock_path.clone(),
+            source,
+        };
+        lock.write_all(format!("{new}\n").as_bytes()).map_err(io)?;
+        fault::point("ref-locked");
+        lock.commit().map_err(|e| io(e.error))?;
+        Ok(Ok(Moved::Done))
+    }
+
+    /// [`Store::swap`] by gix's transaction, which writes the reflog too.
+    fn swap_by_transaction(
+        &self,
+        which: LogRef,
+        old: Option<&super::RefState>,
+        new: ObjectId,
+    ) -> Result<Result<Moved, String>, StoreError> {
+        use gix::refs::Target;
+        use gix::refs::transaction::{Change, LogChange, RefEdit, RefLog};
+        let expected = match old {
+            Some(old) => PreviousValue::MustExistAndMatch(old.target.clone()),
+            None => PreviousValue::MustNotExist,
+        };
+        let edit = RefEdit {
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
+                    force_create_reflog: false,
+                    message: "kapi".into(),
+                },
+                expected,
+                new: Target::Object(new),
+            },
+            name: which.name().try_into().map_err(git("naming the ref"))?,
+            deref: false,
+        };
+        let prepared = self.repo.gix().refs.transaction().prepare(
+            Some(edit),
+            gix::lock::acquire::Fail::Immediately,
+            gix::lock::acquire::Fail::Immediately,
+        );
+        match prepared {
+            Ok(transaction) => {
+                fault::point("ref-locked");
+                let committer = super::signature(0);
+                let mut time = gix::date::parse::TimeBuf::default();
+                transaction
+                    .commit(Some(committer.to_ref(&mut time)))
+                    .map_err(git("moving the ref"))?;
+                Ok(Ok(Moved::Done))
+            }
+            Err(e) => Ok(Err(e.to_string())),
+        }
+    }
+}
+
+/// A ref's value as a message names it.
+fn target_text(target: Option<&gix::refs::Target>) -> String {
+    match target {
+        Some(gix::refs::Target::Object(id)) => id.to_string(),
+        Some(gix::refs::Target::Symbolic(name)) => format!("ref: {name}"),
+        None => "nothing".to_owned(),
     }
 }

@@ -834,6 +834,58 @@ fn a_lone_writer_empties_the_journal_in_place_creating_no_file() {
 }
 
 #[test]
+fn a_packed_refs_lock_another_program_holds_does_not_stop_a_note() {
+    let repo = TestEnv::new();
+    repo.kapi(&["context", "note", "A first note"]).ok();
+    // The log's ref only in packed-refs, and packed-refs locked, as a
+    // `git gc` or `git fetch` leaves them while it runs: git updates a ref
+    // without that lock, and so does kapi.
+    repo.git(&["pack-refs", "--all"]);
+    assert!(!repo.join(".git/refs/kapi/ops").exists());
+    let packed = repo.git(&["rev-parse", "refs/kapi/ops"]);
+    std::fs::write(repo.join(".git/packed-refs.lock"), "").unwrap();
+    repo.kapi(&["context", "note", "A second note"]).ok();
+    assert!(repo.join(".git/packed-refs.lock").exists());
+    std::fs::remove_file(repo.join(".git/packed-refs.lock")).unwrap();
+    // It moved on from the packed value: the second note's commit has the
+    // first's as its parent.
+    assert_eq!(repo.git(&["rev-parse", "refs/kapi/ops~1"]), packed);
+    assert_eq!(note_texts(&repo), ["A first note", "A second note"]);
+    fsck_clean(&repo);
+}
+
+#[test]
+fn a_reflog_the_log_has_is_kept_up_to_date() {
+    let repo = TestEnv::new();
+    repo.kapi(&["context", "note", "A first note"]).ok();
+    // No reflog for refs/kapi/* by default, as git writes none.
+    let reflog = repo.join(".git/logs/refs/kapi/ops");
+    assert!(!reflog.exists());
+    // One made by hand is written to at every move.
+    std::fs::create_dir_all(reflog.parent().unwrap()).unwrap();
+    std::fs::write(&reflog, "").unwrap();
+    repo.kapi(&["context", "note", "A second note"]).ok();
+    repo.kapi(&["context", "note", "A third note"]).ok();
+    // Read as written: `git reflog` lists no entry dated 0, the instant
+    // every kapi commit's identity carries.
+    let moves = || {
+        std::fs::read_to_string(&reflog)
+            .unwrap()
+            .lines()
+            .map(|l| l.split_once('\t').unwrap().1.to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(moves(), ["kapi", "kapi"]);
+    // As with core.logAllRefUpdates = always, which makes one.
+    std::fs::remove_file(&reflog).unwrap();
+    repo.git(&["config", "core.logAllRefUpdates", "always"]);
+    repo.kapi(&["context", "note", "A fourth note"]).ok();
+    assert_eq!(moves(), ["kapi"]);
+    assert_eq!(note_texts(&repo).len(), 4);
+    fsck_clean(&repo);
+}
+
+#[test]
 fn a_killed_import_leaves_no_lock_on_the_local_log_that_wedges_it() {
     let repo = TestEnv::new();
     repo.kapi(&["context", "note", "A first note"]).ok();
