@@ -282,7 +282,12 @@ impl Store {
         match prepared {
             Ok(transaction) => {
                 fault::point("ref-locked");
-                let committer = super::signature(0);
+                // The reflog's entry is dated now: git skips an entry dated
+                // 0 (`git reflog` called the log empty).
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_secs() as i64);
+                let committer = super::signature(now);
                 let mut time = gix::date::parse::TimeBuf::default();
                 transaction
                     .commit(Some(committer.to_ref(&mut time)))
