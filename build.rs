@@ -16,14 +16,80 @@
 //!   other dependencies names symbols this build does not have; the linker
 //!   skips them, so a stale list places fewer functions and changes
 //!   nothing else.
+//!
+//! And, in every profile, the CRC-32s that name the code a derived file
+//! was made by (a fold checkpoint, a reader's, the kept histories, a
+//! matcher's plan): computed here, not by every process that reads one
+//! from half a megabyte of source embedded in the binary. Each is the CRC
+//! of the files below, each after its length (`checkpoint::checksum`);
+//! unit tests check each list against the sources the code names.
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 const ORDER: &str = "ci/link-order.txt";
 
+/// The files each code CRC is made of, under `src/`, in order.
+const CODE: &[(&str, &[&str])] = &[
+    (
+        "KAPI_CODE_FOLD",
+        &[
+            "ops/fold.rs",
+            "ops/fold/state.rs",
+            "ops/fold/disagree.rs",
+            "ops/fold/settle.rs",
+            "ops/fold/checkpoint.rs",
+            "ops/policy.rs",
+            "ops/op.rs",
+            "ops/forms.rs",
+            "ops/record.rs",
+            "ops/slim.rs",
+            "ops/id.rs",
+            "ops/scope.rs",
+            "ops/axes.rs",
+            "ops/trust.rs",
+            "formats/allowed_signers.rs",
+        ],
+    ),
+    (
+        "KAPI_CODE_READER",
+        &[
+            "store/read.rs",
+            "store/segment.rs",
+            "store/content.rs",
+            "store/newest.rs",
+            "context/checkpointed.rs",
+        ],
+    ),
+    ("KAPI_CODE_HISTORY", &["ops/history.rs"]),
+    (
+        "KAPI_CODE_PLAN",
+        &[
+            "check/matcher.rs",
+            "check/case.rs",
+            "check/rule.rs",
+            "check/select.rs",
+            "check/packed.rs",
+            "check/table.rs",
+        ],
+    ),
+];
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={ORDER}");
+    let src = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default()).join("src");
+    for (name, files) in CODE {
+        let mut crc = crc32fast::Hasher::new();
+        for file in *files {
+            let path = src.join(file);
+            println!("cargo:rerun-if-changed={}", path.display());
+            let text =
+                std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+            crc.update(&(text.len() as u64).to_le_bytes());
+            crc.update(&text);
+        }
+        println!("cargo:rustc-env={name}={:08x}", crc.finalize());
+    }
     let linux = std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux");
     let release = std::env::var("PROFILE").as_deref() == Ok("release");
     if !(linux && release) {

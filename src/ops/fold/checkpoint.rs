@@ -29,8 +29,11 @@ pub const FORMAT: u32 = 3;
 /// The sources of the fold: a change to any of them (a new rule of the
 /// reducer, a new field of a record) makes every existing checkpoint
 /// stale. The sources of how a reader reads the log are named where it
-/// reads it (`context::checkpointed`).
-const SOURCES: &[&str] = &[
+/// reads it (`context::checkpointed`). build.rs computes their
+/// [`checksum`] (`KAPI_CODE_FOLD`); a test checks its list against this
+/// one.
+#[cfg(test)]
+pub(crate) const SOURCES: &[&str] = &[
     include_str!("../fold.rs"),
     include_str!("state.rs"),
     include_str!("disagree.rs"),
@@ -54,15 +57,17 @@ pub fn fingerprint() -> &'static str {
     static FINGERPRINT: OnceLock<String> = OnceLock::new();
     FINGERPRINT.get_or_init(|| {
         format!(
-            "kapi {} fold {FORMAT} sources {:08x}",
+            "kapi {} fold {FORMAT} sources {}",
             env!("CARGO_PKG_VERSION"),
-            checksum(SOURCES)
+            env!("KAPI_CODE_FOLD")
         )
     })
 }
 
 /// A CRC-32 of source texts, each after its length: what a fingerprint
-/// names them by.
+/// names them by (computed by build.rs, in hex, for the program; here
+/// for the tests that check build.rs's lists).
+#[cfg(test)]
 pub fn checksum(sources: &[&str]) -> u32 {
     let mut crc = crc32fast::Hasher::new();
     for source in sources {
@@ -602,6 +607,27 @@ mod tests {
     use super::*;
     use crate::ops::id::{EPOCH_MS, OpId};
     use crate::ops::record::{Actor, ActorKind, Subject};
+
+    #[test]
+    fn the_code_build_rs_names_is_the_code_the_program_holds() {
+        // build.rs lists the files by path; the code lists them by
+        // include_str!: a file added to one list and not the other, or a
+        // file changed without build.rs seeing it, fails here.
+        let hex = |sources: &[&str]| format!("{:08x}", checksum(sources));
+        assert_eq!(hex(SOURCES), env!("KAPI_CODE_FOLD"));
+        assert_eq!(
+            hex(crate::context::checkpointed::READER_SOURCES),
+            env!("KAPI_CODE_READER")
+        );
+        assert_eq!(
+            hex(&[include_str!("../history.rs")]),
+            env!("KAPI_CODE_HISTORY")
+        );
+        assert_eq!(
+            hex(crate::check::matcher::PLAN_SOURCES),
+            env!("KAPI_CODE_PLAN")
+        );
+    }
 
     fn op(n: u64, kind: Kind, actor: ActorKind) -> Record {
         let id = OpId::mint(EPOCH_MS + 1000 * n, u128::from(n), None).unwrap();
