@@ -77,7 +77,8 @@ const CODE: &[(&str, &[&str])] = &[
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={ORDER}");
-    let src = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default()).join("src");
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let src = manifest.join("src");
     for (name, files) in CODE {
         let mut crc = crc32fast::Hasher::new();
         for file in *files {
@@ -96,7 +97,7 @@ fn main() {
         return;
     }
     println!("cargo:rustc-link-arg-bins=-no-pie");
-    let order = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default()).join(ORDER);
+    let order = manifest.join(ORDER);
     let args = ordering_args(&order);
     if order.is_file() && linker_takes(&args) {
         for arg in args {

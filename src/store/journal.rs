@@ -12,8 +12,9 @@
 //! in place. A crash at any point leaves either the old journal (whose
 //! lines commit again, changing nothing: the union keeps one copy) or the
 //! new one, and never loses a line another writer appended: the journal is
-//! truncated in place only when it holds nothing else. A writer whose lines left the journal confirms them on the ref
-//! before it reports them recorded; a line that left the journal without
+//! truncated in place only when it holds nothing else. A writer whose
+//! lines left the journal confirms them on the ref before it reports them
+//! recorded; a line that left the journal without
 //! reaching the ref (set aside as torn or as unable to land) is reported
 //! as not recorded, never acknowledged.
 
