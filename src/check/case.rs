@@ -58,15 +58,15 @@ pub(crate) fn fold_same_len(buf: &mut [u8]) {
 }
 
 /// Whether `span` folds ([`case_key_same_len`]) to `key`.
-pub(crate) fn folds_to(span: &str, key: &str) -> bool {
+pub(crate) fn folds_to(span: &str, key: &[u8]) -> bool {
     if span.is_ascii() {
         span.len() == key.len()
             && span
                 .bytes()
-                .zip(key.bytes())
+                .zip(key.iter().copied())
                 .all(|(a, b)| a.to_ascii_lowercase() == b)
     } else {
-        case_key_same_len(span) == key
+        case_key_same_len(span).as_bytes() == key
     }
 }
 

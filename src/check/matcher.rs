@@ -19,7 +19,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
@@ -30,7 +30,7 @@ use super::prose::{Masker, Prose, Switch, is_markup};
 use super::rule::Bounds;
 use super::rule::TermRule;
 use super::select::{self, Selector, Tables};
-use super::table::RuleTable;
+use super::table::{RuleTable, TermList};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MatcherError {
@@ -362,8 +362,9 @@ pub trait Plans {
     fn active(&self) -> bool;
     fn find(&mut self, key: &PlanKey) -> Option<Plan>;
     /// Keep `plan`, derived from rules that include those of the term
-    /// lists whose text hashes to `lists` ([`crate::check::table::TermList::hash`]).
-    fn keep(&mut self, key: PlanKey, lists: &[[u8; 32]], plan: &Plan);
+    /// `lists` (kept by their hash, [`TermList::hash`], and their rules'
+    /// lines).
+    fn keep(&mut self, key: PlanKey, lists: &[Arc<TermList>], plan: &Plan);
 }
 
 /// A plan's key: the BLAKE3 hash of the code that derives it and of every
@@ -380,7 +381,7 @@ impl Plans for NoPlans {
     fn find(&mut self, _: &PlanKey) -> Option<Plan> {
         None
     }
-    fn keep(&mut self, _: PlanKey, _: &[[u8; 32]], _: &Plan) {}
+    fn keep(&mut self, _: PlanKey, _: &[Arc<TermList>], _: &Plan) {}
 }
 
 /// The sources a plan is derived by and written in: a plan kept by other
@@ -471,8 +472,16 @@ impl Plan {
     /// The plan [`Plan::to_bytes`] wrote, or `None` for bytes it cannot
     /// have written (cut short, grown, not UTF-8, an offset, count or flag
     /// out of range).
+    #[cfg(test)]
     pub fn from_bytes(bytes: &[u8]) -> Option<Plan> {
-        let mut r = Reader(bytes);
+        Self::read(&std::sync::Arc::new(bytes.to_vec()), 0..bytes.len())
+    }
+
+    /// The plan [`Plan::to_bytes`] wrote at `range` of `all`, as
+    /// [`Plan::from_bytes`] reads it: its arrays lie in `all`, not
+    /// copied.
+    pub fn read(all: &std::sync::Arc<Vec<u8>>, range: std::ops::Range<usize>) -> Option<Plan> {
+        let mut r = Reader::new(all, range)?;
         let keys = Keys::read(&mut r)?;
         let entries = Entries::read(&mut r)?;
         let scan_first = match r.u8()? {
@@ -498,8 +507,7 @@ impl Plan {
     /// one would (a kept plan is checked before it is taken).
     fn fits(&self, rules: usize, select_from: usize) -> bool {
         self.keys.len() == self.entries.len()
-            && (0..self.entries.len()).all(|k| self.entries.count(k) > 0)
-            && self.entries.all().all(|e| (e.rule as usize) < rules)
+            && self.entries.fit(rules)
             && self.select.is_some() == Self::selects(&self.keys, select_from)
     }
 
@@ -597,7 +605,7 @@ impl Plan {
         let mut keys = Keys::default();
         let mut packed = Entries::default();
         for (key, list) in patterns.iter().zip(&entries) {
-            keys.push(key);
+            keys.push(key.as_bytes());
             packed.push(list.iter().map(|e| (e.rule, e.exact, e.preferred, e.form)));
         }
         let scan_first = patterns.iter().zip(&entries).all(|(key, list)| {
@@ -608,7 +616,7 @@ impl Plan {
         });
         let select = Self::selects(&keys, select_from).then(|| {
             Tables::new(
-                &keys,
+                &patterns,
                 |k| {
                     entries[k]
                         .iter()
@@ -707,8 +715,7 @@ impl Matcher {
                 Some(plan) => plan,
                 None => {
                     let plan = Plan::new(rules.all(), keep_all, select_from);
-                    let lists: Vec<[u8; 32]> = rules.lists().iter().map(|l| *l.hash()).collect();
-                    plans.keep(key, &lists, &plan);
+                    plans.keep(key, rules.lists(), &plan);
                     plan
                 }
             }
@@ -830,7 +837,7 @@ impl Matcher {
             let mut stand = [None; 3];
             for entry in self.entries.of(k) {
                 let rule = entry.rule as usize;
-                if entry.exact && written != self.entries.form(&entry) {
+                if entry.exact && written.as_bytes() != self.entries.form(&entry) {
                     continue;
                 }
                 let bounds = self.rules[rule].bounds;
@@ -885,7 +892,7 @@ impl Matcher {
                 && text.is_char_boundary(e)
                 && self.entries.of(k).any(|en| {
                     !en.preferred
-                        && (!en.exact || text[s..e] == *self.entries.form(&en))
+                        && (!en.exact || text.as_bytes()[s..e] == *self.entries.form(&en))
                         && (self.rules[en.rule as usize].bounds != Bounds::Words
                             || on_boundaries(loose, s, e))
                 })
@@ -1262,7 +1269,7 @@ impl Matcher {
             if *exact {
                 **form == *matched
             } else {
-                folds_to(matched, form)
+                folds_to(matched, form.as_bytes())
             }
         })
     }
@@ -1620,7 +1627,7 @@ mod tests {
     fn large_rule_sets_use_the_nfa_and_find_the_same() {
         let keys = |k: &str| {
             let mut keys = Keys::default();
-            keys.push(k);
+            keys.push(k.as_bytes());
             keys
         };
         assert_eq!(kind_for(&keys("ab")), AhoCorasickKind::DFA);
@@ -1703,7 +1710,7 @@ mod tests {
             self.1 += 1;
             Some(Plan::from_bytes(bytes).unwrap())
         }
-        fn keep(&mut self, key: PlanKey, _: &[[u8; 32]], plan: &Plan) {
+        fn keep(&mut self, key: PlanKey, _: &[Arc<TermList>], plan: &Plan) {
             self.0.push((key, plan.to_bytes()));
         }
     }
@@ -1852,7 +1859,7 @@ mod tests {
             let mut k: Vec<&str> = s
                 .candidates(text)
                 .iter()
-                .map(|&k| m.keys.get(k as usize))
+                .map(|&k| std::str::from_utf8(m.keys.get(k as usize)).unwrap())
                 .collect();
             k.sort_unstable();
             k

@@ -1,27 +1,200 @@
 //! A matcher's tables in a few flat arrays: its patterns in one string, its
 //! forms in one list, a selector's words in one string. A plan read back
-//! from `.git/kapi/rules.cache` is then some copies of arrays, not an
-//! allocation per form (5,000 rules: some 13,000 patterns and 15,000
-//! forms), and reading and writing them is one loop each.
+//! from `.git/kapi/rules.cache` is then those arrays where they lie in the
+//! bytes read, not copied and not an allocation per form (5,000 rules:
+//! some 13,000 patterns and 15,000 forms), and writing them is a copy
+//! each.
 //!
 //! [`Writer`] and [`Reader`] are the binary form: little-endian `u32`s,
-//! each array after its length. A reader checks every length against the
-//! bytes left before it allocates, and the tables' own checks
-//! ([`Keys::read`], [`Entries::read`]) that every offset and index stays
-//! in range, so bytes it did not write are refused, never trusted.
+//! each array after its length. A table holds its arrays in that form
+//! ([`Buf`], [`U32s`]) whether it was built here or read back, so reading
+//! is checking, not converting. A reader checks every length against the
+//! bytes left, and the tables' own checks ([`Keys::read`],
+//! [`Entries::read`]) that every offset and index stays in range, so bytes
+//! it did not write are refused, never trusted. Texts are compared as
+//! bytes and never taken for UTF-8, so a text read back is not decoded.
 
-/// Strings in one buffer: string `k` is `text[at[k]..at[k + 1]]`.
+use std::fmt;
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
+/// The bytes of one array: built here, or lying in bytes read back
+/// ([`Reader`]), which every table read from them shares.
+#[derive(Clone)]
+pub(super) enum Buf {
+    Built(Vec<u8>),
+    Read(Arc<Vec<u8>>, Range<usize>),
+}
+
+impl Default for Buf {
+    fn default() -> Self {
+        Buf::Built(Vec::new())
+    }
+}
+
+impl Deref for Buf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Buf::Built(bytes) => bytes,
+            Buf::Read(all, at) => &all[at.clone()],
+        }
+    }
+}
+
+impl PartialEq for Buf {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Buf {}
+
+impl fmt::Debug for Buf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
+}
+
+impl Buf {
+    /// The bytes to add to (copied first when they were read).
+    fn built(&mut self) -> &mut Vec<u8> {
+        if let Buf::Read(..) = self {
+            *self = Buf::Built(self.to_vec());
+        }
+        match self {
+            Buf::Built(bytes) => bytes,
+            Buf::Read(..) => unreachable!("made a built copy above"),
+        }
+    }
+}
+
+/// A little-endian `u32` as an array holds it.
+#[inline(always)]
+pub(super) fn le(word: &[u8; 4]) -> u32 {
+    u32::from_le_bytes(*word)
+}
+
+/// An array of `u32`s, little-endian ([`le`]), as it is written.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(super) struct U32s(Buf);
+
+impl U32s {
+    pub(super) fn len(&self) -> usize {
+        self.0.len() / 4
+    }
+
+    /// The numbers, each as four bytes ([`le`] reads one).
+    #[inline]
+    pub(super) fn words(&self) -> &[[u8; 4]] {
+        self.0.as_chunks::<4>().0
+    }
+
+    #[inline]
+    pub(super) fn get(&self, i: usize) -> u32 {
+        le(&self.words()[i])
+    }
+
+    pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = u32> + Clone + '_ {
+        self.words().iter().map(le)
+    }
+
+    pub(super) fn push(&mut self, n: u32) {
+        self.0.built().extend_from_slice(&n.to_le_bytes());
+    }
+
+    /// Whether the numbers never fall. (Folded without an early exit, as
+    /// [`U32s::below`], so that it runs on vectors: a plan's arrays are
+    /// checked every time one is read.)
+    pub(super) fn rising(&self) -> bool {
+        let w = self.words();
+        let next = w.get(1..).unwrap_or_default();
+        w.iter()
+            .zip(next)
+            .fold(true, |ok, (a, b)| ok & (le(a) <= le(b)))
+    }
+
+    /// Whether every number is below `bound`.
+    pub(super) fn below(&self, bound: usize) -> bool {
+        self.len() == 0 || (self.iter().fold(0, u32::max) as usize) < bound
+    }
+
+    /// The `u32`s at `range` of `all`, where they lie: `None` when the
+    /// range is not within `all` or not of whole `u32`s.
+    pub(super) fn read_at(all: &Arc<Vec<u8>>, range: Range<usize>) -> Option<U32s> {
+        let whole = range.start <= range.end && range.end <= all.len() && range.len() % 4 == 0;
+        whole.then(|| U32s(Buf::Read(Arc::clone(all), range)))
+    }
+
+    /// The numbers as written: little-endian, four bytes each.
+    pub(super) fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    #[cfg(test)]
+    pub(super) fn set(&mut self, i: usize, n: u32) {
+        self.0.built()[4 * i..4 * i + 4].copy_from_slice(&n.to_le_bytes());
+    }
+}
+
+impl From<Vec<u32>> for U32s {
+    fn from(numbers: Vec<u32>) -> Self {
+        U32s(Buf::Built(
+            numbers.iter().flat_map(|n| n.to_le_bytes()).collect(),
+        ))
+    }
+}
+
+impl fmt::Debug for U32s {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// An array of `u64`s, little-endian, as it is written.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(super) struct U64s(Buf);
+
+impl U64s {
+    pub(super) fn len(&self) -> usize {
+        self.0.len() / 8
+    }
+
+    /// The numbers, each as eight bytes.
+    #[inline]
+    pub(super) fn words(&self) -> &[[u8; 8]] {
+        self.0.as_chunks::<8>().0
+    }
+}
+
+impl From<Vec<u64>> for U64s {
+    fn from(numbers: Vec<u64>) -> Self {
+        U64s(Buf::Built(
+            numbers.iter().flat_map(|n| n.to_le_bytes()).collect(),
+        ))
+    }
+}
+
+impl fmt::Debug for U64s {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} u64s", self.len())
+    }
+}
+
+/// Strings in one buffer: string `k` is `text[at[k]..at[k + 1]]`, as
+/// bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Keys {
-    text: String,
-    at: Vec<u32>,
+    text: Buf,
+    at: U32s,
 }
 
 impl Default for Keys {
     fn default() -> Self {
         Keys {
-            text: String::new(),
-            at: vec![0],
+            text: Buf::default(),
+            at: vec![0].into(),
         }
     }
 }
@@ -40,45 +213,54 @@ impl Keys {
         self.text.len()
     }
 
-    pub(super) fn get(&self, k: usize) -> &str {
-        &self.text[self.at[k] as usize..self.at[k + 1] as usize]
+    #[inline]
+    pub(super) fn get(&self, k: usize) -> &[u8] {
+        let at = self.at.words();
+        &self.text[le(&at[k]) as usize..le(&at[k + 1]) as usize]
     }
 
-    pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
+    pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + Clone {
+        let text = &*self.text;
         self.at
+            .words()
             .windows(2)
-            .map(|w| &self.text[w[0] as usize..w[1] as usize])
+            .map(move |w| &text[le(&w[0]) as usize..le(&w[1]) as usize])
     }
 
     /// Add `s` (the strings stay within 4 GiB: a plan's keys are bounded
     /// far below, by `select::SELECT_MAX_BYTES` or the rules' own size).
-    pub(super) fn push(&mut self, s: &str) {
-        self.text.push_str(s);
-        self.at
-            .push(u32::try_from(self.text.len()).expect("keys within 4 GiB"));
+    pub(super) fn push(&mut self, s: &[u8]) {
+        let text = self.text.built();
+        text.extend_from_slice(s);
+        let end = u32::try_from(text.len()).expect("keys within 4 GiB");
+        self.at.push(end);
     }
 
     #[cfg(test)]
     pub(super) fn pop(&mut self) {
-        if self.at.len() > 1 {
-            self.at.pop();
-            self.text.truncate(*self.at.last().unwrap() as usize);
+        if self.len() > 0 {
+            let words = self.at.0.built();
+            words.truncate(words.len() - 4);
+            let end = self.at.get(self.len()) as usize;
+            self.text.built().truncate(end);
         }
     }
 
     pub(super) fn write(&self, w: &mut Writer) {
-        w.bytes(self.text.as_bytes());
+        w.bytes(&self.text);
         w.u32s(&self.at);
     }
 
     pub(super) fn read(r: &mut Reader) -> Option<Keys> {
-        let text = String::from_utf8(r.bytes()?.to_vec()).ok()?;
-        let at = r.u32s()?;
-        let ok = at.first() == Some(&0)
-            && at.last().is_some_and(|&e| e as usize == text.len())
-            && at.windows(2).all(|w| w[0] <= w[1])
-            && at.iter().all(|&a| text.is_char_boundary(a as usize));
-        ok.then_some(Keys { text, at })
+        let keys = Keys {
+            text: r.bytes()?,
+            at: r.u32s()?,
+        };
+        let ok = keys.at.len() > 0
+            && keys.at.get(0) == 0
+            && keys.at.get(keys.at.len() - 1) as usize == keys.text.len()
+            && keys.at.rising();
+        ok.then_some(keys)
     }
 }
 
@@ -97,25 +279,25 @@ pub(super) struct Entry {
 /// each in three arrays: its rule, its flags (1: matched as written, 2:
 /// preferred), and where its text begins in `forms` (it ends where the
 /// next begins; only a form matched as written has one). Arrays, not a
-/// list of entries, so the plan reads them back as copies.
+/// list of entries, so the plan reads them back where they lie.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Entries {
-    rules: Vec<u32>,
-    flags: Vec<u8>,
-    form_at: Vec<u32>,
-    at: Vec<u32>,
+    rules: U32s,
+    flags: Buf,
+    form_at: U32s,
+    at: U32s,
     /// The texts of the forms matched as written.
-    forms: String,
+    forms: Buf,
 }
 
 impl Default for Entries {
     fn default() -> Self {
         Entries {
-            rules: Vec::new(),
-            flags: Vec::new(),
-            form_at: vec![0],
-            at: vec![0],
-            forms: String::new(),
+            rules: U32s::default(),
+            flags: Buf::default(),
+            form_at: vec![0].into(),
+            at: vec![0].into(),
+            forms: Buf::default(),
         }
     }
 }
@@ -124,21 +306,16 @@ impl Entries {
     fn entry(&self, i: usize) -> Entry {
         let flags = self.flags[i];
         Entry {
-            rule: self.rules[i],
+            rule: self.rules.get(i),
             exact: flags & 1 != 0,
             preferred: flags & 2 != 0,
-            form: (self.form_at[i], self.form_at[i + 1]),
+            form: (self.form_at.get(i), self.form_at.get(i + 1)),
         }
     }
 
     /// The forms of pattern `k`.
     pub(super) fn of(&self, k: usize) -> impl Iterator<Item = Entry> + '_ {
-        (self.at[k] as usize..self.at[k + 1] as usize).map(|i| self.entry(i))
-    }
-
-    /// How many forms pattern `k` stands for.
-    pub(super) fn count(&self, k: usize) -> usize {
-        (self.at[k + 1] - self.at[k]) as usize
+        (self.at.get(k) as usize..self.at.get(k + 1) as usize).map(|i| self.entry(i))
     }
 
     /// Patterns held.
@@ -146,40 +323,52 @@ impl Entries {
         self.at.len() - 1
     }
 
+    /// Whether every pattern stands for a form, and every form for a rule
+    /// below `rules`.
+    pub(super) fn fit(&self, rules: usize) -> bool {
+        let at = self.at.words();
+        let next = at.get(1..).unwrap_or_default();
+        let rising = at.iter().zip(next).fold(true, |ok, (a, b)| ok & (le(a) < le(b)));
+        rising && self.rules.below(rules)
+    }
+
     /// Every form of every pattern.
+    #[cfg(test)]
     pub(super) fn all(&self) -> impl Iterator<Item = Entry> + '_ {
         (0..self.rules.len()).map(|i| self.entry(i))
     }
 
     /// The text of `entry`, as written (empty for a form matched in any
     /// case: nothing reads it).
-    pub(super) fn form(&self, entry: &Entry) -> &str {
+    pub(super) fn form(&self, entry: &Entry) -> &[u8] {
         &self.forms[entry.form.0 as usize..entry.form.1 as usize]
     }
 
     /// Add the next pattern's forms: (rule, exact, preferred, text).
     pub(super) fn push<'a>(&mut self, forms: impl IntoIterator<Item = (u32, bool, bool, &'a str)>) {
         for (rule, exact, preferred, text) in forms {
+            let texts = self.forms.built();
             if exact {
-                self.forms.push_str(text);
+                texts.extend_from_slice(text.as_bytes());
             }
+            let end = u32::try_from(texts.len()).expect("forms within 4 GiB");
             self.rules.push(rule);
             self.flags
+                .built()
                 .push(u8::from(exact) | (u8::from(preferred) << 1));
-            self.form_at
-                .push(u32::try_from(self.forms.len()).expect("forms within 4 GiB"));
+            self.form_at.push(end);
         }
-        self.at
-            .push(u32::try_from(self.rules.len()).expect("forms within 4 GiB"));
+        let n = u32::try_from(self.rules.len()).expect("forms within 4 GiB");
+        self.at.push(n);
     }
 
     #[cfg(test)]
     pub(super) fn set_rule(&mut self, i: usize, rule: u32) {
-        self.rules[i] = rule;
+        self.rules.set(i, rule);
     }
 
     pub(super) fn write(&self, w: &mut Writer) {
-        w.bytes(self.forms.as_bytes());
+        w.bytes(&self.forms);
         w.u32s(&self.at);
         w.u32s(&self.rules);
         w.bytes(&self.flags);
@@ -187,29 +376,34 @@ impl Entries {
     }
 
     /// The forms [`Entries::write`] wrote, every offset in range: the
-    /// patterns' and the texts' rising, each text on character boundaries
-    /// and only a form matched as written with one.
+    /// patterns' and the texts' rising, and only a form matched as
+    /// written with a text.
     pub(super) fn read(r: &mut Reader) -> Option<Entries> {
         let e = Entries {
-            forms: String::from_utf8(r.bytes()?.to_vec()).ok()?,
+            forms: r.bytes()?,
             at: r.u32s()?,
             rules: r.u32s()?,
-            flags: r.bytes()?.to_vec(),
+            flags: r.bytes()?,
             form_at: r.u32s()?,
         };
         let n = e.rules.len();
         let ok = e.flags.len() == n
-            && e.flags.iter().all(|&f| f <= 3)
-            && e.at.first() == Some(&0)
-            && e.at.last().is_some_and(|&a| a as usize == n)
-            && e.at.windows(2).all(|w| w[0] <= w[1])
+            && e.at.len() > 0
+            && e.at.get(0) == 0
+            && e.at.get(e.at.len() - 1) as usize == n
+            && e.at.rising()
             && e.form_at.len() == n + 1
-            && e.form_at[0] == 0
-            && e.form_at[n] as usize == e.forms.len()
-            && e.form_at.windows(2).zip(&e.flags).all(|(w, &f)| {
-                w[0] == w[1]
-                    || (f & 1 != 0 && w[0] < w[1] && e.forms.is_char_boundary(w[1] as usize))
-            });
+            && e.form_at.get(0) == 0
+            && e.form_at.get(n) as usize == e.forms.len()
+            && e.form_at.rising()
+            && e.form_at
+                .words()
+                .iter()
+                .zip(&e.form_at.words()[1..])
+                .zip(e.flags.iter())
+                .fold(true, |ok, ((a, b), &f)| {
+                    ok & (f <= 3) & ((le(a) == le(b)) | (f & 1 != 0))
+                });
         ok.then_some(e)
     }
 }
@@ -229,70 +423,86 @@ impl Writer {
         self.out.push(n);
     }
 
-    pub(super) fn bytes(&mut self, b: &[u8]) {
-        self.u32(u32::try_from(b.len()).expect("a table within 4 GiB"));
+    /// Bytes after their count (of `size`-byte items).
+    fn counted(&mut self, b: &[u8], size: usize) {
+        self.u32(u32::try_from(b.len() / size).expect("a table within 4 GiB"));
         self.out.extend_from_slice(b);
     }
 
-    pub(super) fn u32s(&mut self, v: &[u32]) {
-        self.u32(u32::try_from(v.len()).expect("a table within 4 GiB"));
-        for n in v {
-            self.out.extend_from_slice(&n.to_le_bytes());
-        }
+    pub(super) fn bytes(&mut self, b: &[u8]) {
+        self.counted(b, 1);
     }
 
-    pub(super) fn u64s(&mut self, v: &[u64]) {
-        self.u32(u32::try_from(v.len()).expect("a table within 4 GiB"));
-        for n in v {
-            self.out.extend_from_slice(&n.to_le_bytes());
-        }
+    pub(super) fn u32s(&mut self, v: &U32s) {
+        self.counted(&v.0, 4);
+    }
+
+    pub(super) fn u64s(&mut self, v: &U64s) {
+        self.counted(&v.0, 8);
     }
 }
 
-/// The binary form's reader: `None` for bytes cut short or a length past
-/// the bytes left.
-pub(super) struct Reader<'a>(pub(super) &'a [u8]);
+/// The binary form's reader over `all[at..end]`: `None` for bytes cut
+/// short or a length past the bytes left. What it reads lies in `all`,
+/// shared, not copied.
+pub(super) struct Reader<'a> {
+    all: &'a Arc<Vec<u8>>,
+    at: usize,
+    end: usize,
+}
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.0.split_at_checked(n)?;
-        self.0 = rest;
-        Some(head)
+    /// A reader of `all[range]`, when the range is within it.
+    pub(super) fn new(all: &'a Arc<Vec<u8>>, range: Range<usize>) -> Option<Self> {
+        (range.start <= range.end && range.end <= all.len()).then_some(Reader {
+            all,
+            at: range.start,
+            end: range.end,
+        })
+    }
+
+    fn take(&mut self, n: usize) -> Option<Range<usize>> {
+        let to = self.at.checked_add(n).filter(|&to| to <= self.end)?;
+        Some(std::mem::replace(&mut self.at, to)..to)
+    }
+
+    fn shared(&mut self, n: usize) -> Option<Buf> {
+        Some(Buf::Read(Arc::clone(self.all), self.take(n)?))
     }
 
     pub(super) fn u8(&mut self) -> Option<u8> {
-        Some(self.take(1)?[0])
+        Some(self.all[self.take(1)?][0])
     }
 
     pub(super) fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+        Some(u32::from_le_bytes(
+            self.all[self.take(4)?].try_into().ok()?,
+        ))
     }
 
-    /// A count of items of at least `size` bytes each, refused when the
-    /// bytes left cannot hold them.
-    pub(super) fn count(&mut self, size: usize) -> Option<usize> {
+    /// A count of items of `size` bytes each, refused when the bytes left
+    /// cannot hold them.
+    fn count(&mut self, size: usize) -> Option<usize> {
         let n = self.u32()? as usize;
-        (n.checked_mul(size)? <= self.0.len()).then_some(n)
+        (n.checked_mul(size)? <= self.end - self.at).then_some(n)
     }
 
-    pub(super) fn bytes(&mut self) -> Option<&'a [u8]> {
+    pub(super) fn bytes(&mut self) -> Option<Buf> {
         let n = self.count(1)?;
-        self.take(n)
+        self.shared(n)
     }
 
-    pub(super) fn u32s(&mut self) -> Option<Vec<u32>> {
+    pub(super) fn u32s(&mut self) -> Option<U32s> {
         let n = self.count(4)?;
-        let (words, _) = self.take(n * 4)?.as_chunks::<4>();
-        Some(words.iter().map(|&w| u32::from_le_bytes(w)).collect())
+        Some(U32s(self.shared(n * 4)?))
     }
 
-    pub(super) fn u64s(&mut self) -> Option<Vec<u64>> {
+    pub(super) fn u64s(&mut self) -> Option<U64s> {
         let n = self.count(8)?;
-        let (words, _) = self.take(n * 8)?.as_chunks::<8>();
-        Some(words.iter().map(|&w| u64::from_le_bytes(w)).collect())
+        Some(U64s(self.shared(n * 8)?))
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.at == self.end
     }
 }

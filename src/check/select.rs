@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::matcher::{Automaton, MatcherError, is_word};
-use super::packed::{Keys, Reader, Writer};
+use super::packed::{Keys, Reader, U32s, U64s, Writer, le};
 
 /// Build the selector rather than one automaton from this many folded
 /// forms: below it the whole automaton costs less than a few milliseconds.
@@ -51,20 +51,20 @@ pub(super) struct Tables {
     /// The words by [`word_hash`], open addressing: a word's number plus
     /// one, 0 for an empty slot; a power of two long, at least twice the
     /// words, so a probe always ends.
-    slots: Vec<u32>,
-    /// The [`slot`]s of those words: a text's word in none of them is not
+    slots: U32s,
+    /// The [`slot_of`]s of those words: a text's word in none of them is not
     /// looked up (most are not).
-    filter: Vec<u64>,
+    filter: U64s,
     /// Per word `w`, the forms indexed under it: `by_word[by_word_at[w]..
     /// by_word_at[w + 1]]` (two arrays, not an allocation per word).
-    by_word: Vec<u32>,
-    by_word_at: Vec<u32>,
+    by_word: U32s,
+    by_word_at: U32s,
     /// Per form, its words (numbers) between `needs_at[k]` and
     /// `needs_at[k + 1]`: all must be words of a text that holds it.
-    needs: Vec<u32>,
-    needs_at: Vec<u32>,
+    needs: U32s,
+    needs_at: U32s,
     /// Forms every text is scanned for.
-    always: Vec<u32>,
+    always: U32s,
 }
 
 impl Tables {
@@ -72,7 +72,7 @@ impl Tables {
     /// `k` matches it inside words too (`Bounds::None`); `rules(k)`: the
     /// rules form `k` stands for.
     pub(super) fn new<R: IntoIterator<Item = u32>>(
-        keys: &Keys,
+        keys: &[String],
         anywhere: impl Fn(usize) -> bool,
         rules: impl Fn(usize) -> R,
     ) -> Tables {
@@ -91,7 +91,7 @@ impl Tables {
             if !anywhere(k) {
                 for_words(key, |word| {
                     let w = *table.entry(word).or_insert_with(|| {
-                        words.push(word);
+                        words.push(word.as_bytes());
                         counts.push(0);
                         words.len() as u32 - 1
                     });
@@ -115,7 +115,7 @@ impl Tables {
         let mut slots = vec![0u32; (words.len() * 2).next_power_of_two().max(2)];
         let mask = slots.len() - 1;
         for (w, word) in words.iter().enumerate() {
-            let s = slot(word);
+            let s = slot_of(word);
             filter[s / 64] |= 1 << (s % 64);
             let mut i = word_hash(word) as usize & mask;
             while slots[i] != 0 {
@@ -158,24 +158,25 @@ impl Tables {
         }
         Tables {
             words,
-            slots,
-            filter,
-            by_word,
-            by_word_at,
-            needs,
-            needs_at,
-            always,
+            slots: slots.into(),
+            filter: filter.into(),
+            by_word: by_word.into(),
+            by_word_at: by_word_at.into(),
+            needs: needs.into(),
+            needs_at: needs_at.into(),
+            always: always.into(),
         }
     }
 
     /// The number of `word`, when a form holds it.
     fn word(&self, word: &str) -> Option<u32> {
-        let mask = self.slots.len() - 1;
-        let mut i = word_hash(word) as usize & mask;
+        let slots = self.slots.words();
+        let mask = slots.len() - 1;
+        let mut i = word_hash(word.as_bytes()) as usize & mask;
         loop {
-            match self.slots[i] {
+            match le(&slots[i]) {
                 0 => return None,
-                w if self.words.get(w as usize - 1) == word => return Some(w - 1),
+                w if self.words.get(w as usize - 1) == word.as_bytes() => return Some(w - 1),
                 _ => i = (i + 1) & mask,
             }
         }
@@ -207,22 +208,19 @@ impl Tables {
             always: r.u32s()?,
         };
         let words = t.words.len();
-        let offsets = |at: &[u32], len: usize, of: usize| {
-            at.len() == len + 1
-                && at[0] == 0
-                && at[len] as usize == of
-                && at.windows(2).all(|w| w[0] <= w[1])
+        let offsets = |at: &U32s, len: usize, of: usize| {
+            at.len() == len + 1 && at.get(0) == 0 && at.get(len) as usize == of && at.rising()
         };
         let ok = t.slots.len().is_power_of_two()
             && t.slots.len() > words
-            && t.slots.iter().all(|&s| s as usize <= words)
-            && t.slots.contains(&0)
+            && t.slots.below(words + 1)
+            && t.slots.iter().any(|s| s == 0)
             && t.filter.len() == FILTER_BITS / 64
             && offsets(&t.by_word_at, words, t.by_word.len())
-            && t.by_word.iter().all(|&k| (k as usize) < keys)
+            && t.by_word.below(keys)
             && offsets(&t.needs_at, keys, t.needs.len())
-            && t.needs.iter().all(|&w| (w as usize) < words)
-            && t.always.iter().all(|&k| (k as usize) < keys);
+            && t.needs.below(words)
+            && t.always.below(keys);
         ok.then_some(t)
     }
 }
@@ -320,15 +318,17 @@ impl Selector {
                 seen.push(w);
             }
         };
-        for_words_from(text, &t.filter, mark);
-        let mut out = t.always.clone();
+        for_words_from(text, t.filter.words(), mark);
+        let mut out: Vec<u32> = t.always.iter().collect();
+        let (by_word, by_word_at) = (t.by_word.words(), t.by_word_at.words());
+        let (needs, needs_at) = (t.needs.words(), t.needs_at.words());
         for w in seen {
             let w = w as usize;
-            let under = &t.by_word[t.by_word_at[w] as usize..t.by_word_at[w + 1] as usize];
-            for &k in under {
+            let under = &by_word[le(&by_word_at[w]) as usize..le(&by_word_at[w + 1]) as usize];
+            for k in under.iter().map(le) {
                 let k = k as usize;
-                let own = &t.needs[t.needs_at[k] as usize..t.needs_at[k + 1] as usize];
-                if own.iter().all(|&n| present[n as usize]) {
+                let own = &needs[le(&needs_at[k]) as usize..le(&needs_at[k + 1]) as usize];
+                if own.iter().all(|n| present[le(n) as usize]) {
                     out.push(k as u32);
                 }
             }
@@ -463,7 +463,7 @@ const BYTE_WORD: [bool; 256] = {
 /// Call `f` with each word (maximal run of word characters) of `s`: the
 /// scan of [`for_words_from`] with every slot let through.
 fn for_words<'a>(s: &'a str, f: impl FnMut(&'a str)) {
-    static EVERY_SLOT: [u64; FILTER_BITS / 64] = [u64::MAX; FILTER_BITS / 64];
+    static EVERY_SLOT: [[u8; 8]; FILTER_BITS / 64] = [[u8::MAX; 8]; FILTER_BITS / 64];
     for_words_from(s, &EVERY_SLOT, f);
 }
 
@@ -511,12 +511,12 @@ fn classify_64(block: &[u8; 64]) -> (u64, u8) {
     (word, high)
 }
 
-/// [`for_words`], calling `f` only with the words whose [`slot`] is set
+/// [`for_words`], calling `f` only with the words whose [`slot_of`] is set
 /// in `filter`: most words of a page are in no slot, and are passed over
 /// without a call. In a block of ASCII, the words' starts and ends come
 /// from the mask of its word bytes; a block holding a byte from 0x80 on
 /// is read a character at a time.
-fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
+fn for_words_from<'a>(s: &'a str, filter: &[[u8; 8]], mut f: impl FnMut(&'a str)) {
     let bytes = s.as_bytes();
     let n = bytes.len();
     // The filter's test inlined where a word ends (most words fail it),
@@ -589,19 +589,19 @@ fn for_words_from<'a>(s: &'a str, filter: &[u64], mut f: impl FnMut(&'a str)) {
     }
 }
 
-/// Whether a word's [`slot`] is set in `filter`.
+/// Whether a word's [`slot_of`] is set in `filter`.
 #[inline(always)]
-fn in_filter(word: &[u8], filter: &[u64]) -> bool {
+fn in_filter(word: &[u8], filter: &[[u8; 8]]) -> bool {
     let at = slot_of(word);
-    filter[at / 64] & (1 << (at % 64)) != 0
+    u64::from_le_bytes(filter[at / 64]) & (1 << (at % 64)) != 0
 }
 
 /// A word's place in [`Tables::slots`]: FNV-1a over its bytes (the same
 /// in every process, for the tables are kept in a file).
 #[inline]
-fn word_hash(word: &str) -> u64 {
+fn word_hash(word: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in word.as_bytes() {
+    for &b in word {
         h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
     h
@@ -611,12 +611,6 @@ fn word_hash(word: &str) -> u64 {
 /// and last two bytes, mixed. (Its length and first and last bytes alone,
 /// in 8,192 slots, let through a word of a page in six, not one in
 /// fourteen, of 5,000 rules' 226 words.)
-#[inline]
-fn slot(word: &str) -> usize {
-    slot_of(word.as_bytes())
-}
-
-/// [`slot`] of a word's bytes.
 #[inline(always)]
 fn slot_of(b: &[u8]) -> usize {
     let l = b.len();
@@ -674,7 +668,7 @@ mod tests {
         ) {
             let mut filter = vec![0u64; FILTER_BITS / 64];
             for f in &forms {
-                let at = slot(f);
+                let at = slot_of(f.as_bytes());
                 filter[at / 64] |= 1 << (at % 64);
             }
             let of_forms = |words: Vec<&str>| -> Vec<String> {
@@ -685,6 +679,7 @@ mod tests {
                     .collect()
             };
             let mut scanned = Vec::new();
+            let filter: Vec<[u8; 8]> = filter.iter().map(|f| f.to_le_bytes()).collect();
             for_words_from(&s, &filter, |w| scanned.push(w));
             proptest::prop_assert_eq!(of_forms(scanned), of_forms(reference(&s)));
         }

@@ -12,9 +12,10 @@
 //! when it is loaded ([`TermList::parse`]), so its syntax errors are
 //! reported, by line, before any check.
 
-use std::ops::Index;
+use std::ops::{Index, Range};
 use std::sync::{Arc, OnceLock};
 
+use super::packed::{U32s, le};
 use super::rule::TermRule;
 use crate::formats::{self, ImportedRule, ParseError, RuleStatus};
 use crate::ops::record::Scope;
@@ -25,43 +26,64 @@ use crate::ops::{RuleId, Status};
 pub struct TermList {
     /// The file's name: its rules' ids read `<name>:<line>`.
     name: String,
-    text: String,
+    /// Its text, read as UTF-8 when the list was read whole (a known
+    /// list's text is not decoded again: a line is, when its rule is).
+    text: Vec<u8>,
     hash: [u8; 32],
     /// Per rule, its line's number and byte range in `text`.
-    lines: Vec<(usize, usize, usize)>,
+    lines: Lines,
     /// Each rule once read (boxed: 5,000 empty cells of a whole rule
     /// each cost a megabyte of memory touched).
     rules: Box<[OnceLock<Box<TermRule>>]>,
 }
 
 impl TermList {
+    /// The largest list read (its offsets are kept as `u32`s).
+    pub const MAX_BYTES: u64 = u32::MAX as u64;
+
     /// The BLAKE3 hash of a list's text: what a kept plan names it by.
-    pub fn hash_of(text: &str) -> [u8; 32] {
-        blake3::hash(text.as_bytes()).into()
+    pub fn hash_of(text: &[u8]) -> [u8; 32] {
+        blake3::hash(text).into()
     }
 
     /// The list in `text` (named `name`), every line read now: the first
     /// error, by line, when one is not a rule, a comment or blank.
     pub fn parse(name: String, text: String, hash: [u8; 32]) -> Result<TermList, ParseError> {
-        let mut list = Self::lines_of(name, text, hash);
-        let mut rules = Vec::with_capacity(list.lines.len());
-        for (n, line) in formats::numbered(&list.text) {
+        let mut parsed = Vec::new();
+        for (n, line) in formats::numbered(&text) {
             if let Some(rule) = formats::termlist::parse_term_line(n, line)? {
-                rules.push(OnceLock::from(Box::new(list.term_rule(rule))));
+                parsed.push(rule);
             }
         }
-        debug_assert_eq!(rules.len(), list.lines.len());
-        list.rules = rules.into_boxed_slice();
+        let mut list = Self::lines_of(name, text, hash);
+        debug_assert_eq!(parsed.len(), list.lines.len());
+        let rules = parsed
+            .into_iter()
+            .map(|rule| OnceLock::from(Box::new(list.term_rule(rule))))
+            .collect();
+        list.rules = rules;
         Ok(list)
     }
 
     /// The list in `text`, whose every line [`TermList::parse`] has read
-    /// without error before (a kept plan names its hash): its rules are
-    /// read as they are needed.
-    pub fn known(name: String, text: String, hash: [u8; 32]) -> TermList {
-        let list = Self::lines_of(name, text, hash);
-        let rules = (0..list.lines.len()).map(|_| OnceLock::new()).collect();
-        TermList { rules, ..list }
+    /// without error before (a kept plan names its hash), and whose rules'
+    /// `lines` (each [`Lines::within`] the text) it found then: its rules
+    /// are read as they are needed.
+    pub fn known(name: String, text: Vec<u8>, hash: [u8; 32], lines: Lines) -> TermList {
+        debug_assert!(lines.within(text.len()));
+        let rules = (0..lines.len()).map(|_| OnceLock::new()).collect();
+        TermList {
+            name,
+            text,
+            hash,
+            lines,
+            rules,
+        }
+    }
+
+    /// Its rules' lines, as [`TermList::known`] takes them back.
+    pub fn lines(&self) -> &Lines {
+        &self.lines
     }
 
     /// The list with its rules' lines found, none read: the lines
@@ -71,6 +93,9 @@ impl TermList {
     fn lines_of(name: String, text: String, hash: [u8; 32]) -> TermList {
         let bytes = text.as_bytes();
         let mut lines = Vec::new();
+        // Offsets are kept as `u32`s: a list is read only up to
+        // [`TermList::MAX_BYTES`].
+        let at = |n: usize| u32::try_from(n).expect("a term list within 4 GiB");
         let mut start = 0;
         let mut n = 0;
         while start < bytes.len() {
@@ -91,15 +116,15 @@ impl TermList {
                 Some(_) => formats::termlist::holds_rule(&text[start..end]),
             };
             if holds {
-                lines.push((n, start, end));
+                lines.extend([at(n), at(start), at(end)]);
             }
             start = stop + 1;
         }
         TermList {
             name,
-            text,
+            text: text.into_bytes(),
             hash,
-            lines,
+            lines: Lines(lines.into()),
             rules: Box::default(),
         }
     }
@@ -121,9 +146,12 @@ impl TermList {
     /// Rule `i` (in the order of its lines), read on first need.
     pub fn rule(&self, i: usize) -> &TermRule {
         self.rules[i].get_or_init(|| {
-            let (n, start, end) = self.lines[i];
-            let parsed = formats::termlist::parse_term_line(n, &self.text[start..end])
-                .ok()
+            let (n, line) = self.lines.get(i);
+            let parsed = self
+                .text
+                .get(line)
+                .and_then(|line| std::str::from_utf8(line).ok())
+                .and_then(|line| formats::termlist::parse_term_line(n, line).ok())
                 .flatten()
                 // A list is known only once every line of this very text
                 // has been read without error ([`TermList::known`]).
@@ -157,6 +185,52 @@ impl TermList {
     /// Every rule, read now.
     pub fn rules(&self) -> Vec<TermRule> {
         (0..self.len()).map(|i| self.rule(i).clone()).collect()
+    }
+}
+
+/// Per rule of a term list, its line's number and where the line lies in
+/// the text: three `u32`s, found when the list is read whole
+/// ([`TermList::parse`]), or kept with a plan derived from it and read
+/// back where they lie ([`Lines::read`]), so a list known before is not
+/// searched for its lines again (5,000 rules: half a megabyte).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lines(U32s);
+
+impl Lines {
+    /// Lines held.
+    fn len(&self) -> usize {
+        self.0.len() / 3
+    }
+
+    /// Line `i`'s number and where it lies.
+    fn get(&self, i: usize) -> (usize, Range<usize>) {
+        let w = &self.0.words()[3 * i..3 * i + 3];
+        let at = |k: usize| le(&w[k]) as usize;
+        (at(0), at(1)..at(2))
+    }
+
+    /// Whether every line lies within a text of `len` bytes. (Folded
+    /// without an early exit, so that it runs on vectors.)
+    pub fn within(&self, len: usize) -> bool {
+        let (triples, _) = self.0.words().as_chunks::<3>();
+        triples.len() * 3 == self.0.len()
+            && triples.iter().fold(true, |ok, [_, start, end]| {
+                ok & (le(start) <= le(end)) & (le(end) as usize <= len)
+            })
+    }
+
+    /// The lines as [`Lines::read`] reads them back.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
+    /// The lines [`Lines::as_bytes`] gave, at `range` of `all`, where they
+    /// lie: `None` when they are not whole lines. (Whether they lie within
+    /// their list's text, [`TermList::known`] asks.)
+    pub fn read(all: &Arc<Vec<u8>>, range: Range<usize>) -> Option<Lines> {
+        U32s::read_at(all, range)
+            .filter(|u| u.len() % 3 == 0)
+            .map(Lines)
     }
 }
 
@@ -301,7 +375,13 @@ mod tests {
     }
 
     fn found(text: &str) -> Vec<(usize, usize, usize)> {
-        TermList::lines_of("t".into(), text.into(), [0; 32]).lines
+        let lines = TermList::lines_of("t".into(), text.into(), [0; 32]).lines;
+        (0..lines.len())
+            .map(|i| {
+                let (n, at) = lines.get(i);
+                (n, at.start, at.end)
+            })
+            .collect()
     }
 
     #[test]

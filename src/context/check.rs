@@ -611,7 +611,7 @@ pub fn term_list(
         file: file.to_path_buf(),
         source,
     };
-    let mut handle = std::fs::File::open(cwd.join(file)).map_err(failed)?;
+    let handle = std::fs::File::open(cwd.join(file)).map_err(failed)?;
     // The file as it is before its text is read: what `rules.seen`
     // records beside the text's hash, so a later check by the same file
     // does not hash it again.
@@ -619,8 +619,18 @@ pub fn term_list(
         .metadata()
         .ok()
         .map(|m| super::rules_cache::Identity::of(&m));
-    let mut text = String::new();
-    handle.read_to_string(&mut text).map_err(failed)?;
+    // Bytes: a list a kept plan knows is not decoded whole again.
+    let mut text = Vec::new();
+    handle
+        .take(TermList::MAX_BYTES + 1)
+        .read_to_end(&mut text)
+        .map_err(failed)?;
+    if text.len() as u64 > TermList::MAX_BYTES {
+        return Err(failed(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "a term list is read up to 4 GiB; split it into several lists",
+        )));
+    }
     let name = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -629,9 +639,20 @@ pub fn term_list(
         Some(p) => p.list_hash(identity, &text),
         None => TermList::hash_of(&text),
     };
-    if plans.is_some_and(|p| p.knows_list(&hash)) {
-        return Ok(Arc::new(TermList::known(name, text, hash)));
+    // The lines a kept plan recorded (the list read whole then) are taken
+    // when they lie within this text; else the list is read whole again.
+    if let Some(lines) = plans
+        .and_then(|p| p.known_lines(&hash))
+        .filter(|lines| lines.within(text.len()))
+    {
+        return Ok(Arc::new(TermList::known(name, text, hash, lines)));
     }
+    let text = String::from_utf8(text).map_err(|_| {
+        failed(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })?;
     let list = TermList::parse(name, text, hash).map_err(|e| CheckError::TermListSyntax {
         file: file.to_path_buf(),
         message: e.to_string(),

@@ -23,10 +23,11 @@
 //! read at all.
 //!
 //! An entry also names the term lists its rules came from, by the BLAKE3
-//! hash of their text ([`crate::check::table::TermList`]): a list named by an
-//! entry that checks out was read whole without error when the plan was
-//! derived, so a check by the same text reads its rules only as it needs
-//! them ([`RulesCache::knows_list`]).
+//! hash of their text ([`crate::check::table::TermList`]), each with the
+//! lines its rules were found on: a list named by an entry that checks out
+//! was read whole without error when the plan was derived, so a check by
+//! the same text takes its lines from there and reads its rules only as it
+//! needs them ([`RulesCache::known_lines`]).
 //!
 //! What checking costs is reading what it vouches for: at 5,000 rules a
 //! one-page check hashed 1.3 MB (the list's text, the plan's entry), a
@@ -44,21 +45,24 @@
 //! recorded stands for the bytes that were checked.
 //!
 //! Format: the magic line, then entries (key, 32 bytes; the lists' count,
-//! 4 bytes little-endian, and their hashes, 32 bytes each; the plan's
-//! length, 8 bytes little-endian; the plan, [`Plan::to_bytes`]; the tag,
-//! 32 bytes).
+//! 4 bytes little-endian, and per list its hash, 32 bytes, and its lines,
+//! [`Lines::as_bytes`] after their count of `u32`s, 4 bytes little-endian;
+//! the plan's length, 8 bytes little-endian; the plan, [`Plan::to_bytes`];
+//! the tag, 32 bytes). A plan and a list's lines taken from the file are
+//! read where they lie in the bytes read, not copied.
 
 use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::check::matcher::{Plan, PlanKey, Plans};
-use crate::check::table::TermList;
+use crate::check::table::{Lines, TermList};
 use crate::store::verdicts;
 
 pub(crate) const NAME: &str = "rules.cache";
-const MAGIC: &[u8] = b"kapi rules cache 3\n";
+const MAGIC: &[u8] = b"kapi rules cache 4\n";
 /// The largest file read (a plan for 100,000 rules is some 20 MiB).
 const MAX_BYTES: u64 = 128 * 1024 * 1024;
 /// Plans kept: one check builds one or two (the prose's and the raw
@@ -207,7 +211,8 @@ impl Seen {
 /// has been found to check out.
 struct Held {
     key: PlanKey,
-    lists: Vec<[u8; 32]>,
+    /// Each list's hash, and where its lines lie in the file.
+    lists: Vec<([u8; 32], Range<usize>)>,
     /// The plan's bytes in the file.
     plan: Range<usize>,
     /// The whole entry, tag included, in the file.
@@ -219,12 +224,13 @@ struct Held {
 pub struct RulesCache {
     dir: PathBuf,
     secret: [u8; 32],
-    /// The file's bytes, as read.
-    bytes: Vec<u8>,
+    /// The file's bytes, as read: a plan taken from it reads its arrays
+    /// where they lie ([`Plan::read`]).
+    bytes: Arc<Vec<u8>>,
     held: Vec<Held>,
     /// Plans built by this process, not yet written: each entry's bytes,
     /// tag included.
-    fresh: Vec<(PlanKey, Vec<u8>)>,
+    fresh: Vec<(PlanKey, Arc<Vec<u8>>)>,
     /// The file's identity when it was read (none once rewritten).
     identity: Option<Identity>,
     /// What `rules.seen` says (as read, or last written), what this
@@ -279,7 +285,7 @@ impl RulesCache {
         Self {
             dir,
             secret,
-            bytes,
+            bytes: Arc::new(bytes),
             held,
             fresh: Vec::new(),
             identity,
@@ -306,7 +312,7 @@ impl RulesCache {
     /// The hash of a term list's `text`, read from the file that was
     /// `identity` before the text was read: as recorded for that very
     /// file, else computed and remembered for the next check.
-    pub fn list_hash(&mut self, identity: Option<Identity>, text: &str) -> [u8; 32] {
+    pub fn list_hash(&mut self, identity: Option<Identity>, text: &[u8]) -> [u8; 32] {
         let Some(identity) = identity else {
             return TermList::hash_of(text);
         };
@@ -368,11 +374,21 @@ impl RulesCache {
         (seen != self.recorded).then_some(seen)
     }
 
-    /// Whether a plan that checks out was derived from rules that include
-    /// a term list whose text hashes to `hash`: then that text was read
-    /// whole without error.
-    pub fn knows_list(&mut self, hash: &[u8; 32]) -> bool {
-        (0..self.held.len()).any(|i| self.held[i].lists.contains(hash) && self.checks_out(i))
+    /// The lines of the term list whose text hashes to `hash`, when a plan
+    /// that checks out was derived from rules that include it: then that
+    /// text was read whole without error, and its rules found on these
+    /// lines.
+    pub fn known_lines(&mut self, hash: &[u8; 32]) -> Option<Lines> {
+        for i in 0..self.held.len() {
+            let Some((_, at)) = self.held[i].lists.iter().find(|(h, _)| h == hash) else {
+                continue;
+            };
+            let at = at.clone();
+            if self.checks_out(i) {
+                return Lines::read(&self.bytes, at);
+            }
+        }
+        None
     }
 
     /// Write the plans built since the file was read (or last written),
@@ -413,7 +429,7 @@ impl RulesCache {
         let mut entries = std::mem::take(&mut self.fresh);
         for h in &self.held {
             if h.checked != Some(false) && !entries.iter().any(|(k, _)| *k == h.key) {
-                entries.push((h.key, self.bytes[h.whole.clone()].to_vec()));
+                entries.push((h.key, Arc::new(self.bytes[h.whole.clone()].to_vec())));
             }
         }
         entries.truncate(MAX_ENTRIES);
@@ -422,7 +438,7 @@ impl RulesCache {
             out.extend_from_slice(entry);
         }
         self.held = parse(&out).unwrap_or_default();
-        self.bytes = out.clone();
+        self.bytes = Arc::new(out.clone());
         self.identity = None;
         Some(out)
     }
@@ -436,32 +452,36 @@ impl Plans for RulesCache {
     fn find(&mut self, key: &PlanKey) -> Option<Plan> {
         if let Some((_, entry)) = self.fresh.iter().find(|(k, _)| k == key) {
             let held = parse_entry(entry, 0)?;
-            return Plan::from_bytes(&entry[held.plan]);
+            return Plan::read(entry, held.plan);
         }
         let i = self.held.iter().position(|h| h.key == *key)?;
         if !self.checks_out(i) {
             return None;
         }
-        Plan::from_bytes(&self.bytes[self.held[i].plan.clone()])
+        Plan::read(&self.bytes, self.held[i].plan.clone())
     }
 
-    fn keep(&mut self, key: PlanKey, lists: &[[u8; 32]], plan: &Plan) {
+    fn keep(&mut self, key: PlanKey, lists: &[Arc<TermList>], plan: &Plan) {
         if lists.len() > MAX_LISTS {
             return;
         }
         let plan = plan.to_bytes();
-        let mut entry = Vec::with_capacity(plan.len() + 80 + 32 * lists.len());
+        let lines: usize = lists.iter().map(|l| l.lines().as_bytes().len()).sum();
+        let mut entry = Vec::with_capacity(plan.len() + 80 + 36 * lists.len() + lines);
         entry.extend_from_slice(&key);
         entry.extend_from_slice(&(lists.len() as u32).to_le_bytes());
         for l in lists {
-            entry.extend_from_slice(l);
+            let lines = l.lines().as_bytes();
+            entry.extend_from_slice(l.hash());
+            entry.extend_from_slice(&((lines.len() / 4) as u32).to_le_bytes());
+            entry.extend_from_slice(lines);
         }
         entry.extend_from_slice(&(plan.len() as u64).to_le_bytes());
         entry.extend_from_slice(&plan);
         let t = tag(&self.secret, &entry);
         entry.extend_from_slice(&t);
         self.fresh.retain(|(k, _)| *k != key);
-        self.fresh.insert(0, (key, entry));
+        self.fresh.insert(0, (key, Arc::new(entry)));
     }
 }
 
@@ -518,8 +538,11 @@ fn parse_entry(bytes: &[u8], offset: usize) -> Option<Held> {
     let mut lists = Vec::with_capacity(n);
     for _ in 0..n {
         let (l, rest) = after.split_first_chunk::<32>()?;
-        lists.push(*l);
-        after = rest;
+        let (count, rest) = rest.split_first_chunk::<4>()?;
+        let len = (u32::from_le_bytes(*count) as usize).checked_mul(4)?;
+        let start = offset + bytes.len() - rest.len();
+        after = rest.get(len..)?;
+        lists.push((*l, start..start + len));
     }
     let (len, after) = after.split_first_chunk::<8>()?;
     let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
@@ -555,30 +578,38 @@ mod tests {
     fn an_entry_is_used_only_when_it_checks_out() {
         let secret = [3u8; 32];
         let plan = Plan::of_rules(&[TermRule::listed("t", 1, "GitHub", &["Github", "git hub"])]);
-        let (key, list, other) = ([9u8; 32], [5u8; 32], [6u8; 32]);
+        let key = [9u8; 32];
+        let text = "# id\tstatus\n\n1\testablished\tGitHub\tGithub|git hub\n";
+        let terms = TermList::parse("terms.tsv".into(), text.into(), TermList::hash_of(text.as_bytes())).unwrap();
+        let (list, other) = (*terms.hash(), [6u8; 32]);
         let mut first = cache(secret, MAGIC);
-        first.keep(key, &[list], &plan);
+        first.keep(key, &[Arc::new(terms)], &plan);
         // A plan kept is found before it is written, and after.
         assert_eq!(first.find(&key), Some(plan.clone()));
         let file = first.written().unwrap();
         assert_eq!(first.find(&key), Some(plan.clone()));
         let mut read = cache(secret, &file);
         assert_eq!(read.find(&key), Some(plan.clone()));
-        assert!(read.knows_list(&list) && !read.knows_list(&other));
+        // The list's lines come back with it, and only for its hash.
+        let lines = read.known_lines(&list).unwrap();
+        let known = TermList::known("terms.tsv".into(), text.as_bytes().to_vec(), list, lines);
+        assert_eq!(known.rule(0).preferred_form(), "GitHub");
+        assert_eq!(known.rule(0).id.to_string(), "terms.tsv:3");
+        assert!(read.known_lines(&other).is_none());
         assert!(read.find(&[8u8; 32]).is_none());
         // Another repository's secret: nothing.
         let mut elsewhere = cache([4u8; 32], &file);
-        assert!(elsewhere.find(&key).is_none() && !elsewhere.knows_list(&list));
+        assert!(elsewhere.find(&key).is_none() && elsewhere.known_lines(&list).is_none());
         // One byte changed anywhere, cut short, grown: nothing.
         for i in 0..file.len() {
             let mut forged = file.clone();
             forged[i] ^= 1;
             let mut c = cache(secret, &forged);
-            assert!(c.find(&key).is_none() && !c.knows_list(&list), "byte {i}");
+            assert!(c.find(&key).is_none() && c.known_lines(&list).is_none(), "byte {i}");
         }
         for n in 0..file.len() {
             let mut c = cache(secret, &file[..n]);
-            assert!(c.find(&key).is_none() && !c.knows_list(&list), "cut at {n}");
+            assert!(c.find(&key).is_none() && c.known_lines(&list).is_none(), "cut at {n}");
         }
         let mut grown = file.clone();
         grown.push(0);

@@ -81,7 +81,7 @@ fn a_forged_cache_is_not_obeyed() {
     // A plan that looks for no form at all (no keys, no forms, no
     // selector), put in place of the real one under its key with the old
     // tag: it would silence every finding.
-    let magic = b"kapi rules cache 3\n".len();
+    let magic = b"kapi rules cache 4\n".len();
     let key = &good[magic..magic + 32];
     let silent: &[u8] = &[
         0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, // keys: no text, one offset
@@ -96,8 +96,11 @@ fn a_forged_cache_is_not_obeyed() {
     forged.extend_from_slice(silent);
     forged.extend_from_slice(&good[good.len() - 32..]);
     not_obeyed(&env, &forged, &fresh, &good);
-    // The same, naming the term list (so it would not be read whole).
-    let list = &good[magic + 36..magic + 68];
+    // The same, naming the term list and its lines (so it would not be
+    // read whole): the list's hash, its lines' count of `u32`s, the lines.
+    let count = u32::from_le_bytes(good[magic + 68..magic + 72].try_into().unwrap()) as usize;
+    let list_end = magic + 72 + 4 * count;
+    let list = &good[magic + 36..list_end];
     let mut forged = good[..magic].to_vec();
     forged.extend_from_slice(key);
     forged.extend_from_slice(&1u32.to_le_bytes());
@@ -106,12 +109,14 @@ fn a_forged_cache_is_not_obeyed() {
     forged.extend_from_slice(silent);
     forged.extend_from_slice(&good[good.len() - 32..]);
     not_obeyed(&env, &forged, &fresh, &good);
-    // One byte changed anywhere in the plan.
-    let mut flipped = good.clone();
-    flipped[magic + 32 + 4 + 32 + 8 + 3] ^= 0x01;
-    not_obeyed(&env, &flipped, &fresh, &good);
+    // One byte changed in the plan, or in the list's lines.
+    for at in [list_end + 8 + 3, list_end - 2] {
+        let mut flipped = good.clone();
+        flipped[at] ^= 0x01;
+        not_obeyed(&env, &flipped, &fresh, &good);
+    }
     // Junk, and a link in its place (never followed).
-    not_obeyed(&env, b"kapi rules cache 3\nnonsense", &fresh, &good);
+    not_obeyed(&env, b"kapi rules cache 4\nnonsense", &fresh, &good);
     std::fs::remove_file(cache(&env)).unwrap();
     #[cfg(unix)]
     {
