@@ -30,7 +30,7 @@ use crate::check::format::json::Document;
 use crate::context::changeset::{ChangeSet, apply_change_set};
 use crate::context::check::{CheckRequest, check};
 use crate::context::fix::{FixMode, fix};
-use crate::context::log::{Arrivals, Filter, query};
+use crate::context::log::{Arrivals, Filter, listing, query};
 use crate::context::outcomes::outcomes;
 use crate::context::search::search;
 use crate::context::{
@@ -505,16 +505,26 @@ impl Server {
             );
             return answer(text, arrivals.document(&entries));
         }
-        let ledger = match session.ledger() {
+        // As `kapi context log` reads it: by status the reader's view, by
+        // a kind decisions hold the view with the decisions, else the
+        // whole ledger.
+        let (listed, unreadable) = match listing(&session, &filter, None) {
             Ok(l) => l,
             Err(e) => return failed(e),
         };
-        let entries: Vec<Value> = query(&ledger, &filter)
+        let entries: Vec<Value> = query(&listed, &filter)
             .into_iter()
             .map(|e| e.to_json())
             .collect();
-        let text = format!("{} operation(s)", entries.len());
-        answer(text, json!({"operations": entries}))
+        let mut text = format!("{} operation(s)", entries.len());
+        let mut doc = json!({"operations": entries});
+        if unreadable > 0 {
+            text.push_str(&format!(
+                "; {unreadable} stored operation(s) could not be read and were skipped (`kapi store doctor` names them)"
+            ));
+            doc["unreadable"] = json!(unreadable);
+        }
+        answer(text, doc)
     }
 
     /// What applies at a file or folder of the work tree: the rules and

@@ -328,7 +328,10 @@ impl Entries {
     pub(super) fn fit(&self, rules: usize) -> bool {
         let at = self.at.words();
         let next = at.get(1..).unwrap_or_default();
-        let rising = at.iter().zip(next).fold(true, |ok, (a, b)| ok & (le(a) < le(b)));
+        let rising = at
+            .iter()
+            .zip(next)
+            .fold(true, |ok, (a, b)| ok & (le(a) < le(b)));
         rising && self.rules.below(rules)
     }
 
@@ -475,9 +478,7 @@ impl<'a> Reader<'a> {
     }
 
     pub(super) fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(
-            self.all[self.take(4)?].try_into().ok()?,
-        ))
+        Some(u32::from_le_bytes(self.all[self.take(4)?].try_into().ok()?))
     }
 
     /// A count of items of `size` bytes each, refused when the bytes left

@@ -580,7 +580,12 @@ mod tests {
         let plan = Plan::of_rules(&[TermRule::listed("t", 1, "GitHub", &["Github", "git hub"])]);
         let key = [9u8; 32];
         let text = "# id\tstatus\n\n1\testablished\tGitHub\tGithub|git hub\n";
-        let terms = TermList::parse("terms.tsv".into(), text.into(), TermList::hash_of(text.as_bytes())).unwrap();
+        let terms = TermList::parse(
+            "terms.tsv".into(),
+            text.into(),
+            TermList::hash_of(text.as_bytes()),
+        )
+        .unwrap();
         let (list, other) = (*terms.hash(), [6u8; 32]);
         let mut first = cache(secret, MAGIC);
         first.keep(key, &[Arc::new(terms)], &plan);
@@ -605,11 +610,17 @@ mod tests {
             let mut forged = file.clone();
             forged[i] ^= 1;
             let mut c = cache(secret, &forged);
-            assert!(c.find(&key).is_none() && c.known_lines(&list).is_none(), "byte {i}");
+            assert!(
+                c.find(&key).is_none() && c.known_lines(&list).is_none(),
+                "byte {i}"
+            );
         }
         for n in 0..file.len() {
             let mut c = cache(secret, &file[..n]);
-            assert!(c.find(&key).is_none() && c.known_lines(&list).is_none(), "cut at {n}");
+            assert!(
+                c.find(&key).is_none() && c.known_lines(&list).is_none(),
+                "cut at {n}"
+            );
         }
         let mut grown = file.clone();
         grown.push(0);

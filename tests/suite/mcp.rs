@@ -782,3 +782,56 @@ fn context_here_lists_a_bounded_number_of_each_and_counts_the_rest() {
         );
     }
 }
+
+#[test]
+fn context_log_lists_what_the_command_line_lists_for_every_filter() {
+    // The server reads a listing as the command line does (by status the
+    // reader's view, by a kind decisions hold the view with the
+    // decisions): the same operations, byte for byte as JSON.
+    let repo = TestEnv::new();
+    repo.write("docs/guide.md", "Quick cast streams video. A Wid get.\n");
+    repo.kept_rule("Quickcast", "Quick cast");
+    repo.suggested_rule("Widget", "Wid get");
+    let dropped = repo.suggested_rule("Gizmo", "Giz mo");
+    repo.kapi(&["context", "review", "--drop", &dropped]).ok();
+    repo.agent_term("s1", "Gadget", "Gad get", &["--quote", "a Gad get"])
+        .ok();
+    repo.kapi(&["check", "docs"]).code(1);
+    let mut server = initialized(&repo, "test-agent");
+    for (n, (args, flags)) in [
+        (json!({}), vec![]),
+        (
+            json!({"status": "suggested"}),
+            vec!["--status", "suggested"],
+        ),
+        (
+            json!({"status": "established"}),
+            vec!["--status", "established"],
+        ),
+        (json!({"status": "dropped"}), vec!["--status", "dropped"]),
+        (json!({"kind": "observe"}), vec!["--kind", "observe"]),
+        (json!({"kind": "keep"}), vec!["--kind", "keep"]),
+        (json!({"kind": "drop"}), vec!["--kind", "drop"]),
+        (
+            json!({"status": "suggested", "kind": "observe"}),
+            vec!["--status", "suggested", "--kind", "observe"],
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut cli = vec!["context", "log", "--json"];
+        cli.extend(flags);
+        let expected = repo.kapi(&cli).ok().json_lines();
+        let answer = server.call(10 + n as u64, "context_log", args.clone());
+        let listed = answer["result"]["structuredContent"]["operations"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{args}: {answer}"))
+            .clone();
+        assert_eq!(listed, expected, "{args}");
+        assert!(
+            !listed.is_empty() || args == json!({"kind": "keep"}),
+            "{args}"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
-use crate::context::log::{Arrivals, Filter, LogEntry, query};
+use crate::context::log::{Arrivals, Filter, LogEntry, listing, query};
 use crate::ops::record::{Actor, Kind, Record};
 use crate::ops::{State, Status};
 use crate::wording::{count, noun};
@@ -80,15 +80,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             args.json,
         );
     }
-    // Only a subject has a status, and the reader's view holds every
-    // subject with its state (and what the fold set aside): a listing by
-    // status reads it, not the whole ledger; a listing of a kind other
-    // than usage signals and check runs (most of a long log) reads the
-    // view with every decision beside it.
-    let mut view = None;
-    let partial = args.as_of.is_none()
-        && (filter.status.is_some() || filter.kind.is_some_and(crate::ops::Ledger::decisions_hold));
-    let (histories, ledger, unreadable) = if args.history {
+    // A listing by status, or of a kind decisions hold, reads part of the
+    // log (`listing`); the histories are read the same way.
+    let (histories, listed, unreadable) = if args.history {
         // The histories kept beside the checkpoint, with the fold shaped
         // as the listing without them would read it.
         use crate::context::checkpointed::Want;
@@ -101,22 +95,14 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         };
         let (h, unreadable) = session.histories_for(want)?;
         (Some(h), None, unreadable)
-    } else if partial && filter.status.is_some() {
-        let (shared, unreadable) = session.rules_view(None)?;
-        view = Some(shared);
-        (None, None, unreadable)
-    } else if partial {
-        let (decisions, unreadable) = session.decisions_ledger()?;
-        (None, Some(decisions), unreadable)
     } else {
-        let (ledger, unreadable) = session.ledger_as_of(args.as_of)?;
-        (None, Some(ledger), unreadable)
+        let (listed, unreadable) = listing(&session, &filter, args.as_of)?;
+        (None, Some(listed), unreadable)
     };
-    let folded: &crate::ops::Ledger = match (&histories, &ledger, &view) {
-        (Some(h), _, _) => &h.ledger,
-        (None, Some(l), _) => l,
-        (None, None, Some(v)) => v,
-        (None, None, None) => unreachable!("one of the three is read"),
+    let folded: &crate::ops::Ledger = match (&histories, &listed) {
+        (Some(h), _) => &h.ledger,
+        (None, Some(l)) => l,
+        (None, None) => unreachable!("one of the two is read"),
     };
     let mut out = Out::new();
     let entries = query(folded, &filter);
@@ -161,8 +147,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
         }
     }
     session.release(histories);
-    session.release(ledger);
-    session.release(view);
+    session.release(listed);
     warn_unreadable(unreadable);
     Ok(Exit::Ok)
 }
