@@ -615,10 +615,15 @@ mod checkpoint {
             }
             let expected = fresh(&session);
             // Twice: once folding or applying, once from the checkpoint as
-            // written; the reader's view first on every other step (it
-            // answers alone when only check runs came since).
+            // written; the view with every decision and the reader's view
+            // first on every other step (they answer alone when only check
+            // runs came since; a long-running process reads them through
+            // the checkpoint while it holds no whole ledger at these tips).
             for _ in 0..2 {
                 if k % 2 == 1 {
+                    let (decisions, _) = session.decisions_ledger().unwrap();
+                    prop_assert_eq!(answer(&decisions), answer(&expected.decisions()));
+                    prop_assert_eq!(kind_answers(&decisions), kind_answers(&expected));
                     prop_assert_eq!(
                         answer(&session.rules_ledger().unwrap()),
                         answer(&expected.view())
