@@ -123,7 +123,8 @@ impl U32s {
     /// The `u32`s at `range` of `all`, where they lie: `None` when the
     /// range is not within `all` or not of whole `u32`s.
     pub(super) fn read_at(all: &Arc<Vec<u8>>, range: Range<usize>) -> Option<U32s> {
-        let whole = range.start <= range.end && range.end <= all.len() && range.len() % 4 == 0;
+        let whole =
+            range.start <= range.end && range.end <= all.len() && range.len().is_multiple_of(4);
         whole.then(|| U32s(Buf::Read(Arc::clone(all), range)))
     }
 
@@ -238,7 +239,7 @@ impl Keys {
 
     #[cfg(test)]
     pub(super) fn pop(&mut self) {
-        if self.len() > 0 {
+        if !self.is_empty() {
             let words = self.at.0.built();
             words.truncate(words.len() - 4);
             let end = self.at.get(self.len()) as usize;

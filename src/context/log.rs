@@ -133,7 +133,7 @@ pub enum Listing {
     /// The reader's view: every subject with its state.
     View(std::rc::Rc<super::checkpointed::SharedView>),
     /// The view with every decision beside it, or the whole ledger.
-    Ledger(Ledger),
+    Ledger(Box<Ledger>),
 }
 
 impl std::ops::Deref for Listing {
@@ -168,10 +168,10 @@ pub fn listing(
         (Listing::View(view), unreadable)
     } else if partial {
         let (decisions, unreadable) = session.decisions_ledger()?;
-        (Listing::Ledger(decisions), unreadable)
+        (Listing::Ledger(Box::new(decisions)), unreadable)
     } else {
         let (ledger, unreadable) = session.ledger_as_of(as_of)?;
-        (Listing::Ledger(ledger), unreadable)
+        (Listing::Ledger(Box::new(ledger)), unreadable)
     })
 }
 
