@@ -1832,12 +1832,23 @@ mod tests {
             huge.extend_from_slice(&bytes[4..]);
             assert_eq!(Plan::from_bytes(&huge), None);
             // Any one bit changed is refused or reads back as other valid
-            // tables, never panics.
+            // tables, never panics: nor does a matcher built from one that
+            // fits its rules, checking a text that writes every form.
+            let key = Plan::key(&rules.to_vec().into(), true);
+            let text = "Github, git hub and GitHub; uber, ÜBER, Über and über.";
             for i in 0..bytes.len() {
                 let mut flipped = bytes.clone();
                 flipped[i] ^= 0x10;
-                if let Some(p) = Plan::from_bytes(&flipped) {
-                    let _ = p.fits(2, select_from);
+                if let Some(p) = Plan::from_bytes(&flipped)
+                    && p.fits(2, select_from)
+                {
+                    let mut kept = Memory(vec![(key, flipped)], 0);
+                    let m =
+                        Matcher::build(rules.to_vec().into(), true, true, &mut kept, select_from)
+                            .unwrap();
+                    assert_eq!(kept.1, 1, "the flipped plan is the one taken");
+                    let _ = m.check("a.md", text, TextKind::Text);
+                    let _ = crate::check::usage::count(&m, text, TextKind::Text);
                 }
             }
         }
