@@ -104,15 +104,29 @@ impl U32s {
         self.0.built().extend_from_slice(&n.to_le_bytes());
     }
 
-    /// Whether the numbers never fall. (Folded without an early exit, as
-    /// [`U32s::below`], so that it runs on vectors: a plan's arrays are
-    /// checked every time one is read.)
-    pub(super) fn rising(&self) -> bool {
+    /// Each number with the next.
+    fn pairs(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         let w = self.words();
-        let next = w.get(1..).unwrap_or_default();
         w.iter()
-            .zip(next)
-            .fold(true, |ok, (a, b)| ok & (le(a) <= le(b)))
+            .zip(w.get(1..).unwrap_or_default())
+            .map(|(a, b)| (le(a), le(b)))
+    }
+
+    /// Whether the numbers never fall (`strictly`: always rise). Folded
+    /// without an early exit, as [`U32s::below`], so that it runs on
+    /// vectors: a plan's arrays are checked every time one is read.
+    pub(super) fn rising(&self, strictly: bool) -> bool {
+        self.pairs()
+            .fold(true, |ok, (a, b)| ok & (a < b || (!strictly && a == b)))
+    }
+
+    /// Whether these are the offsets of items in something `of` long:
+    /// the first 0, the last `of`, never falling.
+    pub(super) fn offsets(&self, of: usize) -> bool {
+        self.len() > 0
+            && self.get(0) == 0
+            && self.get(self.len() - 1) as usize == of
+            && self.rising(false)
     }
 
     /// Whether every number is below `bound`.
@@ -150,36 +164,6 @@ impl From<Vec<u32>> for U32s {
 impl fmt::Debug for U32s {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-/// An array of `u64`s, little-endian, as it is written.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub(super) struct U64s(Buf);
-
-impl U64s {
-    pub(super) fn len(&self) -> usize {
-        self.0.len() / 8
-    }
-
-    /// The numbers, each as eight bytes.
-    #[inline]
-    pub(super) fn words(&self) -> &[[u8; 8]] {
-        self.0.as_chunks::<8>().0
-    }
-}
-
-impl From<Vec<u64>> for U64s {
-    fn from(numbers: Vec<u64>) -> Self {
-        U64s(Buf::Built(
-            numbers.iter().flat_map(|n| n.to_le_bytes()).collect(),
-        ))
-    }
-}
-
-impl fmt::Debug for U64s {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} u64s", self.len())
     }
 }
 
@@ -257,11 +241,7 @@ impl Keys {
             text: r.bytes()?,
             at: r.u32s()?,
         };
-        let ok = keys.at.len() > 0
-            && keys.at.get(0) == 0
-            && keys.at.get(keys.at.len() - 1) as usize == keys.text.len()
-            && keys.at.rising();
-        ok.then_some(keys)
+        keys.at.offsets(keys.text.len()).then_some(keys)
     }
 }
 
@@ -392,21 +372,14 @@ impl Entries {
         };
         let n = e.rules.len();
         let ok = e.flags.len() == n
-            && e.at.len() > 0
-            && e.at.get(0) == 0
-            && e.at.get(e.at.len() - 1) as usize == n
-            && e.at.rising()
+            && e.at.offsets(n)
             && e.form_at.len() == n + 1
-            && e.form_at.get(0) == 0
-            && e.form_at.get(n) as usize == e.forms.len()
-            && e.form_at.rising()
+            && e.form_at.offsets(e.forms.len())
             && e.form_at
-                .words()
-                .iter()
-                .zip(&e.form_at.words()[1..])
+                .pairs()
                 .zip(e.flags.iter())
                 .fold(true, |ok, ((a, b), &f)| {
-                    ok & (f <= 3) & ((le(a) == le(b)) | (f & 1 != 0))
+                    ok & (f <= 3) & ((a == b) | (f & 1 != 0))
                 });
         ok.then_some(e)
     }
@@ -439,10 +412,6 @@ impl Writer {
 
     pub(super) fn u32s(&mut self, v: &U32s) {
         self.counted(&v.0, 4);
-    }
-
-    pub(super) fn u64s(&mut self, v: &U64s) {
-        self.counted(&v.0, 8);
     }
 }
 
@@ -497,11 +466,6 @@ impl<'a> Reader<'a> {
     pub(super) fn u32s(&mut self) -> Option<U32s> {
         let n = self.count(4)?;
         Some(U32s(self.shared(n * 4)?))
-    }
-
-    pub(super) fn u64s(&mut self) -> Option<U64s> {
-        let n = self.count(8)?;
-        Some(U64s(self.shared(n * 8)?))
     }
 
     pub(super) fn is_empty(&self) -> bool {

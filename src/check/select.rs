@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::matcher::{Automaton, MatcherError, is_word};
-use super::packed::{Keys, Reader, U32s, U64s, Writer, le};
+use super::packed::{Keys, Reader, U32s, Writer, le};
 
 /// Build the selector rather than one automaton from this many folded
 /// forms: below it the whole automaton costs less than a few milliseconds.
@@ -54,7 +54,7 @@ pub(super) struct Tables {
     slots: U32s,
     /// The [`slot_of`]s of those words: a text's word in none of them is not
     /// looked up (most are not).
-    filter: U64s,
+    filter: U32s,
     /// Per word `w`, the forms indexed under it: `by_word[by_word_at[w]..
     /// by_word_at[w + 1]]` (two arrays, not an allocation per word).
     by_word: U32s,
@@ -111,12 +111,12 @@ impl Tables {
             }
             needs_at.push(needs.len() as u32);
         }
-        let mut filter = vec![0u64; FILTER_BITS / 64];
+        let mut filter = vec![0u32; FILTER_BITS / 32];
         let mut slots = vec![0u32; (words.len() * 2).next_power_of_two().max(2)];
         let mask = slots.len() - 1;
         for (w, word) in words.iter().enumerate() {
             let s = slot_of(word);
-            filter[s / 64] |= 1 << (s % 64);
+            filter[s / 32] |= 1 << (s % 32);
             let mut i = word_hash(word) as usize & mask;
             while slots[i] != 0 {
                 i = (i + 1) & mask;
@@ -185,7 +185,7 @@ impl Tables {
     pub(super) fn write(&self, w: &mut Writer) {
         self.words.write(w);
         w.u32s(&self.slots);
-        w.u64s(&self.filter);
+        w.u32s(&self.filter);
         w.u32s(&self.by_word);
         w.u32s(&self.by_word_at);
         w.u32s(&self.needs);
@@ -200,7 +200,7 @@ impl Tables {
         let t = Tables {
             words: Keys::read(r)?,
             slots: r.u32s()?,
-            filter: r.u64s()?,
+            filter: r.u32s()?,
             by_word: r.u32s()?,
             by_word_at: r.u32s()?,
             needs: r.u32s()?,
@@ -208,14 +208,12 @@ impl Tables {
             always: r.u32s()?,
         };
         let words = t.words.len();
-        let offsets = |at: &U32s, len: usize, of: usize| {
-            at.len() == len + 1 && at.get(0) == 0 && at.get(len) as usize == of && at.rising()
-        };
+        let offsets = |at: &U32s, len: usize, of: usize| at.len() == len + 1 && at.offsets(of);
         let ok = t.slots.len().is_power_of_two()
             && t.slots.len() > words
             && t.slots.below(words + 1)
             && t.slots.iter().any(|s| s == 0)
-            && t.filter.len() == FILTER_BITS / 64
+            && t.filter.len() == FILTER_BITS / 32
             && offsets(&t.by_word_at, words, t.by_word.len())
             && t.by_word.below(keys)
             && offsets(&t.needs_at, keys, t.needs.len())
@@ -463,7 +461,7 @@ const BYTE_WORD: [bool; 256] = {
 /// Call `f` with each word (maximal run of word characters) of `s`: the
 /// scan of [`for_words_from`] with every slot let through.
 fn for_words<'a>(s: &'a str, f: impl FnMut(&'a str)) {
-    static EVERY_SLOT: [[u8; 8]; FILTER_BITS / 64] = [[u8::MAX; 8]; FILTER_BITS / 64];
+    static EVERY_SLOT: [[u8; 4]; FILTER_BITS / 32] = [[u8::MAX; 4]; FILTER_BITS / 32];
     for_words_from(s, &EVERY_SLOT, f);
 }
 
@@ -516,7 +514,7 @@ fn classify_64(block: &[u8; 64]) -> (u64, u8) {
 /// without a call. In a block of ASCII, the words' starts and ends come
 /// from the mask of its word bytes; a block holding a byte from 0x80 on
 /// is read a character at a time.
-fn for_words_from<'a>(s: &'a str, filter: &[[u8; 8]], mut f: impl FnMut(&'a str)) {
+fn for_words_from<'a>(s: &'a str, filter: &[[u8; 4]], mut f: impl FnMut(&'a str)) {
     let bytes = s.as_bytes();
     let n = bytes.len();
     // The filter's test inlined where a word ends (most words fail it),
@@ -591,9 +589,9 @@ fn for_words_from<'a>(s: &'a str, filter: &[[u8; 8]], mut f: impl FnMut(&'a str)
 
 /// Whether a word's [`slot_of`] is set in `filter`.
 #[inline(always)]
-fn in_filter(word: &[u8], filter: &[[u8; 8]]) -> bool {
+fn in_filter(word: &[u8], filter: &[[u8; 4]]) -> bool {
     let at = slot_of(word);
-    u64::from_le_bytes(filter[at / 64]) & (1 << (at % 64)) != 0
+    le(&filter[at / 32]) & (1 << (at % 32)) != 0
 }
 
 /// A word's place in [`Tables::slots`]: FNV-1a over its bytes (the same
@@ -666,10 +664,10 @@ mod tests {
             s in "(?s)([a-cyzA-CYZ_0-9 .,\n@\\[`{/:^\x7f-]{0,300}|[a-c_0-9 .,\n\u{e9}\u{301}-]{0,300})",
             forms in proptest::collection::vec("[a-cyzA-CYZ\u{e9}_0-9]{1,3}", 0..6),
         ) {
-            let mut filter = vec![0u64; FILTER_BITS / 64];
+            let mut filter = vec![0u32; FILTER_BITS / 32];
             for f in &forms {
                 let at = slot_of(f.as_bytes());
-                filter[at / 64] |= 1 << (at % 64);
+                filter[at / 32] |= 1 << (at % 32);
             }
             let of_forms = |words: Vec<&str>| -> Vec<String> {
                 words
@@ -679,7 +677,7 @@ mod tests {
                     .collect()
             };
             let mut scanned = Vec::new();
-            let filter: Vec<[u8; 8]> = filter.iter().map(|f| f.to_le_bytes()).collect();
+            let filter: Vec<[u8; 4]> = filter.iter().map(|f| f.to_le_bytes()).collect();
             for_words_from(&s, &filter, |w| scanned.push(w));
             proptest::prop_assert_eq!(of_forms(scanned), of_forms(reference(&s)));
         }
