@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::json;
 
+use super::checkpointed::Want;
 use super::{ContextError, Session};
 use crate::ops::record::{Kind, Record};
 use crate::ops::{Ledger, State, Status};
@@ -147,31 +148,49 @@ impl std::ops::Deref for Listing {
     }
 }
 
-/// The fold a listing by `filter` reads (as the log stood at `as_of`,
-/// Unix ms, or now), with how many stored lines could not be read. Only a
-/// subject has a status, and the reader's view holds every subject with
-/// its state: a listing by status reads the view. A listing of a kind
-/// other than usage signals and check runs (most of a long log) reads the
-/// view with every decision beside it. Anything else (and any listing as
-/// of an instant) reads the whole ledger. [`query`] over any of them lists
-/// what it lists over the whole ledger; at 1,000,000 operations the first
-/// two are read in milliseconds, the ledger in a second.
+/// What a listing by `filter` needs of the fold. Only a subject has a
+/// status, and the reader's view holds every subject with its state: a
+/// listing by status needs the view. A listing of a kind other than usage
+/// signals and check runs (most of a long log) needs the view with every
+/// decision beside it. Anything else needs the whole ledger. [`query`]
+/// over any of them lists what it lists over the whole ledger.
+pub fn wants(filter: &Filter) -> Want {
+    if filter.status.is_some() {
+        Want::View
+    } else if filter.kind.is_some_and(Ledger::decisions_hold) {
+        Want::Decisions
+    } else {
+        Want::Full
+    }
+}
+
+/// The fold a listing by `filter` reads ([`wants`]; any listing as of an
+/// instant, `as_of` Unix ms, reads the whole ledger), with how many stored
+/// lines could not be read. At 1,000,000 operations the view and the
+/// decisions are read in milliseconds, the ledger in a second.
 pub fn listing(
     session: &Session,
     filter: &Filter,
     as_of: Option<u64>,
 ) -> Result<(Listing, usize), ContextError> {
-    let partial = as_of.is_none()
-        && (filter.status.is_some() || filter.kind.is_some_and(Ledger::decisions_hold));
-    Ok(if partial && filter.status.is_some() {
-        let (view, unreadable) = session.rules_view(None)?;
-        (Listing::View(view), unreadable)
-    } else if partial {
-        let (decisions, unreadable) = session.decisions_ledger()?;
-        (Listing::Ledger(Box::new(decisions)), unreadable)
+    let want = if as_of.is_some() {
+        Want::Full
     } else {
-        let (ledger, unreadable) = session.ledger_as_of(as_of)?;
-        (Listing::Ledger(Box::new(ledger)), unreadable)
+        wants(filter)
+    };
+    Ok(match want {
+        Want::View => {
+            let (view, unreadable) = session.rules_view(None)?;
+            (Listing::View(view), unreadable)
+        }
+        Want::Decisions => {
+            let (decisions, unreadable) = session.decisions_ledger()?;
+            (Listing::Ledger(Box::new(decisions)), unreadable)
+        }
+        Want::Full => {
+            let (ledger, unreadable) = session.ledger_as_of(as_of)?;
+            (Listing::Ledger(Box::new(ledger)), unreadable)
+        }
     })
 }
 

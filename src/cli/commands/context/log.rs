@@ -3,7 +3,7 @@
 use crate::cli::commands::{Ctx, contested_by};
 use crate::cli::exit::{CliError, Exit};
 use crate::cli::output::{Out, stderr_line};
-use crate::context::log::{Arrivals, Filter, LogEntry, listing, query};
+use crate::context::log::{Arrivals, Filter, LogEntry, listing, query, wants};
 use crate::ops::record::{Actor, Kind, Record};
 use crate::ops::{State, Status};
 use crate::wording::{count, noun};
@@ -85,15 +85,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
     let (histories, listed, unreadable) = if args.history {
         // The histories kept beside the checkpoint, with the fold shaped
         // as the listing without them would read it.
-        use crate::context::checkpointed::Want;
-        let want = if filter.status.is_some() {
-            Want::View
-        } else if filter.kind.is_some_and(crate::ops::Ledger::decisions_hold) {
-            Want::Decisions
-        } else {
-            Want::Full
-        };
-        let (h, unreadable) = session.histories_for(want)?;
+        let (h, unreadable) = session.histories_for(wants(&filter))?;
         (Some(h), None, unreadable)
     } else {
         let (listed, unreadable) = listing(&session, &filter, args.as_of)?;
