@@ -192,6 +192,19 @@ pub fn read_rest(file: &mut File, buf: &mut Vec<u8>) -> Result<(), FileError> {
     Ok(())
 }
 
+/// Read `file` whole when it holds at most `cap` bytes (`None` past it),
+/// into a buffer sized at once from `len`, the length its metadata gave
+/// (grown by doubling, a large file's bytes were copied and their pages
+/// touched twice over; a file that grew since is still read to the cap).
+pub fn read_sized(file: File, len: u64, cap: u64) -> io::Result<Option<Vec<u8>>> {
+    let hint = usize::try_from(len.min(cap)).map_or(0, |n| n.saturating_add(1));
+    let mut bytes = Vec::new();
+    // A length no allocation can hold is only a hint: reading grows it.
+    let _ = bytes.try_reserve_exact(hint);
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= cap).then_some(bytes))
+}
+
 /// Read a whole regular file under the cap.
 pub fn read_capped(path: &Path, links: Links) -> Result<Vec<u8>, FileError> {
     let mut file = open_regular(path, links)?;
@@ -218,6 +231,23 @@ mod tests {
             .arg(path)
             .status()
             .is_ok_and(|s| s.success())
+    }
+
+    #[test]
+    fn reads_whole_up_to_the_cap_whatever_length_was_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a");
+        std::fs::write(&path, b"0123456789").unwrap();
+        for len in [0, 3, 10, 11, u64::MAX] {
+            let read = |cap| read_sized(File::open(&path).unwrap(), len, cap).unwrap();
+            assert_eq!(read(10).as_deref(), Some(&b"0123456789"[..]), "len {len}");
+            assert_eq!(
+                read(u64::MAX).as_deref(),
+                Some(&b"0123456789"[..]),
+                "len {len}"
+            );
+            assert_eq!(read(9), None, "len {len}");
+        }
     }
 
     #[test]

@@ -469,17 +469,16 @@ impl Plan {
         w.out
     }
 
-    /// The plan [`Plan::to_bytes`] wrote, or `None` for bytes it cannot
-    /// have written (cut short, grown, not UTF-8, an offset, count or flag
-    /// out of range).
+    /// [`Plan::read`] of `bytes` alone.
     #[cfg(test)]
     pub fn from_bytes(bytes: &[u8]) -> Option<Plan> {
         Self::read(&std::sync::Arc::new(bytes.to_vec()), 0..bytes.len())
     }
 
-    /// The plan [`Plan::to_bytes`] wrote at `range` of `all`, as
-    /// [`Plan::from_bytes`] reads it: its arrays lie in `all`, not
-    /// copied.
+    /// The plan [`Plan::to_bytes`] wrote at `range` of `all`, its arrays
+    /// where they lie in `all` (not copied), or `None` for bytes it cannot
+    /// have written (cut short, grown, an offset, count or flag out of
+    /// range).
     pub fn read(all: &std::sync::Arc<Vec<u8>>, range: std::ops::Range<usize>) -> Option<Plan> {
         let mut r = Reader::new(all, range)?;
         let keys = Keys::read(&mut r)?;

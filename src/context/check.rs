@@ -606,7 +606,6 @@ pub fn term_list(
     file: &Path,
     mut plans: Option<&mut super::rules_cache::RulesCache>,
 ) -> Result<Arc<TermList>, CheckError> {
-    use std::io::Read;
     let failed = |source| CheckError::TermList {
         file: file.to_path_buf(),
         source,
@@ -615,22 +614,18 @@ pub fn term_list(
     // The file as it is before its text is read: what `rules.seen`
     // records beside the text's hash, so a later check by the same file
     // does not hash it again.
-    let identity = handle
-        .metadata()
-        .ok()
-        .map(|m| super::rules_cache::Identity::of(&m));
+    let meta = handle.metadata().ok();
+    let identity = meta.as_ref().map(super::rules_cache::Identity::of);
     // Bytes: a list a kept plan knows is not decoded whole again.
-    let mut text = Vec::new();
-    handle
-        .take(TermList::MAX_BYTES + 1)
-        .read_to_end(&mut text)
-        .map_err(failed)?;
-    if text.len() as u64 > TermList::MAX_BYTES {
-        return Err(failed(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "a term list is read up to 4 GiB; split it into several lists",
-        )));
-    }
+    let len = meta.as_ref().map_or(0, |m| m.len());
+    let text = crate::fsutil::read_sized(handle, len, TermList::MAX_BYTES)
+        .map_err(failed)?
+        .ok_or_else(|| {
+            failed(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "a term list is read up to 4 GiB; split it into several lists",
+            ))
+        })?;
     let name = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),

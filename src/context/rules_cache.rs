@@ -51,7 +51,6 @@
 //! the tag, 32 bytes). A plan and a list's lines taken from the file are
 //! read where they lie in the bytes read, not copied.
 
-use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -501,12 +500,9 @@ fn tag(secret: &[u8; 32], body: &[u8]) -> [u8; 32] {
 fn read(path: &Path) -> Option<(Vec<u8>, Option<Identity>)> {
     let file = crate::fsutil::open_regular(path, crate::fsutil::Links::Refuse).ok()?;
     let meta = file.metadata().ok();
-    // Sized at once: grown by doubling, a 5,000-rule plan was copied and
-    // its pages touched twice over.
-    let size = meta.as_ref().map_or(0, |m| m.len().min(MAX_BYTES + 1));
-    let mut bytes = Vec::with_capacity(size as usize + 1);
-    file.take(MAX_BYTES + 1).read_to_end(&mut bytes).ok()?;
-    (bytes.len() as u64 <= MAX_BYTES).then_some((bytes, meta.as_ref().map(Identity::of)))
+    let len = meta.as_ref().map_or(0, |m| m.len());
+    let bytes = crate::fsutil::read_sized(file, len, MAX_BYTES).ok()??;
+    Some((bytes, meta.as_ref().map(Identity::of)))
 }
 
 /// The entries of a file, when it is in shape (their tags unchecked).
