@@ -426,18 +426,19 @@ fn fingerprint(session: &Session) -> &str {
     })
 }
 
-/// Whether the logs gained nothing since `at` but check runs (each hook
-/// run records one on `refs/kapi/local`): the fold admits a valid one and
-/// changes nothing for it, so the reader's view at `at` is the view now,
-/// and a check after a hook does not read the whole ledger.
-fn only_check_runs_since(
+/// Whether the reader's view at `at` takes what the logs gained since
+/// ([`Ledger::take_added`]): check runs (each hook run records one on
+/// `refs/kapi/local`) and suggestions that stand alone (an agent's note),
+/// none dated ahead. Then it is the view now, and a check after a hook or
+/// a note does not read the whole ledger.
+fn taken_since(
     store: &crate::store::Store,
     view: &mut Ledger,
     at: Tips,
     now: u64,
 ) -> Result<bool, ContextError> {
     Ok(store.added_since(at)?.is_some_and(|added| {
-        added.iter().all(|r| !is_ahead(&r.id, now)) && view.take_check_runs(&added)
+        added.iter().all(|r| !is_ahead(&r.id, now)) && view.take_added(&added)
     }))
 }
 
@@ -470,7 +471,7 @@ fn from_checkpoint(
             .and_then(|b| Ledger::from_checkpoint(&b, session.axes(), session.settling()))
             .map(|l| l.trusting(session.trust()))
             .filter(Ledger::is_view)
-            && (&at == tips || only_check_runs_since(store, &mut view, at, now)?)
+            && (&at == tips || taken_since(store, &mut view, at, now)?)
         {
             if &at != tips {
                 save(&dir, print, part, *tips, unreadable, &held, &view);

@@ -147,6 +147,7 @@ pub struct FixedEnv {
     now_ms: AtomicU64,
     seed: AtomicU64,
     vars: BTreeMap<String, OsString>,
+    one_call: bool,
 }
 
 #[cfg(test)]
@@ -157,7 +158,15 @@ impl FixedEnv {
             now_ms: AtomicU64::new(now_ms),
             seed: AtomicU64::new(seed),
             vars: BTreeMap::new(),
+            one_call: false,
         }
+    }
+
+    /// As a command line run: every read goes through the checkpoint's
+    /// files, none through a fold kept between calls.
+    pub fn one_call(mut self) -> Self {
+        self.one_call = true;
+        self
     }
 
     /// With the variable `name` set to `value` (e.g. `KAPI_AGENT`).
@@ -184,6 +193,10 @@ impl Env for FixedEnv {
 
     fn var_os(&self, name: &str) -> Option<OsString> {
         self.vars.get(name).cloned()
+    }
+
+    fn ends_with_call(&self) -> bool {
+        self.one_call
     }
 }
 

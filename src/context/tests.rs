@@ -290,6 +290,9 @@ mod checkpoint {
     #[derive(Debug, Clone)]
     enum Gen {
         Term(u8, bool),
+        /// A person's correction from one form to the next in a phrase,
+        /// stating the rule it implies or not.
+        Correct(u8, bool),
         Note,
         Keep(usize),
         Drop(usize),
@@ -305,7 +308,8 @@ mod checkpoint {
 
     fn operation() -> impl Strategy<Value = Gen> {
         prop_oneof![
-            3 => (0u8..4, any::<bool>()).prop_map(|(a, p)| Gen::Term(a, p)),
+            3 => (0u8..6, any::<bool>()).prop_map(|(a, p)| Gen::Term(a, p)),
+            1 => (0u8..6, any::<bool>()).prop_map(|(a, r)| Gen::Correct(a, r)),
             1 => Just(Gen::Note),
             2 => (0usize..64).prop_map(Gen::Keep),
             1 => (0usize..64).prop_map(Gen::Drop),
@@ -343,6 +347,7 @@ mod checkpoint {
     fn record(g: &Gen, ms: u64, n: u64, log: &[Record]) -> Record {
         let id = OpId::mint(ms, u128::from(n) * 7919 + 13, None).unwrap();
         let (kind, who) = match g {
+            Gen::Correct(..) => (Kind::Correct, ActorKind::Person),
             Gen::Term(_, true) | Gen::Keep(_) | Gen::Drop(_) => (
                 if matches!(g, Gen::Keep(_)) {
                     Kind::Keep
@@ -374,6 +379,8 @@ mod checkpoint {
             "Flowkit",
             "Flow kit",
             "QuickCast",
+            "Nordkit",
+            "Nord kit",
         ];
         let pick = |t: usize| {
             let subjects: Vec<&Record> = log.iter().filter(|r| r.subject.is_some()).collect();
@@ -395,6 +402,24 @@ mod checkpoint {
                 if let Some(market) = ["nordics", "no", "se"].get((n % 4) as usize) {
                     r.scope.point.insert("market".into(), (*market).into());
                 }
+            }
+            Gen::Correct(a, rule) => {
+                let (to, from) = (forms[*a as usize], forms[*a as usize + 1]);
+                r.correction = Some(Box::new(crate::ops::record::Correction {
+                    from: format!("the {from} tool"),
+                    to: format!("the {to} tool"),
+                }));
+                if *rule {
+                    r.subject = Some(Subject::Term {
+                        preferred: to.into(),
+                        avoid: vec![from.into()],
+                    });
+                }
+                r.evidence = vec![crate::ops::record::Evidence {
+                    path: Some("docs/a.md".into()),
+                    ..Default::default()
+                }]
+                .into();
             }
             Gen::Note => {
                 r.subject = Some(Subject::Note {
@@ -531,10 +556,17 @@ mod checkpoint {
     }
 
     /// Read the log after each step, both ways, against a fresh fold.
-    fn reads_match_a_fresh_fold(steps: &[Step]) -> Result<(), TestCaseError> {
+    /// As a long-running process reads (`one_call` false: a fold kept
+    /// between calls, advanced as the logs move) or as a command line run
+    /// (every read through the checkpoint's files).
+    fn reads_match_a_fresh_fold(steps: &[Step], one_call: bool) -> Result<(), TestCaseError> {
         let repo = Repo::new();
         repo.write("kapi.toml", &config(true, false));
-        let open = || Session::open(Arc::new(FixedEnv::new(NOW, 5)), repo.path()).unwrap();
+        let env = || match one_call {
+            true => FixedEnv::new(NOW, 5).one_call(),
+            false => FixedEnv::new(NOW, 5),
+        };
+        let open = || Session::open(Arc::new(env()), repo.path()).unwrap();
         let mut session = open();
         let start = NOW - 3_600_000;
         let mut newest = start;
@@ -683,11 +715,11 @@ mod checkpoint {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
         #[test]
-        fn a_checkpointed_read_is_a_fresh_fold(steps in proptest::collection::vec(step(), 1..10)) {
-            reads_match_a_fresh_fold(&steps)?;
+        fn a_checkpointed_read_is_a_fresh_fold(steps in proptest::collection::vec(step(), 1..10), one_call in any::<bool>()) {
+            reads_match_a_fresh_fold(&steps, one_call)?;
         }
     }
 
@@ -742,7 +774,9 @@ mod checkpoint {
             Step::Checks(vec![2]),
             Step::Checks(vec![1]),
         ];
-        reads_match_a_fresh_fold(&steps).unwrap();
+        for one_call in [false, true] {
+            reads_match_a_fresh_fold(&steps, one_call).unwrap();
+        }
     }
 }
 

@@ -119,6 +119,11 @@ struct Folding {
     /// from holds (what a listing that matches nothing counts).
     #[serde(default)]
     whole: usize,
+    /// In a reader's view: the id of the newest record the whole ledger
+    /// held, or a check run taken in since (what a suggestion taken into
+    /// it must sort after: `Ledger::take_added`).
+    #[serde(default)]
+    newest: Option<CompactString>,
     /// Other copies of an id the log holds more than once (a signature
     /// disputed: [`set_aside_copies`]), until [`Ledger::with_trust`]
     /// prefers one whose signature verifies.
@@ -287,6 +292,7 @@ impl Ledger {
                 trust: None,
                 verdicts: HashMap::new(),
                 whole: 0,
+                newest: None,
                 copies,
             },
             records,

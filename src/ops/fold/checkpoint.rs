@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::settle::Settling;
 use super::{Folding, Ignored, Ledger, Record};
 use crate::ops::axes::Axes;
+use crate::ops::forms::case_key;
 use crate::ops::record::Kind;
 
 /// The layout of the checkpoint; raise it when the bytes change meaning.
@@ -354,6 +355,26 @@ fn encode_signal(
     Ok(())
 }
 
+/// Add the case keys of the forms `r` states to `forms`: a rule's, each
+/// entry of an imported list, a correction's wording.
+fn add_forms(r: &Record, forms: &mut std::collections::HashSet<String>) {
+    use crate::ops::op::{Op, Stated};
+    let mut add = |preferred: &str, avoid: &[String]| {
+        forms.insert(case_key(preferred));
+        forms.extend(avoid.iter().map(|a| case_key(a)));
+    };
+    match Op::of(r).map_or(Stated::Nothing, |op| op.stated()) {
+        Stated::Term { preferred, avoid } => add(preferred, avoid),
+        Stated::Terms(terms) => {
+            for t in terms {
+                add(t.preferred.as_deref().unwrap_or(""), &t.avoid);
+            }
+        }
+        Stated::Wording(c) => add(&c.to, std::slice::from_ref(&c.from)),
+        Stated::Nothing => {}
+    }
+}
+
 fn write_state(
     ignored: &[Ignored],
     fold: &Folding,
@@ -423,6 +444,7 @@ impl Ledger {
             trust: self.fold.trust.clone(),
             verdicts: Default::default(),
             whole: self.records.len(),
+            newest: self.records.last().map(|r| r.id.clone()),
             copies: Vec::new(),
             // Finished: `finish` does nothing more.
             undo: Some(Vec::new()),
@@ -463,26 +485,146 @@ impl Ledger {
             .collect()
     }
 
-    /// Take `added` into a reader's view when they are all check runs the
-    /// fold would admit and change nothing for: none named by an operation
-    /// before the log held it, none repeating a content address (its own
-    /// or another's). Their addresses join the view's; nothing else
-    /// changes. `false` (and the view unchanged) otherwise.
-    pub fn take_check_runs(&mut self, added: &[Record]) -> bool {
-        let mut addresses = std::collections::BTreeSet::new();
-        let fits = added.iter().all(|r| {
-            r.kind == Kind::Check
-                && super::super::id::is_id(&r.id)
-                && !self.fold.missing.contains(&super::super::id::key(&r.id))
-                && r.address
-                    .as_ref()
-                    .is_none_or(|a| !self.fold.addresses.contains(a) && addresses.insert(a.clone()))
-        });
-        if fits {
-            self.fold.addresses.extend(addresses);
-            self.fold.whole += added.len();
+    /// Take `added` (the operations the logs gained since the view's tips)
+    /// into a reader's view when the fold would change nothing the view
+    /// holds for them, so the view at the new tips is this one with them:
+    ///
+    /// - check runs it admits: none named by an operation before the log
+    ///   held it, none repeating a content address (its own or another's).
+    ///   Their addresses join the view's; nothing else changes.
+    /// - suggestions that stand alone ([`Ledger::alone`]) and sort after
+    ///   every operation the whole ledger held: each is taken with the
+    ///   state a fold of it alone gives, which is the state the fold of
+    ///   the whole log gives it, and changes no other.
+    ///
+    /// All or nothing: `false`, and the view unchanged, otherwise (the
+    /// reader then applies them to the base). An agent's note is the
+    /// common write between two reads: at a million operations, taking it
+    /// here spares the next hook a decode of the whole ledger.
+    pub fn take_added(&mut self, added: &[Record]) -> bool {
+        use crate::ops::id::{is_id, key};
+        if !self.view || (self.fold.whole > 0 && self.fold.newest.is_none()) {
+            return false;
         }
-        fits
+        let count = added.len();
+        let mut added: Vec<&Record> = added.iter().collect();
+        added.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut newest = self.fold.newest.clone();
+        let mut addresses = std::collections::BTreeSet::new();
+        let mut forms = None;
+        let mut taken = Vec::new();
+        for r in added {
+            if !is_id(&r.id) || self.fold.missing.contains(&key(&r.id)) {
+                return false;
+            }
+            match r.kind {
+                Kind::Check => {
+                    if let Some(a) = &r.address
+                        && (self.fold.addresses.contains(a) || !addresses.insert(a.clone()))
+                    {
+                        return false;
+                    }
+                }
+                Kind::Observe => {
+                    if newest.as_deref().is_some_and(|n| key(n) >= key(&r.id)) {
+                        return false;
+                    }
+                    let forms = forms.get_or_insert_with(|| self.stated_forms());
+                    let Some((state, reported)) = self.alone(r, forms) else {
+                        return false;
+                    };
+                    add_forms(r, forms);
+                    taken.push((r, state, reported));
+                }
+                _ => return false,
+            }
+            if newest.as_deref().is_none_or(|n| key(n) < key(&r.id)) {
+                newest = Some(r.id.clone());
+            }
+        }
+        self.fold.whole += count;
+        for (r, state, reported) in taken {
+            self.fold.keys.push(key(&r.id));
+            self.fold.states.push(Some(state));
+            self.fold.kept_at.push(None);
+            self.fold.reported.push(reported);
+            self.records.push(r.clone());
+        }
+        self.fold.applied = self.records.len();
+        self.fold.addresses.extend(addresses);
+        self.fold.newest = newest;
+        true
+    }
+
+    /// The case keys of every form a subject in the view states: the
+    /// forms a new rule is compared on.
+    fn stated_forms(&self) -> std::collections::HashSet<String> {
+        let mut forms = std::collections::HashSet::new();
+        for r in &self.records {
+            add_forms(r, &mut forms);
+        }
+        forms
+    }
+
+    /// Whether the suggestion `r` stands alone in this view, and if so its
+    /// state and reported status as a fold of it alone gives them. It
+    /// stands alone when nothing the end-of-log passes compare can take it
+    /// in: it names no operation, carries no content address and wants no
+    /// signature; it states a note or a pair (which they never compare),
+    /// or a term rule none of whose forms (`forms`, by case) any subject
+    /// of the view states, and that no correction the log holds writes
+    /// toward or away from. Then it joins no group, meets no rival, and no
+    /// evidence names it (an operation naming it before it existed is in
+    /// `missing`, which the caller refuses).
+    fn alone(
+        &self,
+        r: &Record,
+        forms: &std::collections::HashSet<String>,
+    ) -> Option<(Box<super::State>, Option<super::Status>)> {
+        use crate::ops::forms::{writes_avoided, writes_preferred};
+        use crate::ops::op::{Op, Stated};
+        if r.target.is_some()
+            || r.before.is_some()
+            || r.address.is_some()
+            || crate::ops::trust::wanted(r).is_some()
+        {
+            return None;
+        }
+        match Op::of(r).ok()?.stated() {
+            Stated::Term { preferred, avoid } => {
+                let mut keys = avoid
+                    .iter()
+                    .map(|a| case_key(a))
+                    .chain([case_key(preferred)]);
+                if keys.any(|k| forms.contains(&k)) {
+                    return None;
+                }
+                let writes = |text: &str| {
+                    writes_preferred(text, preferred, avoid)
+                        || writes_avoided(text, preferred, avoid)
+                };
+                let corrected = self
+                    .records
+                    .iter()
+                    .filter_map(|c| c.correction.as_deref())
+                    .any(|c| writes(&c.from) || writes(&c.to));
+                if corrected {
+                    return None;
+                }
+            }
+            Stated::Nothing => {}
+            Stated::Terms(_) | Stated::Wording(_) => return None,
+        }
+        let alone = Ledger::new(vec![r.clone()])
+            .with_axes(self.fold.axes.clone())
+            .with_settling(self.fold.settling)
+            .with_trust(self.fold.trust.clone())
+            .folded();
+        if !alone.ignored.is_empty() {
+            return None;
+        }
+        let state = alone.fold.states.into_iter().next()??;
+        Some((state, alone.fold.reported.first().copied().flatten()))
     }
 
     /// Whether this is a reader's view ([`Ledger::view`]).
@@ -868,11 +1010,11 @@ mod tests {
             ..op(n, Kind::Check, ActorKind::Tool)
         };
         let mut view = fold(vec![a.clone(), run(20, "run-1")]).view();
-        assert!(!view.take_check_runs(&[run(21, "run-1")]));
-        assert!(!view.take_check_runs(&[run(21, "run-2"), run(22, "run-2")]));
-        assert!(view.take_check_runs(&[run(21, "run-2")]));
-        assert!(!view.take_check_runs(&[run(22, "run-2")]));
-        assert!(!view.take_check_runs(&[op(23, Kind::Signal, ActorKind::Tool)]));
+        assert!(!view.take_added(&[run(21, "run-1")]));
+        assert!(!view.take_added(&[run(21, "run-2"), run(22, "run-2")]));
+        assert!(view.take_added(&[run(21, "run-2")]));
+        assert!(!view.take_added(&[run(22, "run-2")]));
+        assert!(!view.take_added(&[op(23, Kind::Signal, ActorKind::Tool)]));
         // A checkpoint folded with another way of settling is not read.
         assert!(
             Ledger::from_checkpoint(&ledger.to_checkpoint(), Axes::default(), Settling::KeepOnly)
@@ -888,5 +1030,86 @@ mod tests {
             )
             .is_none()
         );
+    }
+
+    /// An agent's term rule, seen in a file.
+    fn rule(n: u64, preferred: &str, avoid: &str) -> Record {
+        Record {
+            subject: Some(Subject::Term {
+                preferred: preferred.into(),
+                avoid: vec![avoid.into()],
+            }),
+            evidence: vec![crate::ops::record::Evidence {
+                path: Some("docs/a.md".into()),
+                ..Default::default()
+            }]
+            .into(),
+            ..op(n, Kind::Observe, ActorKind::Agent)
+        }
+    }
+
+    #[test]
+    fn a_view_takes_a_suggestion_that_stands_alone_as_the_fold_would() {
+        let quickcast = rule(1, "Quickcast", "Quick cast");
+        let kept = on(&quickcast, 2, Kind::Keep, ActorKind::Person);
+        let signal = on(&quickcast, 3, Kind::Signal, ActorKind::Tool);
+        let correction = Record {
+            correction: Some(Box::new(crate::ops::record::Correction {
+                from: "the Flow kit tool".into(),
+                to: "the Flowkit tool".into(),
+            })),
+            ..op(4, Kind::Correct, ActorKind::Person)
+        };
+        let log = vec![quickcast, kept, signal, correction];
+        let taken = |added: &[Record]| {
+            let mut view = fold(log.clone()).view();
+            view.take_added(added).then_some(view)
+        };
+        // A note and a rule no subject shares a form with: the view with
+        // them answers as the fold of the whole log does.
+        let alone = [note(10), rule(11, "Nordkit", "Nord kit")];
+        let view = taken(&alone).expect("they stand alone");
+        let mut whole = log.clone();
+        whole.extend(alone.iter().cloned());
+        let fresh = fold(whole);
+        assert_eq!(answers(&view), answers(&fresh.view()));
+        assert_eq!(view.log_len(), fresh.records().len());
+        // Taken again from its own checkpoint, it goes on taking.
+        let mut back =
+            Ledger::from_checkpoint(&view.to_checkpoint(), Axes::default(), Settling::default())
+                .unwrap();
+        assert!(back.take_added(&[note(12)]));
+        // Not a rule that shares a form with one in the view (by case),
+        // one a correction writes toward, or two that share one.
+        assert!(taken(&[rule(10, "QuickCast", "Quick-cast")]).is_none());
+        assert!(taken(&[rule(10, "Quickcaster", "quick cast")]).is_none());
+        assert!(taken(&[rule(10, "Flowkit", "Flow kit")]).is_none());
+        assert!(
+            taken(&[
+                rule(10, "Nordkit", "Nord kit"),
+                rule(11, "Nordkit", "Nord-kit")
+            ])
+            .is_none()
+        );
+        // Nor one that sorts before an operation the whole ledger holds
+        // (a reset after it would set it aside), nor a decision.
+        assert!(taken(&[rule(3, "Nordkit", "Nord kit")]).is_none());
+        let nordkit = rule(10, "Nordkit", "Nord kit");
+        assert!(
+            taken(&[
+                nordkit.clone(),
+                on(&nordkit, 11, Kind::Withdraw, ActorKind::Agent)
+            ])
+            .is_none()
+        );
+        assert!(taken(&[on(&log[0], 10, Kind::Drop, ActorKind::Person)]).is_none());
+        // Nor one an operation named before the log held it.
+        let early = Record {
+            target: Some(note(12).id),
+            ..op(5, Kind::Withdraw, ActorKind::Agent)
+        };
+        let mut view = fold(vec![log[0].clone(), early]).view();
+        assert!(!view.take_added(&[note(12)]));
+        assert!(view.take_added(&[note(13)]));
     }
 }
