@@ -1248,6 +1248,67 @@ fn the_digest_and_a_listing_by_status_read_the_view_alone() {
     );
 }
 
+/// An agent's note of a new rule, between two reads, is taken into the
+/// reader's view as it stands: with the whole ledger's checkpoint
+/// (`fold.base`) deleted, the check after it lists the new suggestion as
+/// the whole ledger does and folds nothing again (which would write the
+/// base anew). A rule the log holds, restated by another session, changes
+/// its standing: that read applies the note to the whole ledger.
+#[test]
+fn a_note_of_a_new_rule_is_taken_into_the_view_without_the_whole_ledger() {
+    let repo = TestEnv::new();
+    let kept = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &kept[..10]])
+        .ok();
+    repo.write("docs/intro.md", "Open Quick cast and the Widget bar.\n");
+    repo.kapi(&["check", "docs/intro.md"]).code(1);
+    let base = repo.join(".git/kapi/fold.base");
+    assert!(base.exists(), "a read leaves the whole ledger's checkpoint");
+    std::fs::remove_file(&base).unwrap();
+
+    let new = note_term(&repo, "s2", "Widgetbar", "Widget bar");
+    let checked = repo
+        .kapi(&["check", "docs/intro.md", "--format", "json"])
+        .code(1);
+    assert!(checked.stdout.contains("Widgetbar"), "{}", checked.stdout);
+    let listed = repo
+        .kapi(&["context", "log", "--status", "suggested", "--json"])
+        .ok()
+        .stdout;
+    assert!(!base.exists(), "the whole ledger was read again");
+    let whole = repo.log();
+    let expected: Vec<&Value> = whole
+        .iter()
+        .filter(|l| l["status"] == "suggested")
+        .collect();
+    let got: Vec<Value> = listed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got.iter().collect::<Vec<_>>(), expected);
+    assert!(got.iter().any(|l| l["id"] == new.as_str()), "{listed}");
+
+    std::fs::remove_file(&base).unwrap();
+    let again = note_term(&repo, "s3", "Widgetbar", "Widget bar");
+    repo.kapi(&["check", "docs/intro.md"]).code(1);
+    assert!(
+        base.exists(),
+        "a restated rule is applied to the whole ledger"
+    );
+    let listed = repo
+        .kapi(&["context", "log", "--status", "suggested", "--json"])
+        .ok()
+        .stdout;
+    let got: Vec<Value> = listed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let standing =
+        |id: &str| got.iter().find(|l| l["id"] == id).unwrap()["standing"]["sessions"].clone();
+    assert_eq!(standing(&new), 2, "{listed}");
+    assert_eq!(standing(&again), 2, "{listed}");
+}
+
 /// A listing of one kind other than usage signals and check runs reads
 /// the view with every decision beside it (`fold.decisions`), not the
 /// whole ledger, and answers as the whole ledger does; that file is
