@@ -1184,6 +1184,26 @@ fn reads_through_the_checkpoint_answer_as_a_fresh_fold() {
     );
 }
 
+/// The listing of suggestions (`context log --status suggested --json`),
+/// parsed, after checking it is what the whole ledger (`whole`, as
+/// `repo.log()` reads it) lists as suggested.
+fn suggested_as_the_whole_ledger_lists(repo: &TestEnv, whole: &[Value]) -> (String, Vec<Value>) {
+    let listed = repo
+        .kapi(&["context", "log", "--status", "suggested", "--json"])
+        .ok()
+        .stdout;
+    let expected: Vec<&Value> = whole
+        .iter()
+        .filter(|l| l["status"] == "suggested")
+        .collect();
+    let got: Vec<Value> = listed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got.iter().collect::<Vec<_>>(), expected);
+    (listed, got)
+}
+
 /// The review digest and a listing by status read the reader's view, not
 /// the whole ledger: with the whole ledger's checkpoint (`fold.base`)
 /// deleted they answer as before and do not fold the log again (which
@@ -1200,20 +1220,7 @@ fn the_digest_and_a_listing_by_status_read_the_view_alone() {
     repo.kapi(&["check", "docs/intro.md"]).code(1);
     let whole = repo.log();
     let digest = repo.kapi(&["context", "review", "--json"]).ok().json();
-    let listed = repo
-        .kapi(&["context", "log", "--status", "suggested", "--json"])
-        .ok()
-        .stdout;
-    // As the whole ledger lists them.
-    let expected: Vec<&Value> = whole
-        .iter()
-        .filter(|l| l["status"] == "suggested")
-        .collect();
-    let got: Vec<Value> = listed
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(got.iter().collect::<Vec<_>>(), expected);
+    let (listed, got) = suggested_as_the_whole_ledger_lists(&repo, &whole);
     assert!(
         got.iter().any(|l| l["id"] == suggested.as_str()),
         "{listed}"
@@ -1276,16 +1283,7 @@ fn a_note_of_a_new_rule_is_taken_into_the_view_without_the_whole_ledger() {
         .ok()
         .stdout;
     assert!(!base.exists(), "the whole ledger was read again");
-    let whole = repo.log();
-    let expected: Vec<&Value> = whole
-        .iter()
-        .filter(|l| l["status"] == "suggested")
-        .collect();
-    let got: Vec<Value> = listed
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(got.iter().collect::<Vec<_>>(), expected);
+    let (_, got) = suggested_as_the_whole_ledger_lists(&repo, &repo.log());
     assert!(got.iter().any(|l| l["id"] == new.as_str()), "{listed}");
 
     std::fs::remove_file(&base).unwrap();
@@ -1295,14 +1293,7 @@ fn a_note_of_a_new_rule_is_taken_into_the_view_without_the_whole_ledger() {
         base.exists(),
         "a restated rule is applied to the whole ledger"
     );
-    let listed = repo
-        .kapi(&["context", "log", "--status", "suggested", "--json"])
-        .ok()
-        .stdout;
-    let got: Vec<Value> = listed
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (listed, got) = suggested_as_the_whole_ledger_lists(&repo, &repo.log());
     let standing =
         |id: &str| got.iter().find(|l| l["id"] == id).unwrap()["standing"]["sessions"].clone();
     assert_eq!(standing(&new), 2, "{listed}");
