@@ -308,7 +308,7 @@ impl Parts {
                 short: record.short().to_owned(),
                 family,
                 operation: record.kind.as_str(),
-                subject: record.subject.clone(),
+                subject: record.subject.as_deref().cloned(),
                 correction: record
                     .correction
                     .as_deref()
@@ -394,7 +394,7 @@ fn document(session: &Session, parts: Parts) -> Result<Atlas, ContextError> {
 }
 
 fn family(record: &Record) -> &'static str {
-    match &record.subject {
+    match record.subject.as_deref() {
         Some(Subject::Term { .. } | Subject::Terms { .. }) => "rule",
         Some(Subject::Note { .. }) => "note",
         Some(Subject::Pair { .. }) => "pair",

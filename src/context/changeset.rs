@@ -316,7 +316,7 @@ fn edit_draft(
     let subject = edited_subject(record, edit)?;
     let scope = edited_scope(session, state, edit)?;
     let advisory = edit.advisory.unwrap_or(state.advisory);
-    if Some(&subject) == record.subject.as_ref()
+    if Some(&subject) == record.subject.as_deref()
         && scope == state.scope
         && advisory == state.advisory
     {
@@ -380,7 +380,7 @@ fn edited_subject(record: &Record, edit: &RuleEdit) -> Result<Subject, ContextEr
     let term_fields = edit.preferred.is_some() || edit.avoid.is_some();
     let pair_fields = edit.source.is_some() || edit.target.is_some();
     let note_fields = edit.text.is_some();
-    match &record.subject {
+    match record.subject.as_deref() {
         Some(Subject::Term { preferred, avoid }) => {
             if pair_fields || note_fields {
                 return refuse(

@@ -122,7 +122,7 @@ impl RuleItems {
                     .id
                     .op()
                     .and_then(|op| ledger.get(&op))
-                    .and_then(|r| r.subject.as_ref())
+                    .and_then(|r| r.subject.as_deref())
                 {
                     item.source = Some(source.clone());
                     item.avoid.clear();
@@ -242,7 +242,7 @@ pub fn applies_at(
         let Some(state) = state else {
             continue;
         };
-        let (preferred, note, source) = match record.subject.as_ref() {
+        let (preferred, note, source) = match record.subject.as_deref() {
             Some(Subject::Note { text }) => (None, Some(text.clone()), None),
             Some(Subject::Pair { source, target }) => {
                 (Some(target.clone()), None, Some(source.clone()))

@@ -73,7 +73,7 @@ impl Noted {
     /// "to"`, or the withdrawn operation `#0n79tw5k9s`.
     pub fn describe(&self) -> String {
         let record = &self.record;
-        match (&record.subject, &record.correction) {
+        match (record.subject.as_deref(), &record.correction) {
             (Some(subject), _) => subject.describe(),
             (None, Some(c)) => format!("\"{}\" → \"{}\"", c.from, c.to),
             (None, None) => record

@@ -127,7 +127,11 @@ pub fn outcomes(ledger: &Ledger, session: &str) -> SessionOutcomes {
         if matches!(status, Some(Status::Suggested | Status::Contested)) {
             pending += 1;
         }
-        let what = match (&record.subject, &record.correction, &record.target) {
+        let what = match (
+            record.subject.as_deref(),
+            &record.correction,
+            &record.target,
+        ) {
             (_, Some(c), _) => format!("\"{}\" → \"{}\"", c.from, c.to),
             (Some(subject), None, _) => subject.describe(),
             (None, None, Some(target)) => format!("#{}", crate::ops::id::short(target)),

@@ -264,7 +264,8 @@ pub fn pending_from(
             scope: state.scope.clone(),
             awaiting: !in_force || drifting.is_some(),
             keepable: !in_force,
-            replaceable: !in_force && matches!(record.subject, Some(Subject::Term { .. })),
+            replaceable: !in_force
+                && matches!(record.subject.as_deref(), Some(Subject::Term { .. })),
             droppable: true,
             widenable: in_force && states.iter().any(|(r, s)| widens_at_all(r, s)),
             members: states
@@ -290,13 +291,13 @@ fn plain_correction_at_rest(record: &Record, state: &State) -> bool {
 }
 
 fn is_note(record: &Record) -> bool {
-    matches!(record.subject, Some(Subject::Note { .. }))
+    matches!(record.subject.as_deref(), Some(Subject::Note { .. }))
 }
 
 /// A term rule or a note whose scope some widening would change.
 fn widens_at_all(record: &Record, state: &State) -> bool {
     matches!(
-        record.subject,
+        record.subject.as_deref(),
         Some(Subject::Term { .. } | Subject::Note { .. })
     ) && widenable(&state.scope, is_note(record))
 }
@@ -563,7 +564,7 @@ impl<'l> Round<'l> {
             let record = held(self.ledger, &id)?;
             let state = subject_state(self.ledger, &id, "widen")?;
             if !matches!(
-                record.subject,
+                record.subject.as_deref(),
                 Some(Subject::Term { .. } | Subject::Note { .. })
             ) {
                 return Err(ContextError::Refused(format!(
@@ -822,7 +823,7 @@ fn replacement(ledger: &Ledger, req: &ReviewRequest, id: OpId) -> Result<Draft, 
     let record = held(ledger, &id)?;
     let state = subject_state(ledger, &id, "keep")?;
     let short = id.short();
-    let Some(Subject::Term { preferred, avoid }) = &record.subject else {
+    let Some(Subject::Term { preferred, avoid }) = record.subject.as_deref() else {
         return Err(ContextError::Refused(format!(
             "refusing to replace #{short}: only a term rule's forms are replaced in review; keep it, then `kapi context edit {short}`"
         )));
@@ -833,7 +834,7 @@ fn replacement(ledger: &Ledger, req: &ReviewRequest, id: OpId) -> Result<Draft, 
         ..Default::default()
     };
     let subject = super::changeset::edited_term(preferred, avoid, &edit)?;
-    if record.subject.as_ref() == Some(&subject) {
+    if record.subject.as_deref() == Some(&subject) {
         return Err(ContextError::Usage(format!(
             "the replacement is what #{short} proposes; keep it without --replace-use and --replace-avoid"
         )));

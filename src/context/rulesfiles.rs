@@ -140,7 +140,7 @@ fn in_force(
         .iter()
         .filter_map(|(record, state)| {
             let state = state?;
-            match &record.subject {
+            match record.subject.as_deref() {
                 Some(Subject::Note { text })
                     if state.status == Status::Established
                         && state.scope.in_force(at)

@@ -79,7 +79,7 @@ pub fn in_ledger(ledger: &Ledger, needle: &str) -> Found {
         if !state.status.answers() {
             continue;
         }
-        let text = match (&record.subject, &record.correction) {
+        let text = match (record.subject.as_deref(), &record.correction) {
             (Some(Subject::Note { text }), _) => text.clone(),
             (None, Some(c)) if mentions(&c.from, needle) || mentions(&c.to, needle) => {
                 format!("\"{}\" → \"{}\"", c.from, c.to)

@@ -388,10 +388,10 @@ mod checkpoint {
         };
         match g {
             Gen::Term(a, _) => {
-                r.subject = Some(Subject::Term {
+                r.subject = Some(Box::new(Subject::Term {
                     preferred: forms[*a as usize].into(),
                     avoid: vec![forms[*a as usize + 1].into()],
-                });
+                }));
                 // Seen in a file: settling may establish it.
                 r.evidence = vec![crate::ops::record::Evidence {
                     path: Some("docs/a.md".into()),
@@ -410,10 +410,10 @@ mod checkpoint {
                     to: format!("the {to} tool"),
                 }));
                 if *rule {
-                    r.subject = Some(Subject::Term {
+                    r.subject = Some(Box::new(Subject::Term {
                         preferred: to.into(),
                         avoid: vec![from.into()],
-                    });
+                    }));
                 }
                 r.evidence = vec![crate::ops::record::Evidence {
                     path: Some("docs/a.md".into()),
@@ -422,9 +422,9 @@ mod checkpoint {
                 .into();
             }
             Gen::Note => {
-                r.subject = Some(Subject::Note {
+                r.subject = Some(Box::new(Subject::Note {
                     text: format!("note {n}"),
-                })
+                }))
             }
             Gen::Keep(t) | Gen::Drop(t) | Gen::Withdraw(t) => r.target = pick(*t),
             Gen::Merge(t) => {
@@ -462,9 +462,9 @@ mod checkpoint {
         if r.kind.needs_target() && r.target.is_none() {
             r.kind = Kind::Observe;
             r.actor.kind = ActorKind::Agent;
-            r.subject = Some(Subject::Note {
+            r.subject = Some(Box::new(Subject::Note {
                 text: format!("nothing to act on {n}"),
-            });
+            }));
         }
         r
     }

@@ -574,7 +574,7 @@ fn widened_by(path: &Path, ledger: crate::ops::Ledger) -> Vec<WorkspaceRule> {
     let mut out = Vec::new();
     for (record, state) in ledger.iter() {
         let Some(state) = state else { continue };
-        let Some(Subject::Term { preferred, avoid }) = &record.subject else {
+        let Some(Subject::Term { preferred, avoid }) = record.subject.as_deref() else {
             continue;
         };
         if !state.scope.workspace || !state.status.answers() {

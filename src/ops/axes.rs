@@ -553,10 +553,10 @@ mod fold_tests {
         let mut r = Record {
             id: id.to_string().into(),
             at: id.instant().into(),
-            subject: Some(Subject::Term {
+            subject: Some(Box::new(Subject::Term {
                 preferred: preferred.into(),
                 avoid: vec!["Quick cast".into()],
-            }),
+            })),
             ..Record::new(project, actor, Kind::Observe)
         };
         r.scope.point.insert("market".into(), market.into());

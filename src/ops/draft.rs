@@ -164,7 +164,7 @@ impl Draft {
                 scope,
                 evidence,
             } => {
-                r.subject = Some(subject);
+                r.subject = Some(Box::new(subject));
                 r.scope = scope.into();
                 r.evidence = evidence.into();
             }
@@ -175,7 +175,7 @@ impl Draft {
                 evidence,
             } => {
                 r.correction = Some(Box::new(correction));
-                r.subject = rule;
+                r.subject = rule.map(Box::new);
                 r.scope = scope.into();
                 r.evidence = evidence.into();
             }
@@ -184,7 +184,7 @@ impl Draft {
                 scope,
                 evidence,
             } => {
-                r.subject = subject;
+                r.subject = subject.map(Box::new);
                 r.scope = scope.into();
                 r.evidence = evidence.into();
             }
@@ -195,7 +195,7 @@ impl Draft {
                 advisory,
             } => {
                 r.target = target.map(|t| t.as_str().into());
-                r.subject = Some(subject);
+                r.subject = Some(Box::new(subject));
                 r.scope = scope.into();
                 r.advisory = advisory;
             }

@@ -1072,7 +1072,7 @@ pub(crate) mod tests {
 
     fn note(n: u64, text: &str) -> Record {
         Record {
-            subject: Some(Subject::Note { text: text.into() }),
+            subject: Some(Box::new(Subject::Note { text: text.into() })),
             ..op(n, Kind::Observe, ActorKind::Agent)
         }
     }
@@ -1090,10 +1090,10 @@ pub(crate) mod tests {
     #[test]
     fn many_sessions_suggesting_one_rule_fold_in_linear_time() {
         let term = |n: u64, preferred: &str, session: String| Record {
-            subject: Some(Subject::Term {
+            subject: Some(Box::new(Subject::Term {
                 preferred: preferred.into(),
                 avoid: vec!["Quick cast".into()],
-            }),
+            })),
             actor: Actor {
                 kind: ActorKind::Agent,
                 name: "claude-code".into(),
@@ -1175,12 +1175,12 @@ pub(crate) mod tests {
             avoid: vec!["Quick cast".into()],
         };
         let rule = Record {
-            subject: Some(term("Quickcast")),
+            subject: Some(Box::new(term("Quickcast"))),
             ..op(1, Kind::Import, ActorKind::Person)
         };
         let edit = Record {
             target: Some(rule.id.clone()),
-            subject: Some(term("QuickCast")),
+            subject: Some(Box::new(term("QuickCast"))),
             advisory: true,
             ..op(2, Kind::Edit, ActorKind::Person)
         };
@@ -1236,7 +1236,7 @@ pub(crate) mod tests {
             ..op(5, Kind::Edit, ActorKind::Person)
         };
         let stray = Record {
-            subject: Some(term("Flowkit")),
+            subject: Some(Box::new(term("Flowkit"))),
             ..stray
         };
         let ledger = fold(vec![rule.clone(), stray.clone()]);
@@ -1313,10 +1313,10 @@ pub(crate) mod tests {
                 ];
                 let mut r = match g {
                     Gen::Term(a, b, person) => Record {
-                        subject: Some(Subject::Term {
+                        subject: Some(Box::new(Subject::Term {
                             preferred: forms[*a as usize].into(),
                             avoid: vec![forms[(*a as usize + 1 + *b as usize) % 5].into()],
-                        }),
+                        })),
                         ..op(
                             n,
                             Kind::Observe,
@@ -1349,10 +1349,10 @@ pub(crate) mod tests {
                         }
                     }
                     Gen::Import(a, file) => Record {
-                        subject: Some(Subject::Term {
+                        subject: Some(Box::new(Subject::Term {
                             preferred: forms[*a as usize].into(),
                             avoid: vec![forms[(*a as usize + 2) % 5].into()],
-                        }),
+                        })),
                         evidence: vec![Evidence {
                             path: Some(format!("terms{file}.tsv")),
                             ..Evidence::default()

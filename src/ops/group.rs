@@ -234,10 +234,10 @@ mod tests {
                 Kind::Observe,
             )
         };
-        r.subject = Some(Subject::Term {
+        r.subject = Some(Box::new(Subject::Term {
             preferred: preferred.into(),
             avoid: avoid.iter().map(|a| a.to_string()).collect(),
-        });
+        }));
         r.scope.point = point
             .iter()
             .map(|(a, v)| (a.to_string(), v.to_string()))

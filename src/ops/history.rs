@@ -659,10 +659,10 @@ mod tests {
             records.push(Record {
                 id: id.to_string().into(),
                 at: id.instant().into(),
-                subject: Some(Subject::Term {
+                subject: Some(Box::new(Subject::Term {
                     preferred: format!("Term{i}x"),
                     avoid: vec![format!("Term{i} x")],
-                }),
+                })),
                 ..Record::new(
                     "p",
                     Actor {

@@ -120,7 +120,7 @@ impl<'r> Op<'r> {
     pub fn of(r: &'r Record) -> Result<Op<'r>, RecordError> {
         let invalid = |m: &str| Err(RecordError::Invalid(m.to_owned()));
         Ok(match r.kind {
-            Kind::Observe => match &r.subject {
+            Kind::Observe => match r.subject.as_deref() {
                 Some(subject) => Op::Observe {
                     subject,
                     scope: &r.scope,
@@ -128,7 +128,7 @@ impl<'r> Op<'r> {
                 },
                 None => return invalid("a observe carries a subject"),
             },
-            Kind::Edit => match &r.subject {
+            Kind::Edit => match r.subject.as_deref() {
                 Some(Subject::Terms { .. }) => {
                     return invalid("a edit states one term rule, note or pair");
                 }
@@ -150,14 +150,14 @@ impl<'r> Op<'r> {
                 }
                 Some(correction) => Op::Correct {
                     correction,
-                    rule: r.subject.as_ref(),
+                    rule: r.subject.as_deref(),
                     scope: &r.scope,
                     evidence: &r.evidence,
                 },
                 None => return invalid("a correct carries a correction"),
             },
             Kind::Import => Op::Import {
-                subject: r.subject.as_ref(),
+                subject: r.subject.as_deref(),
                 scope: &r.scope,
                 evidence: &r.evidence,
             },

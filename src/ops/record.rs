@@ -59,7 +59,7 @@ pub struct Record {
     pub actor: Actor,
     pub kind: Kind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subject: Option<Subject>,
+    pub subject: Option<Box<Subject>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correction: Option<Box<Correction>>,
     /// Where it was seen. This field, `basis`, `scope` and `because` are
@@ -601,7 +601,7 @@ impl Record {
     fn canonical_value(&self) -> serde_json::Value {
         // serde_json's Value keeps object keys in a BTreeMap: sorted.
         let mut value = serde_json::to_value(self).expect("a record always serializes");
-        if let Some(Subject::Terms { blob: Some(_), .. }) = &self.subject
+        if let Some(Subject::Terms { blob: Some(_), .. }) = self.subject.as_deref()
             && let Some(subject) = value.get_mut("subject").and_then(|s| s.as_object_mut())
         {
             subject.remove("terms");
@@ -634,7 +634,7 @@ impl Record {
 
     /// The content blob the record names, if any.
     pub(crate) fn content_blob(&self) -> Option<&ContentBlob> {
-        match &self.subject {
+        match self.subject.as_deref() {
             Some(Subject::Terms { blob, .. }) => blob.as_ref(),
             _ => None,
         }
@@ -642,7 +642,7 @@ impl Record {
 
     /// Whether the record names a content blob it has not read back yet.
     pub(crate) fn content_unread(&self) -> bool {
-        matches!(&self.subject, Some(Subject::Terms { terms, blob: Some(_) }) if terms.is_empty())
+        matches!(self.subject.as_deref(), Some(Subject::Terms { terms, blob: Some(_) }) if terms.is_empty())
     }
 
     /// This record as the log writes it under `id`: the id and its own
@@ -694,7 +694,7 @@ mod tests {
         Record {
             id: id.to_string().into(),
             at: id.instant().into(),
-            subject: Some(Subject::Terms { terms, blob }),
+            subject: Some(Box::new(Subject::Terms { terms, blob })),
             ..Record::new(
                 "p",
                 Actor {
@@ -779,10 +779,10 @@ mod tests {
         let mut big = import(Vec::new(), None);
         big.note = Some("x".repeat(MAX_TEXT));
         assert!(big.to_checked_line().is_ok());
-        big.subject = Some(Subject::Terms {
+        big.subject = Some(Box::new(Subject::Terms {
             terms: vec![rule(); 30_000],
             blob: None,
-        });
+        }));
         assert!(matches!(
             big.to_checked_line(),
             Err(RecordError::Oversized { .. })

@@ -137,7 +137,7 @@ impl Ledger {
                 continue;
             }
             let advises = state.status != Status::Established;
-            match &record.subject {
+            match record.subject.as_deref() {
                 Some(Subject::Term { preferred, avoid }) => out.push(TermRule {
                     id: RuleId::Op(record.op_id()),
                     preferred: Some(preferred.clone()),

@@ -84,10 +84,10 @@ mod tests {
     /// of `section`.
     fn suggestion(n: u64, section: &str) -> Record {
         Record {
-            subject: Some(Subject::Term {
+            subject: Some(Box::new(Subject::Term {
                 preferred: "Quickcast".into(),
                 avoid: vec!["Quick cast".into(), "Quick-cast".into()],
-            }),
+            })),
             evidence: vec![Evidence {
                 path: Some(format!("docs/{section}/a.md")),
                 ..Evidence::default()
@@ -389,10 +389,10 @@ mod tests {
     fn a_rival_rule_leaves_both_contested_for_a_person() {
         let a = suggestion(1, "help");
         let rival = Record {
-            subject: Some(Subject::Term {
+            subject: Some(Box::new(Subject::Term {
                 preferred: "QuickCast".into(),
                 avoid: vec!["Quick cast".into()],
-            }),
+            })),
             ..suggestion(2, "help")
         };
         let fix = correction(3, "Quick cast", "Quickcast", "help", ActorKind::Person);

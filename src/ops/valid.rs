@@ -72,7 +72,7 @@ impl Record {
         if let Some(Subject::Terms {
             terms,
             blob: Some(_),
-        }) = &record.subject
+        }) = record.subject.as_deref()
             && !terms.is_empty()
         {
             return Err(RecordError::Invalid(
@@ -138,7 +138,7 @@ impl Record {
                 ));
             }
         }
-        if let Some(Subject::Term { preferred, avoid }) = &self.subject {
+        if let Some(Subject::Term { preferred, avoid }) = self.subject.as_deref() {
             if preferred.trim().is_empty() || avoid.is_empty() || avoid.len() > MAX_LIST {
                 return invalid("a term rule has a form to use and 1 to 256 forms to avoid".into());
             }
@@ -146,7 +146,7 @@ impl Record {
                 return invalid("an avoided form is empty or the same as the form to use".into());
             }
         }
-        if let Some(Subject::Terms { terms, .. }) = &self.subject {
+        if let Some(Subject::Terms { terms, .. }) = self.subject.as_deref() {
             if terms.len() > MAX_TERMS {
                 return invalid(format!(
                     "an import carries at most {MAX_TERMS} term rules; this one carries {}",
@@ -198,7 +198,7 @@ impl Record {
                 ));
             }
         }
-        match &self.subject {
+        match self.subject.as_deref() {
             Some(Subject::Term { preferred, avoid }) => {
                 within("the form to use", preferred, MAX_FORM)?;
                 for a in avoid {

@@ -35,13 +35,13 @@ pub const INLINE_MAX: usize = 64 * 1024;
 /// Move `record`'s term rules into a content blob when the record would
 /// pass [`INLINE_MAX`] bytes (a writer's side; the rules stay in memory).
 pub(super) fn externalize(repo: &gix::Repository, record: &mut Record) -> Result<(), StoreError> {
-    let Some(Subject::Terms { blob: None, .. }) = &record.subject else {
+    let Some(Subject::Terms { blob: None, .. }) = record.subject.as_deref() else {
         return Ok(());
     };
     if record.to_canonical_json().len() <= INLINE_MAX {
         return Ok(());
     }
-    let Some(Subject::Terms { terms, blob }) = &mut record.subject else {
+    let Some(Subject::Terms { terms, blob }) = record.subject.as_deref_mut() else {
         unreachable!("matched above");
     };
     let bytes = canonical_terms(terms);
@@ -137,7 +137,7 @@ impl Store {
                 .clone();
             let error = match read(repo, &content) {
                 Ok(read) => {
-                    if let Some(Subject::Terms { terms, .. }) = &mut record.subject {
+                    if let Some(Subject::Terms { terms, .. }) = record.subject.as_deref_mut() {
                         *terms = read;
                     }
                     // The rules read back pass every limit inline ones do.

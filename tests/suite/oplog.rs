@@ -610,10 +610,10 @@ mod union_law {
         Record {
             id: id.to_string().into(),
             at: id.instant().into(),
-            subject: Some(Subject::Term {
+            subject: Some(Box::new(Subject::Term {
                 preferred: format!("Term{term}"),
                 avoid: vec![format!("Form{avoid}")],
-            }),
+            })),
             evidence: vec![Evidence {
                 quote: Some("q".into()),
                 ..Default::default()

@@ -63,7 +63,7 @@ pub(crate) fn report(
     }
     for record in &applied.recorded {
         let target = crate::ops::id::short(record.target.as_deref().unwrap_or_default());
-        let line = match &record.subject {
+        let line = match record.subject.as_deref() {
             Some(subject) => format!(
                 "recorded #{} edit of #{target}: {}{}",
                 record.short(),

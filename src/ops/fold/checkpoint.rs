@@ -791,9 +791,9 @@ mod tests {
     /// An agent's note.
     fn note(n: u64) -> Record {
         Record {
-            subject: Some(Subject::Note {
+            subject: Some(Box::new(Subject::Note {
                 text: "a note".into(),
-            }),
+            })),
             ..op(n, Kind::Observe, ActorKind::Agent)
         }
     }
@@ -1035,10 +1035,10 @@ mod tests {
     /// An agent's term rule, seen in a file.
     fn rule(n: u64, preferred: &str, avoid: &str) -> Record {
         Record {
-            subject: Some(Subject::Term {
+            subject: Some(Box::new(Subject::Term {
                 preferred: preferred.into(),
                 avoid: vec![avoid.into()],
-            }),
+            })),
             evidence: vec![crate::ops::record::Evidence {
                 path: Some("docs/a.md".into()),
                 ..Default::default()

@@ -216,7 +216,7 @@ fn human_line(record: &Record, state: Option<&State>, reader: &Actor) -> String 
     if let Some(state) = state {
         line.push_str(&format!(" {:<11}", state.status.as_str()));
     }
-    match (&record.subject, &record.correction) {
+    match (record.subject.as_deref(), &record.correction) {
         (Some(subject), Some(c)) => line.push_str(&format!(
             " \"{}\" → \"{}\", suggests {}",
             c.from,
