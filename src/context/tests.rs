@@ -294,6 +294,8 @@ mod checkpoint {
         /// stating the rule it implies or not.
         Correct(u8, bool),
         Note,
+        /// A content-memory pair: a phrase and its rendering.
+        Pair(u8),
         Keep(usize),
         Drop(usize),
         Withdraw(usize),
@@ -311,6 +313,7 @@ mod checkpoint {
             3 => (0u8..6, any::<bool>()).prop_map(|(a, p)| Gen::Term(a, p)),
             1 => (0u8..6, any::<bool>()).prop_map(|(a, r)| Gen::Correct(a, r)),
             1 => Just(Gen::Note),
+            1 => (0u8..6).prop_map(Gen::Pair),
             2 => (0usize..64).prop_map(Gen::Keep),
             1 => (0usize..64).prop_map(Gen::Drop),
             1 => (0usize..64).prop_map(Gen::Withdraw),
@@ -358,7 +361,7 @@ mod checkpoint {
                 },
                 ActorKind::Person,
             ),
-            Gen::Term(_, false) | Gen::Note => (Kind::Observe, ActorKind::Agent),
+            Gen::Term(_, false) | Gen::Note | Gen::Pair(_) => (Kind::Observe, ActorKind::Agent),
             Gen::Withdraw(_) => (Kind::Withdraw, ActorKind::Agent),
             Gen::Usage(..) | Gen::Merge(_) => (Kind::Signal, ActorKind::Tool),
             Gen::Check(_) => (Kind::Check, ActorKind::Tool),
@@ -420,6 +423,12 @@ mod checkpoint {
                     ..Default::default()
                 }]
                 .into();
+            }
+            Gen::Pair(a) => {
+                r.subject = Some(Box::new(Subject::Pair {
+                    source: forms[*a as usize].into(),
+                    target: format!("{} (de)", forms[*a as usize + 1]),
+                }));
             }
             Gen::Note => {
                 r.subject = Some(Box::new(Subject::Note {
