@@ -307,13 +307,7 @@ impl Entries {
     /// Whether every pattern stands for a form, and every form for a rule
     /// below `rules`.
     pub(super) fn fit(&self, rules: usize) -> bool {
-        let at = self.at.words();
-        let next = at.get(1..).unwrap_or_default();
-        let rising = at
-            .iter()
-            .zip(next)
-            .fold(true, |ok, (a, b)| ok & (le(a) < le(b)));
-        rising && self.rules.below(rules)
+        self.at.rising(true) && self.rules.below(rules)
     }
 
     /// Every form of every pattern.

@@ -347,6 +347,15 @@ mod checkpoint {
         )
     }
 
+    /// Evidence that names a file: settling may establish what it backs.
+    fn seen_in_a_file() -> crate::ops::slim::Slim<Vec<crate::ops::record::Evidence>> {
+        vec![crate::ops::record::Evidence {
+            path: Some("docs/a.md".into()),
+            ..Default::default()
+        }]
+        .into()
+    }
+
     fn record(g: &Gen, ms: u64, n: u64, log: &[Record]) -> Record {
         let id = OpId::mint(ms, u128::from(n) * 7919 + 13, None).unwrap();
         let (kind, who) = match g {
@@ -396,11 +405,7 @@ mod checkpoint {
                     avoid: vec![forms[*a as usize + 1].into()],
                 }));
                 // Seen in a file: settling may establish it.
-                r.evidence = vec![crate::ops::record::Evidence {
-                    path: Some("docs/a.md".into()),
-                    ..Default::default()
-                }]
-                .into();
+                r.evidence = seen_in_a_file();
                 // Rules at points that meet only when the axis is typed.
                 if let Some(market) = ["nordics", "no", "se"].get((n % 4) as usize) {
                     r.scope.point.insert("market".into(), (*market).into());
@@ -418,11 +423,7 @@ mod checkpoint {
                         avoid: vec![from.into()],
                     }));
                 }
-                r.evidence = vec![crate::ops::record::Evidence {
-                    path: Some("docs/a.md".into()),
-                    ..Default::default()
-                }]
-                .into();
+                r.evidence = seen_in_a_file();
             }
             Gen::Pair(a) => {
                 r.subject = Some(Box::new(Subject::Pair {
