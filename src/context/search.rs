@@ -34,7 +34,10 @@ pub fn search(session: &Session, text: &str) -> Result<Found, ContextError> {
             "give the text to search for: `kapi context search \"quick cast\"`".into(),
         ));
     }
-    let ledger = session.ledger()?;
+    // Rules, notes and corrections, with their states as the whole ledger
+    // folds them: the decisions' view holds them all, without the usage
+    // signals and check runs that make up most of a long log.
+    let (ledger, _) = session.decisions_ledger()?;
     let mut found = in_ledger(&ledger, needle);
     // Another checkout of this project holds this log's own rules: they
     // are listed once, as the project's.

@@ -1300,6 +1300,75 @@ fn a_note_of_a_new_rule_is_taken_into_the_view_without_the_whole_ledger() {
     assert_eq!(standing(&again), 2, "{listed}");
 }
 
+/// A person's note says what the person may do next from the rule's
+/// state, which the reader's view answers: a new rule's note is taken into
+/// it without the whole ledger, and `kapi context search` reads the view
+/// with every decision. One that disagrees with a rule in force is still
+/// found contested.
+#[test]
+fn a_persons_note_and_a_search_answer_without_the_whole_ledger() {
+    let repo = TestEnv::new();
+    let kept = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &kept[..10]])
+        .ok();
+    repo.write("docs/intro.md", "Open Quick cast and the Widget bar.\n");
+    repo.kapi(&["check", "docs/intro.md"]).code(1);
+    repo.kapi(&["context", "search", "cast"]).ok();
+    let base = repo.join(".git/kapi/fold.base");
+    assert!(base.exists(), "a read leaves the whole ledger's checkpoint");
+    std::fs::remove_file(&base).unwrap();
+
+    let noted = repo
+        .kapi(&[
+            "context",
+            "note",
+            "--term",
+            "Widgetbar",
+            "--instead-of",
+            "Widget bar",
+            "--path",
+            "docs/intro.md",
+        ])
+        .ok()
+        .stdout;
+    assert!(noted.contains("until you keep it"), "{noted}");
+    let found = repo
+        .kapi(&["context", "search", "widget", "--json"])
+        .ok()
+        .stdout;
+    assert!(!base.exists(), "the whole ledger was read again");
+    let found: Value = serde_json::from_str(&found).unwrap();
+    assert_eq!(found["rules"][0]["use"], "Widgetbar", "{found}");
+    assert_eq!(found["rules"][0]["status"], "suggested", "{found}");
+
+    let against = repo
+        .kapi(&[
+            "context",
+            "note",
+            "--term",
+            "Quick cast",
+            "--instead-of",
+            "Quickcast",
+            "--path",
+            "docs/intro.md",
+        ])
+        .ok()
+        .stdout;
+    assert!(against.contains("until you choose a side"), "{against}");
+    let found = repo
+        .kapi(&["context", "search", "quick", "--json"])
+        .ok()
+        .stdout;
+    let found: Value = serde_json::from_str(&found).unwrap();
+    let statuses: Vec<&str> = found["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["established", "contested"], "{found}");
+}
+
 /// A listing of one kind other than usage signals and check runs reads
 /// the view with every decision beside it (`fold.decisions`), not the
 /// whole ledger, and answers as the whole ledger does; that file is

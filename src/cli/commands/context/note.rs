@@ -132,8 +132,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<Exit, CliError> {
             // A person recording a note is the person who decides it: the
             // decision its state takes (a suggestion that disagrees with
             // a rule is contested at once, and only a choice settles it).
+            // The reader's view answers for a rule's state as the whole
+            // ledger does, and a new suggestion is taken into it without
+            // reading the rest of a long log.
             crate::ops::ActorKind::Person => {
-                let ledger = session.ledger()?;
+                let ledger = session.rules_ledger()?;
                 let contested = ledger
                     .state(&record.op_id())
                     .is_some_and(|s| s.status == crate::ops::Status::Contested);
