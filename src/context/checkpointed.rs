@@ -86,7 +86,7 @@ fn read_through(
         checkpoint,
         |kept| match want {
             Want::Full => {
-                let mut full = kept.full.clone();
+                let mut full = kept.full().clone();
                 name_held(&mut full, &kept.held);
                 full
             }
@@ -95,7 +95,7 @@ fn read_through(
                 Err(shared) => shared.ledger.clone(),
             },
             Want::Decisions => {
-                let mut decisions = kept.full.decisions();
+                let mut decisions = kept.full().decisions();
                 name_held(&mut decisions, &kept.held);
                 decisions
             }
@@ -127,7 +127,7 @@ fn read_with<T>(
     // line not yet on the tips is read the long way.
     if pending.is_empty() && !session.env().ends_with_call() {
         let mut memo = session.memo.borrow_mut();
-        let found = memo.bring(session, tips, now)?;
+        let found = memo.bring(session, tips, now, want)?;
         let unreadable = found.unreadable;
         return Ok((kept(found), unreadable));
     }
@@ -182,16 +182,26 @@ pub fn read_view(session: &Session, now: u64) -> Result<(Rc<SharedView>, usize),
     })
 }
 
-/// The fold a long-running process (the MCP server) keeps between calls:
-/// the whole ledger at the logs' tips it was folded from, what it holds
-/// back, and the reader's view of it once one was asked for. When the tips
-/// move, the operations they gained are applied to it as to the base
-/// checkpoint ([`advance`]); when that cannot be (a merge brought in an
-/// older operation, a ref was rewritten, one held back came due) it is
+/// The fold a long-running process (the MCP server) keeps between calls,
+/// at the logs' tips it was read at, with what it holds back: the reader's
+/// view alone while only the view is asked for (an agent's checks and
+/// notes), read through the checkpoint as a one-call process reads it;
+/// the whole ledger once a reader asks for it (a listing, a session's
+/// summary), and its view beside it when asked for.
+///
+/// When the tips move, a view alone is read again through the checkpoint,
+/// which takes what the logs gained when it can ([`from_checkpoint`]); a
+/// whole ledger has the operations they gained applied to it as to the
+/// base checkpoint ([`advance`]). When that cannot be (a merge brought in
+/// an older operation, a ref was rewritten, one held back came due) it is
 /// read afresh. A reader of the whole ledger gets a copy (it may change
 /// it); readers of the view share it ([`read_view`]). The project
 /// ([`super::Project`]) keeps it; a server opens the project again,
 /// and so folds again, when `kapi.toml` or a gazetteer changed.
+///
+/// Keeping the view alone is what lets many servers run beside a long log:
+/// at 1,000,000 operations the whole ledger is ~500 MB in each, the view
+/// a few MB.
 #[derive(Default)]
 pub struct Memo {
     kept: Option<Kept>,
@@ -201,17 +211,30 @@ struct Kept {
     tips: Tips,
     held: Vec<Record>,
     unreadable: usize,
-    /// The whole ledger, finished, without the held-back operations named.
-    full: Ledger,
-    /// Its reader's view, with them named, once one was asked for.
+    /// The whole ledger, finished, without the held-back operations
+    /// named, once a reader asked for it.
+    full: Option<Ledger>,
+    /// The reader's view, with them named, once one was asked for. One of
+    /// the two is always kept.
     view: Option<Rc<SharedView>>,
 }
 
 impl Kept {
+    /// The whole ledger ([`Memo::bring`] keeps it for a reader who wants
+    /// more than the view).
+    fn full(&self) -> &Ledger {
+        self.full
+            .as_ref()
+            .expect("the memo keeps the whole ledger for a reader of it")
+    }
+
     fn view(&mut self) -> Rc<SharedView> {
         let (full, held) = (&self.full, &self.held);
         Rc::clone(self.view.get_or_insert_with(|| {
-            let mut view = full.view();
+            let mut view = full
+                .as_ref()
+                .expect("the memo keeps a view or the whole ledger")
+                .view();
             name_held(&mut view, held);
             Rc::new(SharedView::new(view))
         }))
@@ -219,46 +242,74 @@ impl Kept {
 }
 
 impl Memo {
-    /// The fold at `tips`: the one kept, advanced by what the logs gained
-    /// since, or read afresh.
+    /// The fold at `tips`, holding what `want` asks for: the one kept,
+    /// advanced by what the logs gained since, or read afresh.
     fn bring(
         &mut self,
         session: &Session,
         tips: Tips,
         now: u64,
+        want: Want,
     ) -> Result<&mut Kept, ContextError> {
+        let view_alone = want == Want::View;
         let current = match self.kept.as_mut() {
             Some(kept) if due(&kept.held, now) => false,
-            Some(kept) if kept.tips == tips => true,
-            Some(kept) => {
-                let added = session.store.added_since(kept.tips)?;
+            Some(kept) if kept.tips == tips => view_alone || kept.full.is_some(),
+            Some(Kept {
+                full: Some(full),
+                held,
+                tips: kept_tips,
+                view,
+                ..
+            }) => {
+                let added = session.store.added_since(*kept_tips)?;
                 let advanced = added
-                    .and_then(|added| advance(&mut kept.full, &mut kept.held, added, now))
+                    .and_then(|added| advance(full, held, added, now))
                     .is_some();
                 if advanced {
-                    kept.full.finish();
-                    kept.tips = tips;
-                    kept.view = None;
+                    full.finish();
+                    *kept_tips = tips;
+                    *view = None;
                 }
                 advanced
             }
-            None => false,
+            // A view alone is read again (through the checkpoint, which
+            // takes what the logs gained when it can).
+            Some(_) | None => false,
         };
         if !current {
             // The old fold is let go before the new one is read.
             self.kept = None;
-            let (full, unreadable, held) = read_afresh(session, tips, &[], now, Want::Full, true)?;
+            let (ledger, unreadable, held) =
+                read_afresh(session, tips, &[], now, want_kept(want), true)?;
+            let (full, view) = match view_alone {
+                true => {
+                    let mut view = ledger;
+                    name_held(&mut view, &held);
+                    (None, Some(Rc::new(SharedView::new(view))))
+                }
+                false => (Some(ledger), None),
+            };
             self.kept = Some(Kept {
                 tips,
                 held,
                 unreadable,
                 full,
-                view: None,
+                view,
             });
         }
         Ok(self
             .kept
             .get_or_insert_with(|| unreachable!("kept just above")))
+    }
+}
+
+/// What the memo reads afresh for a reader who wants `want`: the view
+/// alone, or the whole ledger (whose decisions' view is made from it).
+fn want_kept(want: Want) -> Want {
+    match want {
+        Want::View => Want::View,
+        Want::Full | Want::Decisions => Want::Full,
     }
 }
 

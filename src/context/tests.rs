@@ -578,6 +578,10 @@ mod checkpoint {
         };
         let open = || Session::open(Arc::new(env()), repo.path()).unwrap();
         let mut session = open();
+        // Another process beside it that only ever reads the reader's view
+        // (an agent's MCP server: its checks), so its memo keeps the view
+        // alone and reads it again through the checkpoint as the logs move.
+        let mut viewer = open();
         let start = NOW - 3_600_000;
         let mut newest = start;
         let mut n = 0u64;
@@ -650,12 +654,21 @@ mod checkpoint {
                 Step::Config(typed, keep_only) => {
                     repo.write("kapi.toml", &config(*typed, *keep_only));
                     session = open();
+                    viewer = open();
                 }
             }
             if !batch.is_empty() {
                 session.store.merge_records(&batch, NOW).unwrap();
             }
             let expected = fresh(&session);
+            for _ in 0..2 {
+                prop_assert_eq!(
+                    answer(&viewer.rules_ledger().unwrap()),
+                    answer(&expected.view())
+                );
+                let (view, _) = viewer.rules_view(None).unwrap();
+                prop_assert_eq!(view_answers(&view), view_answers(&expected));
+            }
             // Twice: once folding or applying, once from the checkpoint as
             // written; the view with every decision and the reader's view
             // first on every other step (they answer alone when only check

@@ -783,6 +783,78 @@ fn context_here_lists_a_bounded_number_of_each_and_counts_the_rest() {
     }
 }
 
+/// A server whose agent only checks, notes and asks what applies keeps
+/// the reader's view, never the whole ledger (at a million operations
+/// ~500 MB in each server): with the whole ledger's checkpoint gone it
+/// is not read again, and the view the server answers from follows the
+/// log as other processes and the server itself record.
+#[test]
+fn a_server_that_only_checks_and_notes_never_reads_the_whole_ledger() {
+    let repo = TestEnv::new();
+    let kept = repo
+        .agent_term(
+            "s1",
+            "Quickcast",
+            "Quick cast",
+            &["--quote", "seen", "--json"],
+        )
+        .ok();
+    let kept: Value = serde_json::from_str(kept.stdout.trim()).unwrap();
+    repo.kapi(&[
+        "context",
+        "review",
+        "--keep",
+        &kept["id"].as_str().unwrap()[..10],
+    ])
+    .ok();
+    repo.write("docs/guide.md", "Open Quick cast and the Widget bar.\n");
+    repo.kapi(&["check", "docs/guide.md"]).code(1);
+    let base = repo.join(".git/kapi/fold.base");
+    assert!(base.exists(), "a read leaves the whole ledger's checkpoint");
+    std::fs::remove_file(&base).unwrap();
+
+    let mut server = initialized(&repo, "checking-agent");
+    let found = |server: &mut Server, id: u64| -> Vec<String> {
+        let checked = server.call(id, "check", json!({"paths": ["docs/guide.md"]}));
+        let doc = &checked["result"]["structuredContent"];
+        let mut rules: Vec<String> = doc["findings"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{checked}"))
+            .iter()
+            .map(|f| f["preferred"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        rules.sort();
+        rules
+    };
+    assert_eq!(found(&mut server, 2), ["Quickcast"]);
+    repo.agent_term("s2", "Widgetbar", "Widget bar", &["--quote", "seen"])
+        .ok();
+    assert_eq!(found(&mut server, 3), ["Quickcast", "Widgetbar"]);
+    let noted = server.call(
+        4,
+        "context_note",
+        json!({"term": "Guidebar", "instead_of": ["Guide bar"], "quote": "seen"}),
+    );
+    assert_eq!(noted["result"]["isError"], false, "{noted}");
+    repo.write(
+        "docs/guide.md",
+        "Open Quick cast, the Widget bar and the Guide bar.\n",
+    );
+    assert_eq!(
+        found(&mut server, 5),
+        ["Guidebar", "Quickcast", "Widgetbar"]
+    );
+    let here = server.call(6, "context_here", json!({"path": "docs/guide.md"}));
+    let doc = &here["result"]["structuredContent"];
+    assert_eq!(doc["suggestions"].as_array().unwrap().len(), 2, "{doc}");
+    assert!(!base.exists(), "the server read the whole ledger");
+
+    // A reader of the whole ledger (this session's summary) reads it.
+    let summary = server.call(7, "context_session_summary", json!({}));
+    assert_eq!(summary["result"]["isError"], false, "{summary}");
+    assert!(base.exists(), "the summary reads the whole ledger");
+}
+
 #[test]
 fn context_log_lists_what_the_command_line_lists_for_every_filter() {
     // The server reads a listing as the command line does (by status the
