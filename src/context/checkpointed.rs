@@ -124,12 +124,17 @@ fn read_with<T>(
     let tips = store.tips()?;
     let pending = store.journal_records()?;
     // A long-running process keeps the fold between calls; a journaled
-    // line not yet on the tips is read the long way.
+    // line not yet on the tips is read the long way. The view with every
+    // decision is made from a whole ledger the process keeps; without
+    // one, it is read through its checkpoint as a one-call process reads
+    // it (a listing of one kind, a search), and the view alone stays kept.
     if pending.is_empty() && !session.env().ends_with_call() {
         let mut memo = session.memo.borrow_mut();
-        let found = memo.bring(session, tips, now, want)?;
-        let unreadable = found.unreadable;
-        return Ok((kept(found), unreadable));
+        if want != Want::Decisions || memo.holds_full() {
+            let found = memo.bring(session, tips, now, want)?;
+            let unreadable = found.unreadable;
+            return Ok((kept(found), unreadable));
+        }
     }
     let (mut ledger, unreadable, held) =
         read_afresh(session, tips, &pending, now, want, checkpoint)?;
@@ -186,8 +191,11 @@ pub fn read_view(session: &Session, now: u64) -> Result<(Rc<SharedView>, usize),
 /// at the logs' tips it was read at, with what it holds back: the reader's
 /// view alone while only the view is asked for (an agent's checks and
 /// notes), read through the checkpoint as a one-call process reads it;
-/// the whole ledger once a reader asks for it (a listing, a session's
-/// summary), and its view beside it when asked for.
+/// the whole ledger once a reader asks for it (a listing of every kind,
+/// a session's summary), and its view beside it when asked for. A reader
+/// of the view with every decision (a listing of one kind, a search) is
+/// answered from a whole ledger it keeps, else through that view's
+/// checkpoint, keeping nothing more.
 ///
 /// When the tips move, a view alone is read again through the checkpoint,
 /// which takes what the logs gained when it can ([`from_checkpoint`]); a
@@ -242,6 +250,11 @@ impl Kept {
 }
 
 impl Memo {
+    /// Whether it keeps a whole ledger (at whatever tips).
+    fn holds_full(&self) -> bool {
+        self.kept.as_ref().is_some_and(|k| k.full.is_some())
+    }
+
     /// The fold at `tips`, holding what `want` asks for: the one kept,
     /// advanced by what the logs gained since, or read afresh.
     fn bring(
@@ -305,7 +318,8 @@ impl Memo {
 }
 
 /// What the memo reads afresh for a reader who wants `want`: the view
-/// alone, or the whole ledger (whose decisions' view is made from it).
+/// alone, or the whole ledger (whose decisions' view is made from it when
+/// it keeps one).
 fn want_kept(want: Want) -> Want {
     match want {
         Want::View => Want::View,

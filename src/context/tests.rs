@@ -579,8 +579,9 @@ mod checkpoint {
         let open = || Session::open(Arc::new(env()), repo.path()).unwrap();
         let mut session = open();
         // Another process beside it that only ever reads the reader's view
-        // (an agent's MCP server: its checks), so its memo keeps the view
-        // alone and reads it again through the checkpoint as the logs move.
+        // and the view with every decision (an agent's MCP server: its
+        // checks and searches), so its memo keeps the view alone and reads
+        // both again through the checkpoint as the logs move.
         let mut viewer = open();
         let start = NOW - 3_600_000;
         let mut newest = start;
@@ -668,6 +669,11 @@ mod checkpoint {
                 );
                 let (view, _) = viewer.rules_view(None).unwrap();
                 prop_assert_eq!(view_answers(&view), view_answers(&expected));
+                // Its searches read the view with every decision, without
+                // keeping a whole ledger.
+                let (decisions, _) = viewer.decisions_ledger().unwrap();
+                prop_assert_eq!(answer(&decisions), answer(&expected.decisions()));
+                prop_assert_eq!(kind_answers(&decisions), kind_answers(&expected));
             }
             // Twice: once folding or applying, once from the checkpoint as
             // written; the view with every decision and the reader's view

@@ -783,8 +783,8 @@ fn context_here_lists_a_bounded_number_of_each_and_counts_the_rest() {
     }
 }
 
-/// A server whose agent only checks, notes and asks what applies keeps
-/// the reader's view, never the whole ledger (at a million operations
+/// A server whose agent only checks, notes, searches and asks what
+/// applies keeps the reader's view, never the whole ledger (at a million operations
 /// ~500 MB in each server): with the whole ledger's checkpoint gone it
 /// is not read again, and the view the server answers from follows the
 /// log as other processes and the server itself record.
@@ -809,6 +809,7 @@ fn a_server_that_only_checks_and_notes_never_reads_the_whole_ledger() {
     .ok();
     repo.write("docs/guide.md", "Open Quick cast and the Widget bar.\n");
     repo.kapi(&["check", "docs/guide.md"]).code(1);
+    repo.kapi(&["context", "search", "cast"]).ok();
     let base = repo.join(".git/kapi/fold.base");
     assert!(base.exists(), "a read leaves the whole ledger's checkpoint");
     std::fs::remove_file(&base).unwrap();
@@ -847,10 +848,17 @@ fn a_server_that_only_checks_and_notes_never_reads_the_whole_ledger() {
     let here = server.call(6, "context_here", json!({"path": "docs/guide.md"}));
     let doc = &here["result"]["structuredContent"];
     assert_eq!(doc["suggestions"].as_array().unwrap().len(), 2, "{doc}");
+    // A search and a listing of one kind read the view with every
+    // decision, through its checkpoint.
+    let searched = server.call(7, "context_search", json!({"text": "bar"}));
+    let doc = &searched["result"]["structuredContent"];
+    assert_eq!(doc["rules"].as_array().unwrap().len(), 2, "{doc}");
+    let kept = server.call(8, "context_log", json!({"kind": "keep"}));
+    assert_eq!(kept["result"]["isError"], false, "{kept}");
     assert!(!base.exists(), "the server read the whole ledger");
 
     // A reader of the whole ledger (this session's summary) reads it.
-    let summary = server.call(7, "context_session_summary", json!({}));
+    let summary = server.call(9, "context_session_summary", json!({}));
     assert_eq!(summary["result"]["isError"], false, "{summary}");
     assert!(base.exists(), "the summary reads the whole ledger");
 }
