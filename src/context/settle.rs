@@ -224,22 +224,85 @@ pub fn merge_signals_in(
         range: range.to_owned(),
         ..MergeSignals::default()
     };
+    let signals = found_in(session, ledger, &merged, pr, &mut report)?;
+    record_signals(session, ledger, signals, &mut report)?;
+    Ok(report)
+}
+
+/// The merge signals `merged` gives the suggestions awaiting evidence in
+/// `ledger`, each with its content address, filling in `report` all but
+/// what was recorded. Only the suggestions and their states are read, so
+/// a reader's view answers as the whole ledger.
+fn found_in(
+    session: &Session,
+    ledger: &Ledger,
+    merged: &MergedRange,
+    pr: Option<&str>,
+    report: &mut MergeSignals,
+) -> Result<Vec<(OpId, String, Signal)>, ContextError> {
     let awaiting = awaiting_evidence(ledger, Some(session.now_ms()? as i64));
     report.suggestions = awaiting.len();
     if awaiting.is_empty() {
-        return Ok(report);
+        return Ok(Vec::new());
     }
     let coverage = Coverage::new(session, &awaiting)?;
     let commits = session
         .store
         .git()
-        .merged_commits_where(&merged, true, &|path| coverage.wanted(path))
-        .map_err(|e| ContextError::Usage(format!("cannot read the merged range {range}: {e}")))?;
+        .merged_commits_where(merged, true, &|path| coverage.wanted(path))
+        .map_err(|e| {
+            ContextError::Usage(format!(
+                "cannot read the merged range {}: {e}",
+                report.range
+            ))
+        })?;
     report.commits = commits.len();
-    let groups = hits(&commits, pr, &coverage, &mut report)?;
-    let signals = signals_of(&groups, &awaiting, &mut report.skipped);
-    record_signals(session, ledger, signals, &mut report)?;
-    Ok(report)
+    let groups = hits(&commits, pr, &coverage, report)?;
+    Ok(signals_of(&groups, &awaiting, &mut report.skipped))
+}
+
+/// What a merge of `range` on the default branch leaves to record (the
+/// post-merge hook): its merge signals, then the establishments due. The
+/// range is read over the reader's view; the whole ledger (a second at a
+/// million operations) is read only when there is something to record:
+/// a signal the range gives, or an establishment due. The merge signals'
+/// outcome comes first, the settling's second: an error in one does not
+/// stop the other.
+#[allow(clippy::type_complexity)]
+pub fn merged_and_settled(
+    session: &Session,
+    range: &str,
+) -> Result<
+    (
+        Result<MergeSignals, ContextError>,
+        Result<Vec<Establishment>, ContextError>,
+    ),
+    ContextError,
+> {
+    let view = session.rules_ledger()?;
+    let found = may_share(session.actor(), Sharing::MergeSignals)
+        .map_err(ContextError::from)
+        .and_then(|()| merged_range(session, range))
+        .and_then(|merged| {
+            let mut report = MergeSignals {
+                range: range.to_owned(),
+                ..MergeSignals::default()
+            };
+            let signals = found_in(session, &view, &merged, None, &mut report)?;
+            Ok((report, signals))
+        });
+    let to_record = found.as_ref().is_ok_and(|(_, signals)| !signals.is_empty());
+    if !to_record && !crate::ops::settle::any_due(&view) {
+        session.release(view);
+        return Ok((found.map(|(report, _)| report), Ok(Vec::new())));
+    }
+    session.release(view);
+    let mut ledger = session.ledger()?;
+    let signals = found.and_then(|(mut report, signals)| {
+        record_signals(session, &mut ledger, signals, &mut report)?;
+        Ok(report)
+    });
+    Ok((signals, settle_in(session, ledger)))
 }
 
 /// The suggestions awaiting evidence at `now`, as usage rules (each holds

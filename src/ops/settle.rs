@@ -8,7 +8,7 @@
 pub use super::fold::settle::Settling;
 
 use super::fold::settle::{establish_address, evidence_key};
-use super::fold::{Ledger, Status};
+use super::fold::{Ledger, State, Status};
 use super::id::OpId;
 
 /// An establishment the log supports that no binding `establish` names
@@ -23,16 +23,28 @@ pub struct Due {
     pub address: String,
 }
 
+/// Whether settling established this subject on evidence with no binding
+/// `establish` naming it yet.
+fn unrecorded(state: &State) -> bool {
+    state.status == Status::Established && !state.because.is_empty() && state.decided_by.is_none()
+}
+
+/// Whether settling would record anything over a folded ledger: what
+/// [`due`] finds, asked of the subjects' states alone, so a reader's view
+/// (whose states answer as the whole ledger's) tells without the evidence.
+pub fn any_due(ledger: &Ledger) -> bool {
+    ledger
+        .iter()
+        .any(|(_, state)| state.is_some_and(unrecorded))
+}
+
 /// What settling would record over a folded ledger.
 pub fn due(ledger: &Ledger) -> Vec<Due> {
     ledger
         .iter()
         .filter_map(|(record, state)| {
             let state = state?;
-            let settled = state.status == Status::Established
-                && !state.because.is_empty()
-                && state.decided_by.is_none();
-            settled.then(|| {
+            unrecorded(state).then(|| {
                 let keys: Vec<&str> = state
                     .because
                     .iter()
@@ -478,8 +490,12 @@ mod tests {
         /// The establish records one machine's settling adds, minted after
         /// everything it holds.
         fn settled(records: &[Record], machine: u64) -> Vec<Record> {
-            super::super::due(&fold(records.to_vec()))
-                .into_iter()
+            let folded = fold(records.to_vec());
+            let due = super::super::due(&folded);
+            // The reader's view tells whether anything is due as the
+            // whole ledger does (the post-merge hook asks it first).
+            assert_eq!(super::super::any_due(&folded.view()), !due.is_empty());
+            due.into_iter()
                 .enumerate()
                 .map(|(k, d)| Record {
                     target: Some(d.target.to_string().into()),

@@ -861,6 +861,78 @@ fn post_merge_records_the_merge_signals_of_the_range_and_settles_without_pushing
     insta::assert_snapshot!(t.text());
 }
 
+/// The post-merge hook reads the range over the reader's view: a merge
+/// that gives no suggestion a signal, with nothing due to settle, records
+/// nothing and never reads the whole ledger (a second at a million
+/// operations, after every pull); one that gives a signal records it and
+/// settles, as before.
+#[test]
+fn post_merge_reads_the_whole_ledger_only_when_it_has_something_to_record() {
+    let repo = TestEnv::new();
+    repo.write("docs/a.md", "Open Quick cast.\n");
+    repo.git(&["add", "docs/a.md"]);
+    repo.git(&["commit", "-qm", "base"]);
+    let noted = repo
+        .agent_term(
+            "s1",
+            "Quickcast",
+            "Quick cast",
+            &["--path", "docs/a.md", "--json"],
+        )
+        .ok();
+    let id = serde_json::from_str::<serde_json::Value>(noted.stdout.trim()).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    repo.kapi(&["check", "docs/a.md"]).ok();
+    repo.kapi(&["hooks", "install", "--git"]).ok();
+    let base = repo.join(".git/kapi/fold.base");
+    assert!(base.exists(), "a read leaves the whole ledger's checkpoint");
+    std::fs::remove_file(&base).unwrap();
+
+    repo.git(&["checkout", "-qb", "unrelated"]);
+    repo.write("src/main.c", "int main(void) { return 0; }\n");
+    repo.git(&["add", "src/main.c"]);
+    repo.git(&["commit", "-qm", "code only"]);
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&[
+        "merge",
+        "-q",
+        "--no-ff",
+        "unrelated",
+        "-m",
+        "Merge unrelated",
+    ]);
+    let quiet = repo.kapi(&["hook", "post-merge", "0"]).ok();
+    assert!(
+        !base.exists(),
+        "the hook read the whole ledger: {}",
+        quiet.stderr
+    );
+    let status = |repo: &TestEnv| -> String {
+        let listed = repo.kapi(&["context", "log", "--json"]).ok().json_lines();
+        listed.iter().find(|l| l["id"] == id.as_str()).unwrap()["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(status(&repo), "suggested");
+    std::fs::remove_file(&base).unwrap();
+
+    repo.git(&["checkout", "-qb", "fix"]);
+    repo.write("docs/a.md", "Open Quickcast.\n");
+    repo.git(&["commit", "-qam", "Write Quickcast (#7)"]);
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&["merge", "-q", "fix"]);
+    let signals = repo
+        .kapi(&["context", "log", "--kind", "signal", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(signals.len(), 1, "{signals:?}");
+    assert_eq!(signals[0]["target"], id.as_str(), "{signals:?}");
+    assert_eq!(status(&repo), "established");
+}
+
 #[test]
 fn pre_commit_names_each_artifact_it_cannot_pass_and_refuses() {
     let repo = TestEnv::new();

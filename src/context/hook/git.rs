@@ -104,18 +104,21 @@ pub fn post_merge(session: &Session, squash: bool) -> PostMerge {
             "{branch} is not the default branch: a merge signal says a change reached the default branch"
         ));
     } else {
-        // One fold serves the merge signals and settling, as in sync.
-        let settled = session.ledger().and_then(|mut ledger| {
-            match crate::context::settle::merge_signals_in(session, &mut ledger, MERGED, None) {
-                Ok(found) => {
-                    done.signals = Some(found.signals.iter().filter(|s| s.recorded).count());
-                    done.left_out = found.skipped;
+        // One fold serves the merge signals and settling, as in sync, and
+        // only when either has something to record.
+        let settled = crate::context::settle::merged_and_settled(session, MERGED).and_then(
+            |(signals, settled)| {
+                match signals {
+                    Ok(found) => {
+                        done.signals = Some(found.signals.iter().filter(|s| s.recorded).count());
+                        done.left_out = found.skipped;
+                    }
+                    Err(e) => done.problems.push(format!("merge signals: {e}")),
                 }
-                Err(e) => done.problems.push(format!("merge signals: {e}")),
-            }
-            // Settling may change what is in force: before the artifacts.
-            crate::context::settle::settle_in(session, ledger)
-        });
+                // Settling may change what is in force: before the artifacts.
+                settled
+            },
+        );
         match settled {
             Ok(established) => {
                 done.established = established.len();
