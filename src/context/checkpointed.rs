@@ -138,8 +138,98 @@ fn read_with<T>(
     }
     let (mut ledger, unreadable, held) =
         read_afresh(session, tips, &pending, now, want, checkpoint)?;
+    let whole = want == Want::Full && pending.is_empty() && held.is_empty();
+    session.full_read.set(whole.then(|| FullRead {
+        tips,
+        unreadable,
+        newest: ledger.newest_key(),
+        len: ledger.records().len(),
+    }));
     name_held(&mut ledger, &held);
     Ok((afresh(ledger), unreadable))
+}
+
+/// Where a one-call process's last read of the whole ledger stood: the
+/// logs' tips it was folded at (with nothing held back and no journaled
+/// line beside them), and the ledger's newest record and length then, by
+/// which [`after_write`] knows that ledger again.
+#[derive(Debug, Clone, Copy)]
+pub struct FullRead {
+    tips: Tips,
+    unreadable: usize,
+    newest: Option<u128>,
+    len: usize,
+}
+
+/// After a process that read the whole ledger to decide what to record
+/// (a person's decision, a withdrawal, settling) recorded it: that ledger,
+/// advanced by what the logs gained since it was read (the operations
+/// just recorded, and any another writer recorded meanwhile), gives the
+/// reader's view and the view with every decision at the logs' tips now,
+/// saved for the next reader (the rules files refreshed next, the
+/// commit's hook, a check), who would otherwise decode the whole ledger
+/// again: a second at a million operations, after every decision.
+///
+/// Best effort, and only in a process that ends with this call (a
+/// long-running one keeps its fold), for the ledger the last whole read
+/// gave, unchanged (its newest record and length as read): nothing is
+/// saved when it cannot be advanced as a reader advances the base
+/// (an older operation arrived, one is dated ahead, a line is journaled).
+pub fn after_write(session: &Session, mut ledger: Ledger) {
+    if let Some(read) = session.full_read.take()
+        && session.env().ends_with_call()
+        && ledger.newest_key() == read.newest
+        && ledger.records().len() == read.len
+        && !ledger.is_view()
+    {
+        let _ = save_advanced(session, &mut ledger, read);
+    }
+    session.release(ledger);
+}
+
+fn save_advanced(
+    session: &Session,
+    ledger: &mut Ledger,
+    read: FullRead,
+) -> Result<(), ContextError> {
+    let store = &session.store;
+    // The tips first: the ledger advanced below holds at least what they
+    // hold (as in `read_with`).
+    let tips = store.tips()?;
+    if tips == read.tips || !store.journal_records()?.is_empty() {
+        return Ok(());
+    }
+    let Some(added) = store.added_since(read.tips)? else {
+        return Ok(());
+    };
+    let now = session.now_ms()?.max(session.env().wall_ms());
+    let mut held = Vec::new();
+    if advance(ledger, &mut held, added, now).is_none() || !held.is_empty() {
+        return Ok(());
+    }
+    ledger.finish();
+    let dir = store.kapi_dir();
+    let print = fingerprint(session);
+    let unreadable = read.unreadable;
+    save(
+        &dir,
+        print,
+        Part::View,
+        tips,
+        unreadable,
+        &[],
+        &ledger.view(),
+    );
+    save(
+        &dir,
+        print,
+        Part::Decisions,
+        tips,
+        unreadable,
+        &[],
+        &ledger.decisions(),
+    );
+    Ok(())
 }
 
 /// A reader's view, shared, with what is derived from it alone made once

@@ -263,6 +263,18 @@ impl Session {
         self.record_by(self.actor(), drafts, view, true)
     }
 
+    /// [`Session::record`] over the whole ledger the caller read to decide
+    /// it, which is handed over: after the append, it gives the next reader
+    /// its view ([`super::checkpointed::after_write`]), before the rules
+    /// files are refreshed from that view.
+    pub fn record_deciding(
+        &self,
+        drafts: Vec<Draft>,
+        ledger: Ledger,
+    ) -> Result<Recorded, ContextError> {
+        self.record_over(self.actor(), drafts, Over::Whole(ledger), true)
+    }
+
     /// [`Session::record`] by one of kapi's own tools acting in this
     /// session (the checker's usage counts, settling, a merge's signals, a
     /// hook's check run), which the policy judges as that actor. The rules
@@ -330,6 +342,20 @@ impl Session {
         view: Option<&Ledger>,
         refresh: bool,
     ) -> Result<Recorded, ContextError> {
+        self.record_over(actor, drafts, Over::Borrowed(view), refresh)
+    }
+
+    fn record_over(
+        &self,
+        actor: &Actor,
+        drafts: Vec<Draft>,
+        over: Over<'_>,
+        refresh: bool,
+    ) -> Result<Recorded, ContextError> {
+        let view = match &over {
+            Over::Borrowed(view) => *view,
+            Over::Whole(ledger) => Some(ledger),
+        };
         if drafts.is_empty() {
             return Ok(Recorded {
                 records: Vec::new(),
@@ -352,6 +378,9 @@ impl Session {
         let records = self.admit_by(actor, drafts, view)?;
         let in_force = records.iter().any(changes_in_force);
         let recorded = self.append(actor.kind, records)?;
+        if let Over::Whole(ledger) = over {
+            super::checkpointed::after_write(self, ledger);
+        }
         let (refreshed, refresh_error) = if refresh && in_force {
             super::rulesfiles::refresh_after_change(self)
         } else {
@@ -363,6 +392,13 @@ impl Session {
             refresh_error,
         })
     }
+}
+
+/// What a write is admitted over: a ledger the caller keeps (or none),
+/// or the whole ledger it read to decide, handed over.
+enum Over<'a> {
+    Borrowed(Option<&'a Ledger>),
+    Whole(Ledger),
 }
 
 #[cfg(test)]

@@ -236,7 +236,7 @@ fn withdraw(
         _ => {}
     }
     let draft = Draft::from(Drafted::Withdraw { target: *id }).noting(note);
-    session.record(vec![draft], Some(&ledger))
+    session.record_deciding(vec![draft], ledger)
 }
 
 /// The scope of a submission: the evidence's point, narrowed by `--point`,

@@ -812,7 +812,7 @@ fn decide(session: &Session, req: &ReviewRequest) -> Result<Decided, ContextErro
             )
         }));
     }
-    let recorded = session.record(drafts, Some(&ledger))?;
+    let recorded = session.record_deciding(drafts, ledger)?;
     Ok((recorded, left, notes_kept))
 }
 

@@ -43,6 +43,9 @@ pub struct Project {
     /// The last folds read, kept by a long-running process between calls
     /// ([`checkpointed`]): served again while the logs' tips are the same.
     pub(super) memo: RefCell<checkpointed::Memo>,
+    /// Where the last read of the whole ledger stood, in a process that
+    /// ends with this call ([`checkpointed::after_write`]).
+    pub(super) full_read: std::cell::Cell<Option<checkpointed::FullRead>>,
     /// The rule book the last check read by, with the matchers it built,
     /// kept by a long-running process for a check by the same rules.
     pub(super) rule_book: RefCell<Option<super::check::RuleBook>>,
@@ -87,6 +90,7 @@ impl Project {
             trust: OnceLock::new(),
             sources,
             memo: RefCell::default(),
+            full_read: std::cell::Cell::default(),
             rule_book: RefCell::default(),
         })
     }

@@ -58,7 +58,9 @@ pub fn due(ledger: &Ledger) -> Vec<Draft> {
 pub fn settle_in(session: &Session, ledger: Ledger) -> Result<Vec<Establishment>, ContextError> {
     let due = due(&ledger);
     let recorded = session.record_as(&settler(), due, Some(&ledger))?;
-    session.release(ledger);
+    // The next reader takes the view this ledger gives, when nothing else
+    // was applied to it since it was read.
+    super::checkpointed::after_write(session, ledger);
     Ok(recorded
         .into_iter()
         .filter_map(|r| {

@@ -1369,6 +1369,68 @@ fn a_persons_note_and_a_search_answer_without_the_whole_ledger() {
     assert_eq!(statuses, ["established", "contested"], "{found}");
 }
 
+/// A person's decision is made over the whole ledger; once it is
+/// recorded, that ledger, advanced by it, gives the next reader its view
+/// (and the view with every decision): the check and the listing after a
+/// keep or a withdrawal do not decode the whole ledger again.
+#[test]
+fn a_decision_leaves_the_next_reader_its_view() {
+    let repo = TestEnv::new();
+    let first = note_term(&repo, "s1", "Quickcast", "Quick cast");
+    let second = note_term(&repo, "s2", "Widgetbar", "Widget bar");
+    repo.write("docs/intro.md", "Open Quick cast and the Widget bar.\n");
+    repo.kapi(&["check", "docs/intro.md"]).ok();
+    let base = repo.join(".git/kapi/fold.base");
+
+    repo.kapi(&["context", "review", "--keep", &first[..10]])
+        .ok();
+    assert!(base.exists(), "the decision read the whole ledger");
+    std::fs::remove_file(&base).unwrap();
+    let checked = repo
+        .kapi(&["check", "docs/intro.md", "--format", "json"])
+        .code(1)
+        .stdout;
+    let doc: Value = serde_json::from_str(&checked).unwrap();
+    let failing: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["fails"] == true)
+        .map(|f| f["preferred"].as_str().unwrap())
+        .collect();
+    assert_eq!(failing, ["Quickcast"], "{checked}");
+    let keeps = repo
+        .kapi(&["context", "log", "--kind", "keep", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(keeps.len(), 1);
+    assert_eq!(keeps[0]["target"], first.as_str());
+    assert!(
+        !base.exists(),
+        "a reader after the decision read the whole ledger"
+    );
+
+    // An agent's withdrawal of its own suggestion, the same.
+    repo.agent("s2", &["context", "note", "--withdraw", &second[..10]])
+        .ok();
+    std::fs::remove_file(&base).unwrap();
+    assert_eq!(status_of_in_view(&repo, &second), "withdrawn");
+    assert!(
+        !base.exists(),
+        "a reader after the withdrawal read the whole ledger"
+    );
+}
+
+fn status_of_in_view(repo: &TestEnv, id: &str) -> String {
+    repo.kapi(&["context", "log", "--status", "withdrawn", "--json"])
+        .ok()
+        .json_lines()
+        .into_iter()
+        .find(|l| l["id"] == id)
+        .map(|l| l["status"].as_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
 /// A listing of one kind other than usage signals and check runs reads
 /// the view with every decision beside it (`fold.decisions`), not the
 /// whole ledger, and answers as the whole ledger does; that file is

@@ -5,9 +5,11 @@ use serde_json::Value;
 
 use crate::common::{TestEnv, is_fifo, mkfifo};
 
-const DERIVED: [&str; 5] = [
+const DERIVED: [&str; 6] = [
     "fold.base",
     "fold.checkpoint",
+    // Left by the keep: the view with every decision at the tips it made.
+    "fold.decisions",
     "newest",
     "project",
     "arrivals.tips",
