@@ -159,13 +159,15 @@ impl Decision {
 
 /// The item a walk of the digest asks about next: the first awaiting a
 /// decision not yet `seen` (ids), else the first in force not yet seen.
-/// Read afresh each time: the round before may have changed the log.
+/// Read afresh each time: the round before may have changed the log
+/// (its decision left the reader's view current, which is read here as
+/// the digest reads it).
 pub fn next_item(
     session: &Session,
     of: Option<&str>,
     seen: &[OpId],
 ) -> Result<Option<Pending>, ContextError> {
-    let ledger = session.ledger()?;
+    let (ledger, _) = session.rules_view(None)?;
     let items = pending_from(&ledger, of, Some(session.actor()));
     session.release(ledger);
     let awaiting = items.iter().filter(|p| p.awaiting);
