@@ -272,7 +272,7 @@ impl Session {
         drafts: Vec<Draft>,
         ledger: Ledger,
     ) -> Result<Recorded, ContextError> {
-        self.record_over(self.actor(), drafts, Over::Whole(ledger), true)
+        self.record_over(self.actor(), drafts, Over::Whole(Box::new(ledger)), true)
     }
 
     /// [`Session::record`] by one of kapi's own tools acting in this
@@ -354,7 +354,7 @@ impl Session {
     ) -> Result<Recorded, ContextError> {
         let view = match &over {
             Over::Borrowed(view) => *view,
-            Over::Whole(ledger) => Some(ledger),
+            Over::Whole(ledger) => Some(&**ledger),
         };
         if drafts.is_empty() {
             return Ok(Recorded {
@@ -379,7 +379,7 @@ impl Session {
         let in_force = records.iter().any(changes_in_force);
         let recorded = self.append(actor.kind, records)?;
         if let Over::Whole(ledger) = over {
-            super::checkpointed::after_write(self, ledger);
+            super::checkpointed::after_write(self, *ledger);
         }
         let (refreshed, refresh_error) = if refresh && in_force {
             super::rulesfiles::refresh_after_change(self)
@@ -398,7 +398,7 @@ impl Session {
 /// or the whole ledger it read to decide, handed over.
 enum Over<'a> {
     Borrowed(Option<&'a Ledger>),
-    Whole(Ledger),
+    Whole(Box<Ledger>),
 }
 
 #[cfg(test)]
