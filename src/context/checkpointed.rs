@@ -210,25 +210,12 @@ fn save_advanced(
     ledger.finish();
     let dir = store.kapi_dir();
     let print = fingerprint(session);
-    let unreadable = read.unreadable;
-    save(
-        &dir,
-        print,
-        Part::View,
-        tips,
-        unreadable,
-        &[],
-        &ledger.view(),
-    );
-    save(
-        &dir,
-        print,
-        Part::Decisions,
-        tips,
-        unreadable,
-        &[],
-        &ledger.decisions(),
-    );
+    for (part, shaped) in [
+        (Part::View, ledger.view()),
+        (Part::Decisions, ledger.decisions()),
+    ] {
+        save(&dir, print, part, tips, read.unreadable, &[], &shaped);
+    }
     Ok(())
 }
 

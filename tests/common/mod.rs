@@ -341,6 +341,16 @@ impl TestEnv {
         op["id"].as_str().unwrap()[..10].to_owned()
     }
 
+    /// The agent `claude-code` in `session` suggests the term rule `term`,
+    /// not `avoided`, seen in the file `path`. Its id.
+    pub fn agent_rule_at(&self, session: &str, term: &str, avoided: &str, path: &str) -> String {
+        let run = self
+            .agent_term(session, term, avoided, &["--path", path, "--json"])
+            .ok();
+        let op: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+        op["id"].as_str().unwrap().to_owned()
+    }
+
     /// [`TestEnv::suggested_rule`], kept by the person: it fails checks.
     /// Its short id.
     pub fn kept_rule(&self, term: &str, avoided: &str) -> String {

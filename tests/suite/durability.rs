@@ -584,16 +584,7 @@ fn a_segment_near_the_limit_takes_no_line_it_could_not_read_back() {
 #[test]
 fn a_pushed_second_copy_of_a_decision_cannot_undo_it() {
     let repo = TestEnv::new();
-    let run = repo
-        .agent_term(
-            "s1",
-            "Quickcast",
-            "Quick cast",
-            &["--path", "docs/a.md", "--json"],
-        )
-        .ok();
-    let suggestion: Value = serde_json::from_str(run.stdout.trim()).unwrap();
-    let target = suggestion["id"].as_str().unwrap().to_owned();
+    let target = repo.agent_rule_at("s1", "Quickcast", "Quick cast", "docs/a.md");
     repo.kapi(&["context", "review", "--keep", &target[..10]])
         .ok();
     let log = repo.log();

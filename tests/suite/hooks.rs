@@ -872,18 +872,7 @@ fn post_merge_reads_the_whole_ledger_only_when_it_has_something_to_record() {
     repo.write("docs/a.md", "Open Quick cast.\n");
     repo.git(&["add", "docs/a.md"]);
     repo.git(&["commit", "-qm", "base"]);
-    let noted = repo
-        .agent_term(
-            "s1",
-            "Quickcast",
-            "Quick cast",
-            &["--path", "docs/a.md", "--json"],
-        )
-        .ok();
-    let id = serde_json::from_str::<serde_json::Value>(noted.stdout.trim()).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = repo.agent_rule_at("s1", "Quickcast", "Quick cast", "docs/a.md");
     repo.kapi(&["check", "docs/a.md"]).ok();
     repo.kapi(&["hooks", "install", "--git"]).ok();
     let base = repo.join(".git/kapi/fold.base");

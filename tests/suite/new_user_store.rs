@@ -224,18 +224,7 @@ fn merged_suggestion(env: &TestEnv, kapi_toml: &str) -> String {
     env.write("docs/b.md", "# B\n\nQuick cast records the screen.\n");
     env.git(&["add", "-A"]);
     env.git(&["commit", "-qm", "Docs"]);
-    let run = env
-        .agent_term(
-            "s1",
-            "Quickcast",
-            "Quick cast",
-            &["--path", "docs/a.md", "--json"],
-        )
-        .ok();
-    let id = serde_json::from_str::<Value>(run.stdout.trim()).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = env.agent_rule_at("s1", "Quickcast", "Quick cast", "docs/a.md");
     env.git(&["checkout", "-q", "-b", "wording"]);
     env.write("docs/a.md", "# A\n\nOpen Quickcast from the menu.\n");
     env.git(&["commit", "-qam", "Fix the product name"]);

@@ -5,16 +5,7 @@ use crate::common::{TestEnv, Transcript};
 use serde_json::Value;
 
 fn note_term(repo: &TestEnv, session: &str, term: &str, instead: &str) -> String {
-    let run = repo
-        .agent_term(
-            session,
-            term,
-            instead,
-            &["--path", "docs/intro.md", "--json"],
-        )
-        .ok();
-    let op: Value = serde_json::from_str(run.stdout.trim()).unwrap();
-    op["id"].as_str().unwrap().to_owned()
+    repo.agent_rule_at(session, term, instead, "docs/intro.md")
 }
 
 fn status_of(repo: &TestEnv, id: &str) -> String {
@@ -1255,6 +1246,25 @@ fn the_digest_and_a_listing_by_status_read_the_view_alone() {
     );
 }
 
+/// A kept rule "Quickcast" and a page that breaks it, checked (and read by
+/// `also`, when given), which leaves the whole ledger's checkpoint; then
+/// that checkpoint deleted: a read that folds the whole ledger again
+/// writes it anew. Its path.
+fn kept_and_read_then_base_deleted(repo: &TestEnv, also: &[&str]) -> std::path::PathBuf {
+    let kept = note_term(repo, "s1", "Quickcast", "Quick cast");
+    repo.kapi(&["context", "review", "--keep", &kept[..10]])
+        .ok();
+    repo.write("docs/intro.md", "Open Quick cast and the Widget bar.\n");
+    repo.kapi(&["check", "docs/intro.md"]).code(1);
+    if !also.is_empty() {
+        repo.kapi(also).ok();
+    }
+    let base = repo.join(".git/kapi/fold.base");
+    assert!(base.exists(), "a read leaves the whole ledger's checkpoint");
+    std::fs::remove_file(&base).unwrap();
+    base
+}
+
 /// An agent's note of a new rule, between two reads, is taken into the
 /// reader's view as it stands: with the whole ledger's checkpoint
 /// (`fold.base`) deleted, the check after it lists the new suggestion as
@@ -1264,14 +1274,7 @@ fn the_digest_and_a_listing_by_status_read_the_view_alone() {
 #[test]
 fn a_note_of_a_new_rule_is_taken_into_the_view_without_the_whole_ledger() {
     let repo = TestEnv::new();
-    let kept = note_term(&repo, "s1", "Quickcast", "Quick cast");
-    repo.kapi(&["context", "review", "--keep", &kept[..10]])
-        .ok();
-    repo.write("docs/intro.md", "Open Quick cast and the Widget bar.\n");
-    repo.kapi(&["check", "docs/intro.md"]).code(1);
-    let base = repo.join(".git/kapi/fold.base");
-    assert!(base.exists(), "a read leaves the whole ledger's checkpoint");
-    std::fs::remove_file(&base).unwrap();
+    let base = kept_and_read_then_base_deleted(&repo, &[]);
 
     let new = note_term(&repo, "s2", "Widgetbar", "Widget bar");
     let checked = repo
@@ -1308,29 +1311,22 @@ fn a_note_of_a_new_rule_is_taken_into_the_view_without_the_whole_ledger() {
 #[test]
 fn a_persons_note_and_a_search_answer_without_the_whole_ledger() {
     let repo = TestEnv::new();
-    let kept = note_term(&repo, "s1", "Quickcast", "Quick cast");
-    repo.kapi(&["context", "review", "--keep", &kept[..10]])
-        .ok();
-    repo.write("docs/intro.md", "Open Quick cast and the Widget bar.\n");
-    repo.kapi(&["check", "docs/intro.md"]).code(1);
-    repo.kapi(&["context", "search", "cast"]).ok();
-    let base = repo.join(".git/kapi/fold.base");
-    assert!(base.exists(), "a read leaves the whole ledger's checkpoint");
-    std::fs::remove_file(&base).unwrap();
+    let base = kept_and_read_then_base_deleted(&repo, &["context", "search", "cast"]);
 
-    let noted = repo
-        .kapi(&[
+    let person_notes = |term: &str, instead: &str| -> String {
+        let args = [
             "context",
             "note",
             "--term",
-            "Widgetbar",
+            term,
             "--instead-of",
-            "Widget bar",
+            instead,
             "--path",
             "docs/intro.md",
-        ])
-        .ok()
-        .stdout;
+        ];
+        repo.kapi(&args).ok().stdout
+    };
+    let noted = person_notes("Widgetbar", "Widget bar");
     assert!(noted.contains("until you keep it"), "{noted}");
     let found = repo
         .kapi(&["context", "search", "widget", "--json"])
@@ -1341,19 +1337,7 @@ fn a_persons_note_and_a_search_answer_without_the_whole_ledger() {
     assert_eq!(found["rules"][0]["use"], "Widgetbar", "{found}");
     assert_eq!(found["rules"][0]["status"], "suggested", "{found}");
 
-    let against = repo
-        .kapi(&[
-            "context",
-            "note",
-            "--term",
-            "Quick cast",
-            "--instead-of",
-            "Quickcast",
-            "--path",
-            "docs/intro.md",
-        ])
-        .ok()
-        .stdout;
+    let against = person_notes("Quick cast", "Quickcast");
     assert!(against.contains("until you choose a side"), "{against}");
     let found = repo
         .kapi(&["context", "search", "quick", "--json"])
