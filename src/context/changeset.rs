@@ -218,19 +218,25 @@ pub fn apply_change_set(session: &Session, set: ChangeSet) -> Result<ChangeAppli
         })?),
     };
     let written = planned.map(|p| p.write()).transpose()?;
-    let recorded = match drafts.is_empty() {
-        true => None,
-        false => match session.record(drafts, ledger.as_ref()) {
-            Ok(recorded) => Some(recorded),
-            Err(e) => {
-                if let Some(w) = &written {
-                    w.put_back();
-                }
-                return Err(e);
-            }
-        },
+    // The edits are decided over the whole ledger, handed over to give
+    // the next reader its view.
+    let recorded = match (drafts.is_empty(), ledger) {
+        (true, ledger) => {
+            session.release(ledger);
+            None
+        }
+        (false, Some(ledger)) => Some(session.record_deciding(drafts, ledger)),
+        (false, None) => Some(session.record(drafts, None)),
     };
-    session.release(ledger);
+    let recorded = match recorded.transpose() {
+        Ok(recorded) => recorded,
+        Err(e) => {
+            if let Some(w) = &written {
+                w.put_back();
+            }
+            return Err(e);
+        }
+    };
     let content = written.map(|w| w.signal(session));
     let Recorded {
         records,

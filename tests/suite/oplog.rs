@@ -1356,7 +1356,7 @@ fn a_persons_note_and_a_search_answer_without_the_whole_ledger() {
 /// A person's decision is made over the whole ledger; once it is
 /// recorded, that ledger, advanced by it, gives the next reader its view
 /// (and the view with every decision): the check and the listing after a
-/// keep or a withdrawal do not decode the whole ledger again.
+/// keep, a withdrawal or an edit do not decode the whole ledger again.
 #[test]
 fn a_decision_leaves_the_next_reader_its_view() {
     let repo = TestEnv::new();
@@ -1402,6 +1402,24 @@ fn a_decision_leaves_the_next_reader_its_view() {
     assert!(
         !base.exists(),
         "a reader after the withdrawal read the whole ledger"
+    );
+
+    // A person's edit of the rule in force, the same: the check after it
+    // fails on the form the edit prefers.
+    repo.kapi(&["context", "edit", &first[..10], "--prefer", "QuickCast"])
+        .ok();
+    std::fs::remove_file(&base).unwrap();
+    let checked = repo
+        .kapi(&["check", "docs/intro.md", "--format", "json"])
+        .code(1)
+        .stdout;
+    assert!(
+        checked.contains("\"preferred\": \"QuickCast\""),
+        "{checked}"
+    );
+    assert!(
+        !base.exists(),
+        "a reader after the edit read the whole ledger"
     );
 }
 
