@@ -114,7 +114,10 @@ pub(in crate::ops) fn term_views<'r>(
 }
 
 /// Mark disagreements between rules that answer and can apply at one point
-/// and instant. Only rules sharing a form are compared.
+/// and instant. Only rules sharing a form are compared: `Ledger::alone`
+/// (fold/checkpoint.rs) takes a new suggestion into the reader's view
+/// without this pass when it shares no form, by case key, with any
+/// subject; comparing rules by anything more must be added there too.
 pub(super) fn mark_disagreements(
     records: &[Record],
     states: &mut [Option<Box<State>>],

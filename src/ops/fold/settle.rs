@@ -198,6 +198,13 @@ fn mark_drift(
 /// ([`verdict`], written by [`record_verdict`]). With
 /// [`Settling::KeepOnly`] the evidence is counted (standing, drift) and no
 /// status changes.
+///
+/// `Ledger::alone` (fold/checkpoint.rs) restates which suggestions this
+/// pass can never touch (a term rule sharing no form, by case key, with
+/// any subject, that no correction writes toward or away from): a new way
+/// for a rule to meet another here must be added there too, or the
+/// reader's view takes a suggestion this pass would have changed (the
+/// checkpoint property test in `context/tests.rs` compares the two).
 pub(super) fn settle(
     records: &[Record],
     keys: &[u128],
