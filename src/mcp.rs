@@ -241,6 +241,22 @@ pub struct VerifyArgs {
     pub max_sensitivity: Option<String>,
 }
 
+/// `verify_claim`: a claim's quotes against its capture's bytes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
+pub struct ClaimArgs {
+    /// The claim: its id (C-001) or its path relative to the vault.
+    pub claim: String,
+    /// The evaluation day, YYYY-MM-DD (default: today in UTC).
+    #[serde(default)]
+    pub today: Option<String>,
+    /// Permit every label up to this one; claims are always restricted,
+    /// so a claim is found only with `restricted`.
+    #[serde(default)]
+    pub max_sensitivity: Option<String>,
+}
+
 /// One edit of `apply_edits`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
@@ -681,6 +697,16 @@ impl Server {
         self.verify(&peer, args).unwrap_or_else(refusal)
     }
 
+    /// Check a claim's quotes against the bytes of the capture it was
+    /// taken from (as `kapi verify-claim`): `verified`, `failed` (a quote
+    /// is not the capture's bytes between its anchors) or `refused` (not
+    /// found in the permitted view, ambiguous, withheld). It checks the
+    /// anchors, not whether the quotes support the claim.
+    #[tool(name = "verify_claim")]
+    fn verify_claim(&self, Parameters(args): Parameters<ClaimArgs>) -> CallToolResult {
+        self.claim(args).unwrap_or_else(refusal)
+    }
+
     /// Apply edits to files of the work tree, all or none (each replaces a
     /// text its file holds exactly once), and record an `applied` signal
     /// for each suggestion whose preferred form they write. Nothing is
@@ -932,6 +958,25 @@ impl Server {
                 .unwrap_or("verified")
         );
         Ok(answer(text, doc))
+    }
+
+    fn claim(&self, args: ClaimArgs) -> Result<CallToolResult, String> {
+        use crate::compile::{Request, verify_claim::verify_claim};
+        let request = Request {
+            cwd: &self.cwd,
+            today: args.today.as_deref(),
+            root: None,
+            max_sensitivity: args.max_sensitivity.as_deref(),
+            allow: None,
+        };
+        let resolved = request
+            .resolve(|| self.env.now_ms())
+            .map_err(|e| e.to_string())?;
+        let vault = request.vault(&resolved).map_err(|e| e.to_string())?;
+        let verdict = verify_claim(&vault.root, &args.claim, &vault.grant, &vault.layout)
+            .map_err(|e| e.to_string())?;
+        let text = format!("{}: {}", args.claim, verdict.status.as_str());
+        Ok(answer(text, verdict.value))
     }
 
     /// Refuse what no tool may carry: an argument naming who acts, any

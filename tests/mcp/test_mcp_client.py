@@ -31,6 +31,7 @@ TOOLS = {
     "context_session_summary",
     "compile_context",
     "verify_context",
+    "verify_claim",
 }
 
 

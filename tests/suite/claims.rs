@@ -579,6 +579,71 @@ fn a_withheld_claims_sources_are_never_opened() {
     assert!(err.contains("the capture is not a regular file"), "{err}");
 }
 
+/// An agent verifies a claim through `kapi mcp`: the same verdict as the
+/// command line, by id or path; one whose anchors are off is `failed`,
+/// one outside the permitted view `refused`, both answers, not errors.
+#[test]
+fn verify_claim_through_the_server_answers_as_the_command_line() {
+    let env = vault();
+    let mut server = super::mcp::initialized(&env, "claims-agent");
+    let (_, out, err) = run(
+        &env,
+        &["verify-claim", "C-001", "--max-sensitivity", "restricted"],
+    );
+    let cli: Value = serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    for (id, claim) in [(2, "C-001"), (3, "C-001-outages.md")] {
+        let answer = server.call(
+            id,
+            "verify_claim",
+            serde_json::json!({"claim": claim, "max_sensitivity": "restricted"}),
+        );
+        let result = &answer["result"];
+        assert_eq!(result["isError"], false, "{answer}");
+        assert_eq!(
+            result["structuredContent"]["status"], "verified",
+            "{answer}"
+        );
+        if claim == "C-001" {
+            assert_eq!(result["structuredContent"], cli, "{answer}");
+        }
+    }
+    let at = CAPTURE_A.find("two outages").unwrap();
+    let shifted = payload(
+        "\"E-001\"",
+        CAPTURE_A,
+        "outage-report",
+        "two outages",
+        at + 1,
+    );
+    env.write(
+        "decisions/C-001-outages.md",
+        &claim_note("C-001", "restricted", "Outages", &shifted),
+    );
+    let failed = server.call(
+        4,
+        "verify_claim",
+        serde_json::json!({"claim": "C-001", "max_sensitivity": "restricted"}),
+    );
+    assert_eq!(
+        failed["result"]["structuredContent"]["status"], "failed",
+        "{failed}"
+    );
+    assert_eq!(
+        failed["result"]["structuredContent"]["quotes"][0]["status"],
+        "mismatch"
+    );
+    let unseen = server.call(5, "verify_claim", serde_json::json!({"claim": "C-001"}));
+    let doc = &unseen["result"]["structuredContent"];
+    assert_eq!(doc["status"], "refused", "{unseen}");
+    assert_eq!(doc["reasons"], serde_json::json!(["not_found"]), "{unseen}");
+    let bad = server.call(
+        6,
+        "verify_claim",
+        serde_json::json!({"claim": "C-001", "max_sensitivity": "secret"}),
+    );
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+}
+
 #[test]
 fn verify_claim_checks_quotes_against_the_capture_bytes() {
     let env = vault();
