@@ -124,20 +124,29 @@ fn read_with<T>(
     let tips = store.tips()?;
     let pending = store.journal_records()?;
     // A long-running process keeps the fold between calls; a journaled
-    // line not yet on the tips is read the long way. The view with every
-    // decision is made from a whole ledger the process keeps; without
-    // one, it is read through its checkpoint as a one-call process reads
-    // it (a listing of one kind, a search), and the view alone stays kept.
-    if pending.is_empty() && !session.env().ends_with_call() {
+    // line not yet on the tips is read the long way. The view is kept; the
+    // whole ledger once it was read and is small enough to keep. Without
+    // one, the whole ledger and the view with every decision are read as a
+    // one-call process reads them (a listing, a search, a summary).
+    let long_running = pending.is_empty() && !session.env().ends_with_call();
+    if long_running {
         let mut memo = session.memo.borrow_mut();
-        if want != Want::Decisions || memo.holds_full() {
+        if want == Want::View || memo.holds_full() {
             let found = memo.bring(session, tips, now, want)?;
             let unreadable = found.unreadable;
-            return Ok((kept(found), unreadable));
+            let answer = kept(found);
+            memo.let_go_if_long();
+            return Ok((answer, unreadable));
         }
     }
     let (mut ledger, unreadable, held) =
         read_afresh(session, tips, &pending, now, want, checkpoint)?;
+    if long_running && want == Want::Full && ledger.records().len() <= KEEP_WHOLE {
+        session
+            .memo
+            .borrow_mut()
+            .keep_whole(tips, &held, unreadable, ledger.clone());
+    }
     let whole = want == Want::Full && pending.is_empty() && held.is_empty();
     session.full_read.set(whole.then(|| FullRead {
         tips,
@@ -266,13 +275,13 @@ pub fn read_view(session: &Session, now: u64) -> Result<(Rc<SharedView>, usize),
 
 /// The fold a long-running process (the MCP server) keeps between calls,
 /// at the logs' tips it was read at, with what it holds back: the reader's
-/// view alone while only the view is asked for (an agent's checks and
-/// notes), read through the checkpoint as a one-call process reads it;
-/// the whole ledger once a reader asks for it (a listing of every kind,
-/// a session's summary), and its view beside it when asked for. A reader
-/// of the view with every decision (a listing of one kind, a search) is
-/// answered from a whole ledger it keeps, else through that view's
-/// checkpoint, keeping nothing more.
+/// view, read through the checkpoint as a one-call process reads it; and
+/// the whole ledger once a reader asked for it (a listing of every kind,
+/// a session's summary) while the log has at most [`KEEP_WHOLE`]
+/// operations, the view then made from it. A reader of the whole ledger
+/// or of the view with every decision (a listing of one kind, a search)
+/// is answered from a whole ledger it keeps, else through the checkpoint,
+/// keeping nothing more (a short log's whole ledger is kept then).
 ///
 /// When the tips move, a view alone is read again through the checkpoint,
 /// which takes what the logs gained when it can ([`from_checkpoint`]); a
@@ -284,9 +293,9 @@ pub fn read_view(session: &Session, now: u64) -> Result<(Rc<SharedView>, usize),
 /// ([`super::Project`]) keeps it; a server opens the project again,
 /// and so folds again, when `kapi.toml` or a gazetteer changed.
 ///
-/// Keeping the view alone is what lets many servers run beside a long log:
-/// at 1,000,000 operations the whole ledger is ~500 MB in each, the view
-/// a few MB.
+/// Keeping no whole ledger of a long log is what lets many servers run
+/// beside it: at 1,000,000 operations the whole ledger is ~500 MB in
+/// each, the view a few MB.
 #[derive(Default)]
 pub struct Memo {
     kept: Option<Kept>,
@@ -326,7 +335,41 @@ impl Kept {
     }
 }
 
+/// The most operations a long-running process keeps a whole ledger of
+/// between calls (some tens of MB); a longer log's whole ledger is read
+/// for each call that needs it and let go, while its view stays kept
+/// (at 1,000,000 operations the whole ledger is ~500 MB in each server).
+const KEEP_WHOLE: usize = if cfg!(test) { 8 } else { 100_000 };
+
 impl Memo {
+    /// Keep `full`, the whole ledger just read at `tips` (without the
+    /// held-back operations named), in place of what was kept.
+    fn keep_whole(&mut self, tips: Tips, held: &[Record], unreadable: usize, full: Ledger) {
+        self.kept = Some(Kept {
+            tips,
+            held: held.to_vec(),
+            unreadable,
+            full: Some(full),
+            view: None,
+        });
+    }
+
+    /// Let go of a whole ledger the logs' growth took past [`KEEP_WHOLE`]
+    /// (its view, when one was made, stays kept).
+    fn let_go_if_long(&mut self) {
+        if let Some(kept) = &mut self.kept
+            && kept
+                .full
+                .as_ref()
+                .is_some_and(|f| f.records().len() > KEEP_WHOLE)
+        {
+            kept.full = None;
+            if kept.view.is_none() {
+                self.kept = None;
+            }
+        }
+    }
+
     /// Whether it keeps a whole ledger (at whatever tips).
     fn holds_full(&self) -> bool {
         self.kept.as_ref().is_some_and(|k| k.full.is_some())

@@ -188,6 +188,7 @@ async fn the_rust_sdk_client_lists_exactly_the_agents_tools() {
             "context_note",
             "context_search",
             "context_session_summary",
+            "verify_claim",
             "verify_context",
         ]
     );
