@@ -410,7 +410,9 @@ pub fn import_context_files(session: &Session, force: bool) -> Result<ImportedFi
     session.permits(Kind::Import)?;
     let files = context_files(&session.root, &session.config.context)?;
     let ini = vale_ini(&session.root)?;
-    let ledger = session.ledger()?;
+    // The imports and their digests are in the reader's view, which the
+    // door admits the new imports over too.
+    let ledger = session.rules_ledger()?;
     let digests = imported_digests(&ledger);
     let mut outcomes = Vec::new();
     let mut records: Vec<(usize, Draft)> = Vec::new();
@@ -502,7 +504,8 @@ pub fn import_context_files(session: &Session, force: bool) -> Result<ImportedFi
         ));
     }
     let (slots, drafts): (Vec<usize>, Vec<Draft>) = records.into_iter().unzip();
-    let recorded = session.record(drafts, None)?;
+    let recorded = session.record(drafts, Some(&ledger))?;
+    session.release(ledger);
     for (slot, record) in slots.into_iter().zip(&recorded.records) {
         if let ImportOutcome::Imported { id, .. } = &mut outcomes[slot].1 {
             *id = record.id.to_string();

@@ -129,7 +129,8 @@ pub fn import_files(session: &Session, force: bool) -> Result<FilesImported, Con
     let disagreements = if new.is_empty() {
         Vec::new()
     } else {
-        let ledger = session.ledger()?;
+        // The imported rules in force, as the review digest reads them.
+        let ledger = session.rules_ledger()?;
         let all = super::disagreements(session, &ledger)?;
         session.release(ledger);
         all.into_iter().filter(|d| d.involves(&new)).collect()

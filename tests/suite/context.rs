@@ -142,6 +142,14 @@ fn context_files_are_imported_once_by_a_person() {
         "readme_in_force",
         serde_json::to_string_pretty(&here).unwrap()
     );
+
+    // What was imported is in the reader's view: an import of unchanged
+    // files reads that, not the whole ledger.
+    let base = repo.join(".git/kapi/fold.base");
+    assert!(base.exists());
+    std::fs::remove_file(&base).unwrap();
+    repo.kapi(&["store", "import"]).ok();
+    assert!(!base.exists(), "the import read the whole ledger");
 }
 
 #[test]
