@@ -876,21 +876,40 @@ impl Server {
         answer(text, doc)
     }
 
-    fn compile(&self, args: CompileArgs) -> Result<CallToolResult, String> {
-        use crate::compile::{self, Options, Ranking, Recipe, Request};
-        let request = Request {
+    /// The evaluation day and the vault a compile or verify call reads, as
+    /// the command line resolves them (`--today`, `--max-sensitivity`; the
+    /// vault is the project's).
+    fn vault(
+        &self,
+        today: Option<&str>,
+        max_sensitivity: Option<&str>,
+    ) -> Result<
+        (
+            crate::compile::request::Resolved,
+            crate::compile::request::VaultChoice,
+        ),
+        String,
+    > {
+        let request = crate::compile::Request {
             cwd: &self.cwd,
-            today: args.today.as_deref(),
+            today,
             root: None,
-            max_sensitivity: args.max_sensitivity.as_deref(),
+            max_sensitivity,
             allow: None,
         };
         let resolved = request
             .resolve(|| self.env.now_ms())
             .map_err(|e| e.to_string())?;
+        let vault = request.vault(&resolved).map_err(|e| e.to_string())?;
+        Ok((resolved, vault))
+    }
+
+    fn compile(&self, args: CompileArgs) -> Result<CallToolResult, String> {
+        use crate::compile::{self, Options, Ranking, Recipe};
         let ranking = Ranking::requested(args.ranking.as_deref().unwrap_or("substring"))
             .map_err(|e| e.to_string())?;
-        let vault = request.vault(&resolved).map_err(|e| e.to_string())?;
+        let (resolved, vault) =
+            self.vault(args.today.as_deref(), args.max_sensitivity.as_deref())?;
         let options = Options {
             recipe: Recipe {
                 targets: args.targets,
@@ -918,8 +937,8 @@ impl Server {
     }
 
     fn verify(&self, peer: &Peer<RoleServer>, args: VerifyArgs) -> Result<CallToolResult, String> {
+        use crate::compile::artifacts;
         use crate::compile::verify::{Expected, VerifyOptions};
-        use crate::compile::{Request, artifacts};
         let session = self.open(peer).map_err(|e| {
             e.content
                 .first()
@@ -929,17 +948,8 @@ impl Server {
         // Only a file of the work tree is read.
         let rel =
             crate::context::work_tree_path(&session, &args.artifact).map_err(|e| e.to_string())?;
-        let request = Request {
-            cwd: &self.cwd,
-            today: args.today.as_deref(),
-            root: None,
-            max_sensitivity: args.max_sensitivity.as_deref(),
-            allow: None,
-        };
-        let resolved = request
-            .resolve(|| self.env.now_ms())
-            .map_err(|e| e.to_string())?;
-        let vault = request.vault(&resolved).map_err(|e| e.to_string())?;
+        let (resolved, vault) =
+            self.vault(args.today.as_deref(), args.max_sensitivity.as_deref())?;
         let options = VerifyOptions {
             today: resolved.today,
             grant: vault.grant,
@@ -961,18 +971,8 @@ impl Server {
     }
 
     fn claim(&self, args: ClaimArgs) -> Result<CallToolResult, String> {
-        use crate::compile::{Request, verify_claim::verify_claim};
-        let request = Request {
-            cwd: &self.cwd,
-            today: args.today.as_deref(),
-            root: None,
-            max_sensitivity: args.max_sensitivity.as_deref(),
-            allow: None,
-        };
-        let resolved = request
-            .resolve(|| self.env.now_ms())
-            .map_err(|e| e.to_string())?;
-        let vault = request.vault(&resolved).map_err(|e| e.to_string())?;
+        use crate::compile::verify_claim::verify_claim;
+        let (_, vault) = self.vault(args.today.as_deref(), args.max_sensitivity.as_deref())?;
         let verdict = verify_claim(&vault.root, &args.claim, &vault.grant, &vault.layout)
             .map_err(|e| e.to_string())?;
         let text = format!("{}: {}", args.claim, verdict.status.as_str());

@@ -143,6 +143,23 @@ fn source_warnings(v: &Value) -> Vec<(String, String)> {
 
 const RESTRICTED: [&str; 2] = ["--max-sensitivity", "restricted"];
 
+/// C-001 written again with its quote's anchors one byte off: the bytes
+/// there are not the quote.
+fn shift_c001_anchors(env: &TestEnv) {
+    let at = CAPTURE_A.find("two outages").unwrap();
+    let shifted = payload(
+        "\"E-001\"",
+        CAPTURE_A,
+        "outage-report",
+        "two outages",
+        at + 1,
+    );
+    env.write(
+        "decisions/C-001-outages.md",
+        &claim_note("C-001", "restricted", "Outages", &shifted),
+    );
+}
+
 #[test]
 fn a_claim_is_released_with_all_its_evidence() {
     let env = vault();
@@ -607,18 +624,7 @@ fn verify_claim_through_the_server_answers_as_the_command_line() {
             assert_eq!(result["structuredContent"], cli, "{answer}");
         }
     }
-    let at = CAPTURE_A.find("two outages").unwrap();
-    let shifted = payload(
-        "\"E-001\"",
-        CAPTURE_A,
-        "outage-report",
-        "two outages",
-        at + 1,
-    );
-    env.write(
-        "decisions/C-001-outages.md",
-        &claim_note("C-001", "restricted", "Outages", &shifted),
-    );
+    shift_c001_anchors(&env);
     let failed = server.call(
         4,
         "verify_claim",
@@ -670,18 +676,7 @@ fn verify_claim_checks_quotes_against_the_capture_bytes() {
     );
     assert_eq!(code, 0);
     // Anchors one byte off: the bytes there are not the quote.
-    let at = CAPTURE_A.find("two outages").unwrap();
-    let shifted = payload(
-        "\"E-001\"",
-        CAPTURE_A,
-        "outage-report",
-        "two outages",
-        at + 1,
-    );
-    env.write(
-        "decisions/C-001-outages.md",
-        &claim_note("C-001", "restricted", "Outages", &shifted),
-    );
+    shift_c001_anchors(&env);
     let (code, out, _) = run(
         &env,
         &["verify-claim", "C-001", "--max-sensitivity", "restricted"],
