@@ -147,13 +147,17 @@ fn read_with<T>(
             .borrow_mut()
             .keep_whole(tips, &held, unreadable, ledger.clone());
     }
-    let whole = want == Want::Full && pending.is_empty() && held.is_empty();
-    session.full_read.set(whole.then(|| FullRead {
-        tips,
-        unreadable,
-        newest: ledger.newest_key(),
-        len: ledger.records().len(),
-    }));
+    // Only a read of the whole ledger says where the whole ledger stood:
+    // the view read between it and a write leaves the record as it was.
+    if want == Want::Full {
+        let whole = pending.is_empty() && held.is_empty();
+        session.full_read.set(whole.then(|| FullRead {
+            tips,
+            unreadable,
+            newest: ledger.newest_key(),
+            len: ledger.records().len(),
+        }));
+    }
     name_held(&mut ledger, &held);
     Ok((afresh(ledger), unreadable))
 }
@@ -354,6 +358,19 @@ impl Memo {
         });
     }
 
+    /// Keep `view`, the reader's view just read at `tips` (without the
+    /// held-back operations named: they are named here), alone.
+    fn keep_view(&mut self, tips: Tips, held: Vec<Record>, unreadable: usize, mut view: Ledger) {
+        name_held(&mut view, &held);
+        self.kept = Some(Kept {
+            tips,
+            held,
+            unreadable,
+            full: None,
+            view: Some(Rc::new(SharedView::new(view))),
+        });
+    }
+
     /// Let go of a whole ledger the logs' growth took past [`KEEP_WHOLE`]
     /// (its view, when one was made, stays kept).
     fn let_go_if_long(&mut self) {
@@ -415,21 +432,10 @@ impl Memo {
             self.kept = None;
             let (ledger, unreadable, held) =
                 read_afresh(session, tips, &[], now, want_kept(want), true)?;
-            let (full, view) = match view_alone {
-                true => {
-                    let mut view = ledger;
-                    name_held(&mut view, &held);
-                    (None, Some(Rc::new(SharedView::new(view))))
-                }
-                false => (Some(ledger), None),
-            };
-            self.kept = Some(Kept {
-                tips,
-                held,
-                unreadable,
-                full,
-                view,
-            });
+            match view_alone {
+                true => self.keep_view(tips, held, unreadable, ledger),
+                false => self.keep_whole(tips, &held, unreadable, ledger),
+            }
         }
         Ok(self
             .kept

@@ -294,11 +294,11 @@ pub fn merged_and_settled(
             Ok((report, signals))
         });
     let to_record = found.as_ref().is_ok_and(|(_, signals)| !signals.is_empty());
-    if !to_record && !crate::ops::settle::any_due(&view) {
-        session.release(view);
+    let due = crate::ops::settle::any_due(&view);
+    session.release(view);
+    if !to_record && !due {
         return Ok((found.map(|(report, _)| report), Ok(Vec::new())));
     }
-    session.release(view);
     let mut ledger = session.ledger()?;
     let signals = found.and_then(|(mut report, signals)| {
         record_signals(session, &mut ledger, signals, &mut report)?;

@@ -1326,24 +1326,20 @@ fn a_persons_note_and_a_search_answer_without_the_whole_ledger() {
         ];
         repo.kapi(&args).ok().stdout
     };
+    let search = |text: &str| -> Value {
+        let found = repo.kapi(&["context", "search", text, "--json"]).ok();
+        serde_json::from_str(&found.stdout).unwrap()
+    };
     let noted = person_notes("Widgetbar", "Widget bar");
     assert!(noted.contains("until you keep it"), "{noted}");
-    let found = repo
-        .kapi(&["context", "search", "widget", "--json"])
-        .ok()
-        .stdout;
+    let found = search("widget");
     assert!(!base.exists(), "the whole ledger was read again");
-    let found: Value = serde_json::from_str(&found).unwrap();
     assert_eq!(found["rules"][0]["use"], "Widgetbar", "{found}");
     assert_eq!(found["rules"][0]["status"], "suggested", "{found}");
 
     let against = person_notes("Quick cast", "Quickcast");
     assert!(against.contains("until you choose a side"), "{against}");
-    let found = repo
-        .kapi(&["context", "search", "quick", "--json"])
-        .ok()
-        .stdout;
-    let found: Value = serde_json::from_str(&found).unwrap();
+    let found = search("quick");
     let statuses: Vec<&str> = found["rules"]
         .as_array()
         .unwrap()
